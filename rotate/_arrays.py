@@ -1,0 +1,184 @@
+"""Recognising where an array lives and describing its memory, for any library.
+
+Host arrays are numpy arrays. Device arrays are anything exposing the CUDA
+Array Interface (numba device arrays, CuPy arrays, PyTorch CUDA tensors), or
+DLPack with a CUDA device (imported zero-copy through CuPy or PyTorch, never
+through a host copy).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from ._validate import check_dtype
+
+# DLPack device types (dlpack.h: DLDeviceType).
+_DLPACK_CPU = 1
+_DLPACK_CUDA = 2
+_DLPACK_CUDA_MANAGED = 13
+
+
+@dataclass(frozen=True)
+class ArrayInfo:
+    """What the planner needs to know about an array, wherever it lives."""
+
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]  # bytes
+    dtype: np.dtype
+    device: bool
+    pointer: int = 0  # device pointer; 0 for host arrays
+    readonly: bool = False
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.itemsize
+
+    @property
+    def c_contiguous(self) -> bool:
+        return _contiguous(self.shape, self.strides, self.itemsize)
+
+    @property
+    def f_contiguous(self) -> bool:
+        return _contiguous(self.shape[::-1], self.strides[::-1], self.itemsize)
+
+
+def _contiguous(shape, strides, itemsize) -> bool:
+    expected = itemsize
+    for dim, stride in zip(reversed(shape), reversed(strides)):
+        if dim == 0:
+            return True
+        if dim != 1 and stride != expected:
+            return False
+        expected *= dim
+    return True
+
+
+def _is_simulated_array(a: Any) -> bool:
+    """numba's CUDA simulator stands in device arrays by host-backed fakes."""
+    return type(a).__name__ == "FakeCUDAArray" and hasattr(a, "_ary")
+
+
+def is_device_array(a: Any) -> bool:
+    """True for objects whose memory is on a CUDA device."""
+    if isinstance(a, np.ndarray):
+        return False
+    if _is_simulated_array(a):
+        return True
+    if hasattr(a, "__cuda_array_interface__"):
+        return True
+    device = _dlpack_device(a)
+    return device is not None and device[0] in (_DLPACK_CUDA, _DLPACK_CUDA_MANAGED)
+
+
+def _dlpack_device(a: Any) -> Optional[tuple[int, int]]:
+    get = getattr(a, "__dlpack_device__", None)
+    if get is None:
+        return None
+    try:
+        return tuple(get())  # type: ignore[return-value]
+    except Exception:
+        return None
+
+
+def describe_host(a: np.ndarray) -> ArrayInfo:
+    return ArrayInfo(
+        shape=tuple(a.shape),
+        strides=tuple(a.strides),
+        dtype=a.dtype,
+        device=False,
+        readonly=not a.flags.writeable,
+    )
+
+
+def device_view(a: Any) -> Any:
+    """An object exposing ``__cuda_array_interface__`` for device array ``a``.
+
+    Objects that only speak DLPack are imported zero-copy through CuPy or
+    PyTorch, whichever is installed.
+    """
+    if hasattr(a, "__cuda_array_interface__") or _is_simulated_array(a):
+        return a
+    for importer in (_cupy_from_dlpack, _torch_from_dlpack):
+        view = importer(a)
+        if view is not None:
+            return view
+    raise TypeError(
+        f"a is a CUDA DLPack array of type {type(a).__name__} without "
+        f"__cuda_array_interface__; install CuPy or PyTorch so it can be imported "
+        f"without a copy, or pass a CuPy array, PyTorch tensor or numba device array"
+    )
+
+
+def _cupy_from_dlpack(a):
+    try:
+        import cupy
+    except ImportError:
+        return None
+    return cupy.from_dlpack(a)
+
+
+def _torch_from_dlpack(a):
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch.from_dlpack(a)
+
+
+def describe_device(a: Any) -> ArrayInfo:
+    """Read shape, strides, dtype and pointer from the CUDA Array Interface."""
+    if _is_simulated_array(a):
+        host = a._ary
+        check_dtype(host.dtype)
+        return ArrayInfo(tuple(host.shape), tuple(host.strides), host.dtype, True,
+                         pointer=host.__array_interface__["data"][0],
+                         readonly=not host.flags.writeable)
+    cai = a.__cuda_array_interface__
+    shape = tuple(int(d) for d in cai["shape"])
+    try:
+        dtype = np.dtype(cai["typestr"])
+    except TypeError:
+        raise TypeError(
+            f"a has CUDA typestr {cai['typestr']!r}, which numpy cannot describe; "
+            f"rotate supports fixed-size numeric, bool and structured dtypes"
+        ) from None
+    descr = cai.get("descr")
+    if descr and len(descr) > 1:
+        dtype = np.dtype([tuple(field) for field in descr])
+    check_dtype(dtype)
+    strides = cai.get("strides")
+    if strides is None:
+        strides, step = [], dtype.itemsize
+        for dim in reversed(shape):
+            strides.append(step)
+            step *= dim
+        strides = tuple(reversed(strides))
+    pointer, readonly = cai["data"]
+    if cai.get("mask") is not None:
+        raise ValueError("a has a mask in its __cuda_array_interface__; masked device arrays are not supported")
+    return ArrayInfo(
+        shape=shape,
+        strides=tuple(int(s) for s in strides),
+        dtype=dtype,
+        device=True,
+        pointer=int(pointer or 0),
+        readonly=bool(readonly),
+    )

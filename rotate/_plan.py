@@ -1,0 +1,186 @@
+"""One plan object for every backend: what a call will do before it does it.
+
+A roll decomposes into *steps*. Each step rotates ``rows`` back-to-back
+segments of ``seg_bytes`` bytes left by ``left_bytes`` (a roll along axis
+``k`` of a C-contiguous array is exactly that, with one segment per index of
+the axes before ``k``), or, for a strided host array, rolls one axis of a
+strided view. Backends plan and run steps; the public functions only
+validate, plan and execute.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from ._arrays import ArrayInfo
+from ._validate import prod, word_view_params
+
+
+@dataclass(frozen=True)
+class Step:
+    """One batched in-place rotation.
+
+    Attributes
+    ----------
+    axis : int or None
+        The array axis this step rolls (None: the flattened array).
+    shift : int
+        numpy.roll shift along that axis, reduced to ``0 < shift < length``.
+    rows, seg_bytes, left_bytes : int
+        ``rows`` consecutive segments of ``seg_bytes`` bytes, each rotated
+        left by ``left_bytes`` (``new[i] = old[(i + left) % seg]``).
+    word_bytes : int
+        The unsigned word width (1, 2, 4, 8) the CPU kernels move.
+    algorithm : str
+        The backend algorithm chosen for this step.
+    scratch_bytes : int
+        Temporary memory the step allocates or reuses.
+    bytes_moved : int
+        Bytes read plus bytes written (array and scratch); the ideal is
+        ``2 * rows * seg_bytes``.
+    strided : bool
+        True when the step rolls a non-contiguous host view.
+    details : dict
+        Backend specifics (GPU: tile_bytes, grid, block, schedule, ...).
+    """
+
+    axis: Optional[int]
+    shift: int
+    rows: int
+    seg_bytes: int
+    left_bytes: int
+    word_bytes: int
+    algorithm: str
+    scratch_bytes: int
+    bytes_moved: int
+    strided: bool = False
+    details: dict = field(default_factory=dict)
+
+    @property
+    def ideal_bytes(self) -> int:
+        return 2 * self.rows * self.seg_bytes
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What :func:`rotate.roll` or :func:`rotate.rotate` will do to an array.
+
+    Build one with :func:`rotate.plan`. ``backend`` is ``"cpu"`` or
+    ``"cuda"``; ``steps`` is empty when the call moves nothing (zero shift,
+    empty or single-element arrays).
+    """
+
+    backend: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    steps: tuple[Step, ...]
+
+    @property
+    def algorithm(self) -> str:
+        """The algorithms used, in step order (``"noop"`` when nothing moves)."""
+        names: list[str] = []
+        for step in self.steps:
+            if step.algorithm not in names:
+                names.append(step.algorithm)
+        return "+".join(names) if names else "noop"
+
+    @property
+    def scratch_bytes(self) -> int:
+        """The most temporary memory any step uses (steps run one after another)."""
+        return max((s.scratch_bytes for s in self.steps), default=0)
+
+    @property
+    def bytes_moved(self) -> int:
+        """Bytes read plus written over all steps."""
+        return sum(s.bytes_moved for s in self.steps)
+
+    @property
+    def ideal_bytes(self) -> int:
+        """Read once, write once: the bytes a perfect in-place roll moves."""
+        return sum(s.ideal_bytes for s in self.steps)
+
+    @property
+    def tile_bytes(self) -> Optional[int]:
+        return self._detail("tile_bytes")
+
+    @property
+    def grid(self) -> Optional[int]:
+        return self._detail("grid")
+
+    @property
+    def block(self) -> Optional[int]:
+        return self._detail("block")
+
+    def _detail(self, key: str) -> Any:
+        for step in self.steps:
+            if key in step.details:
+                return step.details[key]
+        return None
+
+    def __str__(self) -> str:
+        lines = [
+            f"Plan(backend={self.backend!r}, shape={self.shape}, dtype={self.dtype}, "
+            f"algorithm={self.algorithm!r}, scratch_bytes={self.scratch_bytes}, "
+            f"bytes_moved={self.bytes_moved}, ideal_bytes={self.ideal_bytes})"
+        ]
+        for s in self.steps:
+            extra = "".join(f", {k}={v}" for k, v in s.details.items())
+            lines.append(
+                f"  step axis={s.axis} shift={s.shift}: {s.algorithm}, rows={s.rows}, "
+                f"seg_bytes={s.seg_bytes}, left_bytes={s.left_bytes}, "
+                f"scratch_bytes={s.scratch_bytes}, bytes_moved={s.bytes_moved}{extra}"
+            )
+        return "\n".join(lines)
+
+
+def axis_rotations(info: ArrayInfo, shifts: Optional[dict[int, int]], flat_shift: Optional[int]):
+    """Reduce numpy.roll shifts to ``(axis, length, shift)`` with ``0 < shift < length``.
+
+    ``axis`` is None for a roll of the flattened array.
+    """
+    if flat_shift is not None:
+        n = info.size
+        s = flat_shift % n if n else 0
+        return [(None, n, s)] if s else []
+    out = []
+    for axis in sorted(shifts or {}):
+        length = info.shape[axis]
+        if length == 0 or info.size == 0:
+            continue
+        s = shifts[axis] % length
+        if s:
+            out.append((axis, length, s))
+    return out
+
+
+def contiguous_steps(info: ArrayInfo, rotations):
+    """Yield ``(axis, shift, rows, seg_bytes, left_bytes, word)`` for contiguous layouts.
+
+    Returns None when the layout needs the strided path. An F-contiguous
+    array rolled along explicit axes is its own transpose, which is
+    C-contiguous, so it takes the contiguous path too.
+    """
+    word = word_view_params(info.itemsize)
+    shape = info.shape
+    if rotations and rotations[0][0] is None:
+        if not info.c_contiguous:
+            return None
+        _, n, s = rotations[0]
+        return [(None, s, 1, n * info.itemsize, (n - s) * info.itemsize, word)]
+    if info.c_contiguous:
+        c_axis = lambda a: a  # noqa: E731
+    elif info.f_contiguous:
+        shape = shape[::-1]
+        c_axis = lambda a: info.ndim - 1 - a  # noqa: E731
+    else:
+        return None
+    out = []
+    for axis, length, s in rotations:
+        k = c_axis(axis)
+        rows = prod(shape[:k])
+        inner = prod(shape[k + 1 :]) * info.itemsize
+        out.append((axis, s, rows, length * inner, (length - s) * inner, word))
+    return out
