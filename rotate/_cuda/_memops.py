@@ -1,0 +1,93 @@
+"""16-byte global loads and stores for the kernels, and their simulator twins.
+
+numba emits 128-bit global accesses only through inline PTX (gpu-notes), so
+on a GPU ``load16``/``store16`` are intrinsics over the array's data pointer.
+The CUDA simulator (what CI runs) cannot execute inline PTX, so there they
+are plain Python over the byte array, with the same meaning: positions are
+byte offsets from the array's start and may reach up to 15 bytes before it
+or past its end, because reads are over-copied to whole aligned vectors.
+"""
+
+from __future__ import annotations
+
+from numba.core import config
+
+SIMULATED = bool(config.ENABLE_CUDASIM)
+
+if SIMULATED:
+
+    def load16(data, pos):
+        """Four little-endian words of ``data[pos:pos + 16]``; bytes outside read 0."""
+        words = [0, 0, 0, 0]
+        size = data.shape[0]
+        for i in range(16):
+            p = pos + i
+            if 0 <= p < size:
+                words[i // 4] |= int(data[p]) << (8 * (i % 4))
+        return words[0], words[1], words[2], words[3]
+
+    def store16(data, pos, w0, w1, w2, w3):
+        words = (int(w0), int(w1), int(w2), int(w3))
+        for i in range(16):
+            data[pos + i] = (words[i // 4] >> (8 * (i % 4))) & 0xFF
+
+else:
+    from llvmlite import ir
+    from numba import types
+    from numba.cuda.extending import intrinsic
+
+    _i32 = ir.IntType(32)
+    _i64 = ir.IntType(64)
+
+    def _address(context, builder, array_type, array, pos):
+        ary = context.make_array(array_type)(context, builder, array)
+        base = builder.ptrtoint(ary.data, _i64)
+        return builder.add(base, pos)
+
+    @intrinsic
+    def load16(typingctx, data, pos):
+        """``ld.global.cg.v4.u32``: one 128-bit load, cached in L2 only.
+
+        L2-only because every byte is read once and other blocks write the
+        same lines during the kernel: an L1 copy could only ever be stale.
+        """
+        sig = types.UniTuple(types.uint32, 4)(data, types.int64)
+
+        def codegen(context, builder, signature, args):
+            array, position = args
+            position = context.cast(builder, position, signature.args[1], types.int64)
+            address = _address(context, builder, signature.args[0], array, position)
+            fnty = ir.FunctionType(ir.LiteralStructType([_i32] * 4), [_i64])
+            asm = ir.InlineAsm(
+                fnty,
+                "ld.global.cg.v4.u32 {$0, $1, $2, $3}, [$4];",
+                "=r,=r,=r,=r,l,~{memory}",
+                side_effect=True,
+            )
+            result = builder.call(asm, [address])
+            words = [builder.extract_value(result, i) for i in range(4)]
+            return context.make_tuple(builder, signature.return_type, words)
+
+        return sig, codegen
+
+    @intrinsic
+    def store16(typingctx, data, pos, w0, w1, w2, w3):
+        """``st.global.v4.u32``: one 128-bit store."""
+        sig = types.void(data, types.int64, types.uint32, types.uint32, types.uint32, types.uint32)
+
+        def codegen(context, builder, signature, args):
+            array, position = args[0], args[1]
+            position = context.cast(builder, position, signature.args[1], types.int64)
+            address = _address(context, builder, signature.args[0], array, position)
+            words = [context.cast(builder, v, t, types.uint32) for v, t in zip(args[2:], signature.args[2:])]
+            fnty = ir.FunctionType(ir.VoidType(), [_i64, _i32, _i32, _i32, _i32])
+            asm = ir.InlineAsm(
+                fnty,
+                "st.global.v4.u32 [$0], {$1, $2, $3, $4};",
+                "l,r,r,r,r,~{memory}",
+                side_effect=True,
+            )
+            builder.call(asm, [address] + words)
+            return context.get_dummy_value()
+
+        return sig, codegen

@@ -1,0 +1,121 @@
+"""Choosing the GPU algorithm, tile and grid for one step, without launching.
+
+Shared by ``rotate.plan`` (to report) and ``launch`` (to run): what plan()
+says is what runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from typing import Optional
+
+from numba import cuda
+
+from .. import _schedule as S
+from .._plan import Step
+from . import _kernels
+
+#: Tunables; ``override`` changes them (tests use tiny tiles in the simulator).
+settings = {
+    "tile_bytes": _kernels.TILE_BYTES,
+    "threads": _kernels.THREADS,
+    "grid": None,  # None: fill the GPU (blocks per SM x SMs)
+}
+
+#: Default scratch bound: the larger of this fraction of the array and MIN_SCRATCH.
+SCRATCH_FRACTION = 100
+MIN_SCRATCH = 16 << 20
+
+
+@contextlib.contextmanager
+def override(**values):
+    """Temporarily change ``settings`` (tile_bytes, threads, grid)."""
+    unknown = set(values) - set(settings)
+    if unknown:
+        raise KeyError(f"unknown GPU settings {sorted(unknown)}; known: {sorted(settings)}")
+    saved = dict(settings)
+    settings.update(values)
+    try:
+        yield
+    finally:
+        settings.clear()
+        settings.update(saved)
+
+
+@functools.lru_cache(maxsize=None)
+def device_shape(device_id: int = 0):
+    """(multiprocessors, shared memory per multiprocessor) of the current device."""
+    dev = cuda.get_current_device()
+    sms = getattr(dev, "MULTIPROCESSOR_COUNT", 2)
+    smem = getattr(dev, "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR", 228 * 1024)
+    return int(sms), int(smem)
+
+
+def persistent_grid(tile_bytes: int, threads: int) -> int:
+    """Blocks that fit on the GPU at once: the persistent grid."""
+    if settings["grid"]:
+        return int(settings["grid"])
+    sms, smem_per_sm = device_shape(_device_id())
+    per_block = _kernels.smem_bytes(tile_bytes) + 1024  # 1 KiB the driver reserves per block
+    blocks_per_sm = max(1, min(2048 // threads, smem_per_sm // per_block, 32))
+    return sms * blocks_per_sm
+
+
+def _device_id() -> int:
+    try:
+        return int(cuda.get_current_device().id)
+    except Exception:
+        return 0
+
+
+def plan_step(axis, shift, rows, seg, left, word, pointer, max_scratch_bytes: Optional[int]) -> Step:
+    """Plan rotating ``rows`` segments of ``seg`` bytes left by ``left`` bytes."""
+    tile_bytes = settings["tile_bytes"]
+    threads = settings["threads"]
+    cap = max_scratch_bytes
+    if cap is None:
+        cap = max(rows * seg // SCRATCH_FRACTION, MIN_SCRATCH)
+    seam_row = S.align_up(S.max_seam_span(seg, left))
+    per_row = S.tickets_per_row(seg, left, tile_bytes)
+    chunk_slots = S.ceil_div(S.max_seam_span(seg, left), tile_bytes)
+    row_cost = seam_row + 4 * per_row  # seam bytes + one flag per ticket
+    if row_cost + 16 <= cap:
+        rows_per_launch = min(rows, (cap - 16) // row_cost)
+        launches = S.ceil_div(rows, rows_per_launch)
+        total = rows_per_launch * per_row
+        grid = min(total, persistent_grid(tile_bytes, threads))
+        seam_bytes = rows * min(left, seg - left)  # copied once into scratch, read back once
+        return Step(
+            axis, shift, rows, seg, left, word,
+            algorithm="short",
+            scratch_bytes=rows_per_launch * row_cost + 16,
+            bytes_moved=2 * rows * seg + 2 * seam_bytes,
+            details={
+                "schedule": "left" if S.is_left(seg, left) else "right",
+                "tile_bytes": tile_bytes,
+                "block": threads,
+                "grid": grid,
+                "rows_per_launch": rows_per_launch,
+                "launches": launches,
+                "chunk_slots": chunk_slots,
+                "tickets_per_row": per_row,
+                "seam_row_bytes": seam_row,
+            },
+        )
+    # The seam does not fit the scratch bound: three reversals, no scratch,
+    # 4N traffic. The long (cycle-based) schedule will replace this.
+    k = left // word
+    n = seg // word
+    half_pairs = rows * (k // 2 + (n - k) // 2 + n // 2)
+    return Step(
+        axis, shift, rows, seg, left, word,
+        algorithm="reversal",
+        scratch_bytes=0,
+        bytes_moved=4 * rows * seg,
+        details={
+            "block": 256,
+            "grid": max(1, min(S.ceil_div(half_pairs, 256), device_shape(_device_id())[0] * 8)),
+            "reason": f"seam of {seam_row} bytes per row exceeds max_scratch_bytes={cap}",
+        },
+    )
