@@ -169,7 +169,9 @@ def _check_width_literal(width):
     if isinstance(width, types.IntegerLiteral):
         w = width.literal_value
         if not _core.is_pow2(w) or w > WAVE_WIDTH:
-            raise TypingError(
+            # ValueError, not TypingError: numba would answer a TypingError
+            # by retrying with the non-literal int64 type, which passes.
+            raise ValueError(
                 f"waveops.rotate: width must be a power of two from 1 to "
                 f"{WAVE_WIDTH}, got width={w}; pass 1, 2, 4, 8, 16 or 32"
             )
