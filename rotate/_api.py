@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Optional, Sequence, Union
 
 import numpy as np
@@ -198,6 +199,25 @@ def _make_plan(info, shifts: dict, max_scratch_bytes: Optional[int]) -> Plan:
         max_scratch_bytes = as_index(max_scratch_bytes, "max_scratch_bytes")
         if max_scratch_bytes < 0:
             raise ValueError(f"max_scratch_bytes must be >= 0, got {max_scratch_bytes}")
+    settings_key = None
+    if info.device:
+        from ._cuda import planner
+        settings_key = tuple(sorted(planner.settings.items()))
+    # Plans depend on layout, not on the data or its address: repeated calls
+    # (the common case in a loop) skip planning entirely.
+    layout_key = (info.shape, info.strides, info.dtype, info.device)
+    return _cached_plan(layout_key, tuple(sorted(shifts.items(), key=repr)),
+                        max_scratch_bytes, settings_key)
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_plan(layout_key, shift_items, max_scratch_bytes, settings_key) -> Plan:
+    shape, strides, dtype, device = layout_key
+    info = _arrays.ArrayInfo(shape, strides, dtype, device)
+    return _build_plan(info, dict(shift_items), max_scratch_bytes)
+
+
+def _build_plan(info, shifts: dict, max_scratch_bytes: Optional[int]) -> Plan:
     if None in shifts:
         rotations = axis_rotations(info, None, shifts[None])
     else:

@@ -219,8 +219,12 @@ def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS):
 
 
 @functools.lru_cache(maxsize=None)
-def reverse_kernel():
-    """Reverse ``words[r*seg + lo : r*seg + hi]`` of every row, in place (grid-stride)."""
+def reverse_kernel(word_bytes: int):
+    """Reverse ``words[r*seg + lo : r*seg + hi]`` of every row, in place (grid-stride).
+
+    One dispatcher per word width, so each has exactly one compiled overload
+    and can be launched without numba's per-call typing.
+    """
 
     @cuda.jit
     def kernel(words, rows, seg, lo, hi):

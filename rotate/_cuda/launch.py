@@ -121,8 +121,15 @@ def scratch_for(cu_stream) -> Scratch:
 
 # --- runners ---------------------------------------------------------------
 
+_views: dict = {}
+
+
 def _byte_view(target, info, offset: int, nbytes: int, typestr: str = "|u1", itemsize: int = 1):
-    """A 1-D device view of ``nbytes`` bytes of the array from ``offset``, as ``typestr`` words."""
+    """A 1-D device view of ``nbytes`` bytes of the array from ``offset``, as ``typestr`` words.
+
+    Views own nothing (the caller's array does), so they are cached by
+    address: building one costs driver calls that would dominate small rolls.
+    """
     if SIMULATED:
         from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
@@ -135,7 +142,22 @@ def _byte_view(target, info, offset: int, nbytes: int, typestr: str = "|u1", ite
         "version": 3,
         "strides": None,
     }
-    return cuda.from_cuda_array_interface(desc, owner=None, sync=False)
+    key = (info.pointer + offset, nbytes, typestr)
+    view = _views.get(key)
+    if view is None:
+        if len(_views) > 256:
+            _views.clear()
+        view = _views[key] = cuda.from_cuda_array_interface(desc, owner=None, sync=False)
+    return view
+
+
+def _launch(kernel, grid, block, cu_stream, args):
+    """Launch the compiled kernel directly, skipping numba's per-call argument typing."""
+    if not SIMULATED and kernel.overloads:
+        compiled = next(iter(kernel.overloads.values()))
+        compiled.launch(args, (grid, 1, 1), (block, 1, 1), cu_stream, 0)
+    else:
+        kernel[grid, block, cu_stream](*args)
 
 
 def _run_short(target, info, step, cu_stream) -> None:
@@ -154,20 +176,21 @@ def _run_short(target, info, step, cu_stream) -> None:
             total = rows * per_row
             flags, seam, counters, epoch = entry.reserve(total, rows * scratch_row, cu_stream)
             grid = min(d["grid"], total)
-            kernel[grid, threads, cu_stream](
+            _launch(kernel, grid, threads, cu_stream, (
                 data, seam, flags, counters,
                 np.int64(rows), np.int64(n), np.int64(k), np.int64((info.pointer + offset) % 16),
                 np.int64(chunk_slots), np.int64(per_row), np.int64(total), epoch,
                 np.int64(scratch_row),
-            )
+            ))
 
 
 def _run_reversal(target, info, step, cu_stream) -> None:
     word = step.word_bytes
     words = _byte_view(target, info, 0, step.rows * step.seg_bytes, f"<u{word}", word)
     n, k = step.seg_bytes // word, step.left_bytes // word
-    kernel = _kernels.reverse_kernel()
+    kernel = _kernels.reverse_kernel(word)
     grid, block = step.details["grid"], step.details["block"]
     for lo, hi in ((0, k), (k, n), (0, n)):
         if hi - lo > 1:
-            kernel[grid, block, cu_stream](words, np.int64(step.rows), np.int64(n), np.int64(lo), np.int64(hi))
+            _launch(kernel, grid, block, cu_stream,
+                    (words, np.int64(step.rows), np.int64(n), np.int64(lo), np.int64(hi)))

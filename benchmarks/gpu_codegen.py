@@ -1,0 +1,31 @@
+"""Print the short kernel's resource use and SASS instruction mix (run on a GPU machine).
+
+    python benchmarks/gpu_codegen.py [tile_bytes threads]
+"""
+
+import re
+import sys
+
+import numpy as np
+from numba import cuda
+
+import rotate
+from rotate._cuda import _kernels, planner
+
+tile, threads = (int(sys.argv[1]), int(sys.argv[2])) if len(sys.argv) > 2 else (_kernels.TILE_BYTES, _kernels.THREADS)
+with planner.override(tile_bytes=tile, threads=threads):
+    rotate.roll(cuda.to_device(np.arange(1 << 20, dtype=np.uint8)), 3)  # compile
+kernel = _kernels.short_kernel(tile, threads)
+compiled = next(iter(kernel.overloads.values()))
+print(f"tile_bytes={tile} threads={threads}")
+print("registers per thread:", compiled.regs_per_thread)
+print("local memory per thread:", compiled.local_mem_per_thread)
+print("shared memory per block:", compiled.shared_mem_per_block)
+print("max blocks per SM (occupancy):", compiled.max_cooperative_grid_blocks(threads) / cuda.get_current_device().MULTIPROCESSOR_COUNT)
+try:
+    sass = compiled.inspect_sass()
+except Exception as exc:  # nvdisasm missing
+    print("no SASS:", exc)
+else:
+    for op in ("LDG.E.128", "STG.E.128", "LDS.128", "STS.128", "SHF", "LDL", "STL", "ATOM", "MEMBAR", "BAR.SYNC"):
+        print(f"{op:>10}: {len(re.findall(re.escape(op), sass))}")
