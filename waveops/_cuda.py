@@ -41,7 +41,17 @@ _SUPPORTED = "int32, uint32, float32, int64, uint64 or float64"
 @intrinsic
 def _lane_id(typingctx):
     def codegen(context, builder, sig, args):
-        return nvvmutils.call_sreg(builder, "laneid")
+        lane = nvvmutils.call_sreg(builder, "laneid")
+        # Tell LLVM 0 <= lane < 32, so the group base ``lane & ~(w - 1)`` of
+        # the generic rotate folds away for w = 32 (as a raw shfl_sync has it).
+        i32 = ir.IntType(32)
+        lane.set_metadata(
+            "range",
+            builder.module.add_metadata(
+                [ir.Constant(i32, 0), ir.Constant(i32, WAVE_WIDTH)]
+            ),
+        )
+        return lane
 
     return signature(types.int32), codegen
 
