@@ -2,9 +2,10 @@
 
 1. ``waveops.rotate`` against a hand-written ``cuda.shfl_sync`` doing the
    same rotation: a long dependent chain of shuffles per thread, so the
-   kernel is bound by the shuffle unit.  Same source lanes, so the two
-   outputs must match bit for bit (checked).  32- and 64-bit values, full
-   width and width 16.
+   kernel is bound by shuffle latency.  Same source lanes, so the two
+   outputs must match bit for bit (checked).  32- and 64-bit values; width
+   32 with a fixed delta (index math hoisted) and a delta that changes every
+   step (index math in the chain), and width 16.
 2. The stencil example (``examples/wave_stencil.py``, neighbours through two
    rotates) against a shared-memory stencil and a plain global-memory one,
    on a large float64 array; GB/s counts one read and one write per point.
@@ -55,13 +56,38 @@ def _load_stencil_example():
 # 1. Shuffle chains
 
 
+# The "step" kernels vary the delta every iteration, and the raw version is
+# written with the same association as rotate's ``lane + delta`` so that both
+# do the same index arithmetic; the "fixed" kernels use one delta, whose
+# source-lane computation the compiler hoists out of the loop in both.
+
+
+@cuda.jit
+def chain_raw_fixed(out, x, d, reps):
+    i = cuda.grid(1)
+    v = x[i]
+    lane = cuda.laneid
+    for r in range(reps):
+        v = cuda.shfl_sync(FULL, v, (lane + d) & 31)
+    out[i] = v
+
+
+@cuda.jit
+def chain_wave_fixed(out, x, d, reps):
+    i = cuda.grid(1)
+    v = x[i]
+    for r in range(reps):
+        v = waveops.rotate(v, d)
+    out[i] = v
+
+
 @cuda.jit
 def chain_raw(out, x, d, reps):
     i = cuda.grid(1)
     v = x[i]
     lane = cuda.laneid
     for r in range(reps):
-        v = cuda.shfl_sync(FULL, v, (lane + d + r) & 31)
+        v = cuda.shfl_sync(FULL, v, (lane + (d + r)) & 31)
     out[i] = v
 
 
@@ -80,7 +106,7 @@ def chain_raw_w16(out, x, d, reps):
     v = x[i]
     lane = cuda.laneid
     for r in range(reps):
-        v = cuda.shfl_sync(FULL, v, (lane & ~15) | ((lane + d + r) & 15))
+        v = cuda.shfl_sync(FULL, v, (lane & ~15) | ((lane + (d + r)) & 15))
     out[i] = v
 
 
@@ -153,7 +179,11 @@ def bench_shuffles(args, rows):
     for dtype in (np.float32, np.float64):
         x = rng.standard_normal(threads).astype(dtype)
         d_x = cuda.to_device(x)
-        pairs = [("width 32", chain_raw, chain_wave), ("width 16", chain_raw_w16, chain_wave_w16)]
+        pairs = [
+            ("w32 fixed delta", chain_raw_fixed, chain_wave_fixed),
+            ("w32 delta per step", chain_raw, chain_wave),
+            ("w16 delta per step", chain_raw_w16, chain_wave_w16),
+        ]
         for label, raw, wave in pairs:
             outs, times = {}, {}
             for name, k in (("raw shfl_sync", raw), ("waveops.rotate", wave)):
@@ -214,7 +244,7 @@ def bench_stencil(args, rows):
 
 
 def print_table(rows):
-    print(f"{'bench':<16} {'case':<22} {'impl':<28} {'ms':>9} {'rate':>16} {'ratio':>7}  check")
+    print(f"{'bench':<16} {'case':<26} {'impl':<28} {'ms':>9} {'rate':>16} {'ratio':>7}  check")
     for r in rows:
         if "Gshfl_per_s" in r:
             rate = f"{r['Gshfl_per_s']:.1f} Gshfl/s"
@@ -222,7 +252,7 @@ def print_table(rows):
         else:
             rate = f"{r['GB_per_s']:.0f} GB/s"
             ratio, check = r["vs_waveops"], r["matches_numpy"]
-        print(f"{r['bench']:<16} {r['case']:<22} {r['impl']:<28} {r['ms']:9.4f} "
+        print(f"{r['bench']:<16} {r['case']:<26} {r['impl']:<28} {r['ms']:9.4f} "
               f"{rate:>16} {ratio:7.3f}  {'ok' if check else 'MISMATCH'}")
 
 
