@@ -1,0 +1,189 @@
+"""Benchmark the CPU backend (rotate._cpu) against memcpy, numpy.roll and std::rotate.
+
+For 256 MiB of uint8 and of float64 and numpy.roll shifts
+{1, 3, 4097, n//3, n//2 + 3, n - 1} (n in elements) it times, as medians of
+``--repeats`` runs, printed as markdown tables:
+
+* ``rotate``     -- ``rotate._cpu.rotate_rows_inplace`` on the array's words
+                    (float64 travels as uint64, as the API layer sends it);
+* ``copyto``     -- ``np.copyto`` of the same bytes into another array, the
+                    single-threaded memcpy "speed of light";
+* ``np.roll``    -- ``np.copyto(a, np.roll(a, shift))``, numpy's roll made in place;
+* ``std::rotate``-- benchmarks/std_rotate.cpp built with ``g++ -O3`` (measured
+                    once per run of this script; ``--no-cxx`` skips it).
+
+GB/s counts read + write bytes (2 x the array).  Also times two many-rows
+cases.  Before every timed run ``--flush-mib`` (default 1024) MiB are written
+to evict the array from the last-level cache, for all contenders alike.
+
+Run: ``.venv/bin/python benchmarks/cpu_bench.py [--threads N] [--mib 256] [--flush-mib 1024]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+import numba  # noqa: E402
+
+from rotate import _cpu  # noqa: E402
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+# Written before every timed run so that each starts with the array out of
+# cache.  This machine's last-level cache (300 MiB, shared with other guests)
+# can hold most of a 256 MiB array, which made back-to-back in-place runs
+# bimodal (10 ms or 30 ms) depending on what the neighbours were doing.
+_flush_buffer = None
+
+
+def flush_caches() -> None:
+    if _flush_buffer is not None:
+        np.add(_flush_buffer, 1, out=_flush_buffer)
+
+
+def median_seconds(fn, repeats: int) -> float:
+    fn()  # warm-up: JIT, page faults
+    times = []
+    for _ in range(repeats):
+        flush_caches()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def build_std_rotate() -> pathlib.Path:
+    """Compile std_rotate.cpp (g++ -O3) into a temporary directory; return the binary."""
+    out = pathlib.Path(tempfile.mkdtemp(prefix="std_rotate_")) / "std_rotate"
+    subprocess.run(["g++", "-O3", "-o", str(out), str(HERE / "std_rotate.cpp")], check=True)
+    return out
+
+
+def std_rotate_seconds(binary: pathlib.Path, kind: str, n: int, shifts, repeats: int) -> dict[int, float]:
+    flush_mib = 0 if _flush_buffer is None else _flush_buffer.nbytes >> 20
+    proc = subprocess.run([str(binary), kind, str(n), str(repeats), str(flush_mib), *map(str, shifts)],
+                          check=True, capture_output=True, text=True)
+    result = {}
+    for line in proc.stdout.splitlines():
+        shift, seconds, _ = line.split()
+        result[int(shift)] = float(seconds)
+    return result
+
+
+def bench_dtype(dtype, nbytes: int, repeats: int, cxx_binary, check: bool):
+    n = nbytes // np.dtype(dtype).itemsize
+    shifts = [1, 3, 4097, n // 3, n // 2 + 3, n - 1]
+    rng = np.random.default_rng(1)
+    a = rng.integers(1, 250, n, dtype=np.uint8).astype(dtype)  # never zero
+    other = np.empty_like(a)
+    words = a.view(np.dtype("u%d" % a.itemsize))
+    copy_s = median_seconds(lambda: np.copyto(other, a), repeats)
+    cxx = {}
+    if cxx_binary is not None:
+        cxx = std_rotate_seconds(cxx_binary, "u8" if a.itemsize == 1 else "f64", n, shifts, repeats)
+    rows = []
+    for shift in shifts:
+        k = n - shift  # roll right by shift == rotate left by n - shift
+        if check:
+            expected = np.roll(a, shift)
+            _cpu.rotate_rows_inplace(words, 1, n, k)
+            assert np.array_equal(a, expected), f"wrong result at shift {shift}"
+            del expected
+        ours = median_seconds(lambda: _cpu.rotate_rows_inplace(words, 1, n, k), repeats)
+        roll = median_seconds(lambda: np.copyto(a, np.roll(a, shift)), max(3, repeats // 2))
+        algorithm, scratch, moved = _cpu.plan_rows(1, n, k, words.itemsize)
+        rows.append(dict(shift=shift, algorithm=algorithm, scratch=scratch, traffic=moved / (2 * nbytes),
+                         ours=ours, copy=copy_s, roll=roll, cxx=cxx.get(shift)))
+    return n, rows
+
+
+def bench_many_rows(repeats: int):
+    cases = [((10**6, 8), np.float64, 3), ((4096, 65536), np.uint8, 1000), ((64, 1 << 19), np.float64, 1 << 17)]
+    out = []
+    for shape, dtype, shift in cases:
+        rng = np.random.default_rng(2)
+        a = rng.integers(1, 250, shape, dtype=np.uint8).astype(dtype)
+        other = np.empty_like(a)
+        rows, seg = shape
+        words = a.reshape(-1).view(np.dtype("u%d" % a.itemsize))
+        k = seg - shift
+        expected = np.roll(a, shift, axis=1)
+        _cpu.rotate_rows_inplace(words, rows, seg, k)
+        assert np.array_equal(a, expected)
+        ours = median_seconds(lambda: _cpu.rotate_rows_inplace(words, rows, seg, k), repeats)
+        copy_s = median_seconds(lambda: np.copyto(other, a), repeats)
+        roll = median_seconds(lambda: np.copyto(a, np.roll(a, shift, axis=1)), max(3, repeats // 2))
+        algorithm, _, _ = _cpu.plan_rows(rows, seg, k, words.itemsize)
+        out.append(dict(case=f"{shape} {np.dtype(dtype).name}, axis 1, shift {shift}", algorithm=algorithm,
+                        ours=ours, copy=copy_s, roll=roll, nbytes=a.nbytes))
+    return out
+
+
+def gbps(nbytes: int, seconds: float) -> float:
+    return 2 * nbytes / seconds / 1e9
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mib", type=int, default=256, help="array size in MiB (default 256)")
+    parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--threads", type=int, default=None, help="numba threads (default: all)")
+    parser.add_argument("--no-cxx", action="store_true", help="skip the std::rotate reference")
+    parser.add_argument("--no-check", action="store_true", help="skip the correctness check")
+    parser.add_argument("--flush-mib", type=int, default=1024,
+                        help="MiB written between timed runs to evict the array from cache (0: off)")
+    args = parser.parse_args(argv)
+    global _flush_buffer
+    if args.flush_mib:
+        _flush_buffer = np.zeros(args.flush_mib << 20, dtype=np.uint8)
+    if args.threads:
+        numba.set_num_threads(args.threads)
+    nbytes = args.mib << 20
+    cxx_binary = None if args.no_cxx else build_std_rotate()
+
+    print(f"numba {numba.__version__}, numpy {np.__version__}, threading layer "
+          f"{numba.config.THREADING_LAYER}, numba threads {numba.get_num_threads()}, "
+          f"{os.cpu_count()} cpus, {args.mib} MiB, median of {args.repeats}")
+    gate_ok = True
+    for dtype in (np.uint8, np.float64):
+        n, rows = bench_dtype(dtype, nbytes, args.repeats, cxx_binary, not args.no_check)
+        print(f"\n## {np.dtype(dtype).name}, n = {n}\n")
+        print("| shift | algorithm | traffic / 2N | ms | GB/s | vs copyto | vs np.roll | vs std::rotate | gate |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            d = min(r["shift"], n - r["shift"])
+            limit = 1.3 if d < n / 100 else 2.0
+            vs_copy = r["ours"] / r["copy"]
+            vs_roll = r["ours"] / r["roll"]
+            vs_cxx = r["ours"] / r["cxx"] if r["cxx"] else None
+            ok = vs_copy <= limit and vs_roll <= 1.1 and (vs_cxx is None or vs_cxx <= 1.1)
+            gate_ok &= ok
+            print(f"| {r['shift']} | {r['algorithm']} | {r['traffic']:.2f} | {r['ours'] * 1e3:.1f} | "
+                  f"{gbps(nbytes, r['ours']):.1f} | {vs_copy:.2f} (<= {limit}) | {vs_roll:.2f} | "
+                  + (f"{vs_cxx:.2f}" if vs_cxx else "-") + f" | {'ok' if ok else 'MISS'} |")
+        r0 = rows[0]
+        print(f"\nreferences: np.copyto {r0['copy'] * 1e3:.1f} ms ({gbps(nbytes, r0['copy']):.1f} GB/s); "
+              + "np.roll+copy back " + ", ".join(f"{r['roll'] * 1e3:.0f}" for r in rows) + " ms; "
+              + "std::rotate " + ", ".join(f"{r['cxx'] * 1e3:.0f}" if r["cxx"] else "-" for r in rows) + " ms")
+    print("\n## many rows (rotate_rows_inplace, rows spread over threads)\n")
+    print("| case | algorithm | ms | GB/s | vs copyto | vs np.roll |")
+    print("|---|---|---|---|---|---|")
+    for r in bench_many_rows(args.repeats):
+        print(f"| {r['case']} | {r['algorithm']} | {r['ours'] * 1e3:.2f} | {gbps(r['nbytes'], r['ours']):.1f} | "
+              f"{r['ours'] / r['copy']:.2f} | {r['ours'] / r['roll']:.2f} |")
+    print(f"\nthreading layer used: {numba.threading_layer()}; gate {'met' if gate_ok else 'MISSED'}")
+
+
+if __name__ == "__main__":
+    main()

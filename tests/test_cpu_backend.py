@@ -1,0 +1,227 @@
+"""Property tests of the CPU backend (rotate._cpu) against numpy.roll.
+
+The module's budget constants are shrunk per example (``tiny_budget``) so that the
+block-swap, many-seam and reversal paths run on arrays of a few hundred words.
+Every failing example prints a ready-to-paste reproduction via ``note()``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numba
+import numpy as np
+import pytest
+from hypothesis import assume, given, note, settings
+from hypothesis import strategies as st
+
+from rotate import _cpu
+
+WORD_DTYPES = [np.uint8, np.uint16, np.uint32, np.uint64]
+
+# Sizes around the edges the algorithms care about: tiny, primes, powers of two +-1.
+EDGE_SEGS = [2, 3, 4, 5, 7, 8, 13, 15, 16, 17, 31, 32, 33, 61, 63, 64, 65, 97, 127, 128, 129, 251, 255, 256, 257,
+             509, 1021, 1023, 1024, 1025]
+
+
+_BUDGET_NAMES = ("SCRATCH_BYTES", "TILE_BYTES", "LANES", "MIN_LANE_BYTES", "SMALL_ROW_BYTES")
+
+
+@contextlib.contextmanager
+def tiny_budget(scratch_bytes=None, tile_bytes=None, lanes=None, small_row_bytes=0):
+    """Shrink every budget so small arrays take the large-array code paths.
+
+    Yields the assignment that reproduces the setting (empty when left at defaults).
+    A context manager rather than a fixture: hypothesis runs many examples per fixture.
+    """
+    saved = {name: getattr(_cpu, name) for name in _BUDGET_NAMES}
+    if scratch_bytes is None:
+        yield ""
+        return
+    values = (scratch_bytes, tile_bytes, lanes, 1, small_row_bytes)
+    try:
+        for name, value in zip(_BUDGET_NAMES, values):
+            setattr(_cpu, name, value)
+        yield f"_cpu.{', _cpu.'.join(_BUDGET_NAMES)} = {', '.join(map(str, values))}"
+    finally:
+        for name, value in saved.items():
+            setattr(_cpu, name, value)
+
+
+def random_words(rng, size, dtype):
+    info = np.iinfo(dtype)
+    return rng.integers(1, info.max, size, dtype=dtype, endpoint=True)  # never zero
+
+
+def roll_rows_oracle(buf, rows, seg, k):
+    """Plain-Python reference: new_seg[i] = old_seg[(i + k) % seg]."""
+    old = buf.tolist()
+    return [old[r * seg + (i + k) % seg] for r in range(rows) for i in range(seg)]
+
+
+segs = st.one_of(st.sampled_from(EDGE_SEGS), st.integers(2, 700))
+
+
+@st.composite
+def rows_cases(draw):
+    seg = draw(segs)
+    k = draw(st.one_of(st.sampled_from([1, seg - 1, seg // 2, (seg + 1) // 2, seg // 3 + 1]),
+                       st.integers(1, seg - 1)))
+    k = min(max(k, 1), seg - 1)
+    rows = draw(st.sampled_from([1, 1, 2, 3, 7]))
+    dtype = draw(st.sampled_from(WORD_DTYPES))
+    return rows, seg, k, dtype
+
+
+@settings(deadline=None, max_examples=150)
+@given(case=rows_cases(), budget=st.sampled_from([(8, 8, 1), (16, 8, 2), (24, 16, 3), (64, 8, 5), (None, None, None)]),
+       seed=st.integers(0, 2**32 - 1))
+def test_rotate_rows_matches_oracle(case, budget, seed):
+    rows, seg, k, dtype = case
+    with tiny_budget(*budget) as setup:
+        check_rows(rows, seg, k, dtype, seed, setup)
+
+
+def check_rows(rows, seg, k, dtype, seed, setup):
+    rng = np.random.default_rng(seed)
+    buf = random_words(rng, rows * seg, dtype)
+    expected = roll_rows_oracle(buf, rows, seg, k)
+    note(f"from rotate import _cpu; import numpy as np\n{setup}\n"
+         f"buf = np.random.default_rng({seed}).integers(1, np.iinfo(np.{np.dtype(dtype).name}).max, {rows * seg}, "
+         f"dtype=np.{np.dtype(dtype).name}, endpoint=True)\n"
+         f"expected = np.roll(buf.reshape({rows}, {seg}), -{k}, axis=1).ravel()\n"
+         f"_cpu.rotate_rows_inplace(buf, {rows}, {seg}, {k}); assert np.array_equal(buf, expected)\n"
+         f"# plan: {_cpu.plan_rows(rows, seg, k, buf.itemsize)}")
+    _cpu.rotate_rows_inplace(buf, rows, seg, k)
+    assert buf.tolist() == expected
+
+
+@settings(deadline=None, max_examples=60)
+@given(rows=st.integers(1, 300), seg=st.integers(2, 40), data=st.data(),
+       dtype=st.sampled_from(WORD_DTYPES), lanes=st.integers(1, 4))
+def test_many_small_rows(rows, seg, data, dtype, lanes):
+    """Small-row copy path and rows spread over lanes."""
+    k = data.draw(st.integers(1, seg - 1))
+    with tiny_budget(1 << 20, 64, lanes, small_row_bytes=data.draw(st.sampled_from([0, 256]))) as setup:
+        check_many_rows(rows, seg, k, dtype, setup)
+
+
+def check_many_rows(rows, seg, k, dtype, setup):
+    buf = random_words(np.random.default_rng(rows * 1000 + seg), rows * seg, dtype)
+    expected = np.roll(buf.reshape(rows, seg), -k, axis=1).ravel()
+    note(f"{setup}\n_cpu.rotate_rows_inplace(buf, {rows}, {seg}, {k})  # dtype {np.dtype(dtype).name}")
+    _cpu.rotate_rows_inplace(buf, rows, seg, k)
+    np.testing.assert_array_equal(buf, expected)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_result_does_not_depend_on_threads(threads):
+    old = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        rng = np.random.default_rng(7)
+        n = 3 << 20  # large enough for several lanes with the default budgets
+        for k in (1, 4097, n // 3, n // 2 + 3, n - 1):
+            buf = random_words(rng, n, np.uint8)
+            expected = np.roll(buf, -k)
+            _cpu.rotate_rows_inplace(buf, 1, n, k)
+            np.testing.assert_array_equal(buf, expected, err_msg=f"k={k}")
+    finally:
+        numba.set_num_threads(old)
+
+
+def test_plan_rows_is_bounded_and_consistent():
+    n = 1 << 28
+    for k in (1, 3, 4097, n // 3, n // 2 + 3, n - 1, n // 2):
+        for itemsize in (1, 8):
+            name, scratch, moved = _cpu.plan_rows(1, n // itemsize, k // itemsize or 1, itemsize)
+            assert scratch <= _cpu.SCRATCH_BYTES
+            assert 2 * n <= moved <= 6 * n, (name, moved)
+    assert _cpu.plan_rows(1, 100, 50, 8)[0] == "buffered-shift"
+    assert _cpu.plan_rows(10**6, 8, 3, 8)[0] == "small-rows-copy"
+    assert _cpu.plan_rows(1, 1 << 25, 1 << 24, 8)[0] == "block-swap"
+    # A half rotation is a single swap: 4 array words + 2 tile words per swapped word.
+    assert _cpu.plan_rows(1, 1 << 25, 1 << 24, 8)[2] == 6 * (1 << 24) * 8
+
+
+# --------------------------------------------------------------------------- strided
+
+
+STRUCTURED = [
+    np.dtype([("a", "u1"), ("b", "u2")], align=False),  # itemsize 3
+    np.dtype([("a", "<f8"), ("b", "u2")]),  # itemsize 10
+    np.dtype([("a", "<i4"), ("b", "<f4"), ("c", "<u4")]),  # itemsize 12
+    np.dtype("S5"),
+    np.dtype("<U3"),  # itemsize 12
+    np.dtype("c16"),  # itemsize 16
+]
+STRIDED_DTYPES = [np.dtype(x) for x in (np.bool_, np.int8, np.int16, np.float32, np.float64, "M8[s]")] + STRUCTURED
+
+
+def random_array(rng, shape, dtype):
+    raw = rng.integers(1, 256, (*shape, dtype.itemsize), dtype=np.uint8)
+    if dtype == np.bool_:
+        raw = rng.integers(0, 2, (*shape, 1), dtype=np.uint8)
+    return np.ascontiguousarray(raw).view(dtype).reshape(shape)
+
+
+@st.composite
+def strided_cases(draw):
+    ndim = draw(st.integers(1, 3))
+    shape = draw(st.lists(st.integers(1, 9), min_size=ndim, max_size=ndim))
+    axis = draw(st.integers(0, ndim - 1))
+    shape[axis] = draw(st.integers(2, 40))
+    steps = draw(st.lists(st.sampled_from([1, 2, 3, -1, -2]), min_size=ndim, max_size=ndim))
+    perm = draw(st.permutations(range(ndim)))
+    dtype = draw(st.sampled_from(STRIDED_DTYPES))
+    return shape, steps, perm, axis, dtype
+
+
+@settings(deadline=None, max_examples=150)
+@given(case=strided_cases(), data=st.data(),
+       budget=st.sampled_from([(8, 8, 1), (32, 8, 3), (1 << 20, 64, 2), (None, None, None)]))
+def test_roll_strided_matches_numpy(case, data, budget):
+    with tiny_budget(*budget) as setup:
+        check_strided(*case, data, setup)
+
+
+def check_strided(shape, steps, perm, axis, dtype, data, setup):
+    # Build a base array, then a view with steps, negative strides and a transpose.
+    base_shape = [n * abs(s) for n, s in zip(shape, steps)]
+    base = random_array(np.random.default_rng(sum(shape)), base_shape, dtype)
+    view = base[tuple(slice(None, None, s) for s in steps)].transpose(perm)
+    axis = perm.index(axis)  # roll the axis we gave at least 2 elements
+    shift = data.draw(st.integers(1, view.shape[axis] - 1))
+    assume(view.size > 0)
+    before = base.copy()
+    expected = np.roll(view, shift, axis=axis)
+    note(f"from rotate import _cpu; import numpy as np\n{setup}\n"
+         f"base = np.zeros({tuple(base_shape)}, dtype={dtype!r})\n"
+         f"view = base[{tuple(slice(None, None, s) for s in steps)}].transpose({tuple(perm)})\n"
+         f"_cpu.roll_strided(view, {shift}, {axis})\n"
+         f"# plan: {_cpu.plan_strided(view.shape, view.strides, view.itemsize, shift, axis)}")
+    _cpu.roll_strided(view, shift, axis)
+    assert view.tobytes() == expected.tobytes()
+    # Nothing outside the view was touched.
+    mask = np.ones(base.shape, dtype=bool)
+    mask[tuple(slice(None, None, s) for s in steps)] = False
+    assert base[mask].tobytes() == before[mask].tobytes()
+
+
+def test_roll_strided_reversal_path():
+    """One column whose shift exceeds the scratch budget: triple reversal."""
+    a = np.arange(1, 201, dtype=np.float64)[::-2]
+    with tiny_budget(8, 8, 2):
+        for shift in (2, 17, 50, 98):
+            b = a.copy()
+            assert _cpu.plan_strided(a.shape, a.strides, a.itemsize, shift, 0)[0] == "strided-reversal"
+            _cpu.roll_strided(a, shift, 0)
+            np.testing.assert_array_equal(a, np.roll(b, shift))
+
+
+def test_plan_strided_bounded():
+    shape, strides = (1 << 24,), (16,)
+    for shift in (1, 3, 4097, (1 << 24) // 3):
+        name, scratch, moved = _cpu.plan_strided(shape, strides, 8, shift, 0)
+        assert scratch <= _cpu.SCRATCH_BYTES
+        assert moved >= 2 * 8 * (1 << 24)
