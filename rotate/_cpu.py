@@ -91,6 +91,7 @@ LANES = None
 # Schedule op kinds for the contiguous path.
 _SWAP = 0
 _SHIFT = 1
+_SWAP_SHIFT = 2
 
 # Strided modes.
 _STRIDED_SHIFT = 0
@@ -155,6 +156,65 @@ def _shift_serial(buf, lo, n, k, scratch, scratch_lo):
 
 
 @njit(parallel=True, cache=True)
+def _swap_shift_lanes(buf, lo, n, k, lanes, scratch, tile):
+    """Rotate ``buf[lo:lo+n]`` left by ``k`` in one pass when ``e = |n - 2k|`` is small.
+
+    A Gries--Mills swap of ``m = min(k, n-k)`` pairs fused with the buffered
+    shift by ``e`` that would follow it: pair ``i`` moves the word at ``i`` (A
+    side) and at ``k + i`` (B side) straight to their final places, so every
+    word is read and written once (~1x memcpy instead of ~1.5x).  A-side writes
+    land ``e`` words behind the B-side reads, so each lane's first (or last)
+    ``e`` B words are clobbered by its neighbour: those seams, and the ``e``
+    words nobody pairs (the carry), are saved first.  Scratch: ``lanes * (e +
+    tile)`` words, seams first, then one tile per lane.
+    """
+    m = min(k, n - k)
+    e = n - 2 * m
+    n_tiles = (m + tile - 1) // tile
+    tiles_per_lane = (n_tiles + lanes - 1) // lanes
+    span = tiles_per_lane * tile  # pairs per lane (the last lane may get fewer)
+    tiles_lo = lanes * e
+    if k > n - k:
+        # [A_l | A_r | B], |A_l| = |B| = m, |A_r| = e; pairs ascend.
+        # Seam t: B words [t*span - e, t*span) at positions lo + m + t*span; seam 0
+        # is A_r, the carry.
+        for t in prange(lanes):
+            _move(scratch, t * e, buf, lo + m + t * span, e)
+        for t in prange(lanes):
+            first = t * span
+            last = min(m, first + span)
+            own = last - e if t < lanes - 1 else last  # B words below `own` are still in place
+            for i in range(first, last, tile):
+                c = min(tile, last - i)
+                _move(scratch, tiles_lo + t * tile, buf, lo + i, c)
+                direct = max(0, min(c, own - i))
+                _move(buf, lo + i, buf, lo + k + i, direct)
+                _move(buf, lo + i + direct, scratch, (t + 1) * e + (i + direct - own), c - direct)
+                _move(buf, lo + m + i, scratch, tiles_lo + t * tile, c)
+        _move(buf, lo + n - e, scratch, 0, e)
+    else:
+        # [A | B_l | B_r], |A| = |B_l| = m, |B_r| = e; pairs descend.
+        # Seam t: B words [(t+1)*span, (t+1)*span + e), clobbered by lane t; the
+        # last seam starts at B word m: it is B_r, the carry.
+        for t in prange(lanes):
+            start = min(m, (t + 1) * span)
+            _move(scratch, t * e, buf, lo + k + start, e)
+        for t in prange(lanes):
+            first = t * span
+            last = min(m, first + span)
+            own = first + e if t > 0 else first  # B words from `own` up are still in place
+            for hi in range(last, first, -tile):
+                c = min(tile, hi - first)
+                j = hi - c
+                _move(scratch, tiles_lo + t * tile, buf, lo + j, c)
+                from_seam = max(0, min(c, own - j))
+                _move(buf, lo + j, scratch, (t - 1) * e + (j - first), from_seam)
+                _move(buf, lo + j + from_seam, buf, lo + k + j + from_seam, c - from_seam)
+                _move(buf, lo + k + e + j, scratch, tiles_lo + t * tile, c)
+        _move(buf, lo + k, scratch, (lanes - 1) * e, e)
+
+
+@njit(parallel=True, cache=True)
 def _rotate_segment_lanes(buf, seg_lo, ops, scratch, lanes, tile):
     """Run a schedule on one segment, each op spread over ``lanes``."""
     for o in range(ops.shape[0]):
@@ -170,6 +230,8 @@ def _rotate_segment_lanes(buf, seg_lo, ops, scratch, lanes, tile):
                 last = min(m, first + tiles_per_lane * tile)
                 if last > first:
                     _swap_tiled(buf, i + first, j + first, last - first, scratch, lane * tile, tile)
+        elif ops[o, 0] == _SWAP_SHIFT:
+            _swap_shift_lanes(buf, seg_lo + ops[o, 1], ops[o, 2], ops[o, 3], ops[o, 4], scratch, tile)
         else:
             lo = seg_lo + ops[o, 1]
             n = ops[o, 2]
@@ -312,13 +374,15 @@ def _lanes(work_bytes: int, units: int) -> int:
     return max(1, min(int(wanted), units, work_bytes // MIN_LANE_BYTES))
 
 
-def _segment_schedule(seg: int, k: int, shift_cap: int, chunks_wanted: int):
+def _segment_schedule(seg: int, k: int, shift_cap: int, chunks_wanted: int, tile: int = 0):
     """Gries--Mills reduction of a left rotation of ``seg`` by ``k`` to a buffered shift.
 
     Returns a list of ops ``(kind, a, b, c, chunks)``:
     ``(_SWAP, i, j, m, 0)`` swaps words ``[i, i+m)`` and ``[j, j+m)``;
     ``(_SHIFT, lo, n, k, chunks)`` rotates ``[lo, lo+n)`` left by ``k`` with a
-    buffered shift split into ``chunks`` pieces.
+    buffered shift split into ``chunks`` pieces;
+    ``(_SWAP_SHIFT, lo, n, k, lanes)`` (only when ``tile`` is given) does the last
+    swap and the shift after it in one pass.
     """
     ops = []
     lo, n = 0, seg
@@ -326,6 +390,18 @@ def _segment_schedule(seg: int, k: int, shift_cap: int, chunks_wanted: int):
         d = min(k, n - k)
         if d <= shift_cap:
             ops.append((_SHIFT, lo, n, k, max(1, min(chunks_wanted, n // d))))
+            break
+        e = abs(n - 2 * k)
+        if tile and 0 < e and e + min(tile, d) <= shift_cap:
+            tile_eff = min(tile, d)
+            n_tiles = -(-d // tile_eff)
+            lanes = max(1, min(chunks_wanted, n_tiles))
+            tiles_per_lane = -(-n_tiles // lanes)
+            if tiles_per_lane * tile_eff < e:  # every lane but the last must cover its seam
+                lanes = max(1, d // (-(-e // tile_eff) * tile_eff))
+                tiles_per_lane = -(-n_tiles // lanes)
+            lanes = -(-n_tiles // tiles_per_lane)  # drop lanes that would get no pairs
+            ops.append((_SWAP_SHIFT, lo, n, k, lanes))
             break
         if k <= n - k:
             # [A | B_l | B_r] with |B_r| = |A|: swap A, B_r -> A is final at the end.
@@ -351,6 +427,12 @@ def _schedule_cost(ops, tile: int, swap_lanes: int):
             n_tiles = -(-m // tile)
             scratch = max(scratch, min(swap_lanes, n_tiles) * min(tile, m))
             moved += 6 * m  # array: read+write both blocks; tile: write+read one
+        elif kind == _SWAP_SHIFT:
+            n, k, lanes = b, c, chunks
+            d = min(k, n - k)
+            e = n - 2 * d
+            scratch = max(scratch, lanes * (e + min(tile, d)))
+            moved += 6 * d + 2 * lanes * e + 2 * e
         else:
             n, k = b, c
             d = min(k, n - k)
@@ -377,7 +459,7 @@ def _plan_rows(rows: int, seg: int, k: int, itemsize: int):
     else:
         lanes = _lanes(seg_bytes, max(1, seg // 2))
         cap = max(1, SCRATCH_BYTES // itemsize // lanes)
-        ops = _segment_schedule(seg, k, cap, lanes)
+        ops = _segment_schedule(seg, k, cap, lanes, tile)
         scratch, moved = _schedule_cost(ops, tile, lanes)
         runner = ("segment", lanes, scratch, ops)
     kinds = {op[0] for op in ops}
@@ -385,6 +467,8 @@ def _plan_rows(rows: int, seg: int, k: int, itemsize: int):
         name = "buffered-shift"
     elif kinds == {_SWAP}:
         name = "block-swap"
+    elif _SWAP_SHIFT in kinds:
+        name = "block-swap+fused-shift"
     else:
         name = "block-swap+buffered-shift"
     return name, scratch, rows * moved, runner
@@ -408,8 +492,8 @@ def plan_rows(rows: int, seg: int, k: int, itemsize: int) -> tuple[str, int, int
     Returns
     -------
     algorithm : str
-        ``"small-rows-copy"``, ``"buffered-shift"``, ``"block-swap"`` or
-        ``"block-swap+buffered-shift"``.
+        ``"small-rows-copy"``, ``"buffered-shift"``, ``"block-swap"``,
+        ``"block-swap+buffered-shift"`` or ``"block-swap+fused-shift"``.
     scratch_bytes : int
         Scratch the call allocates (at most ``SCRATCH_BYTES``).
     bytes_moved : int

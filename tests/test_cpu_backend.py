@@ -74,7 +74,7 @@ def rows_cases(draw):
 
 
 @settings(deadline=None, max_examples=150)
-@given(case=rows_cases(), budget=st.sampled_from([(8, 8, 1), (16, 8, 2), (24, 16, 3), (64, 8, 5), (None, None, None)]),
+@given(case=rows_cases(), budget=st.sampled_from([(8, 8, 1), (16, 8, 2), (24, 16, 3), (64, 8, 5), (256, 8, 3), (None, None, None)]),
        seed=st.integers(0, 2**32 - 1))
 def test_rotate_rows_matches_oracle(case, budget, seed):
     rows, seg, k, dtype = case
@@ -94,6 +94,23 @@ def check_rows(rows, seg, k, dtype, seed, setup):
          f"# plan: {_cpu.plan_rows(rows, seg, k, buf.itemsize)}")
     _cpu.rotate_rows_inplace(buf, rows, seg, k)
     assert buf.tolist() == expected
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint64])
+@pytest.mark.parametrize("lanes", [1, 2, 3, 7])
+def test_fused_swap_shift_near_half(dtype, lanes):
+    """k within a few words of seg/2: one fused swap+shift pass, seams between lanes."""
+    itemsize = np.dtype(dtype).itemsize
+    fused = 0
+    with tiny_budget(96 * itemsize, 4 * itemsize, lanes):
+        for seg in (61, 64, 97, 128, 255, 256, 257, 1000):
+            for k in sorted({seg // 2 + delta for delta in range(-9, 10)} & set(range(1, seg))):
+                buf = random_words(np.random.default_rng(seg * 1000 + k), seg, dtype)
+                expected = np.roll(buf, -k)
+                fused += _cpu.plan_rows(1, seg, k, itemsize)[0] == "block-swap+fused-shift"
+                _cpu.rotate_rows_inplace(buf, 1, seg, k)
+                np.testing.assert_array_equal(buf, expected, err_msg=f"seg={seg} k={k} lanes={lanes}")
+    assert fused > 20
 
 
 @settings(deadline=None, max_examples=60)
