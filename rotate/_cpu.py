@@ -280,11 +280,11 @@ def _rotate_rows_lanes(buf, rows, seg, ops, scratch, lanes, lane_scratch, tile):
 
 
 @njit(parallel=True, cache=True)
-def _rotate_small_rows(buf, rows, seg, k, scratch, lanes):
+def _rotate_small_rows(buf, rows, seg, k, scratch, lanes, lane_stride):
     """Short rows: copy each row to a lane's scratch row, write it back rotated."""
     rows_per_lane = (rows + lanes - 1) // lanes
     for lane in prange(lanes):
-        s0 = lane * seg
+        s0 = lane * lane_stride
         for r in range(lane * rows_per_lane, min(rows, (lane + 1) * rows_per_lane)):
             row_lo = r * seg
             for i in range(seg):
@@ -447,7 +447,10 @@ def _plan_rows(rows: int, seg: int, k: int, itemsize: int):
     tile = max(1, TILE_BYTES // itemsize)
     if seg * itemsize <= SMALL_ROW_BYTES:
         lanes = _lanes(total_bytes, rows)
-        return "small-rows-copy", lanes * seg, 4 * rows * seg, ("small", lanes)
+        # Lanes' scratch rows 128 bytes apart: sharing a cache line between
+        # threads made 2 lanes slower than 1 (false sharing).
+        lane_stride = seg if lanes == 1 else -(-seg * itemsize // 128) * 128 // itemsize
+        return "small-rows-copy", lanes * lane_stride, 4 * rows * seg, ("small", lanes, lane_stride)
     seg_bytes = seg * itemsize
     if rows > 1 and (rows >= 8 * _lanes(total_bytes, rows) or seg_bytes <= (1 << 20)):
         lanes = _lanes(total_bytes, rows)
@@ -523,7 +526,7 @@ def rotate_rows_inplace(buf: np.ndarray, rows: int, seg: int, k: int) -> None:
     scratch = np.empty(scratch_words, dtype=buf.dtype)
     tile = max(1, TILE_BYTES // buf.itemsize)
     if runner[0] == "small":
-        _rotate_small_rows(buf, rows, seg, k, scratch, runner[1])
+        _rotate_small_rows(buf, rows, seg, k, scratch, runner[1], runner[2])
     elif runner[0] == "rows":
         _, lanes, lane_scratch, ops = runner
         _rotate_rows_lanes(buf, rows, seg, _ops_array(ops), scratch, lanes, lane_scratch, tile)

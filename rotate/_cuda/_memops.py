@@ -91,3 +91,124 @@ else:
             return context.get_dummy_value()
 
         return sig, codegen
+
+
+# --- asynchronous global -> shared copies and flag ordering ----------------
+
+if SIMULATED:
+
+    def copy16_async(smem, word, data, pos):
+        """Start copying ``data[pos:pos + 16]`` into ``smem[word:word + 4]``."""
+        w = load16(data, pos)
+        smem[word] = w[0]
+        smem[word + 1] = w[1]
+        smem[word + 2] = w[2]
+        smem[word + 3] = w[3]
+
+    def wait_copies():
+        """Wait for this thread's outstanding ``copy16_async`` calls."""
+
+    def load_acquire(flags, index):
+        return flags[index]
+
+    def store_release(flags, index, value):
+        flags[index] = value
+
+    def store_relaxed(flags, index, value):
+        flags[index] = value
+
+else:
+
+    @intrinsic
+    def copy16_async(typingctx, smem, word, data, pos):
+        """``cp.async.cg.shared.global``: 16 bytes to shared memory, no registers held.
+
+        The copy engine path frees the registers a load-then-store staging
+        would pin, so more blocks fit per SM and more bytes are in flight.
+        """
+        sig = types.void(smem, types.int64, data, types.int64)
+
+        def codegen(context, builder, signature, args):
+            s_array, s_word, g_array, g_pos = args
+            s_word = context.cast(builder, s_word, signature.args[1], types.int64)
+            g_pos = context.cast(builder, g_pos, signature.args[3], types.int64)
+            s_addr = _address(context, builder, signature.args[0], s_array, builder.mul(s_word, ir.Constant(_i64, 4)))
+            g_addr = _address(context, builder, signature.args[2], g_array, g_pos)
+            fnty = ir.FunctionType(ir.VoidType(), [_i64, _i64])
+            asm = ir.InlineAsm(
+                fnty,
+                "{ .reg .u64 sa; .reg .u32 sa32; cvta.to.shared.u64 sa, $0; cvt.u32.u64 sa32, sa; "
+                "cp.async.cg.shared.global [sa32], [$1], 16; }",
+                "l,l,~{memory}",
+                side_effect=True,
+            )
+            builder.call(asm, [s_addr, g_addr])
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def wait_copies(typingctx):
+        sig = types.void()
+
+        def codegen(context, builder, signature, args):
+            asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), "cp.async.wait_all;", "~{memory}", side_effect=True)
+            builder.call(asm, [])
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def load_acquire(typingctx, flags, index):
+        """``ld.acquire.gpu``: a poll the compiler cannot hoist, ordering later accesses after it."""
+        sig = types.uint32(flags, types.int64)
+
+        def codegen(context, builder, signature, args):
+            array, index = args
+            index = context.cast(builder, index, signature.args[1], types.int64)
+            address = _address(context, builder, signature.args[0], array, builder.mul(index, ir.Constant(_i64, 4)))
+            asm = ir.InlineAsm(ir.FunctionType(_i32, [_i64]), "ld.acquire.gpu.global.u32 $0, [$1];",
+                               "=r,l,~{memory}", side_effect=True)
+            return builder.call(asm, [address])
+
+        return sig, codegen
+
+    @intrinsic
+    def store_release(typingctx, flags, index, value):
+        """``st.release.gpu``: publish after every earlier access of the block (via the barrier before it)."""
+        sig = types.void(flags, types.int64, types.uint32)
+
+        def codegen(context, builder, signature, args):
+            array, index, value = args
+            index = context.cast(builder, index, signature.args[1], types.int64)
+            value = context.cast(builder, value, signature.args[2], types.uint32)
+            address = _address(context, builder, signature.args[0], array, builder.mul(index, ir.Constant(_i64, 4)))
+            asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [_i64, _i32]), "st.release.gpu.global.u32 [$0], $1;",
+                               "l,r,~{memory}", side_effect=True)
+            builder.call(asm, [address, value])
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def store_relaxed(typingctx, flags, index, value):
+        """``st.relaxed.gpu``: a strong store with no fence in front of it.
+
+        Publishes "read done" for a tile whose copies have already landed in
+        shared memory (``cp.async.wait_all`` returned): a load that has
+        returned cannot be changed by a later store, so no fence is needed,
+        and none waits for this thread's earlier stores to drain.
+        """
+        sig = types.void(flags, types.int64, types.uint32)
+
+        def codegen(context, builder, signature, args):
+            array, index, value = args
+            index = context.cast(builder, index, signature.args[1], types.int64)
+            value = context.cast(builder, value, signature.args[2], types.uint32)
+            address = _address(context, builder, signature.args[0], array, builder.mul(index, ir.Constant(_i64, 4)))
+            asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [_i64, _i32]), "st.relaxed.gpu.global.u32 [$0], $1;",
+                               "l,r,~{memory}", side_effect=True)
+            builder.call(asm, [address, value])
+            return context.get_dummy_value()
+
+        return sig, codegen

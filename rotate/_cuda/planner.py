@@ -57,8 +57,7 @@ def persistent_grid(tile_bytes: int, threads: int) -> int:
     if settings["grid"]:
         return int(settings["grid"])
     sms, smem_per_sm = device_shape(_device_id())
-    if threads * 16 > tile_bytes:
-        raise ValueError(f"tile_bytes={tile_bytes} gives threads={threads} less than one vector each")
+
     per_block = _kernels.smem_bytes(tile_bytes) + 1024  # 1 KiB the driver reserves per block
     blocks_per_sm = max(1, min(2048 // threads, smem_per_sm // per_block, 32))
     return sms * blocks_per_sm

@@ -1,0 +1,65 @@
+"""Codegen of the GPU short kernel, read from PTX compiled without a GPU.
+
+Checks what the performance depends on: the hot loops move 128-bit words
+(``cp.async`` 16-byte copies into shared memory, ``st.global.v4.u32`` out,
+``ld.shared.v4.u32`` for the realignment), the flags use acquire/release
+operations that cannot be hoisted out of a polling loop, and nothing spills
+to local memory. Runs in CI (CPU only): compiling the device functions a
+kernel calls asks numba-cuda for the current device, which a fixture
+answers with compute capability 9.0 (the H200's).
+"""
+
+import re
+
+import pytest
+
+pytest.importorskip("numba.cuda")
+from numba.core import config  # noqa: E402
+
+if config.ENABLE_CUDASIM:
+    pytest.skip("the CUDA simulator cannot compile PTX", allow_module_level=True)
+
+import numba.cuda.dispatcher as dispatcher  # noqa: E402
+from numba import cuda, types  # noqa: E402
+
+from rotate._cuda import _kernels  # noqa: E402
+
+
+class _H200:
+    compute_capability = (9, 0)
+    id = 0
+
+
+@pytest.fixture
+def ptx(monkeypatch):
+    monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
+    try:
+        kernel = _kernels.short_kernel(_kernels.TILE_BYTES, _kernels.THREADS)
+        u8 = types.Array(types.uint8, 1, "C")
+        i64 = types.int64
+        sig = (u8, u8, types.Array(types.uint32, 1, "C"), types.Array(types.uint64, 1, "C"),
+               i64, i64, i64, i64, i64, i64, i64, types.uint32, i64)
+        text, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), launch_bounds=_kernels.THREADS)
+    except Exception as exc:  # no libNVVM in this environment
+        if "NVVM" in str(exc) or "nvvm" in str(exc):
+            pytest.skip(f"libNVVM unavailable: {exc}")
+        raise
+    return text
+
+
+def test_hot_loops_move_128_bit_words(ptx):
+    assert len(re.findall(r"cp\.async\.cg\.shared\.global \[\w+\], \[%rd\d+\], 16;", ptx)) >= 2
+    assert ptx.count("cp.async.wait_all") >= 1
+    assert ptx.count("st.global.v4.u32") >= 2
+    assert ptx.count("ld.shared.v4.u32") >= 2
+    # No scalar global loads on the data path (the only ld.global is the flag poll).
+    assert not re.search(r"ld\.global\.(cg\.)?(u8|u16|u32|b32)\b", ptx)
+
+
+def test_no_local_memory(ptx):
+    assert "ld.local" not in ptx and "st.local" not in ptx
+
+
+def test_flags_use_acquire_release(ptx):
+    assert "ld.acquire.gpu.global.u32" in ptx
+    assert "st.release.gpu.global.u32" in ptx
