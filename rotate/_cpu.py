@@ -28,6 +28,12 @@ Algorithms (``d = min(k, seg - k)``)
     rotation by exactly half is a single swap.  Array traffic is at most 2x a
     memcpy (``4*m`` words per swap of ``m``; the tile adds ``2*m`` L1 traffic,
     counted in ``bytes_moved``).
+``block-swap+fused-shift``
+    When the last swap would leave a shift by a small ``e = |n - 2k|``, that
+    swap and the shift are fused into one pass (every word read and written
+    once; seams between lanes and the ``e`` unpaired words saved first).
+    Near ``seg/2`` this is ~1x memcpy instead of ~1.5x.  Scratch
+    ``lanes * (e + tile)`` words, within the same budget.
 ``small-rows-copy``
     Rows of at most ``SMALL_ROW_BYTES``: copy the row into a per-lane scratch
     row and write it back rotated, one tight loop per row; rows are split over
