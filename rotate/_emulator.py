@@ -6,9 +6,9 @@ blocks whose steps a scheduler interleaves in any order: at random, always
 the highest ticket first, always the lowest, or the most recently drawn.
 Each block does what a kernel block does, phase by phase:
 
-    source landed -> publish "read done", draw the next ticket -> wait for
-    the readers of its destination -> wait for the seam chunks the next
-    ticket reads -> start the next ticket's copies -> write this tile
+    source landed -> publish "read done", draw a ticket ahead -> wait for
+    the seam chunks the next ticket reads -> start the next ticket's
+    copies -> wait for the readers of its destination -> write this tile
 
 Data moves byte by byte (the kernel's 16-byte over-copy only reads bytes it
 discards). The emulator raises ``Deadlock`` when no block can move while
@@ -40,7 +40,8 @@ class ScheduleError(AssertionError):
 @dataclass
 class _Block:
     ticket: int = -1       # the ticket whose data is (or will be) in the current buffer
-    next_ticket: int = -1  # drawn at publish time, read into the other buffer
+    next_ticket: int = -1  # read into the other buffer while this one is written
+    ahead: int = -1        # drawn one round ahead of being started
     phase: str = "draw"
     pending: list = field(default_factory=list)  # issued reads not yet landed: [(ticket, buffer)]
     buffers: dict = field(default_factory=dict)  # ticket -> {position: byte}
@@ -133,7 +134,7 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
         return False
 
     def advance(b: _Block) -> bool:
-        if b.phase == "draw":  # the block's first ticket
+        if b.phase == "draw":  # the block's first ticket, and one ahead
             b.ticket = draw()
             b.phase = "issue_first" if b.ticket < total else "exit"
             return True
@@ -141,6 +142,7 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
             if not read_ready(b.ticket):
                 return False
             b.pending.append(b.ticket)
+            b.ahead = draw()
             b.phase = "landed"
             return True
         if b.phase == "exit":
@@ -154,14 +156,9 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
                 for off, value in b.buffers[b.ticket].items():
                     scratch[row * seam_row + off] = value
             done.add(b.ticket)
-            b.next_ticket = draw()
-            b.phase = "wait_write"
-            return True
-        if b.phase == "wait_write":
-            if kind == 1:
-                t_lo, t_hi, c_lo, c_hi = S.waits_before_write(n, k, head, tile_bytes, chunk_slots, index)
-                if not (ready(b.ticket, t_lo, t_hi, base) and ready(b.ticket, c_lo, c_hi, base)):
-                    return False
+            if b.ahead < 0:
+                b.ahead = draw()
+            b.next_ticket, b.ahead = b.ahead, (draw() if b.ahead < total else b.ahead)
             b.phase = "wait_next_read"
             return True
         if b.phase == "wait_next_read":
@@ -169,6 +166,13 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
                 if not read_ready(b.next_ticket):
                     return False
                 b.pending.append(b.next_ticket)
+            b.phase = "wait_write"
+            return True
+        if b.phase == "wait_write":
+            if kind == 1:
+                t_lo, t_hi, c_lo, c_hi = S.waits_before_write(n, k, head, tile_bytes, chunk_slots, index)
+                if not (ready(b.ticket, t_lo, t_hi, base) and ready(b.ticket, c_lo, c_hi, base)):
+                    return False
             b.phase = "write"
             return True
         if b.phase == "write":

@@ -40,10 +40,10 @@ def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS):
     Each block loops, double-buffered in shared memory::
 
         data of ticket t has landed          (cp.async.wait_all + barrier)
-        thread 0: publish t "read done"; draw t2;
-                  wait for the readers of t's destination;
-                  wait for the seam chunks t2 reads
+        thread 0: publish t "read done"; draw a ticket ahead;
+                  wait for the seam chunks t2 (drawn last round) reads
         start t2's copies into the other buffer   (they fly during ...)
+        thread 0: wait for the readers of t's destination
         write t: realign in registers, 16-byte stores
         t = t2
 
@@ -175,13 +175,16 @@ def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS):
             smem = cuda.shared.array(smem_words, uint32)
         else:
             smem = cuda.shared.array(smem_words, uint32, alignment=16)
-        ticket_box = cuda.shared.array(1, int64)
+        # [0]: the ticket whose copies fly next; [1]: one more, drawn ahead so
+        # the dispenser's round trip never sits on the critical path.
+        ticket_box = cuda.shared.array(2, int64)
         tid = cuda.threadIdx.x
         if tid == 0:
             first = int64(cuda.atomic.add(counters, 0, uint64(1)))
             if first < total:
                 wait_before_read(flags, first, per_row, n, k, head0, chunk_slots, epoch)
             ticket_box[0] = first
+            ticket_box[1] = int64(cuda.atomic.add(counters, 0, uint64(1)))
         cuda.syncthreads()
         t = ticket_box[0]
         buf = 0
@@ -189,15 +192,15 @@ def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS):
             start_copies(smem, buf, data, scratch, t, per_row, n, k, head0, chunk_slots, scratch_row, tid)
         while t < total:
             wait_copies()
-            cuda.syncthreads()  # t's source is in smem[buf:]; smem[other] is free
+            cuda.syncthreads()  # t's source is in smem[buf]; the other buffer is free
             row = t // per_row
             local = t - row * per_row
             base = row * per_row
             head = S.row_head(head0, row, n)
             kind, index = S.decode_ticket(n, k, head, T, chunk_slots, local)
             if kind == 0:
-                # A seam chunk: into scratch, then publish (release) before
-                # anything else, since this block's next ticket may read it.
+                # A seam chunk: into scratch, published (release) before this
+                # block waits for anything, since later tickets read it.
                 span = S.seam_span(n, k, head)
                 for m in range(read_iters):
                     slot = tid + m * threads
@@ -212,20 +215,22 @@ def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS):
                     store_release(flags, base + local, epoch)
                 else:
                     store_relaxed(flags, base + local, epoch)
-                t2 = int64(cuda.atomic.add(counters, 0, uint64(1)))
-                if kind == 1:
-                    t_lo, t_hi, c_lo, c_hi = S.waits_before_write(n, k, head, T, chunk_slots, index)
-                    wait_range(flags, base, t_lo, t_hi, epoch)
-                    wait_range(flags, base, c_lo, c_hi, epoch)
+                t2 = ticket_box[1]
                 if t2 < total:
+                    ticket_box[1] = int64(cuda.atomic.add(counters, 0, uint64(1)))
                     wait_before_read(flags, t2, per_row, n, k, head0, chunk_slots, epoch)
                 ticket_box[0] = t2
             cuda.syncthreads()
             t2 = ticket_box[0]
-            if t2 < total:
+            if t2 < total:  # the next tile's copies fly while this one waits and writes
                 start_copies(smem, buffer_vecs - buf, data, scratch, t2, per_row, n, k, head0,
                              chunk_slots, scratch_row, tid)
             if kind == 1:
+                if tid == 0:
+                    t_lo, t_hi, c_lo, c_hi = S.waits_before_write(n, k, head, T, chunk_slots, index)
+                    wait_range(flags, base, t_lo, t_hi, epoch)
+                    wait_range(flags, base, c_lo, c_hi, epoch)
+                cuda.syncthreads()
                 write_tile(smem, buf, data, row * n, n, k, head, index, tid)
             t = t2
             buf = buffer_vecs - buf

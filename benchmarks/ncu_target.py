@@ -1,0 +1,19 @@
+"""A minimal target for Nsight Compute: roll 1 GiB of uint8 by 3, a few times.
+
+    ncu --clock-control none --launch-skip 1 --launch-count 1 --section SpeedOfLight \
+        --section WarpStateStats python benchmarks/ncu_target.py
+"""
+
+import sys
+
+import numpy as np
+from numba import cuda
+
+import rotate
+
+size = int(sys.argv[1]) if len(sys.argv) > 1 else 1 << 30
+dev = cuda.to_device(np.random.default_rng(0).integers(0, 256, size, dtype=np.uint8))
+for _ in range(3):
+    rotate.roll(dev, 3)
+cuda.synchronize()
+print("plan:", rotate.plan(dev, 3))
