@@ -16,6 +16,12 @@ from .. import _schedule as S
 from ._memops import (SIMULATED, copy16_async, load16, load_acquire, store16,
                        store_relaxed, store_release, wait_copies)
 
+# Fields of a ticket descriptor (see ``describe``).
+(F_KIND, F_FLAG, F_A_SCRATCH, F_A_POS, F_A_VECS, F_B_SCRATCH, F_B_POS, F_B_VECS, F_D_POS, F_D_VECS,
+ F_FA_LO, F_FA_HI, F_FB_LO, F_FB_HI, F_QA, F_RA, F_QB, F_RB, F_ROW_POS, F_X0, F_XS, F_X1,
+ F_A_LO, F_B_LO) = range(24)
+DESC_FIELDS = 24
+
 #: Default tile: 16 KiB per buffer (two buffers) per block of 128 threads.
 TILE_BYTES = 16 * 1024
 THREADS = 128
@@ -71,81 +77,118 @@ def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS):
                 pass
 
     @cuda.jit(device=True)
-    def wait_before_read(flags, t, per_row, n, k, head0, chunk_slots, epoch):
-        """Thread 0: the seam chunks ticket t reads must be in scratch."""
-        row = t // per_row
-        head = S.row_head(head0, row, n)
-        kind, index = S.decode_ticket(n, k, head, T, chunk_slots, t - row * per_row)
-        if kind == 1:
-            lo, hi = S.waits_before_read(n, k, head, T, chunk_slots, index)
-            wait_range(flags, row * per_row, lo, hi, epoch)
+    def describe(desc, d, t, flags, per_row, n, k, head0, chunk_slots, scratch_row, epoch):
+        """Thread 0: decode ticket t into descriptor slot d; wait for the seam it reads.
 
-    @cuda.jit(device=True)
-    def start_copies(smem, buf, data, scratch, t, per_row, n, k, head0, chunk_slots, scratch_row, tid):
-        """Over-copy ticket t's source, whole aligned vectors, into buffer ``buf`` (a vector index)."""
-        row = t // per_row
+        All the schedule's integer math (divisions included) happens here,
+        once per ticket, instead of in every thread: the vector loops then
+        only add and compare.
+        """
+        row = 0 if t < per_row else t // per_row  # one row: no 64-bit division
+        local = t - row * per_row
         head = S.row_head(head0, row, n)
+        kind, index = S.decode_ticket(n, k, head, T, chunk_slots, local)
         row_pos = row * n
         seam_pos = row * scratch_row
         origin = S.seam_origin(n, k, head)
-        kind, index = S.decode_ticket(n, k, head, T, chunk_slots, t - row * per_row)
+        desc[d, F_KIND] = kind
+        desc[d, F_FLAG] = t
+        desc[d, F_A_SCRATCH] = 0
+        desc[d, F_B_SCRATCH] = 0
+        desc[d, F_A_VECS] = 0
+        desc[d, F_B_VECS] = 0
         if kind == 0:
             span = S.seam_span(n, k, head)
-            for m in range(read_iters):
-                slot = tid + m * threads
-                off = index * T + slot * 16
-                if slot < tile_vecs and off < span:
-                    copy16_async(smem, 4 * (buf + slot), data, row_pos + origin + off)
+            count = (span - index * T) // 16
+            desc[d, F_A_POS] = row_pos + origin + index * T
+            desc[d, F_A_VECS] = count if count < tile_vecs else tile_vecs
+            desc[d, F_D_POS] = seam_pos + index * T  # where the chunk goes in scratch
         elif kind == 1:
             left = S.is_left(n, k)
             x0, xs, x1 = S.tile_parts(n, k, head, T, index)
             a_lo = S.align_down(head + x0 + k) - head
-            a_vecs = (S.align_up(head + xs + k) - S.align_down(head + x0 + k)) // 16 if xs > x0 else 0
             b_lo = S.align_down(head + xs + k - n) - head
+            a_vecs = (S.align_up(head + xs + k) - S.align_down(head + x0 + k)) // 16 if xs > x0 else 0
             b_vecs = (S.align_up(head + x1 + k - n) - S.align_down(head + xs + k - n)) // 16 if x1 > xs else 0
-            for m in range(read_iters):
-                slot = tid + m * threads
-                if slot < a_vecs:
-                    pos = a_lo + slot * 16
-                    if left:
-                        copy16_async(smem, 4 * (buf + slot), data, row_pos + pos)
-                    else:
-                        copy16_async(smem, 4 * (buf + slot), scratch, seam_pos + pos - origin)
-                elif slot < a_vecs + b_vecs:
-                    pos = b_lo + (slot - a_vecs) * 16
-                    if left:
-                        copy16_async(smem, 4 * (buf + slot), scratch, seam_pos + pos - origin)
-                    else:
-                        copy16_async(smem, 4 * (buf + slot), data, row_pos + pos)
+            # Part A reads the array (left schedule) or the seam in scratch (right); B the other.
+            desc[d, F_A_SCRATCH] = 0 if left else 1
+            desc[d, F_A_POS] = row_pos + a_lo if left else seam_pos + a_lo - origin
+            desc[d, F_A_VECS] = a_vecs
+            desc[d, F_B_SCRATCH] = 1 if left else 0
+            desc[d, F_B_POS] = seam_pos + b_lo - origin if left else row_pos + b_lo
+            desc[d, F_B_VECS] = b_vecs
+            d_lo = S.align_down(head + x0) - head
+            desc[d, F_D_POS] = row_pos + d_lo
+            desc[d, F_D_VECS] = (S.align_up(head + x1) - S.align_down(head + x0)) // 16
+            # Vectors wholly inside part A / part B are stored fast; smem vector
+            # q = base + v, byte offset r, both uniform over the part.
+            desc[d, F_FA_LO] = (x0 - d_lo + 15) // 16
+            desc[d, F_FA_HI] = (xs - d_lo) // 16
+            desc[d, F_FB_LO] = (xs - d_lo + 15) // 16
+            desc[d, F_FB_HI] = (x1 - d_lo) // 16
+            base_a = d_lo + k - a_lo
+            base_b = d_lo + k - n - b_lo
+            desc[d, F_QA] = base_a >> 4
+            desc[d, F_RA] = base_a & 15
+            desc[d, F_QB] = a_vecs + (base_b >> 4)
+            desc[d, F_RB] = base_b & 15
+            # The byte-by-byte path (segment ends, the wrap point) needs these.
+            desc[d, F_ROW_POS] = row_pos
+            desc[d, F_X0] = x0
+            desc[d, F_XS] = xs
+            desc[d, F_X1] = x1
+            desc[d, F_A_LO] = a_lo
+            desc[d, F_B_LO] = b_lo
+            lo, hi = S.waits_before_read(n, k, head, T, chunk_slots, index)
+            wait_range(flags, row * per_row, lo, hi, epoch)
 
     @cuda.jit(device=True)
-    def write_tile(smem, buf, data, row_pos, n, k, head, j, tid):
-        """Store tile j's destination from smem[buf:], realigned, as whole 16-byte vectors."""
-        x0, xs, x1 = S.tile_parts(n, k, head, T, j)
-        a_lo = S.align_down(head + x0 + k) - head
-        a_vecs = (S.align_up(head + xs + k) - S.align_down(head + x0 + k)) // 16 if xs > x0 else 0
-        b_lo = S.align_down(head + xs + k - n) - head
-        d_lo = S.align_down(head + x0) - head
-        d_vecs = (S.align_up(head + x1) - S.align_down(head + x0)) // 16
+    def start_copies(smem, buf, desc, d, data, scratch, tid):
+        """Over-copy a ticket's source, whole aligned vectors, into buffer ``buf`` (a vector index)."""
+        a_vecs = desc[d, F_A_VECS]
+        b_vecs = desc[d, F_B_VECS]
+        a_src = scratch if desc[d, F_A_SCRATCH] else data
+        b_src = scratch if desc[d, F_B_SCRATCH] else data
+        a_pos = desc[d, F_A_POS]
+        b_pos = desc[d, F_B_POS] - 16 * a_vecs
+        for m in range(read_iters):
+            slot = tid + m * threads
+            if slot < a_vecs:
+                copy16_async(smem, 4 * (buf + slot), a_src, a_pos + 16 * slot)
+            elif slot < a_vecs + b_vecs:
+                copy16_async(smem, 4 * (buf + slot), b_src, b_pos + 16 * slot)
+
+    @cuda.jit(device=True)
+    def write_tile(smem, buf, desc, d, data, n, k, tid):
+        """Store a tile from buffer ``buf``, realigned, as whole 16-byte vectors."""
+        d_pos = desc[d, F_D_POS]
+        d_vecs = desc[d, F_D_VECS]
+        fa_lo = desc[d, F_FA_LO]
+        fa_hi = desc[d, F_FA_HI]
+        fb_lo = desc[d, F_FB_LO]
+        fb_hi = desc[d, F_FB_HI]
         for m in range(write_iters):
             v = tid + m * threads
             if v < d_vecs:
-                p = d_lo + v * 16
-                if p >= x0 and p + 16 <= x1 and (p + 16 <= xs or p >= xs):
-                    if p < xs:
-                        o = p + k - a_lo
-                        slot0 = 0
-                    else:
-                        o = p + k - n - b_lo
-                        slot0 = a_vecs
-                    w = 4 * (buf + slot0 + (o >> 4))
-                    r = o & 15
+                fast = True
+                if v >= fa_lo and v < fa_hi:
+                    q = desc[d, F_QA] + v
+                    r = desc[d, F_RA]
+                elif v >= fb_lo and v < fb_hi:
+                    q = desc[d, F_QB] + v
+                    r = desc[d, F_RB]
+                else:
+                    fast = False
+                    q = 0
+                    r = 0
+                if fast:
+                    w = 4 * (buf + q)
                     a0 = uint64(smem[w])
                     a1 = uint64(smem[w + 1])
                     a2 = uint64(smem[w + 2])
                     a3 = uint64(smem[w + 3])
                     if r == 0:
-                        store16(data, row_pos + p, uint32(a0), uint32(a1), uint32(a2), uint32(a3))
+                        store16(data, d_pos + 16 * v, uint32(a0), uint32(a1), uint32(a2), uint32(a3))
                     else:
                         b0 = uint64(smem[w + 4])
                         b1 = uint64(smem[w + 5])
@@ -153,18 +196,26 @@ def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS):
                         b3 = uint64(smem[w + 7])
                         u0, u1, u2, u3, u4 = S.window5(r >> 2, a0, a1, a2, a3, b0, b1, b2, b3)
                         bs = r & 3
-                        store16(data, row_pos + p,
+                        store16(data, d_pos + 16 * v,
                                 uint32(S.funnel(u0, u1, bs)), uint32(S.funnel(u1, u2, bs)),
                                 uint32(S.funnel(u2, u3, bs)), uint32(S.funnel(u3, u4, bs)))
                 else:
                     # Segment ends and the wrap point: byte by byte.
+                    row_pos = desc[d, F_ROW_POS]
+                    x0 = desc[d, F_X0]
+                    xs = desc[d, F_XS]
+                    x1 = desc[d, F_X1]
+                    a_lo = desc[d, F_A_LO]
+                    b_lo = desc[d, F_B_LO]
+                    a_bytes = 16 * desc[d, F_A_VECS]
+                    p = d_pos - row_pos + 16 * v
                     for b in range(16):
                         x = p + b
                         if x >= x0 and x < x1:
                             if x < xs:
                                 sb = x + k - a_lo
                             else:
-                                sb = a_vecs * 16 + x + k - n - b_lo
+                                sb = a_bytes + x + k - n - b_lo
                             word = smem[4 * buf + (sb >> 2)]
                             data[row_pos + x] = (word >> ((sb & 3) * 8)) & 0xFF
 
@@ -175,6 +226,8 @@ def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS):
             smem = cuda.shared.array(smem_words, uint32)
         else:
             smem = cuda.shared.array(smem_words, uint32, alignment=16)
+        # Descriptors of the ticket being written and the one being read.
+        desc = cuda.shared.array((2, DESC_FIELDS), int64)
         # [0]: the ticket whose copies fly next; [1]: one more, drawn ahead so
         # the dispenser's round trip never sits on the critical path.
         ticket_box = cuda.shared.array(2, int64)
@@ -182,58 +235,57 @@ def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS):
         if tid == 0:
             first = int64(cuda.atomic.add(counters, 0, uint64(1)))
             if first < total:
-                wait_before_read(flags, first, per_row, n, k, head0, chunk_slots, epoch)
+                describe(desc, 0, first, flags, per_row, n, k, head0, chunk_slots, scratch_row, epoch)
             ticket_box[0] = first
             ticket_box[1] = int64(cuda.atomic.add(counters, 0, uint64(1)))
         cuda.syncthreads()
         t = ticket_box[0]
         buf = 0
+        d = 0
         if t < total:
-            start_copies(smem, buf, data, scratch, t, per_row, n, k, head0, chunk_slots, scratch_row, tid)
+            start_copies(smem, buf, desc, d, data, scratch, tid)
         while t < total:
             wait_copies()
             cuda.syncthreads()  # t's source is in smem[buf]; the other buffer is free
-            row = t // per_row
-            local = t - row * per_row
-            base = row * per_row
-            head = S.row_head(head0, row, n)
-            kind, index = S.decode_ticket(n, k, head, T, chunk_slots, local)
+            kind = desc[d, F_KIND]
             if kind == 0:
                 # A seam chunk: into scratch, published (release) before this
                 # block waits for anything, since later tickets read it.
-                span = S.seam_span(n, k, head)
+                s_pos = desc[d, F_D_POS]
                 for m in range(read_iters):
                     slot = tid + m * threads
-                    off = index * T + slot * 16
-                    if slot < tile_vecs and off < span:
+                    if slot < desc[d, F_A_VECS]:
                         w = 4 * (buf + slot)
-                        store16(scratch, row * scratch_row + off, smem[w], smem[w + 1], smem[w + 2], smem[w + 3])
+                        store16(scratch, s_pos + 16 * slot, smem[w], smem[w + 1], smem[w + 2], smem[w + 3])
                 cuda.syncthreads()
             if tid == 0:
                 if kind == 0:
                     cuda.threadfence()
-                    store_release(flags, base + local, epoch)
+                    store_release(flags, t, epoch)
                 else:
-                    store_relaxed(flags, base + local, epoch)
+                    store_relaxed(flags, t, epoch)
                 t2 = ticket_box[1]
                 if t2 < total:
                     ticket_box[1] = int64(cuda.atomic.add(counters, 0, uint64(1)))
-                    wait_before_read(flags, t2, per_row, n, k, head0, chunk_slots, epoch)
+                    describe(desc, 1 - d, t2, flags, per_row, n, k, head0, chunk_slots, scratch_row, epoch)
                 ticket_box[0] = t2
             cuda.syncthreads()
             t2 = ticket_box[0]
             if t2 < total:  # the next tile's copies fly while this one waits and writes
-                start_copies(smem, buffer_vecs - buf, data, scratch, t2, per_row, n, k, head0,
-                             chunk_slots, scratch_row, tid)
+                start_copies(smem, buffer_vecs - buf, desc, 1 - d, data, scratch, tid)
             if kind == 1:
                 if tid == 0:
-                    t_lo, t_hi, c_lo, c_hi = S.waits_before_write(n, k, head, T, chunk_slots, index)
-                    wait_range(flags, base, t_lo, t_hi, epoch)
-                    wait_range(flags, base, c_lo, c_hi, epoch)
+                    row = 0 if t < per_row else t // per_row  # one row: no 64-bit division
+                    head = S.row_head(head0, row, n)
+                    j = S.decode_ticket(n, k, head, T, chunk_slots, t - row * per_row)[1]
+                    t_lo, t_hi, c_lo, c_hi = S.waits_before_write(n, k, head, T, chunk_slots, j)
+                    wait_range(flags, row * per_row, t_lo, t_hi, epoch)
+                    wait_range(flags, row * per_row, c_lo, c_hi, epoch)
                 cuda.syncthreads()
-                write_tile(smem, buf, data, row * n, n, k, head, index, tid)
+                write_tile(smem, buf, desc, d, data, n, k, tid)
             t = t2
             buf = buffer_vecs - buf
+            d = 1 - d
 
         if tid == 0:
             finished = cuda.atomic.add(counters, 1, uint64(1))
