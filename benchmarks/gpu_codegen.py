@@ -12,12 +12,12 @@ from numba import cuda
 import rotate
 from rotate._cuda import _kernels, planner
 
-tile, threads = (int(sys.argv[1]), int(sys.argv[2])) if len(sys.argv) > 2 else (_kernels.TILE_BYTES, _kernels.THREADS)
-with planner.override(tile_bytes=tile, threads=threads):
+tile, threads, buffers = (int(a) for a in sys.argv[1:4]) if len(sys.argv) > 3 else (_kernels.TILE_BYTES, _kernels.THREADS, _kernels.BUFFERS)
+with planner.override(tile_bytes=tile, threads=threads, buffers=buffers):
     rotate.roll(cuda.to_device(np.arange(1 << 20, dtype=np.uint8)), 3)  # compile
-kernel = _kernels.short_kernel(tile, threads)
+kernel = _kernels.short_kernel(tile, threads, buffers)
 compiled = next(iter(kernel.overloads.values()))
-print(f"tile_bytes={tile} threads={threads}")
+print(f"tile_bytes={tile} threads={threads} buffers={buffers}")
 print("registers per thread:", compiled.regs_per_thread)
 print("local memory per thread:", compiled.local_mem_per_thread)
 print("shared memory per block:", compiled.shared_mem_per_block)

@@ -21,11 +21,13 @@ The *seam* is the part of the source that wraps around:
 * right schedule (``k > n - k``): seam = positions ``[k, n)``; tiles are
   handed out in descending order.
 
-Tickets of a row: first ``seam_chunks`` tickets copy the seam (over-copied
-to whole 16-byte vectors) into scratch; then one ticket per tile. Tiles
-whose source is in the seam read it from scratch. Every wait of a ticket is
-on a smaller ticket of the same row (docs/design.md proves it), so the
-kernel finishes with any number of resident blocks, even one.
+Before the tiles run, a separate launch copies every row's seam
+(over-copied to whole 16-byte vectors) into scratch; tiles whose source is
+in the seam read it from there. Then each row has one ticket per tile.
+The only wait is "the tiles that read the bytes I overwrite have published
+read-done", and those tiles always hold smaller tickets of the same row
+(docs/design.md proves it), so the kernel finishes with any number of
+resident blocks, even one.
 
 A ticket's waits are returned as inclusive ticket ranges ``(lo, hi)``;
 ``lo > hi`` means "nothing to wait for".
@@ -83,11 +85,6 @@ def seam_span(n, k, head):
 
 
 @register_jitable
-def seam_chunk_count(n, k, head, tile_bytes):
-    return ceil_div(seam_span(n, k, head), tile_bytes)
-
-
-@register_jitable
 def tile_count(n, head, tile_bytes):
     return ceil_div(head + n, tile_bytes)
 
@@ -100,9 +97,9 @@ def max_seam_span(n, k):
 
 
 @register_jitable
-def tickets_per_row(n, k, tile_bytes):
-    """Tickets reserved per row: an upper bound over heads, so rows start at fixed tickets."""
-    return ceil_div(max_seam_span(n, k), tile_bytes) + ceil_div(n + 15, tile_bytes)
+def tickets_per_row(n, tile_bytes):
+    """Tickets reserved per row: the most tiles any head offset gives, so rows start at fixed tickets."""
+    return ceil_div(n + 15, tile_bytes)
 
 
 @register_jitable
@@ -128,37 +125,25 @@ def tile_of(head, tile_bytes, x):
 
 
 @register_jitable
-def chunk_of(n, k, head, tile_bytes, pos):
-    """Seam chunk holding seam position ``pos``."""
-    return (align_down(head + pos) - head - seam_origin(n, k, head)) // tile_bytes
-
-
-@register_jitable
-def tile_ticket(n, k, head, tile_bytes, chunk_slots, j):
-    """Ticket (within the row) of tile ``j``; seam chunks take the first ``chunk_slots``."""
+def tile_ticket(n, k, head, tile_bytes, j):
+    """Ticket (within the row) of tile ``j``: ascending tiles on the left schedule, descending on the right."""
     if is_left(n, k):
-        return chunk_slots + j
-    return chunk_slots + tile_count(n, head, tile_bytes) - 1 - j
+        return j
+    return tile_count(n, head, tile_bytes) - 1 - j
 
 
 @register_jitable
-def decode_ticket(n, k, head, tile_bytes, chunk_slots, local):
-    """What ticket ``local`` of a row does: ``(kind, index)``.
+def decode_ticket(n, k, head, tile_bytes, local):
+    """The tile ticket ``local`` of a row writes, or -1 for none.
 
-    kind 0: copy seam chunk ``index``; kind 1: tile ``index``; kind 2: nothing
-    (the row's ticket range is an upper bound over head offsets).
+    (The row's ticket range is an upper bound over head offsets.)
     """
-    if local < chunk_slots:
-        if local < seam_chunk_count(n, k, head, tile_bytes):
-            return 0, local
-        return 2, 0
-    idx = local - chunk_slots
     ntiles = tile_count(n, head, tile_bytes)
-    if idx >= ntiles:
-        return 2, 0
+    if local >= ntiles:
+        return -1
     if is_left(n, k):
-        return 1, idx
-    return 1, ntiles - 1 - idx
+        return local
+    return ntiles - 1 - local
 
 
 @register_jitable
@@ -178,67 +163,39 @@ def tile_parts(n, k, head, tile_bytes, j):
 
 
 @register_jitable
-def chunk_range(n, k, head, tile_bytes, chunk_slots, lo, hi):
-    """Ticket range of the seam chunks covering seam positions ``[lo, hi)``."""
-    if lo >= hi:
-        return 1, 0
-    return (chunk_of(n, k, head, tile_bytes, lo),
-            chunk_of(n, k, head, tile_bytes, hi - 1))
+def waits_before_write(n, k, head, tile_bytes, j):
+    """Tickets that must have published "read done" before tile ``j`` overwrites ``[x0, x1)``.
 
-
-@register_jitable
-def waits_before_read(n, k, head, tile_bytes, chunk_slots, j):
-    """Seam chunks tile ``j`` must see copied before reading its seam-backed part."""
-    x0, xs, x1 = tile_parts(n, k, head, tile_bytes, j)
-    if is_left(n, k):
-        # part B reads seam positions [xs + k - n, x1 + k - n)
-        return chunk_range(n, k, head, tile_bytes, chunk_slots, xs + k - n, x1 + k - n)
-    # part A reads seam positions [x0 + k, xs + k)
-    return chunk_range(n, k, head, tile_bytes, chunk_slots, x0 + k, xs + k)
-
-
-@register_jitable
-def waits_before_write(n, k, head, tile_bytes, chunk_slots, j):
-    """What must have been read before tile ``j`` overwrites positions ``[x0, x1)``.
-
-    Returns two ticket ranges: the tiles that read those positions from the
-    array, and the seam chunks that copied those positions into scratch.
-    Tile ``j`` itself is left out: it reads all of its source before writing.
+    Returns an inclusive ticket range ``(lo, hi)``, empty when ``lo > hi``:
+    the tiles that read those positions from the array. Seam positions need
+    no wait (their readers read scratch, filled before the launch), and
+    tile ``j`` itself reads all of its source before it writes.
     """
     x0, x1 = tile_dest(n, head, tile_bytes, j)
-    seam_lo, seam_hi = seam_bounds(n, k)
-    # Seam positions inside [x0, x1): read from scratch, so wait for their chunks.
-    c_lo = x0 if x0 > seam_lo else seam_lo
-    c_hi = x1 if x1 < seam_hi else seam_hi
-    chunks = chunk_range(n, k, head, tile_bytes, chunk_slots, c_lo, c_hi)
     if is_left(n, k):
         # Non-seam positions [max(x0, k), x1) are read by destinations y - k: tiles <= j.
         lo = x0 if x0 > k else k
         if lo >= x1:
-            return 1, 0, chunks[0], chunks[1]
+            return 1, 0
         t_lo = tile_of(head, tile_bytes, lo - k)
         t_hi = tile_of(head, tile_bytes, x1 - 1 - k)
         if t_hi >= j:
             t_hi = j - 1
         if t_lo > t_hi:
-            return 1, 0, chunks[0], chunks[1]
-        return (tile_ticket(n, k, head, tile_bytes, chunk_slots, t_lo),
-                tile_ticket(n, k, head, tile_bytes, chunk_slots, t_hi),
-                chunks[0], chunks[1])
+            return 1, 0
+        return tile_ticket(n, k, head, tile_bytes, t_lo), tile_ticket(n, k, head, tile_bytes, t_hi)
     # Right: non-seam positions [x0, min(x1, k)) are read by destinations y + n - k: tiles >= j.
     hi = x1 if x1 < k else k
     if x0 >= hi:
-        return 1, 0, chunks[0], chunks[1]
+        return 1, 0
     t_lo = tile_of(head, tile_bytes, x0 + n - k)
     t_hi = tile_of(head, tile_bytes, hi - 1 + n - k)
     if t_lo <= j:
         t_lo = j + 1
     if t_lo > t_hi:
-        return 1, 0, chunks[0], chunks[1]
+        return 1, 0
     # Descending order: the larger tile has the smaller ticket.
-    return (tile_ticket(n, k, head, tile_bytes, chunk_slots, t_hi),
-            tile_ticket(n, k, head, tile_bytes, chunk_slots, t_lo),
-            chunks[0], chunks[1])
+    return tile_ticket(n, k, head, tile_bytes, t_hi), tile_ticket(n, k, head, tile_bytes, t_lo)
 
 
 @register_jitable

@@ -251,7 +251,7 @@ def main(argv=None) -> int:
     parser.add_argument("--shifts", default=",".join(SHIFTS))
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--no-check", action="store_true")
-    parser.add_argument("--tiles", help="sweep tile_bytes:threads pairs, e.g. 16384:256,32768:256")
+    parser.add_argument("--tiles", help="sweep tile_bytes:threads[:buffers], e.g. 16384:128:4,32768:256:3")
     parser.add_argument("--profile", action="store_true", help="cProfile the host overhead of small rolls")
     parser.add_argument("--json", help="write results here")
     parser.add_argument("--plot", help="write a PNG plot here")
@@ -269,10 +269,12 @@ def main(argv=None) -> int:
         from rotate._cuda import planner
 
         rows = []
-        for pair in args.tiles.split(","):
-            tile, threads = (int(v) for v in pair.split(":"))
-            print(f"== tile_bytes={tile} threads={threads}")
-            with planner.override(tile_bytes=tile, threads=threads):
+        for config in args.tiles.split(","):
+            values = [int(v) for v in config.split(":")]
+            tile, threads = values[:2]
+            buffers = values[2] if len(values) > 2 else planner.settings["buffers"]
+            print(f"== tile_bytes={tile} threads={threads} buffers={buffers}")
+            with planner.override(tile_bytes=tile, threads=threads, buffers=buffers):
                 rows += run(sizes, args.dtypes.split(","), args.shifts.split(","), args.repeat,
                             check=not args.no_check)
     else:

@@ -1,4 +1,4 @@
-"""CUDA kernels: the flag-chained short rotation and the reversal fallback.
+"""CUDA kernels: the seam copy, the flag-chained short rotation, the reversal fallback.
 
 Module-level factories build (and cache) one kernel per configuration; the
 index math they call lives in ``rotate._schedule`` and is shared with the
@@ -13,99 +13,110 @@ import functools
 from numba import cuda, int64, uint32, uint64
 
 from .. import _schedule as S
-from ._memops import (SIMULATED, copy16_async, load16, load_acquire, store16,
-                       store_relaxed, store_release, wait_copies)
+from ._memops import (SIMULATED, commit_copies, copies_waiter, copy16_async, load16,
+                      load_acquire, store16, store_relaxed)
 
 # Fields of a ticket descriptor (see ``describe``).
-(F_KIND, F_FLAG, F_A_SCRATCH, F_A_POS, F_A_VECS, F_B_SCRATCH, F_B_POS, F_B_VECS, F_D_POS, F_D_VECS,
+(F_TILE, F_A_SCRATCH, F_A_POS, F_A_VECS, F_B_SCRATCH, F_B_POS, F_B_VECS, F_D_POS, F_D_VECS,
  F_FA_LO, F_FA_HI, F_FB_LO, F_FB_HI, F_QA, F_RA, F_QB, F_RB, F_ROW_POS, F_X0, F_XS, F_X1,
- F_A_LO, F_B_LO) = range(24)
-DESC_FIELDS = 24
+ F_A_LO, F_B_LO, F_HEAD, F_BASE) = range(25)
+DESC_FIELDS = 25
 
-#: Default tile: 16 KiB per buffer (two buffers) per block of 128 threads.
+#: Default tile and ring: 16 KiB tiles, four buffers (three tiles' copies in
+#: flight while the fourth is written), 128 threads per block.
 TILE_BYTES = 16 * 1024
 THREADS = 128
+BUFFERS = 4
 
 
-def smem_bytes(tile_bytes: int) -> int:
-    """Static shared memory of one block: two tile buffers with over-copy slack."""
-    return 2 * (tile_bytes // 16 + 5) * 16 + 16
+def smem_bytes(tile_bytes: int, buffers: int = BUFFERS) -> int:
+    """Static shared memory of one block: the buffer ring plus descriptors and tickets."""
+    return buffers * (tile_bytes // 16 + 5) * 16 + buffers * (DESC_FIELDS + 1) * 8
 
 
 @functools.lru_cache(maxsize=None)
-def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS):
-    """The persistent, flag-chained in-place rotation kernel for one tile size.
+def seam_kernel():
+    """Copy every row's seam, whole aligned vectors, into scratch (before the tiles run)."""
+
+    @cuda.jit
+    def kernel(data, scratch, rows, n, k, head0, scratch_row):
+        span_vecs = S.max_seam_span(n, k) // 16
+        start = cuda.grid(1)
+        stride = cuda.gridsize(1)
+        for i in range(start, rows * span_vecs, stride):
+            row = 0 if i < span_vecs else i // span_vecs
+            v = i - row * span_vecs
+            head = S.row_head(head0, row, n)
+            if 16 * v < S.seam_span(n, k, head):
+                w = load16(data, row * n + S.seam_origin(n, k, head) + 16 * v)
+                store16(scratch, row * scratch_row + 16 * v, w[0], w[1], w[2], w[3])
+
+    return kernel
+
+
+@functools.lru_cache(maxsize=None)
+def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: int = BUFFERS):
+    """The persistent, flag-chained in-place rotation kernel for one configuration.
 
     Arguments (all rows of one launch are back to back in ``data``):
-    ``data`` uint8[rows * n], ``scratch`` uint8 seam buffer (``scratch_row``
-    bytes per row), ``flags`` uint32[total] (``epoch`` marks "done" this
-    launch, so flags never need clearing), ``counters`` uint64[2] (ticket
-    dispenser, finished blocks; left at zero for the next launch), then
-    ``rows, n, k, head0, chunk_slots, per_row, total, epoch, scratch_row``.
+    ``data`` uint8[rows * n]; ``scratch`` uint8, the rows' seams, filled by
+    ``seam_kernel`` on the same stream (``scratch_row`` bytes per row);
+    ``flags`` uint32[total] (``epoch`` marks "read done" this launch, so
+    flags never need clearing); ``counters`` uint64[2] (ticket dispenser,
+    finished blocks; left at zero for the next launch); then
+    ``rows, n, k, head0, per_row, total, epoch, scratch_row``.
 
-    Each block loops, double-buffered in shared memory::
+    Each block keeps a ring of ``buffers`` tile buffers in shared memory;
+    ``buffers - 1`` tiles' copies are in flight while one tile is written::
 
-        data of ticket t has landed          (cp.async.wait_all + barrier)
-        thread 0: publish t "read done"; draw a ticket ahead;
-                  wait for the seam chunks t2 (drawn last round) reads
-        start t2's copies into the other buffer   (they fly during ...)
-        thread 0: wait for the readers of t's destination
-        write t: realign in registers, 16-byte stores
-        t = t2
+        oldest ticket's copies landed   (cp.async.wait_group + barrier)
+        thread 0: publish it "read done"; draw a ticket, decode it
+        start the new ticket's copies into the free buffer
+        thread 0: wait for the readers of the oldest tile's destination
+        write the oldest tile: realign in registers, 16-byte stores
 
-    Asynchronous copies hold no registers, so many blocks fit per SM; the
-    next tile's loads overlap this tile's stores. Every wait is on a smaller
-    ticket, and a block publishes t before it waits for anything on behalf
-    of t2 (docs/design.md: why this never deadlocks).
+    Copies hold no registers. A block publishes a tile as soon as its data
+    has landed and waits only for smaller tickets, so the kernel cannot
+    deadlock with any number of resident blocks (docs/design.md).
     """
     if tile_bytes % 16 or tile_bytes < 64:
         raise ValueError(f"tile_bytes must be a multiple of 16 and >= 64, got {tile_bytes}")
+    if buffers < 2:
+        raise ValueError(f"buffers must be >= 2, got {buffers}")
     tile_vecs = tile_bytes // 16
-    buffer_vecs = tile_vecs + 5  # buffers are addressed in 16-byte vectors, so
-    smem_words = 8 * buffer_vecs  # every vector access is provably 16-byte aligned
+    buffer_vecs = tile_vecs + 5   # buffers are addressed in 16-byte vectors, so
+    smem_words = 4 * buffers * buffer_vecs  # every vector access is provably aligned
     read_iters = -(-(tile_vecs + 4) // threads)
     write_iters = -(-(tile_vecs + 1) // threads)
     T = tile_bytes
+    wait_oldest = copies_waiter(buffers - 2)
 
     # The simulator rejects launch_bounds; it only tunes register allocation.
     jit_options = {} if SIMULATED else {"launch_bounds": threads}
 
     @cuda.jit(device=True)
-    def wait_range(flags, base, lo, hi, epoch):
-        for ticket in range(lo, hi + 1):
-            while load_acquire(flags, base + ticket) != epoch:
-                pass
-
-    @cuda.jit(device=True)
-    def describe(desc, d, t, flags, per_row, n, k, head0, chunk_slots, scratch_row, epoch):
-        """Thread 0: decode ticket t into descriptor slot d; wait for the seam it reads.
+    def describe(desc, d, t, per_row, n, k, head0, scratch_row):
+        """Thread 0: decode ticket t into descriptor slot d.
 
         All the schedule's integer math (divisions included) happens here,
         once per ticket, instead of in every thread: the vector loops then
         only add and compare.
         """
         row = 0 if t < per_row else t // per_row  # one row: no 64-bit division
-        local = t - row * per_row
         head = S.row_head(head0, row, n)
-        kind, index = S.decode_ticket(n, k, head, T, chunk_slots, local)
-        row_pos = row * n
-        seam_pos = row * scratch_row
-        origin = S.seam_origin(n, k, head)
-        desc[d, F_KIND] = kind
-        desc[d, F_FLAG] = t
-        desc[d, F_A_SCRATCH] = 0
-        desc[d, F_B_SCRATCH] = 0
+        j = S.decode_ticket(n, k, head, T, t - row * per_row)
+        desc[d, F_TILE] = j
+        desc[d, F_HEAD] = head
+        desc[d, F_BASE] = row * per_row
         desc[d, F_A_VECS] = 0
         desc[d, F_B_VECS] = 0
-        if kind == 0:
-            span = S.seam_span(n, k, head)
-            count = (span - index * T) // 16
-            desc[d, F_A_POS] = row_pos + origin + index * T
-            desc[d, F_A_VECS] = count if count < tile_vecs else tile_vecs
-            desc[d, F_D_POS] = seam_pos + index * T  # where the chunk goes in scratch
-        elif kind == 1:
+        desc[d, F_D_VECS] = 0
+        if j >= 0:
+            row_pos = row * n
+            seam_pos = row * scratch_row
+            origin = S.seam_origin(n, k, head)
             left = S.is_left(n, k)
-            x0, xs, x1 = S.tile_parts(n, k, head, T, index)
+            x0, xs, x1 = S.tile_parts(n, k, head, T, j)
             a_lo = S.align_down(head + x0 + k) - head
             b_lo = S.align_down(head + xs + k - n) - head
             a_vecs = (S.align_up(head + xs + k) - S.align_down(head + x0 + k)) // 16 if xs > x0 else 0
@@ -120,8 +131,8 @@ def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS):
             d_lo = S.align_down(head + x0) - head
             desc[d, F_D_POS] = row_pos + d_lo
             desc[d, F_D_VECS] = (S.align_up(head + x1) - S.align_down(head + x0)) // 16
-            # Vectors wholly inside part A / part B are stored fast; smem vector
-            # q = base + v, byte offset r, both uniform over the part.
+            # Vectors wholly inside part A / part B are stored fast: smem
+            # vector q = base + v and byte offset r are uniform over a part.
             desc[d, F_FA_LO] = (x0 - d_lo + 15) // 16
             desc[d, F_FA_HI] = (xs - d_lo) // 16
             desc[d, F_FB_LO] = (xs - d_lo + 15) // 16
@@ -139,12 +150,10 @@ def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS):
             desc[d, F_X1] = x1
             desc[d, F_A_LO] = a_lo
             desc[d, F_B_LO] = b_lo
-            lo, hi = S.waits_before_read(n, k, head, T, chunk_slots, index)
-            wait_range(flags, row * per_row, lo, hi, epoch)
 
     @cuda.jit(device=True)
     def start_copies(smem, buf, desc, d, data, scratch, tid):
-        """Over-copy a ticket's source, whole aligned vectors, into buffer ``buf`` (a vector index)."""
+        """Over-copy a tile's source, whole aligned vectors, into buffer ``buf`` (a vector index)."""
         a_vecs = desc[d, F_A_VECS]
         b_vecs = desc[d, F_B_VECS]
         a_src = scratch if desc[d, F_A_SCRATCH] else data
@@ -157,6 +166,7 @@ def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS):
                 copy16_async(smem, 4 * (buf + slot), a_src, a_pos + 16 * slot)
             elif slot < a_vecs + b_vecs:
                 copy16_async(smem, 4 * (buf + slot), b_src, b_pos + 16 * slot)
+        commit_copies()  # one group per ticket, empty or not, so group counts agree
 
     @cuda.jit(device=True)
     def write_tile(smem, buf, desc, d, data, n, k, tid):
@@ -220,72 +230,59 @@ def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS):
                             data[row_pos + x] = (word >> ((sb & 3) * 8)) & 0xFF
 
     @cuda.jit(**jit_options)
-    def kernel(data, scratch, flags, counters, rows, n, k, head0, chunk_slots,
-               per_row, total, epoch, scratch_row):
+    def kernel(data, scratch, flags, counters, rows, n, k, head0, per_row, total, epoch, scratch_row):
         if SIMULATED:  # pruned at compile time; the simulator rejects alignment
             smem = cuda.shared.array(smem_words, uint32)
         else:
             smem = cuda.shared.array(smem_words, uint32, alignment=16)
-        # Descriptors of the ticket being written and the one being read.
-        desc = cuda.shared.array((2, DESC_FIELDS), int64)
-        # [0]: the ticket whose copies fly next; [1]: one more, drawn ahead so
-        # the dispenser's round trip never sits on the critical path.
-        ticket_box = cuda.shared.array(2, int64)
+        desc = cuda.shared.array((buffers, DESC_FIELDS), int64)  # one per buffer
+        tickets = cuda.shared.array(buffers, int64)              # the ring's tickets
         tid = cuda.threadIdx.x
+        # Fill the ring: buffers - 1 tickets' copies in flight.
         if tid == 0:
-            first = int64(cuda.atomic.add(counters, 0, uint64(1)))
-            if first < total:
-                describe(desc, 0, first, flags, per_row, n, k, head0, chunk_slots, scratch_row, epoch)
-            ticket_box[0] = first
-            ticket_box[1] = int64(cuda.atomic.add(counters, 0, uint64(1)))
+            for i in range(buffers - 1):
+                t = int64(cuda.atomic.add(counters, 0, uint64(1)))
+                tickets[i] = t
+                if t < total:
+                    describe(desc, i, t, per_row, n, k, head0, scratch_row)
         cuda.syncthreads()
-        t = ticket_box[0]
-        buf = 0
-        d = 0
-        if t < total:
-            start_copies(smem, buf, desc, d, data, scratch, tid)
+        for i in range(buffers - 1):
+            if tickets[i] < total:
+                start_copies(smem, i * buffer_vecs, desc, i, data, scratch, tid)
+            else:
+                commit_copies()
+        oldest = 0
+        free = buffers - 1
+        t = tickets[oldest]
         while t < total:
-            wait_copies()
-            cuda.syncthreads()  # t's source is in smem[buf]; the other buffer is free
-            kind = desc[d, F_KIND]
-            if kind == 0:
-                # A seam chunk: into scratch, published (release) before this
-                # block waits for anything, since later tickets read it.
-                s_pos = desc[d, F_D_POS]
-                for m in range(read_iters):
-                    slot = tid + m * threads
-                    if slot < desc[d, F_A_VECS]:
-                        w = 4 * (buf + slot)
-                        store16(scratch, s_pos + 16 * slot, smem[w], smem[w + 1], smem[w + 2], smem[w + 3])
-                cuda.syncthreads()
+            wait_oldest()
+            cuda.syncthreads()  # the oldest ticket's source is in its buffer
             if tid == 0:
-                if kind == 0:
-                    cuda.threadfence()
-                    store_release(flags, t, epoch)
-                else:
-                    store_relaxed(flags, t, epoch)
-                t2 = ticket_box[1]
-                if t2 < total:
-                    ticket_box[1] = int64(cuda.atomic.add(counters, 0, uint64(1)))
-                    describe(desc, 1 - d, t2, flags, per_row, n, k, head0, chunk_slots, scratch_row, epoch)
-                ticket_box[0] = t2
+                # "Read done" needs no fence: the copies have landed, and a
+                # load that has returned cannot be changed by a later store.
+                store_relaxed(flags, t, epoch)
+                t_new = int64(cuda.atomic.add(counters, 0, uint64(1)))
+                tickets[free] = t_new
+                if t_new < total:
+                    describe(desc, free, t_new, per_row, n, k, head0, scratch_row)
             cuda.syncthreads()
-            t2 = ticket_box[0]
-            if t2 < total:  # the next tile's copies fly while this one waits and writes
-                start_copies(smem, buffer_vecs - buf, desc, 1 - d, data, scratch, tid)
-            if kind == 1:
+            if tickets[free] < total:  # its copies fly while the oldest waits and writes
+                start_copies(smem, free * buffer_vecs, desc, free, data, scratch, tid)
+            else:
+                commit_copies()
+            j = desc[oldest, F_TILE]
+            if j >= 0:
                 if tid == 0:
-                    row = 0 if t < per_row else t // per_row  # one row: no 64-bit division
-                    head = S.row_head(head0, row, n)
-                    j = S.decode_ticket(n, k, head, T, chunk_slots, t - row * per_row)[1]
-                    t_lo, t_hi, c_lo, c_hi = S.waits_before_write(n, k, head, T, chunk_slots, j)
-                    wait_range(flags, row * per_row, t_lo, t_hi, epoch)
-                    wait_range(flags, row * per_row, c_lo, c_hi, epoch)
+                    lo, hi = S.waits_before_write(n, k, desc[oldest, F_HEAD], T, j)
+                    base = desc[oldest, F_BASE]
+                    for waited in range(lo, hi + 1):
+                        while load_acquire(flags, base + waited) != epoch:
+                            pass
                 cuda.syncthreads()
-                write_tile(smem, buf, desc, d, data, n, k, tid)
-            t = t2
-            buf = buffer_vecs - buf
-            d = 1 - d
+                write_tile(smem, oldest * buffer_vecs, desc, oldest, data, n, k, tid)
+            free = oldest
+            oldest = oldest + 1 if oldest + 1 < buffers else 0
+            t = tickets[oldest]
 
         if tid == 0:
             finished = cuda.atomic.add(counters, 1, uint64(1))

@@ -108,6 +108,13 @@ if SIMULATED:
     def wait_copies():
         """Wait for this thread's outstanding ``copy16_async`` calls."""
 
+    def commit_copies():
+        """Close this thread's current group of copies (``cp.async.commit_group``)."""
+
+    def copies_waiter(pending):
+        def wait_copies_but(): pass  # noqa: E704 - copies land at once in the simulator
+        return wait_copies_but
+
     def load_acquire(flags, index):
         return flags[index]
 
@@ -157,6 +164,40 @@ else:
             return context.get_dummy_value()
 
         return sig, codegen
+
+    @intrinsic
+    def commit_copies(typingctx):
+        """``cp.async.commit_group``: the copies issued since the last commit form one group."""
+        sig = types.void()
+
+        def codegen(context, builder, signature, args):
+            asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), "cp.async.commit_group;", "~{memory}",
+                               side_effect=True)
+            builder.call(asm, [])
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    def copies_waiter(pending):
+        """An intrinsic waiting until at most ``pending`` of this thread's groups are in flight.
+
+        ``cp.async.wait_group`` takes its count as an immediate, so each ring
+        depth gets its own intrinsic.
+        """
+
+        @intrinsic
+        def wait_copies_but(typingctx):
+            sig = types.void()
+
+            def codegen(context, builder, signature, args):
+                asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), f"cp.async.wait_group {int(pending)};",
+                                   "~{memory}", side_effect=True)
+                builder.call(asm, [])
+                return context.get_dummy_value()
+
+            return sig, codegen
+
+        return wait_copies_but
 
     @intrinsic
     def load_acquire(typingctx, flags, index):

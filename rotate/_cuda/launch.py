@@ -163,9 +163,10 @@ def _launch(kernel, grid, block, cu_stream, args):
 def _run_short(target, info, step, cu_stream) -> None:
     d = step.details
     n, k = step.seg_bytes, step.left_bytes
-    tile_bytes, threads = d["tile_bytes"], d["block"]
-    kernel = _kernels.short_kernel(tile_bytes, threads)
-    per_row, chunk_slots = d["tickets_per_row"], d["chunk_slots"]
+    tile_bytes, threads, buffers = d["tile_bytes"], d["block"], d["buffers"]
+    kernel = _kernels.short_kernel(tile_bytes, threads, buffers)
+    seam_kernel = _kernels.seam_kernel()
+    per_row = d["tickets_per_row"]
     scratch_row = d["seam_row_bytes"]
     entry = scratch_for(cu_stream)
     with _scratch_lock:  # one launch at a time per stream's scratch
@@ -175,12 +176,15 @@ def _run_short(target, info, step, cu_stream) -> None:
             data = _byte_view(target, info, offset, rows * n)
             total = rows * per_row
             flags, seam, counters, epoch = entry.reserve(total, rows * scratch_row, cu_stream)
+            head0 = np.int64((info.pointer + offset) % 16)
+            seam_vecs = rows * scratch_row // 16
+            _launch(seam_kernel, max(1, min(S.ceil_div(seam_vecs, 256), 4096)), 256, cu_stream, (
+                data, seam, np.int64(rows), np.int64(n), np.int64(k), head0, np.int64(scratch_row)))
             grid = min(d["grid"], total)
             _launch(kernel, grid, threads, cu_stream, (
                 data, seam, flags, counters,
-                np.int64(rows), np.int64(n), np.int64(k), np.int64((info.pointer + offset) % 16),
-                np.int64(chunk_slots), np.int64(per_row), np.int64(total), epoch,
-                np.int64(scratch_row),
+                np.int64(rows), np.int64(n), np.int64(k), head0,
+                np.int64(per_row), np.int64(total), epoch, np.int64(scratch_row),
             ))
 
 

@@ -20,6 +20,7 @@ from . import _kernels
 settings = {
     "tile_bytes": _kernels.TILE_BYTES,
     "threads": _kernels.THREADS,
+    "buffers": _kernels.BUFFERS,
     "grid": None,  # None: fill the GPU (blocks per SM x SMs)
 }
 
@@ -30,7 +31,7 @@ MIN_SCRATCH = 16 << 20
 
 @contextlib.contextmanager
 def override(**values):
-    """Temporarily change ``settings`` (tile_bytes, threads, grid)."""
+    """Temporarily change ``settings`` (tile_bytes, threads, buffers, grid)."""
     unknown = set(values) - set(settings)
     if unknown:
         raise KeyError(f"unknown GPU settings {sorted(unknown)}; known: {sorted(settings)}")
@@ -52,14 +53,19 @@ def device_shape(device_id: int = 0):
     return int(sms), int(smem)
 
 
-def persistent_grid(tile_bytes: int, threads: int) -> int:
-    """Blocks that fit on the GPU at once: the persistent grid."""
+def persistent_grid(tile_bytes: int, threads: int, buffers: int) -> int:
+    """Blocks that fit on the GPU at once: the persistent grid.
+
+    An estimate from shared memory and threads (the kernel needs about 80
+    registers a thread, which allow 6 blocks of 128 threads per SM); blocks
+    beyond what fits only wait for a free SM, they never deadlock.
+    """
     if settings["grid"]:
         return int(settings["grid"])
     sms, smem_per_sm = device_shape(_device_id())
 
-    per_block = _kernels.smem_bytes(tile_bytes) + 1024  # 1 KiB the driver reserves per block
-    blocks_per_sm = max(1, min(2048 // threads, smem_per_sm // per_block, 32))
+    per_block = _kernels.smem_bytes(tile_bytes, buffers) + 1024  # 1 KiB the driver reserves per block
+    blocks_per_sm = max(1, min(2048 // threads, 65536 // (80 * threads), smem_per_sm // per_block, 32))
     return sms * blocks_per_sm
 
 
@@ -74,19 +80,19 @@ def plan_step(axis, shift, rows, seg, left, word, pointer, max_scratch_bytes: Op
     """Plan rotating ``rows`` segments of ``seg`` bytes left by ``left`` bytes."""
     tile_bytes = settings["tile_bytes"]
     threads = settings["threads"]
+    buffers = settings["buffers"]
     cap = max_scratch_bytes
     if cap is None:
         cap = max(rows * seg // SCRATCH_FRACTION, MIN_SCRATCH)
     seam_row = S.align_up(S.max_seam_span(seg, left))
-    per_row = S.tickets_per_row(seg, left, tile_bytes)
-    chunk_slots = S.ceil_div(S.max_seam_span(seg, left), tile_bytes)
+    per_row = S.tickets_per_row(seg, tile_bytes)
     row_cost = seam_row + 4 * per_row  # seam bytes + one flag per ticket
     if row_cost + 16 <= cap:
         rows_per_launch = min(rows, (cap - 16) // row_cost)
         launches = S.ceil_div(rows, rows_per_launch)
         total = rows_per_launch * per_row
-        grid = min(total, persistent_grid(tile_bytes, threads))
-        seam_bytes = rows * min(left, seg - left)  # copied once into scratch, read back once
+        grid = min(total, persistent_grid(tile_bytes, threads, buffers))
+        seam_bytes = rows * min(left, seg - left)  # copied into scratch first, read back once
         return Step(
             axis, shift, rows, seg, left, word,
             algorithm="short",
@@ -96,10 +102,10 @@ def plan_step(axis, shift, rows, seg, left, word, pointer, max_scratch_bytes: Op
                 "schedule": "left" if S.is_left(seg, left) else "right",
                 "tile_bytes": tile_bytes,
                 "block": threads,
+                "buffers": buffers,
                 "grid": grid,
                 "rows_per_launch": rows_per_launch,
                 "launches": launches,
-                "chunk_slots": chunk_slots,
                 "tickets_per_row": per_row,
                 "seam_row_bytes": seam_row,
             },
