@@ -9,7 +9,8 @@ Each block does what a kernel block does (``rotate._cuda._kernels``):
     the seam is copied to scratch before any block starts (its own launch)
     fill the ring: draw ``buffers - 1`` tickets, start their copies
     loop: the oldest ticket's copies have landed -> publish it "read done"
-          -> draw a ticket, start its copies -> wait for the readers of the
+          -> take the ticket drawn ahead, draw another, start the taken
+          ticket's copies -> wait for the readers of the
           oldest tile's destination -> write the oldest tile
 
 A started copy *lands* (reads memory as it is at that moment) at any later
@@ -44,6 +45,7 @@ class ScheduleError(AssertionError):
 @dataclass
 class _Block:
     ring: list = field(default_factory=list)     # tickets whose copies were started, oldest first
+    ahead: int = -1                              # drawn, not yet started
     landed: dict = field(default_factory=dict)   # ticket -> {position: byte}
     phase: str = "fill"
 
@@ -104,6 +106,7 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
     def advance(b: _Block) -> bool:
         if b.phase == "fill":
             b.ring = [draw() for _ in range(buffers - 1)]
+            b.ahead = draw()
             b.phase = "top"
             return True
         if b.phase == "exit":
@@ -117,7 +120,9 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
             if t not in b.landed:
                 return False
             done.add(t)
-            b.ring.append(draw())
+            b.ring.append(b.ahead)
+            if b.ahead < total:
+                b.ahead = draw()
             b.phase = "wait_write"
             return True
         if b.phase == "wait_write":

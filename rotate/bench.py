@@ -149,6 +149,7 @@ def run(sizes, dtypes, shifts, repeat, check=True, log=print):
                 row = {
                     "size_bytes": size, "dtype": dtype_name, "shift_label": label, "shift": s,
                     "algorithm": p.algorithm, "tile_bytes": p.tile_bytes, "grid": p.grid,
+                    "block": p.block, "buffers": p._detail("buffers"),
                     "scratch_bytes": p.scratch_bytes, "ms": ms, "memcpy_ms": memcpy_ms,
                     "GBps": 2 * size / ms / 1e6, "pct_memcpy": 100 * memcpy_ms / ms, "correct": ok,
                 }

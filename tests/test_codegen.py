@@ -49,7 +49,7 @@ def ptx(monkeypatch):
 
 def test_hot_loops_move_128_bit_words(ptx):
     assert len(re.findall(r"cp\.async\.cg\.shared\.global \[\w+\], \[%rd\d+\], 16;", ptx)) >= 2
-    assert "cp.async.wait_group 2;" in ptx and "cp.async.commit_group" in ptx
+    assert "cp.async.wait_group 0;" in ptx and "cp.async.commit_group" in ptx
     assert ptx.count("st.global.v4.u32") >= 2
     assert ptx.count("ld.shared.v4.u32") >= 2
     # No scalar global loads on the data path (the only ld.global is the flag poll).

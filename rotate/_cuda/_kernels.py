@@ -22,16 +22,17 @@ from ._memops import (SIMULATED, commit_copies, copies_waiter, copy16_async, loa
  F_A_LO, F_B_LO, F_HEAD, F_BASE) = range(25)
 DESC_FIELDS = 25
 
-#: Default tile and ring: 16 KiB tiles, four buffers (three tiles' copies in
-#: flight while the fourth is written), 128 threads per block.
-TILE_BYTES = 16 * 1024
-THREADS = 128
-BUFFERS = 4
+#: Default tile and ring (the fastest measured, docs/perf-notes.md): 32 KiB
+#: tiles, two buffers (one tile's copies in flight while the other is
+#: written), 256 threads per block.
+TILE_BYTES = 32 * 1024
+THREADS = 256
+BUFFERS = 2
 
 
 def smem_bytes(tile_bytes: int, buffers: int = BUFFERS) -> int:
     """Static shared memory of one block: the buffer ring plus descriptors and tickets."""
-    return buffers * (tile_bytes // 16 + 5) * 16 + buffers * (DESC_FIELDS + 1) * 8
+    return buffers * (tile_bytes // 16 + 5) * 16 + buffers * (DESC_FIELDS + 1) * 8 + 8
 
 
 @functools.lru_cache(maxsize=None)
@@ -70,7 +71,8 @@ def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     ``buffers - 1`` tiles' copies are in flight while one tile is written::
 
         oldest ticket's copies landed   (cp.async.wait_group + barrier)
-        thread 0: publish it "read done"; draw a ticket, decode it
+        thread 0: publish it "read done"; take the ticket drawn ahead,
+                  draw the next one, decode the taken one
         start the new ticket's copies into the free buffer
         thread 0: wait for the readers of the oldest tile's destination
         write the oldest tile: realign in registers, 16-byte stores
@@ -236,7 +238,9 @@ def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         else:
             smem = cuda.shared.array(smem_words, uint32, alignment=16)
         desc = cuda.shared.array((buffers, DESC_FIELDS), int64)  # one per buffer
-        tickets = cuda.shared.array(buffers, int64)              # the ring's tickets
+        # The ring's tickets, and one drawn ahead ([buffers]) so the
+        # dispenser's round trip never delays the next copies.
+        tickets = cuda.shared.array(buffers + 1, int64)
         tid = cuda.threadIdx.x
         # Fill the ring: buffers - 1 tickets' copies in flight.
         if tid == 0:
@@ -245,6 +249,7 @@ def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                 tickets[i] = t
                 if t < total:
                     describe(desc, i, t, per_row, n, k, head0, scratch_row)
+            tickets[buffers] = int64(cuda.atomic.add(counters, 0, uint64(1)))
         cuda.syncthreads()
         for i in range(buffers - 1):
             if tickets[i] < total:
@@ -261,7 +266,9 @@ def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                 # "Read done" needs no fence: the copies have landed, and a
                 # load that has returned cannot be changed by a later store.
                 store_relaxed(flags, t, epoch)
-                t_new = int64(cuda.atomic.add(counters, 0, uint64(1)))
+                t_new = tickets[buffers]
+                if t_new < total:
+                    tickets[buffers] = int64(cuda.atomic.add(counters, 0, uint64(1)))
                 tickets[free] = t_new
                 if t_new < total:
                     describe(desc, free, t_new, per_row, n, k, head0, scratch_row)
