@@ -91,6 +91,7 @@ def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     read_iters = -(-(tile_vecs + 4) // threads)
     write_iters = -(-(tile_vecs + 1) // threads)
     T = tile_bytes
+    ticket_slots = buffers + 1
     wait_oldest = copies_waiter(buffers - 2)
 
     # The simulator rejects launch_bounds; it only tunes register allocation.
@@ -240,7 +241,7 @@ def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         desc = cuda.shared.array((buffers, DESC_FIELDS), int64)  # one per buffer
         # The ring's tickets, and one drawn ahead ([buffers]) so the
         # dispenser's round trip never delays the next copies.
-        tickets = cuda.shared.array(buffers + 1, int64)
+        tickets = cuda.shared.array(ticket_slots, int64)
         tid = cuda.threadIdx.x
         # Fill the ring: buffers - 1 tickets' copies in flight.
         if tid == 0:
