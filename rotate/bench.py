@@ -155,17 +155,26 @@ def run(sizes, dtypes, shifts, repeat, check=True, log=print):
                 }
                 if cupy is not None:
                     cx = x
-                    row["cupy_ms"] = time_it(lambda: cupy.roll(cx, s), repeat)
-                    row["cupy_pct"] = 100 * memcpy_ms / row["cupy_ms"]
+                    _peer(row, "cupy", lambda: time_it(lambda: cupy.roll(cx, s), repeat), memcpy_ms, log)
                 if torch is not None:
-                    tx = torch.as_tensor(x, device="cuda") if cupy is not None else torch.empty(
-                        n, dtype=_torch_dtype(torch, dtype_name), device="cuda")
-                    row["torch_ms"] = time_it(lambda: torch.roll(tx, s), repeat)
-                    row["torch_pct"] = 100 * memcpy_ms / row["torch_ms"]
+                    def torch_time():
+                        tx = torch.as_tensor(x, device="cuda") if cupy is not None else torch.empty(
+                            n, dtype=_torch_dtype(torch, dtype_name), device="cuda")
+                        return time_it(lambda: torch.roll(tx, s), repeat)
+                    _peer(row, "torch", torch_time, memcpy_ms, log)
                 rows.append(row)
                 log(_format_row(row))
         del buffers
     return rows
+
+
+def _peer(row, name, timer, memcpy_ms, log):
+    """Time a peer library's roll; a dtype it does not support is recorded, not fatal."""
+    try:
+        row[f"{name}_ms"] = timer()
+        row[f"{name}_pct"] = 100 * memcpy_ms / row[f"{name}_ms"]
+    except Exception as exc:  # e.g. torch.roll has no CUDA kernel for uint16
+        row[f"{name}_error"] = f"{type(exc).__name__}: {exc}"[:200]
 
 
 def _torch_dtype(torch, name):
