@@ -240,7 +240,7 @@ def plot(rows, path):
     for ax, label in zip(axes[0], labels):
         for dtype in DTYPES:
             pts = sorted((r["size_bytes"], r["pct_memcpy"]) for r in rows
-                         if r["shift_label"] == label and r["dtype"] == dtype)
+                         if r["shift_label"] == label and r["dtype"] == dtype and r["algorithm"] != "noop")
             if pts:
                 ax.plot([p[0] / MiB for p in pts], [p[1] for p in pts], marker="o", label=dtype)
         ax.axhline(100, color="k", linestyle="--", linewidth=1, label="memcpy")
