@@ -12,10 +12,10 @@ from numba import cuda
 import rotate
 from rotate._cuda import _kernels, planner
 
-tile, threads, buffers = (int(a) for a in sys.argv[1:4]) if len(sys.argv) > 3 else (_kernels.TILE_BYTES, _kernels.THREADS, _kernels.BUFFERS)
-with planner.override(tile_bytes=tile, threads=threads, buffers=buffers):
+tile, threads, buffers, min_blocks = (int(a) for a in sys.argv[1:5]) if len(sys.argv) > 4 else (_kernels.TILE_BYTES, _kernels.THREADS, _kernels.BUFFERS, 0)
+with planner.override(tile_bytes=tile, threads=threads, buffers=buffers, min_blocks=min_blocks):
     rotate.roll(cuda.to_device(np.arange(1 << 20, dtype=np.uint8)), 3)  # compile
-kernel = _kernels.short_kernel(tile, threads, buffers)
+kernel = _kernels.short_kernel(tile, threads, buffers, min_blocks)
 compiled = next(iter(kernel.overloads.values()))
 print(f"tile_bytes={tile} threads={threads} buffers={buffers}")
 print("registers per thread:", compiled.regs_per_thread)

@@ -68,9 +68,13 @@ def roll(a: Any, shift: IntOrInts, axis: Optional[IntOrInts] = None, *,
     array([[1, 2, 0],
            [4, 5, 3]])
     """
-    target, info = _inspect(a)
-    p = _make_plan(info, _shift_map(info, shift, axis), max_scratch_bytes)
-    _execute(target, info, p, stream)
+    parts = _parts(a)
+    plans = []
+    for part in parts:  # plan (and so validate) everything before anything moves
+        target, info = _inspect(part)
+        plans.append((target, info, _make_plan(info, _shift_map(info, shift, axis), max_scratch_bytes)))
+    for target, info, p in plans:
+        _execute(target, info, p, stream)
     return a
 
 
@@ -104,11 +108,15 @@ def rotate(a: Any, middle: int, *, stream: Any = None,
     >>> x
     array([3, 4, 5, 1, 2])
     """
-    target, info = _inspect(a)
-    middle = _check_middle(middle, info.size)
-    p = _make_plan(info, {None: -middle}, max_scratch_bytes)
-    _execute(target, info, p, stream)
-    return info.size - middle
+    parts = _parts(a)
+    plans = []
+    for part in parts:
+        target, info = _inspect(part)
+        middle = _check_middle(middle, info.size)
+        plans.append((target, info, _make_plan(info, {None: -middle}, max_scratch_bytes)))
+    for target, info, p in plans:
+        _execute(target, info, p, stream)
+    return plans[0][1].size - middle
 
 
 def plan(a: Any, shift: Optional[IntOrInts] = None, axis: Optional[IntOrInts] = None, *,
@@ -150,6 +158,15 @@ def plan(a: Any, shift: Optional[IntOrInts] = None, axis: Optional[IntOrInts] = 
 
 
 # --- internals -------------------------------------------------------------
+
+def _parts(a: Any) -> list:
+    """The arrays a call moves: a masked array's data and its mask roll together, like numpy.roll's."""
+    if isinstance(a, np.ma.MaskedArray):
+        mask = np.ma.getmask(a)
+        data = a.data
+        return [data] if mask is np.ma.nomask else [data, mask]
+    return [a]
+
 
 def _inspect(a: Any):
     """Validate ``a`` and describe it. Returns (object the backend works on, ArrayInfo)."""
@@ -255,7 +272,8 @@ def _build_plan(info, shifts: dict, max_scratch_bytes: Optional[int]) -> Plan:
         for axis, length, s in rotations:
             axis = 0 if axis is None else axis
             algorithm, scratch, moved = _cpu.plan_strided(info.shape, info.strides, info.itemsize, s, axis)
-            steps.append(Step(axis, s, 1, length * info.itemsize, (length - s) * info.itemsize,
+            lines = info.size // length  # the strided roll moves every line along the axis
+            steps.append(Step(axis, s, lines, length * info.itemsize, (length - s) * info.itemsize,
                               info.itemsize, algorithm, scratch, moved, strided=True))
         return Plan(backend, info.shape, info.dtype, tuple(steps))
     steps = []

@@ -261,7 +261,7 @@ def main(argv=None) -> int:
     parser.add_argument("--shifts", default=",".join(SHIFTS))
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--no-check", action="store_true")
-    parser.add_argument("--tiles", help="sweep tile_bytes:threads[:buffers], e.g. 16384:128:4,32768:256:3")
+    parser.add_argument("--tiles", help="sweep tile_bytes:threads[:buffers[:min_blocks]], e.g. 32768:256:2,24576:256:2:4")
     parser.add_argument("--profile", action="store_true", help="cProfile the host overhead of small rolls")
     parser.add_argument("--json", help="write results here")
     parser.add_argument("--plot", help="write a PNG plot here")
@@ -283,8 +283,9 @@ def main(argv=None) -> int:
             values = [int(v) for v in config.split(":")]
             tile, threads = values[:2]
             buffers = values[2] if len(values) > 2 else planner.settings["buffers"]
-            print(f"== tile_bytes={tile} threads={threads} buffers={buffers}")
-            with planner.override(tile_bytes=tile, threads=threads, buffers=buffers):
+            min_blocks = values[3] if len(values) > 3 else 0
+            print(f"== tile_bytes={tile} threads={threads} buffers={buffers} min_blocks={min_blocks}")
+            with planner.override(tile_bytes=tile, threads=threads, buffers=buffers, min_blocks=min_blocks):
                 rows += run(sizes, args.dtypes.split(","), args.shifts.split(","), args.repeat,
                             check=not args.no_check)
     else:

@@ -20,5 +20,5 @@ HERE = Path(__file__).parent
 def test_kernels_under_the_cuda_simulator():
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(HERE.parent))
     result = subprocess.run([sys.executable, str(HERE / "sim_cases.py")], env=env,
-                            capture_output=True, text=True, timeout=1500)
+                            capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-6000:]

@@ -495,8 +495,6 @@ def test_plan_scratch_bounded_for_large_array():
     assert np.array_equal(a, expected)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: strided steps report ideal_bytes for one column only "
-                   "(_api._build_plan builds Step(rows=1, seg_bytes=length*itemsize))")
 def test_plan_ideal_bytes_covers_whole_array_for_strided_views():
     """A roll along one axis reads and writes every element once: ideal = 2 * a.nbytes."""
     base = np.zeros((100, 50), dtype=np.int64)

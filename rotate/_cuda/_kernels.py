@@ -56,7 +56,8 @@ def seam_kernel():
 
 
 @functools.lru_cache(maxsize=None)
-def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: int = BUFFERS):
+def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: int = BUFFERS,
+                 min_blocks: int = 0):
     """The persistent, flag-chained in-place rotation kernel for one configuration.
 
     Arguments (all rows of one launch are back to back in ``data``):
@@ -91,11 +92,13 @@ def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     read_iters = -(-(tile_vecs + 4) // threads)
     write_iters = -(-(tile_vecs + 1) // threads)
     T = tile_bytes
-    ticket_slots = buffers + 1
+    ticket_slots = buffers
     wait_oldest = copies_waiter(buffers - 2)
 
-    # The simulator rejects launch_bounds; it only tunes register allocation.
-    jit_options = {} if SIMULATED else {"launch_bounds": threads}
+    # The simulator rejects launch_bounds; it only tunes register allocation
+    # (min_blocks > 0 asks ptxas to fit that many blocks per SM).
+    bounds = (threads, min_blocks) if min_blocks else threads
+    jit_options = {} if SIMULATED else {"launch_bounds": bounds}
 
     @cuda.jit(device=True)
     def describe(desc, d, t, per_row, n, k, head0, scratch_row):
@@ -239,10 +242,11 @@ def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         else:
             smem = cuda.shared.array(smem_words, uint32, alignment=16)
         desc = cuda.shared.array((buffers, DESC_FIELDS), int64)  # one per buffer
-        # The ring's tickets, and one drawn ahead ([buffers]) so the
-        # dispenser's round trip never delays the next copies.
-        tickets = cuda.shared.array(ticket_slots, int64)
+        tickets = cuda.shared.array(ticket_slots, int64)  # the ring's tickets
         tid = cuda.threadIdx.x
+        # Thread 0 keeps one ticket drawn ahead in a register: the atomic's
+        # round trip completes while the block works, not on its critical path.
+        ahead = int64(0)
         # Fill the ring: buffers - 1 tickets' copies in flight.
         if tid == 0:
             for i in range(buffers - 1):
@@ -250,7 +254,7 @@ def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                 tickets[i] = t
                 if t < total:
                     describe(desc, i, t, per_row, n, k, head0, scratch_row)
-            tickets[buffers] = int64(cuda.atomic.add(counters, 0, uint64(1)))
+            ahead = int64(cuda.atomic.add(counters, 0, uint64(1)))
         cuda.syncthreads()
         for i in range(buffers - 1):
             if tickets[i] < total:
@@ -267,9 +271,9 @@ def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                 # "Read done" needs no fence: the copies have landed, and a
                 # load that has returned cannot be changed by a later store.
                 store_relaxed(flags, t, epoch)
-                t_new = tickets[buffers]
+                t_new = ahead
                 if t_new < total:
-                    tickets[buffers] = int64(cuda.atomic.add(counters, 0, uint64(1)))
+                    ahead = int64(cuda.atomic.add(counters, 0, uint64(1)))
                 tickets[free] = t_new
                 if t_new < total:
                     describe(desc, free, t_new, per_row, n, k, head0, scratch_row)

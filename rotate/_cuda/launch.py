@@ -164,7 +164,7 @@ def _run_short(target, info, step, cu_stream) -> None:
     d = step.details
     n, k = step.seg_bytes, step.left_bytes
     tile_bytes, threads, buffers = d["tile_bytes"], d["block"], d["buffers"]
-    kernel = _kernels.short_kernel(tile_bytes, threads, buffers)
+    kernel = _kernels.short_kernel(tile_bytes, threads, buffers, d.get("min_blocks", 0))
     seam_kernel = _kernels.seam_kernel()
     per_row = d["tickets_per_row"]
     scratch_row = d["seam_row_bytes"]

@@ -21,6 +21,7 @@ settings = {
     "tile_bytes": _kernels.TILE_BYTES,
     "threads": _kernels.THREADS,
     "buffers": _kernels.BUFFERS,
+    "min_blocks": 0,  # >0: ask ptxas to fit this many blocks per SM (caps registers)
     "grid": None,  # None: fill the GPU (blocks per SM x SMs)
 }
 
@@ -65,7 +66,8 @@ def persistent_grid(tile_bytes: int, threads: int, buffers: int) -> int:
     sms, smem_per_sm = device_shape(_device_id())
 
     per_block = _kernels.smem_bytes(tile_bytes, buffers) + 1024  # 1 KiB the driver reserves per block
-    blocks_per_sm = max(1, min(2048 // threads, 65536 // (80 * threads), smem_per_sm // per_block, 32))
+    registers = 80 if not settings["min_blocks"] else 65536 // (threads * settings["min_blocks"])
+    blocks_per_sm = max(1, min(2048 // threads, 65536 // (registers * threads), smem_per_sm // per_block, 32))
     return sms * blocks_per_sm
 
 
@@ -103,6 +105,7 @@ def plan_step(axis, shift, rows, seg, left, word, pointer, max_scratch_bytes: Op
                 "tile_bytes": tile_bytes,
                 "block": threads,
                 "buffers": buffers,
+                "min_blocks": settings["min_blocks"],
                 "grid": grid,
                 "rows_per_launch": rows_per_launch,
                 "launches": launches,
