@@ -62,15 +62,32 @@ def check_axes(shape, data, dtype):
 
 
 def check_fallback():
-    host = np.random.default_rng(2).integers(0, 256, 301, dtype=np.uint8)
-    for shift in (1, 150, 299):
+    host = np.random.default_rng(2).integers(0, 256, 300, dtype=np.uint8)
+    seen = set()
+    for shift in (1, 100, 150, 151, 200, 299):  # no scratch: exact divisions swap, others reverse
         got, plan = roll_simulated(host, shift, max_scratch=0)
-        assert plan.algorithm == "reversal", plan
+        seen.add(plan.algorithm)
         np.testing.assert_array_equal(got, np.roll(host, shift))
+    assert seen == {"reversal", "block-swap"}, seen
+
+
+@settings(deadline=None, max_examples=int(os.environ.get("SIM_EXAMPLES", "80")) // 2, database=None)
+@given(n=st.integers(40, 900), data=st.data(), offset=st.integers(0, 15), cap=st.integers(0, 400),
+       seed=st.integers(0, 2**32 - 1))
+def check_block_swap(n, data, offset, cap, seed):
+    """Distances whose seam exceeds max_scratch_bytes: block swaps, then the short kernel."""
+    shift = data.draw(st.integers(1, n - 1))
+    host = np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8)
+    note(f"reproduce: roll_simulated(host, {shift}, offset={offset}, max_scratch={cap}) with "
+         f"host = np.random.default_rng({seed}).integers(0, 256, {n}, dtype=np.uint8)")
+    got, plan = roll_simulated(host, shift, offset=offset, max_scratch=cap)
+    note(str(plan))
+    np.testing.assert_array_equal(got, np.roll(host, shift))
 
 
 if __name__ == "__main__":
     check_fallback()
+    check_block_swap()
     check_axes()
     check_bytes()
     print("simulator cases passed")

@@ -97,3 +97,19 @@ def test_deadlock_is_detected(monkeypatch):
     monkeypatch.setattr(S, "decode_ticket", lambda n, k, h, t, local: (local + 1) % S.tile_count(n, h, t))
     with pytest.raises((Deadlock, ScheduleError)):
         emulate(np.arange(200, dtype=np.uint8), 1, 200, 3, 0, 16, 1, "lowest", 0, buffers=2)
+
+
+@settings(deadline=None, max_examples=300)
+@given(n=st.integers(2, 2000), data=st.data(), fits=st.integers(0, 2000))
+def test_gries_mills_swaps_then_rotation_equal_numpy(n, data, fits):
+    """The GPU block-swap fallback's plan: the swaps, then the final rotation, equal numpy.roll."""
+    planner = pytest.importorskip("rotate._cuda.planner")
+    k = data.draw(st.integers(1, n - 1))
+    a = np.arange(n)
+    swaps, (lo, sub_n, sub_k) = planner.gries_mills(n, k, lambda nn, kk: min(kk, nn - kk) <= fits)
+    for x, y, m in swaps:
+        assert 0 <= x and x + m <= y and y + m <= n, "swapped blocks must be disjoint and inside"
+        a[x:x + m], a[y:y + m] = a[y:y + m].copy(), a[x:x + m].copy()
+    assert sub_k == 0 or min(sub_k, sub_n - sub_k) <= fits
+    a[lo:lo + sub_n] = np.roll(a[lo:lo + sub_n], -sub_k)
+    np.testing.assert_array_equal(a, np.roll(np.arange(n), -k))

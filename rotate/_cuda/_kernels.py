@@ -16,6 +16,8 @@ from .. import _schedule as S
 from ._memops import (SIMULATED, commit_copies, copies_waiter, copy16_async, load16,
                       load_acquire, store16, store_relaxed)
 
+wait_all = copies_waiter(0)
+
 # Fields of a ticket descriptor (see ``describe``).
 (F_TILE, F_A_SCRATCH, F_A_POS, F_A_VECS, F_B_SCRATCH, F_B_POS, F_B_VECS, F_D_POS, F_D_VECS,
  F_FA_LO, F_FA_HI, F_FB_LO, F_FB_HI, F_QA, F_RA, F_QB, F_RB, F_ROW_POS, F_X0, F_XS, F_X1,
@@ -303,6 +305,110 @@ def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                 # the dispenser can be rewound for the next launch.
                 counters[0] = 0
                 counters[1] = 0
+
+    return kernel
+
+
+@functools.lru_cache(maxsize=None)
+def swap_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS):
+    """Swap two equal, disjoint byte ranges of every row, in place, at any alignment.
+
+    ``kernel(data, rows, row_bytes, a, b, m, head0)`` swaps positions
+    ``[a, a + m)`` and ``[b, b + m)`` (``a + m <= b``) of each row of
+    ``row_bytes`` bytes. Tiles cut the A range on its 16-byte grid; a block
+    over-copies both source ranges into shared memory, then writes each side
+    from the other as whole aligned vectors, realigned in registers (the
+    short kernel's write path). Tiles touch disjoint bytes, so no flags: this
+    is the pass of the block-swap (Gries-Mills) fallback for distances whose
+    seam does not fit the scratch.
+    """
+    tile_vecs = tile_bytes // 16
+    region_vecs = tile_vecs + 2
+    smem_words = 4 * 2 * region_vecs
+    read_iters = -(-(2 * region_vecs) // threads)
+    write_iters = -(-(tile_vecs + 1) // threads)
+    T = tile_bytes
+    jit_options = {} if SIMULATED else {"launch_bounds": threads}
+
+    @cuda.jit(device=True)
+    def write_moved(smem, slot0, src_al, data, row_pos, head, lo, hi, delta, tid):
+        """Write positions [lo, hi) with the bytes at positions p + delta.
+
+        Those source bytes sit in smem from vector ``slot0`` on, over-copied
+        from the aligned position ``src_al``.
+        """
+        d_lo = S.align_down(head + lo) - head
+        d_vecs = (S.align_up(head + hi) - S.align_down(head + lo)) // 16
+        base = d_lo + delta - src_al
+        q0 = slot0 + (base >> 4)
+        r = base & 15
+        for m in range(write_iters):
+            v = tid + m * threads
+            if v < d_vecs:
+                p = d_lo + 16 * v
+                if p >= lo and p + 16 <= hi:
+                    w = 4 * (q0 + v)
+                    a0 = uint64(smem[w])
+                    a1 = uint64(smem[w + 1])
+                    a2 = uint64(smem[w + 2])
+                    a3 = uint64(smem[w + 3])
+                    if r == 0:
+                        store16(data, row_pos + p, uint32(a0), uint32(a1), uint32(a2), uint32(a3))
+                    else:
+                        b0 = uint64(smem[w + 4])
+                        b1 = uint64(smem[w + 5])
+                        b2 = uint64(smem[w + 6])
+                        b3 = uint64(smem[w + 7])
+                        u0, u1, u2, u3, u4 = S.window5(r >> 2, a0, a1, a2, a3, b0, b1, b2, b3)
+                        bs = r & 3
+                        store16(data, row_pos + p,
+                                uint32(S.funnel(u0, u1, bs)), uint32(S.funnel(u1, u2, bs)),
+                                uint32(S.funnel(u2, u3, bs)), uint32(S.funnel(u3, u4, bs)))
+                else:
+                    for b in range(16):
+                        x = p + b
+                        if x >= lo and x < hi:
+                            sb = 16 * slot0 + x + delta - src_al
+                            word = smem[sb >> 2]
+                            data[row_pos + x] = (word >> ((sb & 3) * 8)) & 0xFF
+
+    @cuda.jit(**jit_options)
+    def kernel(data, rows, row_bytes, a, b, m, head0):
+        if SIMULATED:
+            smem = cuda.shared.array(smem_words, uint32)
+        else:
+            smem = cuda.shared.array(smem_words, uint32, alignment=16)
+        tid = cuda.threadIdx.x
+        tiles_per_row = (m + 15 + T - 1) // T  # an upper bound over heads
+        for t in range(cuda.blockIdx.x, rows * tiles_per_row, cuda.gridDim.x):
+            row = 0 if t < tiles_per_row else t // tiles_per_row
+            j = t - row * tiles_per_row
+            head = S.row_head(head0, row, row_bytes)
+            row_pos = row * row_bytes
+            ha = (head + a) % 16
+            x0 = j * T - ha
+            x1 = x0 + T
+            if x0 < 0:
+                x0 = 0
+            if x1 > m:
+                x1 = m
+            if x0 < x1:
+                a_al = S.align_down(head + a + x0) - head
+                a_vecs = (S.align_up(head + a + x1) - S.align_down(head + a + x0)) // 16
+                b_al = S.align_down(head + b + x0) - head
+                b_vecs = (S.align_up(head + b + x1) - S.align_down(head + b + x0)) // 16
+                for it in range(read_iters):
+                    slot = tid + it * threads
+                    if slot < a_vecs:
+                        copy16_async(smem, 4 * slot, data, row_pos + a_al + 16 * slot)
+                    elif slot >= region_vecs and slot - region_vecs < b_vecs:
+                        copy16_async(smem, 4 * slot, data, row_pos + b_al + 16 * (slot - region_vecs))
+                commit_copies()
+                wait_all()
+                cuda.syncthreads()
+                write_moved(smem, region_vecs, b_al, data, row_pos, head, a + x0, a + x1, b - a, tid)
+                write_moved(smem, 0, a_al, data, row_pos, head, b + x0, b + x1, a - b, tid)
+            cuda.syncthreads()  # smem is reused by the next tile
 
     return kernel
 

@@ -19,6 +19,8 @@ def execute(target: Any, info, plan, stream: Any = None) -> None:
     for step in plan.steps:
         if step.algorithm == "short":
             _run_short(target, info, step, cu_stream)
+        elif step.algorithm == "block-swap":
+            _run_block_swap(target, info, step, cu_stream)
         elif step.algorithm == "reversal":
             _run_reversal(target, info, step, cu_stream)
         else:  # pragma: no cover - planner and launcher disagree
@@ -160,7 +162,8 @@ def _launch(kernel, grid, block, cu_stream, args):
         kernel[grid, block, cu_stream](*args)
 
 
-def _run_short(target, info, step, cu_stream) -> None:
+def _run_short(target, info, step, cu_stream, offset: int = 0) -> None:
+    """Run a "short" step on ``step.rows`` rows starting ``offset`` bytes into the array."""
     d = step.details
     n, k = step.seg_bytes, step.left_bytes
     tile_bytes, threads, buffers = d["tile_bytes"], d["block"], d["buffers"]
@@ -172,11 +175,11 @@ def _run_short(target, info, step, cu_stream) -> None:
     with _scratch_lock:  # one launch at a time per stream's scratch
         for first in range(0, step.rows, d["rows_per_launch"]):
             rows = min(d["rows_per_launch"], step.rows - first)
-            offset = first * n
-            data = _byte_view(target, info, offset, rows * n)
+            start = offset + first * n
+            data = _byte_view(target, info, start, rows * n)
             total = rows * per_row
             flags, seam, counters, epoch = entry.reserve(total, rows * scratch_row, cu_stream)
-            head0 = np.int64((info.pointer + offset) % 16)
+            head0 = np.int64((info.pointer + start) % 16)
             seam_vecs = rows * scratch_row // 16
             _launch(seam_kernel, max(1, min(S.ceil_div(seam_vecs, 256), 4096)), 256, cu_stream, (
                 data, seam, np.int64(rows), np.int64(n), np.int64(k), head0, np.int64(scratch_row)))
@@ -186,6 +189,22 @@ def _run_short(target, info, step, cu_stream) -> None:
                 np.int64(rows), np.int64(n), np.int64(k), head0,
                 np.int64(per_row), np.int64(total), epoch, np.int64(scratch_row),
             ))
+
+
+def _run_block_swap(target, info, step, cu_stream) -> None:
+    d = step.details
+    kernel = _kernels.swap_kernel(d["tile_bytes"], d["block"])
+    lo, sub_n, sub_k = d["final"]
+    for row in range(step.rows):
+        offset = row * step.seg_bytes
+        data = _byte_view(target, info, offset, step.seg_bytes)
+        head0 = np.int64((info.pointer + offset) % 16)
+        for a, b, m in d["swaps"]:
+            tiles = S.ceil_div(m + 15, d["tile_bytes"])
+            _launch(kernel, max(1, min(tiles, d["grid"])), d["block"], cu_stream, (
+                data, np.int64(1), np.int64(step.seg_bytes), np.int64(a), np.int64(b), np.int64(m), head0))
+        if sub_k:
+            _run_short(target, info, d["final_step"], cu_stream, offset=offset + lo)
 
 
 def _run_reversal(target, info, step, cu_stream) -> None:

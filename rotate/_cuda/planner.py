@@ -28,6 +28,40 @@ settings = {
 #: Default scratch bound: the larger of this fraction of the array and MIN_SCRATCH.
 SCRATCH_FRACTION = 100
 MIN_SCRATCH = 16 << 20
+#: Block-swap fallback limits: beyond these, three reversals are cheaper.
+MAX_SWAP_PASSES = 16
+MAX_SWAP_ROWS = 64
+
+
+def short_fits(n: int, k: int, cap: int) -> bool:
+    """Whether one row's seam and flags fit ``cap`` bytes of scratch (the short schedule)."""
+    row_cost = S.align_up(S.max_seam_span(n, k)) + 4 * S.tickets_per_row(n, settings["tile_bytes"])
+    return row_cost + 16 <= cap
+
+
+def gries_mills(n: int, k: int, fits):
+    """Block swaps that reduce "rotate n bytes left by k" until ``fits(n', k')``.
+
+    Returns ``(swaps, (lo, sub_n, sub_k))``: swap ``[a, a + m)`` with
+    ``[b, b + m)`` for each ``(a, b, m)`` in order, then rotate
+    ``[lo, lo + sub_n)`` left by ``sub_k`` (``sub_k == 0``: done). Each swap
+    puts one block in its final place (Gries and Mills, 1981).
+    """
+    swaps = []
+    lo, sub_n, sub_k = 0, n, k
+    while sub_k and not fits(sub_n, sub_k):
+        if sub_k <= sub_n - sub_k:
+            # [A B1 B2], |A| = |B2| = sub_k: swap A and B2; A is final at the end.
+            swaps.append((lo, lo + sub_n - sub_k, sub_k))
+            sub_n -= sub_k
+        else:
+            # [A1 A2 B], |A1| = |B| = m: swap A1 and B; B is final at the front.
+            m = sub_n - sub_k
+            swaps.append((lo, lo + sub_k, m))
+            lo, sub_n, sub_k = lo + m, sub_n - m, sub_k - m
+        if sub_k == sub_n:
+            sub_k = 0
+    return swaps, (lo, sub_n, sub_k)
 
 
 @contextlib.contextmanager
@@ -89,7 +123,7 @@ def plan_step(axis, shift, rows, seg, left, word, pointer, max_scratch_bytes: Op
     seam_row = S.align_up(S.max_seam_span(seg, left))
     per_row = S.tickets_per_row(seg, tile_bytes)
     row_cost = seam_row + 4 * per_row  # seam bytes + one flag per ticket
-    if row_cost + 16 <= cap:
+    if short_fits(seg, left, cap):
         rows_per_launch = min(rows, (cap - 16) // row_cost)
         launches = S.ceil_div(rows, rows_per_launch)
         total = rows_per_launch * per_row
@@ -113,6 +147,36 @@ def plan_step(axis, shift, rows, seg, left, word, pointer, max_scratch_bytes: Op
                 "seam_row_bytes": seam_row,
             },
         )
+    # The seam does not fit the scratch bound. Block swaps (Gries-Mills) shrink
+    # the problem until it does, then the short schedule finishes it; when
+    # that takes too many passes (or rows), three reversals: no scratch, 4N.
+    if rows <= MAX_SWAP_ROWS:
+        swaps, (lo, sub_n, sub_k) = gries_mills(seg, left, lambda n, k: short_fits(n, k, cap))
+        if len(swaps) <= MAX_SWAP_PASSES:
+            final = None
+            moved = sum(4 * m for _, _, m in swaps)
+            scratch = 0
+            if sub_k:
+                final = plan_step(axis, shift, 1, sub_n, sub_k, word, pointer, cap)
+                assert final.algorithm == "short", final
+                moved += final.bytes_moved
+                scratch = final.scratch_bytes
+            sms, _ = device_shape(_device_id())
+            return Step(
+                axis, shift, rows, seg, left, word,
+                algorithm="block-swap",
+                scratch_bytes=scratch,
+                bytes_moved=rows * moved,
+                details={
+                    "tile_bytes": tile_bytes,
+                    "block": threads,
+                    "grid": sms * 3,
+                    "swaps": tuple(swaps),
+                    "final": (lo, sub_n, sub_k),
+                    "final_step": final,
+                    "reason": f"seam of {seam_row} bytes per row exceeds max_scratch_bytes={cap}",
+                },
+            )
     # The seam does not fit the scratch bound: three reversals, no scratch,
     # 4N traffic. The long (cycle-based) schedule will replace this.
     k = left // word
