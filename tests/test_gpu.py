@@ -170,3 +170,23 @@ def test_readonly_and_noncontiguous_device_arrays_are_refused_untouched():
     with pytest.raises(TypeError):
         rotate.roll(dev, 1.5)
     np.testing.assert_array_equal(dev.copy_to_host().reshape(-1), host)
+
+
+@pytest.mark.parametrize("offset", [0, 5])
+def test_block_swap_fallback_for_long_distances(offset):
+    n = 48 * 1024 * 1024 + 13  # 1% of n < 16 MiB floor < n/3: the seam does not fit
+    host = np.random.default_rng(offset).integers(0, 256, n, dtype=np.uint8)
+    for shift in (n // 3, n // 2 + 1, n - n // 3 + 7, 20_000_001):
+        got, plan = roll_on_device(host, shift, offset=offset)
+        assert plan.algorithm == "block-swap", plan
+        np.testing.assert_array_equal(got, np.roll(host, shift))
+
+
+@settings(deadline=None, max_examples=40)
+@given(n=st.integers(1000, 300_000), data=st.data(), offset=st.integers(0, 15), cap=st.integers(0, 50_000))
+def test_block_swap_small_caps(n, data, offset, cap):
+    shift = data.draw(st.integers(1, n - 1))
+    host = np.random.default_rng(n).integers(0, 256, n, dtype=np.uint8)
+    got, plan = roll_on_device(host, shift, offset=offset, tile=256, max_scratch=cap)
+    note(str(plan))
+    np.testing.assert_array_equal(got, np.roll(host, shift))
