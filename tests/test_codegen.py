@@ -64,3 +64,25 @@ def test_no_local_memory(ptx):
 def test_flags_use_acquire_and_strong_stores(ptx):
     assert "ld.acquire.gpu.global.u32" in ptx
     assert "st.relaxed.gpu.global.u32" in ptx
+
+
+@pytest.fixture
+def swap_ptx(monkeypatch):
+    monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
+    kernel = _kernels.swap_kernel(_kernels.TILE_BYTES, _kernels.THREADS)
+    i64 = types.int64
+    sig = (types.Array(types.uint8, 1, "C"), i64, i64, i64, i64, i64, i64)
+    try:
+        text, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), launch_bounds=_kernels.THREADS)
+    except Exception as exc:
+        text = f"{type(exc).__name__}: {exc}"
+        if any(word in text.lower() for word in ("nvvm", "nvrtc", "notfound", "not found")):
+            pytest.skip(f"CUDA compiler libraries unavailable: {text}")
+        raise
+    return text
+
+
+def test_swap_kernel_moves_128_bit_words_without_local_memory(swap_ptx):
+    assert "cp.async.cg.shared.global" in swap_ptx
+    assert swap_ptx.count("st.global.v4.u32") >= 2 and swap_ptx.count("ld.shared.v4.u32") >= 2
+    assert "ld.local" not in swap_ptx and "st.local" not in swap_ptx

@@ -14,15 +14,14 @@ from numba import cuda, int64, uint32, uint64
 
 from .. import _schedule as S
 from ._memops import (SIMULATED, commit_copies, copies_waiter, copy16_async, load16,
-                      load_acquire, store16, store_relaxed)
+                      load16_shared, load_acquire, store16, store_relaxed)
 
 wait_all = copies_waiter(0)
 
 # Fields of a ticket descriptor (see ``describe``).
-(F_TILE, F_A_SCRATCH, F_A_POS, F_A_VECS, F_B_SCRATCH, F_B_POS, F_B_VECS, F_D_POS, F_D_VECS,
- F_FA_LO, F_FA_HI, F_FB_LO, F_FB_HI, F_QA, F_RA, F_QB, F_RB, F_ROW_POS, F_X0, F_XS, F_X1,
- F_A_LO, F_B_LO, F_HEAD, F_BASE) = range(25)
-DESC_FIELDS = 25
+(F_TILE, F_A_SCRATCH, F_A_POS, F_A_VECS, F_B_SCRATCH, F_B_POS, F_B_VECS,
+ F_ROW_POS, F_X0, F_XS, F_X1, F_A_LO, F_B_LO, F_HEAD, F_BASE) = range(15)
+DESC_FIELDS = 15
 
 #: Default tile and ring (the fastest measured, docs/perf-notes.md): 32 KiB
 #: tiles, two buffers (one tile's copies in flight while the other is
@@ -35,6 +34,55 @@ BUFFERS = 2
 def smem_bytes(tile_bytes: int, buffers: int = BUFFERS) -> int:
     """Static shared memory of one block: the buffer ring plus descriptors and tickets."""
     return buffers * (tile_bytes // 16 + 5) * 16 + buffers * (DESC_FIELDS + 1) * 8 + 8
+
+
+@functools.lru_cache(maxsize=None)
+def _write_moved(threads: int, write_iters: int):
+    """The write path both tiled kernels share: realign in registers, store 16-byte vectors."""
+
+    @cuda.jit(device=True)
+    def write_moved(smem, slot0, src_al, data, row_pos, head, lo, hi, delta, tid):
+        """Write row positions [lo, hi) with the bytes of positions p + delta.
+
+        Those source bytes sit in ``smem`` from vector ``slot0`` on,
+        over-copied from the 16-byte aligned position ``src_al``. Whole
+        destination vectors take two 16-byte shared loads, a 5-word window
+        chosen by a block-uniform branch and four funnel shifts; the (at most
+        two) partial vectors at the ends are written byte by byte.
+        """
+        d_lo = S.align_down(head + lo) - head
+        d_vecs = (S.align_up(head + hi) - S.align_down(head + lo)) // 16
+        base = d_lo + delta - src_al
+        q0 = slot0 + (base >> 4)
+        r = base & 15
+        for m in range(write_iters):
+            v = tid + m * threads
+            if v < d_vecs:
+                p = d_lo + 16 * v
+                if p >= lo and p + 16 <= hi:
+                    w = 4 * (q0 + v)
+                    lo_words = load16_shared(smem, w)
+                    if r == 0:
+                        store16(data, row_pos + p, lo_words[0], lo_words[1], lo_words[2], lo_words[3])
+                    else:
+                        hi_words = load16_shared(smem, w + 4)
+                        u0, u1, u2, u3, u4 = S.window5(
+                            r >> 2, uint64(lo_words[0]), uint64(lo_words[1]), uint64(lo_words[2]),
+                            uint64(lo_words[3]), uint64(hi_words[0]), uint64(hi_words[1]),
+                            uint64(hi_words[2]), uint64(hi_words[3]))
+                        bs = r & 3
+                        store16(data, row_pos + p,
+                                uint32(S.funnel(u0, u1, bs)), uint32(S.funnel(u1, u2, bs)),
+                                uint32(S.funnel(u2, u3, bs)), uint32(S.funnel(u3, u4, bs)))
+                else:
+                    for b in range(16):
+                        x = p + b
+                        if x >= lo and x < hi:
+                            sb = 16 * slot0 + x + delta - src_al
+                            word = smem[sb >> 2]
+                            data[row_pos + x] = (word >> ((sb & 3) * 8)) & 0xFF
+
+    return write_moved
 
 
 @functools.lru_cache(maxsize=None)
@@ -118,7 +166,6 @@ def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         desc[d, F_BASE] = row * per_row
         desc[d, F_A_VECS] = 0
         desc[d, F_B_VECS] = 0
-        desc[d, F_D_VECS] = 0
         if j >= 0:
             row_pos = row * n
             seam_pos = row * scratch_row
@@ -136,22 +183,7 @@ def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             desc[d, F_B_SCRATCH] = 1 if left else 0
             desc[d, F_B_POS] = seam_pos + b_lo - origin if left else row_pos + b_lo
             desc[d, F_B_VECS] = b_vecs
-            d_lo = S.align_down(head + x0) - head
-            desc[d, F_D_POS] = row_pos + d_lo
-            desc[d, F_D_VECS] = (S.align_up(head + x1) - S.align_down(head + x0)) // 16
-            # Vectors wholly inside part A / part B are stored fast: smem
-            # vector q = base + v and byte offset r are uniform over a part.
-            desc[d, F_FA_LO] = (x0 - d_lo + 15) // 16
-            desc[d, F_FA_HI] = (xs - d_lo) // 16
-            desc[d, F_FB_LO] = (xs - d_lo + 15) // 16
-            desc[d, F_FB_HI] = (x1 - d_lo) // 16
-            base_a = d_lo + k - a_lo
-            base_b = d_lo + k - n - b_lo
-            desc[d, F_QA] = base_a >> 4
-            desc[d, F_RA] = base_a & 15
-            desc[d, F_QB] = a_vecs + (base_b >> 4)
-            desc[d, F_RB] = base_b & 15
-            # The byte-by-byte path (segment ends, the wrap point) needs these.
+            # Where to write: [x0, xs) from part A, [xs, x1) from part B.
             desc[d, F_ROW_POS] = row_pos
             desc[d, F_X0] = x0
             desc[d, F_XS] = xs
@@ -176,66 +208,20 @@ def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                 copy16_async(smem, 4 * (buf + slot), b_src, b_pos + 16 * slot)
         commit_copies()  # one group per ticket, empty or not, so group counts agree
 
+    write_moved = _write_moved(threads, write_iters)
+
     @cuda.jit(device=True)
     def write_tile(smem, buf, desc, d, data, n, k, tid):
-        """Store a tile from buffer ``buf``, realigned, as whole 16-byte vectors."""
-        d_pos = desc[d, F_D_POS]
-        d_vecs = desc[d, F_D_VECS]
-        fa_lo = desc[d, F_FA_LO]
-        fa_hi = desc[d, F_FA_HI]
-        fb_lo = desc[d, F_FB_LO]
-        fb_hi = desc[d, F_FB_HI]
-        for m in range(write_iters):
-            v = tid + m * threads
-            if v < d_vecs:
-                fast = True
-                if v >= fa_lo and v < fa_hi:
-                    q = desc[d, F_QA] + v
-                    r = desc[d, F_RA]
-                elif v >= fb_lo and v < fb_hi:
-                    q = desc[d, F_QB] + v
-                    r = desc[d, F_RB]
-                else:
-                    fast = False
-                    q = 0
-                    r = 0
-                if fast:
-                    w = 4 * (buf + q)
-                    a0 = uint64(smem[w])
-                    a1 = uint64(smem[w + 1])
-                    a2 = uint64(smem[w + 2])
-                    a3 = uint64(smem[w + 3])
-                    if r == 0:
-                        store16(data, d_pos + 16 * v, uint32(a0), uint32(a1), uint32(a2), uint32(a3))
-                    else:
-                        b0 = uint64(smem[w + 4])
-                        b1 = uint64(smem[w + 5])
-                        b2 = uint64(smem[w + 6])
-                        b3 = uint64(smem[w + 7])
-                        u0, u1, u2, u3, u4 = S.window5(r >> 2, a0, a1, a2, a3, b0, b1, b2, b3)
-                        bs = r & 3
-                        store16(data, d_pos + 16 * v,
-                                uint32(S.funnel(u0, u1, bs)), uint32(S.funnel(u1, u2, bs)),
-                                uint32(S.funnel(u2, u3, bs)), uint32(S.funnel(u3, u4, bs)))
-                else:
-                    # Segment ends and the wrap point: byte by byte.
-                    row_pos = desc[d, F_ROW_POS]
-                    x0 = desc[d, F_X0]
-                    xs = desc[d, F_XS]
-                    x1 = desc[d, F_X1]
-                    a_lo = desc[d, F_A_LO]
-                    b_lo = desc[d, F_B_LO]
-                    a_bytes = 16 * desc[d, F_A_VECS]
-                    p = d_pos - row_pos + 16 * v
-                    for b in range(16):
-                        x = p + b
-                        if x >= x0 and x < x1:
-                            if x < xs:
-                                sb = x + k - a_lo
-                            else:
-                                sb = a_bytes + x + k - n - b_lo
-                            word = smem[4 * buf + (sb >> 2)]
-                            data[row_pos + x] = (word >> ((sb & 3) * 8)) & 0xFF
+        """Store a tile from buffer ``buf``: part A reads x + k, part B x + k - n."""
+        row_pos = desc[d, F_ROW_POS]
+        head = desc[d, F_HEAD]
+        x0 = desc[d, F_X0]
+        xs = desc[d, F_XS]
+        x1 = desc[d, F_X1]
+        if xs > x0:
+            write_moved(smem, buf, desc[d, F_A_LO], data, row_pos, head, x0, xs, k, tid)
+        if x1 > xs:
+            write_moved(smem, buf + desc[d, F_A_VECS], desc[d, F_B_LO], data, row_pos, head, xs, x1, k - n, tid)
 
     @cuda.jit(**jit_options)
     def kernel(data, scratch, flags, counters, rows, n, k, head0, per_row, total, epoch, scratch_row):
@@ -330,47 +316,7 @@ def swap_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS):
     T = tile_bytes
     jit_options = {} if SIMULATED else {"launch_bounds": threads}
 
-    @cuda.jit(device=True)
-    def write_moved(smem, slot0, src_al, data, row_pos, head, lo, hi, delta, tid):
-        """Write positions [lo, hi) with the bytes at positions p + delta.
-
-        Those source bytes sit in smem from vector ``slot0`` on, over-copied
-        from the aligned position ``src_al``.
-        """
-        d_lo = S.align_down(head + lo) - head
-        d_vecs = (S.align_up(head + hi) - S.align_down(head + lo)) // 16
-        base = d_lo + delta - src_al
-        q0 = slot0 + (base >> 4)
-        r = base & 15
-        for m in range(write_iters):
-            v = tid + m * threads
-            if v < d_vecs:
-                p = d_lo + 16 * v
-                if p >= lo and p + 16 <= hi:
-                    w = 4 * (q0 + v)
-                    a0 = uint64(smem[w])
-                    a1 = uint64(smem[w + 1])
-                    a2 = uint64(smem[w + 2])
-                    a3 = uint64(smem[w + 3])
-                    if r == 0:
-                        store16(data, row_pos + p, uint32(a0), uint32(a1), uint32(a2), uint32(a3))
-                    else:
-                        b0 = uint64(smem[w + 4])
-                        b1 = uint64(smem[w + 5])
-                        b2 = uint64(smem[w + 6])
-                        b3 = uint64(smem[w + 7])
-                        u0, u1, u2, u3, u4 = S.window5(r >> 2, a0, a1, a2, a3, b0, b1, b2, b3)
-                        bs = r & 3
-                        store16(data, row_pos + p,
-                                uint32(S.funnel(u0, u1, bs)), uint32(S.funnel(u1, u2, bs)),
-                                uint32(S.funnel(u2, u3, bs)), uint32(S.funnel(u3, u4, bs)))
-                else:
-                    for b in range(16):
-                        x = p + b
-                        if x >= lo and x < hi:
-                            sb = 16 * slot0 + x + delta - src_al
-                            word = smem[sb >> 2]
-                            data[row_pos + x] = (word >> ((sb & 3) * 8)) & 0xFF
+    write_moved = _write_moved(threads, write_iters)
 
     @cuda.jit(**jit_options)
     def kernel(data, rows, row_bytes, a, b, m, head0):
@@ -385,13 +331,7 @@ def swap_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS):
             j = t - row * tiles_per_row
             head = S.row_head(head0, row, row_bytes)
             row_pos = row * row_bytes
-            ha = (head + a) % 16
-            x0 = j * T - ha
-            x1 = x0 + T
-            if x0 < 0:
-                x0 = 0
-            if x1 > m:
-                x1 = m
+            x0, x1 = S.tile_dest(m, (head + a) % 16, T, j)  # on the A range's 16-byte grid
             if x0 < x1:
                 a_al = S.align_down(head + a + x0) - head
                 a_vecs = (S.align_up(head + a + x1) - S.align_down(head + a + x0)) // 16

@@ -108,6 +108,10 @@ if SIMULATED:
     def wait_copies():
         """Wait for this thread's outstanding ``copy16_async`` calls."""
 
+    def load16_shared(smem, word):
+        """Words ``smem[word:word + 4]`` (``word`` a multiple of 4)."""
+        return smem[word], smem[word + 1], smem[word + 2], smem[word + 3]
+
     def commit_copies():
         """Close this thread's current group of copies (``cp.async.commit_group``)."""
 
@@ -151,6 +155,34 @@ else:
             )
             builder.call(asm, [s_addr, g_addr])
             return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def load16_shared(typingctx, smem, word):
+        """``ld.shared.v4.u32``: one 128-bit shared load, whatever the compiler can prove.
+
+        Written out because LLVM vectorises four scalar loads only when it can
+        prove 16-byte alignment, which it loses once the buffer offset is a
+        run-time value passed between device functions.
+        """
+        sig = types.UniTuple(types.uint32, 4)(smem, types.int64)
+
+        def codegen(context, builder, signature, args):
+            s_array, s_word = args
+            s_word = context.cast(builder, s_word, signature.args[1], types.int64)
+            s_addr = _address(context, builder, signature.args[0], s_array, builder.mul(s_word, ir.Constant(_i64, 4)))
+            fnty = ir.FunctionType(ir.LiteralStructType([_i32] * 4), [_i64])
+            asm = ir.InlineAsm(
+                fnty,
+                "{ .reg .u64 sa; .reg .u32 sa32; cvta.to.shared.u64 sa, $4; cvt.u32.u64 sa32, sa; "
+                "ld.shared.v4.u32 {$0, $1, $2, $3}, [sa32]; }",
+                "=r,=r,=r,=r,l,~{memory}",
+                side_effect=True,
+            )
+            result = builder.call(asm, [s_addr])
+            words = [builder.extract_value(result, i) for i in range(4)]
+            return context.make_tuple(builder, signature.return_type, words)
 
         return sig, codegen
 
