@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, note, settings
+from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 cuda = pytest.importorskip("numba.cuda")
@@ -55,12 +55,14 @@ def roll_on_device(host, shift, axis=None, offset=0, tile=None, max_scratch=None
     shift=st.integers(-(10**6), 10**6),
     offset=st.integers(0, 15),
     tile=st.sampled_from(TILES),
-    data=st.data(),
+    seed=st.integers(0, 2**32 - 1),
 )
-def test_bytes_any_alignment(n, shift, offset, tile, data):
-    host = np.frombuffer(data.draw(st.binary(min_size=n, max_size=n)), np.uint8).copy()
-    assume(len(np.unique(host)) > 1 or n < 3)
-    note(f"reproduce: roll_on_device(np.arange({n}, dtype=np.uint8)*7, {shift}, offset={offset}, tile={tile})")
+def test_bytes_any_alignment(n, shift, offset, tile, seed):
+    # Random bytes from a seed: drawing up to 256 KiB through hypothesis trips
+    # its data-size health check (seen once on the H200).
+    host = np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8)
+    note(f"reproduce: roll_on_device(np.random.default_rng({seed}).integers(0, 256, {n}, dtype=np.uint8), "
+         f"{shift}, offset={offset}, tile={tile})")
     got, plan = roll_on_device(host, shift, offset=offset, tile=tile)
     note(str(plan))
     np.testing.assert_array_equal(got, np.roll(host, shift))
