@@ -105,9 +105,6 @@ if SIMULATED:
         smem[word + 2] = w[2]
         smem[word + 3] = w[3]
 
-    def wait_copies():
-        """Wait for this thread's outstanding ``copy16_async`` calls."""
-
     def load16_shared(smem, word):
         """Words ``smem[word:word + 4]`` (``word`` a multiple of 4)."""
         return smem[word], smem[word + 1], smem[word + 2], smem[word + 3]
@@ -121,9 +118,6 @@ if SIMULATED:
 
     def load_acquire(flags, index):
         return flags[index]
-
-    def store_release(flags, index, value):
-        flags[index] = value
 
     def store_relaxed(flags, index, value):
         flags[index] = value
@@ -187,17 +181,6 @@ else:
         return sig, codegen
 
     @intrinsic
-    def wait_copies(typingctx):
-        sig = types.void()
-
-        def codegen(context, builder, signature, args):
-            asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), "cp.async.wait_all;", "~{memory}", side_effect=True)
-            builder.call(asm, [])
-            return context.get_dummy_value()
-
-        return sig, codegen
-
-    @intrinsic
     def commit_copies(typingctx):
         """``cp.async.commit_group``: the copies issued since the last commit form one group."""
         sig = types.void()
@@ -243,23 +226,6 @@ else:
             asm = ir.InlineAsm(ir.FunctionType(_i32, [_i64]), "ld.acquire.gpu.global.u32 $0, [$1];",
                                "=r,l,~{memory}", side_effect=True)
             return builder.call(asm, [address])
-
-        return sig, codegen
-
-    @intrinsic
-    def store_release(typingctx, flags, index, value):
-        """``st.release.gpu``: publish after every earlier access of the block (via the barrier before it)."""
-        sig = types.void(flags, types.int64, types.uint32)
-
-        def codegen(context, builder, signature, args):
-            array, index, value = args
-            index = context.cast(builder, index, signature.args[1], types.int64)
-            value = context.cast(builder, value, signature.args[2], types.uint32)
-            address = _address(context, builder, signature.args[0], array, builder.mul(index, ir.Constant(_i64, 4)))
-            asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [_i64, _i32]), "st.release.gpu.global.u32 [$0], $1;",
-                               "l,r,~{memory}", side_effect=True)
-            builder.call(asm, [address, value])
-            return context.get_dummy_value()
 
         return sig, codegen
 
