@@ -44,6 +44,14 @@ else:
         base = builder.ptrtoint(ary.data, _i64)
         return builder.add(base, pos)
 
+    def _load_words(context, builder, return_type, address, instruction):
+        """Emit a 4 x u32 vector load (``instruction`` reads address ``$4``) as a numba tuple."""
+        fnty = ir.FunctionType(ir.LiteralStructType([_i32] * 4), [_i64])
+        asm = ir.InlineAsm(fnty, instruction, "=r,=r,=r,=r,l,~{memory}", side_effect=True)
+        result = builder.call(asm, [address])
+        words = [builder.extract_value(result, i) for i in range(4)]
+        return context.make_tuple(builder, return_type, words)
+
     @intrinsic
     def load16(typingctx, data, pos):
         """``ld.global.cg.v4.u32``: one 128-bit load, cached in L2 only.
@@ -57,16 +65,8 @@ else:
             array, position = args
             position = context.cast(builder, position, signature.args[1], types.int64)
             address = _address(context, builder, signature.args[0], array, position)
-            fnty = ir.FunctionType(ir.LiteralStructType([_i32] * 4), [_i64])
-            asm = ir.InlineAsm(
-                fnty,
-                "ld.global.cg.v4.u32 {$0, $1, $2, $3}, [$4];",
-                "=r,=r,=r,=r,l,~{memory}",
-                side_effect=True,
-            )
-            result = builder.call(asm, [address])
-            words = [builder.extract_value(result, i) for i in range(4)]
-            return context.make_tuple(builder, signature.return_type, words)
+            return _load_words(context, builder, signature.return_type, address,
+                               "ld.global.cg.v4.u32 {$0, $1, $2, $3}, [$4];")
 
         return sig, codegen
 
@@ -166,17 +166,9 @@ else:
             s_array, s_word = args
             s_word = context.cast(builder, s_word, signature.args[1], types.int64)
             s_addr = _address(context, builder, signature.args[0], s_array, builder.mul(s_word, ir.Constant(_i64, 4)))
-            fnty = ir.FunctionType(ir.LiteralStructType([_i32] * 4), [_i64])
-            asm = ir.InlineAsm(
-                fnty,
-                "{ .reg .u64 sa; .reg .u32 sa32; cvta.to.shared.u64 sa, $4; cvt.u32.u64 sa32, sa; "
-                "ld.shared.v4.u32 {$0, $1, $2, $3}, [sa32]; }",
-                "=r,=r,=r,=r,l,~{memory}",
-                side_effect=True,
-            )
-            result = builder.call(asm, [s_addr])
-            words = [builder.extract_value(result, i) for i in range(4)]
-            return context.make_tuple(builder, signature.return_type, words)
+            return _load_words(context, builder, signature.return_type, s_addr,
+                               "{ .reg .u64 sa; .reg .u32 sa32; cvta.to.shared.u64 sa, $4; cvt.u32.u64 sa32, sa; "
+                               "ld.shared.v4.u32 {$0, $1, $2, $3}, [sa32]; }")
 
         return sig, codegen
 
