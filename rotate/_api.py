@@ -9,7 +9,7 @@ import numpy as np
 
 from . import _arrays
 from ._plan import Plan, Step, axis_rotations, contiguous_steps
-from ._validate import as_index, broadcast_shifts, check_numpy_array
+from ._validate import as_index, as_index_tuple, broadcast_shifts, check_numpy_array
 
 IntOrInts = Union[int, Sequence[int]]
 
@@ -200,15 +200,9 @@ def _check_middle(middle: Any, size: int) -> int:
 
 
 def _shift_map(info, shift, axis) -> dict:
-    if axis is None:
-        total = sum(_as_shift_tuple(shift))
-        return {None: total}
+    if axis is None:  # the flattened array: shifts add up, like numpy.roll's
+        return {None: sum(as_index_tuple(shift, "shift"))}
     return broadcast_shifts(shift, axis, info.ndim)
-
-
-def _as_shift_tuple(shift):
-    from ._validate import as_index_tuple
-    return as_index_tuple(shift, "shift")
 
 
 def _make_plan(info, shifts: dict, max_scratch_bytes: Optional[int]) -> Plan:
