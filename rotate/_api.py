@@ -216,15 +216,15 @@ def _make_plan(info, shifts: dict, max_scratch_bytes: Optional[int]) -> Plan:
         settings_key = tuple(sorted(planner.settings.items()))
     # Plans depend on layout, not on the data or its address: repeated calls
     # (the common case in a loop) skip planning entirely.
-    layout_key = (info.shape, info.strides, info.dtype, info.device)
+    layout_key = (info.shape, info.strides, info.dtype, info.device, info.pointer % 16)
     return _cached_plan(layout_key, tuple(sorted(shifts.items(), key=repr)),
                         max_scratch_bytes, settings_key)
 
 
 @functools.lru_cache(maxsize=256)
 def _cached_plan(layout_key, shift_items, max_scratch_bytes, settings_key) -> Plan:
-    shape, strides, dtype, device = layout_key
-    info = _arrays.ArrayInfo(shape, strides, dtype, device)
+    shape, strides, dtype, device, head = layout_key
+    info = _arrays.ArrayInfo(shape, strides, dtype, device, pointer=head)
     return _build_plan(info, dict(shift_items), max_scratch_bytes)
 
 

@@ -1,25 +1,27 @@
-"""A CPU emulator of the GPU short schedule, for testing it under hostile interleavings.
+"""A CPU emulator of the GPU chain schedule, for testing it under hostile interleavings.
 
-It runs exactly the ticket decoding and wait ranges the CUDA kernel runs
-(the ``rotate._schedule`` functions), with ``blocks`` virtual resident
-blocks whose steps a scheduler interleaves in any order: at random, always
-the highest ticket first, always the lowest, or the most recently drawn.
-Each block does what a kernel block does (``rotate._cuda._kernels``):
+It runs exactly the hooks the CUDA kernel runs (``rotate._schedule``: the
+pre-read layout, ``tile_at``, ``source_run``, ``reader_run``, ``classify``),
+with ``blocks`` virtual resident blocks whose actions a scheduler
+interleaves in any order: at random, or always the block holding the
+highest, lowest or newest item first. Each block does what a kernel block
+does (``rotate._cuda._kernels.chain_kernel``)::
 
-    the seam is copied to scratch before any block starts (its own launch)
-    fill the ring: draw ``buffers - 1`` tickets, start their copies
-    loop: the oldest ticket's copies have landed -> publish it "read done"
-          -> take the ticket drawn ahead, draw another, start the taken
-          ticket's copies -> wait for the readers of the
-          oldest tile's destination -> write the oldest tile
+    take pre-read tickets until none are left: copy the spans, publish them
+    fill the ring: the first ``buffers - 1`` items (decoding an item waits
+        for the pre-reads of the scratch pieces it reads), start their copies
+    loop: the oldest item's copies have landed -> publish it "read done"
+          -> next item: decode it, start its copies
+          -> wait for the oldest tile's readers as ``classify`` says
+             (WAIT: their flags; RING: every copy of this block has landed;
+             PRE: the tile's pre-read)
+          -> write the oldest tile
 
 A started copy *lands* (reads memory as it is at that moment) at any later
 step the scheduler picks, as an asynchronous copy may. Data moves byte by
-byte (the kernel's 16-byte over-copy only reads bytes it discards). The
-emulator raises ``Deadlock`` when no block can move while work remains, and
-``ScheduleError`` when a ticket waits for a ticket that is not smaller than
-its own (the invariant docs/design.md proves). Tests compare the result
-with ``numpy.roll``.
+byte. The emulator raises ``Deadlock`` when no block can move while work
+remains and ``ScheduleError`` when a wait points at an item that is not
+lexicographically earlier. Tests compare the result with ``numpy.roll``.
 """
 
 from __future__ import annotations
@@ -32,128 +34,233 @@ import numpy as np
 from . import _schedule as S
 
 POLICIES = ("random", "highest", "lowest", "newest")
+SEAM_CHUNK = 2  # tiles per pre-read ticket (small, so tickets interleave)
 
 
 class Deadlock(RuntimeError):
-    """No block can make progress, yet tickets remain."""
+    """No block can make progress, yet work remains."""
 
 
 class ScheduleError(AssertionError):
-    """A ticket waited for a ticket that is not earlier than its own."""
+    """A wait pointed at an item that is not earlier than the waiting one."""
 
 
 @dataclass
 class _Block:
-    ring: list = field(default_factory=list)     # tickets whose copies were started, oldest first
-    ahead: int = -1                              # drawn, not yet started
-    landed: dict = field(default_factory=dict)   # ticket -> {position: byte}
-    phase: str = "fill"
+    ring: list = field(default_factory=list)     # items (row, key, tile) whose copies were started, oldest first
+    landed: dict = field(default_factory=dict)   # key -> {position: byte}
+    lane: int = -1
+    step: int = 0
+    phase: str = "pre"
+
+
+def plan_rows(rows, n, k, head0, tile_bytes, chain=None, lane_steps=None, buffers=2):
+    """The pre-read table and per-row scratch the planner would build (all heads the rows take)."""
+    if chain is None:
+        chain = max(1, k // tile_bytes)
+    m_max = S.max_tiles(n, tile_bytes)
+    if lane_steps is None:
+        lane_steps = max(1, S.ceil_div(m_max, 3))
+    heads = [head0] if rows == 1 or n % 16 == 0 else list(range(16))
+    table = np.zeros(3 * m_max * len(heads), np.int64)
+    row_bytes = 0
+    for index, head in enumerate(heads):
+        row_bytes = max(row_bytes, S.layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, buffers,
+                                                      table, 3 * m_max * index))
+    return chain, lane_steps, table, S.align_up(row_bytes), len(heads)
 
 
 def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes: int,
-            blocks: int, policy: str = "random", seed: int = 0, buffers: int = 4) -> np.ndarray:
+            blocks: int, policy: str = "random", seed: int = 0, buffers: int = 2,
+            chain=None, lane_steps=None) -> np.ndarray:
     """Rotate each of ``rows`` segments of ``data`` (uint8) left by ``k``, as the GPU would.
 
     Returns the rotated copy; ``data`` is left untouched.
     """
     if policy not in POLICIES:
         raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+    T = tile_bytes
+    chain, lane_steps, table, scratch_row, n_heads = plan_rows(rows, n, k, head0, T, chain, lane_steps, buffers)
     mem = data.copy()
-    per_row = S.tickets_per_row(n, tile_bytes)
-    total = rows * per_row
-    seam_row = S.align_up(S.max_seam_span(n, k))
-    scratch = np.full(rows * seam_row, 0xA5, np.uint8)  # poisoned
-    seam_lo, seam_hi = S.seam_bounds(n, k)
-    for row in range(rows):  # the seam launch, before the tiles
-        head = S.row_head(head0, row, n)
-        origin = S.seam_origin(n, k, head)
-        for pos in range(seam_lo, seam_hi):
-            scratch[row * seam_row + pos - origin] = mem[row * n + pos]
-    done = set()
-    counter = [0]
+    scratch = np.full(rows * scratch_row, 0xA5, np.uint8)  # poisoned
+    m_max = S.max_tiles(n, T)
+    lanes_row = S.lanes_per_row(n, T, lane_steps)
+    total_lanes = rows * lanes_row
+    chunks_row = S.ceil_div(m_max, SEAM_CHUNK)
+    read_done = set()     # (row, tile)
+    pre_done = set()      # (row, tile)
+    counters = [0, 0]     # lane tickets, pre-read tickets
     rng = random.Random(seed)
     state = [_Block() for _ in range(blocks)]
 
-    def draw():
-        t = counter[0]
-        counter[0] += 1
-        return t
-
-    def decode(t):
-        row = t // per_row
+    def geometry(row):
         head = S.row_head(head0, row, n)
-        return row, row * per_row, head, S.decode_ticket(n, k, head, tile_bytes, t - row * per_row)
+        m = S.tile_count(n, head, T)
+        p = S.chain_step(m, chain)
+        g, length, inv = S.chain_shape(m, p)
+        return head, m, g, length, inv
 
-    def land(t):
-        """Ticket t's copies execute: read its source as memory holds it now."""
-        row, base, head, j = decode(t)
+    def entry(row, w):
+        head = S.row_head(head0, row, n)
+        base = 3 * ((head if n_heads > 1 else 0) * m_max + w)
+        return int(table[base]), int(table[base + 1]), int(table[base + 2])
+
+    def key_of(row, tile):
+        head, m, g, length, inv = geometry(row)
+        pos = S.position_of(m, g, length, inv, tile)
+        return (row * lanes_row + pos // lane_steps, pos % lane_steps)
+
+    def next_item(b):
+        """The block's next item (row, key, tile), or None."""
+        if b.lane >= total_lanes:
+            return None
+        b.step += 1
+        while True:
+            if b.lane >= 0 and b.step < lane_steps:
+                row = b.lane // lanes_row
+                head, m, g, length, inv = geometry(row)
+                position = (b.lane - row * lanes_row) * lane_steps + b.step
+                if position < m:
+                    return row, (b.lane, b.step), S.tile_at(m, S.chain_step(m, chain), g, length, position)
+            b.lane = counters[0]
+            counters[0] += 1
+            b.step = 0
+            if b.lane >= total_lanes:
+                return None
+
+    def pieces(row, tile):
+        """Source pieces (x, xe, z, from_scratch, writer) of an item, as describe() decodes them."""
+        head, m, g, length, inv = geometry(row)
+        x0, x1 = S.tile_dest(n, head, T, tile)
+        out = []
+        x = x0
+        while x < x1:
+            w, z, xe = S.source_run(n, k, head, T, x, x1)
+            kind = S.classify(m, g, length, inv, lane_steps, buffers, tile, w)
+            out.append((x, xe, z, kind == S.PRE, w))
+            x = xe
+        return out
+
+    def can_describe(row, tile):
+        return all((row, w) in pre_done for _, _, _, pre, w in pieces(row, tile) if pre)
+
+    def land(row, tile):
         buffer = {}
-        if j >= 0:
-            x0, xs, x1 = S.tile_parts(n, k, head, tile_bytes, j)
-            left = S.is_left(n, k)
-            origin = S.seam_origin(n, k, head)
-            for x in range(x0, x1):
-                src = x + k if x < xs else x + k - n
-                if (x >= xs) if left else (x < xs):
-                    buffer[x] = scratch[row * seam_row + src - origin]
+        for x, xe, z, pre, w in pieces(row, tile):
+            offset, lo, _ = entry(row, w) if pre else (0, 0, 0)
+            for i in range(xe - x):
+                if pre:
+                    buffer[x + i] = scratch[row * scratch_row + offset + (z + i - lo)]
                 else:
-                    buffer[x] = mem[row * n + src]
+                    buffer[x + i] = mem[row * n + z + i]
         return buffer
 
+    def waits_clear(b, row, key, tile):
+        """Whether the oldest item may write now (raises on a wait that points forward)."""
+        head, m, g, length, inv = geometry(row)
+        x0, x1 = S.tile_dest(n, head, T, tile)
+        z = x0
+        while z < x1:
+            reader, ze = S.reader_run(n, k, head, T, z, x1)
+            kind = S.classify(m, g, length, inv, lane_steps, buffers, reader, tile)
+            if kind == S.WAIT:
+                if not key_of(row, reader) < key:
+                    raise ScheduleError(f"item {key} (row {row}, tile {tile}) waits for tile {reader} "
+                                        f"at {key_of(row, reader)}")
+                if (row, reader) not in read_done:
+                    return False
+            elif kind == S.RING:
+                if not any(item[0] == row and item[2] == reader for item in b.ring[1:]):
+                    raise ScheduleError(f"item {key} (row {row}, tile {tile}) counts on tile {reader} "
+                                        f"being in its ring, which holds {b.ring}")
+                if any(item[1] not in b.landed for item in b.ring):
+                    return False
+            elif kind == S.PRE:
+                if (row, tile) not in pre_done:
+                    return False
+            z = ze
+        return True
+
     def pending(b):
-        return [t for t in b.ring if t < total and t not in b.landed]
+        return [item for item in b.ring if item[1] not in b.landed]
 
     def advance(b: _Block) -> bool:
+        if b.phase == "pre":
+            chunk = counters[1]
+            counters[1] += 1
+            if chunk >= rows * chunks_row:
+                b.phase = "fill"
+                return True
+            row = chunk // chunks_row
+            head, m, g, length, inv = geometry(row)
+            for w in range((chunk % chunks_row) * SEAM_CHUNK, min((chunk % chunks_row + 1) * SEAM_CHUNK, m)):
+                offset, lo, vecs = entry(row, w)
+                if offset >= 0:
+                    for i in range(16 * vecs):  # over-copied bytes outside the row are never read back
+                        if 0 <= lo + i < n:
+                            scratch[row * scratch_row + offset + i] = mem[row * n + lo + i]
+                    pre_done.add((row, w))
+            return True
         if b.phase == "fill":
-            b.ring = [draw() for _ in range(buffers - 1)]
-            b.ahead = draw()
-            b.phase = "top"
+            while len(b.ring) < buffers - 1:
+                item = next_item(b)
+                if item is None:
+                    break
+                b.ring.append(item)
+                b.phase = "fill_describe"
+                return True
+            b.phase = "top" if b.ring else "exit"
+            return True
+        if b.phase == "fill_describe":  # decode (may wait for pre-reads), then start copies
+            row, key, tile = b.ring[-1]
+            if not can_describe(row, tile):
+                return False
+            b.phase = "fill"
             return True
         if b.phase == "exit":
             return False
-        t = b.ring[0]
-        if t >= total:
-            b.phase = "exit"
-            return True
-        row, base, head, j = decode(t)
-        if b.phase == "top":  # wait for the oldest copies, publish, draw, start
-            if t not in b.landed:
+        row, key, tile = b.ring[0]
+        if b.phase == "top":
+            if key not in b.landed:
                 return False
-            done.add(t)
-            b.ring.append(b.ahead)
-            if b.ahead < total:
-                b.ahead = draw()
-            b.phase = "wait_write"
+            read_done.add((row, tile))
+            item = next_item(b)
+            if item is not None:
+                b.ring.append(item)
+                b.phase = "describe"
+            else:
+                b.phase = "wait"
             return True
-        if b.phase == "wait_write":
-            if j >= 0:
-                lo, hi = S.waits_before_write(n, k, head, tile_bytes, j)
-                if lo <= hi and base + hi >= t:
-                    raise ScheduleError(f"ticket {t} waits for tickets {base + lo}..{base + hi}")
-                if not all(base + x in done for x in range(lo, hi + 1)):
-                    return False
-            b.phase = "write"
+        if b.phase == "describe":
+            nrow, nkey, ntile = b.ring[-1]
+            if not can_describe(nrow, ntile):
+                return False
+            b.phase = "wait"
             return True
-        if b.phase == "write":
-            for x, value in b.landed.pop(t).items():
+        if b.phase == "wait":
+            if not waits_clear(b, row, key, tile):
+                return False
+            for x, value in b.landed.pop(key).items():
                 mem[row * n + x] = value
             b.ring.pop(0)
-            b.phase = "top"
+            b.phase = "top" if b.ring else "exit"
             return True
         raise AssertionError(b.phase)
 
     def step(b: _Block) -> bool:
         """One action of block ``b``; a started copy lands now with probability 1/2,
-        or when the block can do nothing else."""
-        waiting = pending(b)
-        if waiting and rng.random() < 0.5:
-            t = rng.choice(waiting)
-            b.landed[t] = land(t)
+        or when the block can do nothing else. Copies start once their item is described."""
+        started = [item for item in pending(b)
+                   if not (b.phase in ("describe", "fill_describe") and item is b.ring[-1])]
+        if started and rng.random() < 0.5:
+            row, key, tile = rng.choice(started)
+            b.landed[key] = land(row, tile)
             return True
         if advance(b):
             return True
-        if waiting:
-            b.landed[waiting[0]] = land(waiting[0])
+        if started:
+            row, key, tile = started[0]
+            b.landed[key] = land(row, tile)
             return True
         return False
 
@@ -165,13 +272,13 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
             order = live[:]
             rng.shuffle(order)
         else:
-            first = lambda b: b.ring[0] if b.ring else -1  # noqa: E731
-            key = {"highest": lambda b: -first(b), "lowest": first,
-                   "newest": lambda b: -(b.ring[-1] if b.ring else -1)}[policy]
+            first = lambda b: b.ring[0][1] if b.ring else (-1, -1)  # noqa: E731
+            key = {"highest": lambda b: tuple(-v for v in first(b)), "lowest": first,
+                   "newest": lambda b: tuple(-v for v in (b.ring[-1][1] if b.ring else (-1, -1)))}[policy]
             order = sorted(live, key=key)
         if not any(step(b) for b in order):
             raise Deadlock(
-                f"no block can move: n={n} k={k} head0={head0} tile_bytes={tile_bytes} "
-                f"blocks={blocks} rings {[b.ring for b in live]} phases {[b.phase for b in live]}"
+                f"no block can move: n={n} k={k} head0={head0} tile_bytes={T} blocks={blocks} "
+                f"rings {[b.ring for b in live]} phases {[b.phase for b in live]}"
             )
     return mem

@@ -127,7 +127,7 @@ class Plan:
             f"bytes_moved={self.bytes_moved}, ideal_bytes={self.ideal_bytes})"
         ]
         for s in self.steps:
-            extra = "".join(f", {k}={v}" for k, v in s.details.items())
+            extra = "".join(f", {k}={v}" for k, v in s.details.items() if not k.startswith("_"))
             lines.append(
                 f"  step axis={s.axis} shift={s.shift}: {s.algorithm}, rows={s.rows}, "
                 f"seg_bytes={s.seg_bytes}, left_bytes={s.left_bytes}, "

@@ -1,36 +1,47 @@
-"""Index math of the flag-chained in-place rotation, shared by every runner.
+"""Index math of the chain-ordered in-place rotation, shared by every runner.
 
 These are plain functions registered with ``register_jitable``: the CUDA
-kernel calls them as device functions, ``numba.njit`` code can call them,
-and the CPU emulator (``rotate._emulator``) calls them from Python. One
-definition, so the emulator that tests the schedule under adversarial
-interleavings runs exactly the arithmetic the GPU runs.
+kernel calls them as device functions, ``numba.njit`` code (the planner's
+scratch layout) calls them compiled for the CPU, and the emulator
+(``rotate._emulator``) calls them from Python. One definition, so the
+schedule the emulator checks under adversarial interleavings is exactly the
+one the GPU runs.
 
 The problem, per *row* (a segment of ``n`` bytes): rotate left by ``k``
-bytes, ``0 < k < n``: ``new[x] = old[(x + k) % n]``. The segment's first
-byte sits ``head`` bytes past a 16-byte boundary.
+bytes, ``0 < k < n``: ``new[x] = old[(x + k) % n]``. The row's first byte
+sits ``head`` bytes past a 16-byte boundary.
 
 Tiles cut the *destination* on the 16-byte address grid: tile ``j`` covers
-positions ``[max(0, j*T - head), min(n, (j+1)*T - head))``; all inner tile
-boundaries are 16-byte aligned in memory.
+positions ``[max(0, j*T - head), min(n, (j+1)*T - head))`` (``tile_dest``);
+all inner tile boundaries are 16-byte aligned in memory. Item ``j`` writes
+tile ``j`` from source positions ``x + k (mod n)``.
 
-The *seam* is the part of the source that wraps around:
+The **chain order**: tiles are walked ``j, j + p, j + 2p, ... (mod m)`` with
+``p`` about ``k / T``, so the item that reads most of tile ``j + p`` is the
+one processed just before the item that overwrites it. The ``gcd(p, m)``
+cycles of ``L = m / gcd(p, m)`` tiles are laid end to end as *positions*
+``P = c * L + s`` (cycle ``c``, step ``s`` along it) and cut into *lanes* of
+``S`` consecutive positions. A block draws a lane from a ticket counter and
+processes its positions in order; the *key* of an item is ``(lane, step)``.
 
-* left schedule (``k <= n - k``): seam = positions ``[0, k)``; tiles are
-  handed out in ascending order.
-* right schedule (``k > n - k``): seam = positions ``[k, n)``; tiles are
-  handed out in descending order.
+Every byte has exactly one writer (its tile) and one reader (the item whose
+source holds it). ``classify(reader, writer)`` decides how the writer is kept
+from overwriting the byte before the reader has it:
 
-Before the tiles run, a separate launch copies every row's seam
-(over-copied to whole 16-byte vectors) into scratch; tiles whose source is
-in the seam read it from there. Then each row has one ticket per tile.
-The only wait is "the tiles that read the bytes I overwrite have published
-read-done", and those tiles always hold smaller tickets of the same row
-(docs/design.md proves it), so the kernel finishes with any number of
-resident blocks, even one.
+* ``SELF``: reader and writer are one item (a block reads before it writes),
+  or the same lane with the reader earlier (the block published it already);
+* ``WAIT``: the reader is in an earlier lane at a step no later than the
+  writer's: the writer waits for the reader's "read done" flag;
+* ``RING``: the reader is the writer's own lane, at most ``B - 1`` steps
+  later: its copies are in flight in the block's ring of ``B`` buffers
+  before the writer writes, so the writer waits for its own copies to land;
+* ``PRE``: anything else: the bytes are *pre-read* into scratch before any
+  item runs, the reader reads them there, and the writer only waits for the
+  pre-read.
 
-A ticket's waits are returned as inclusive ticket ranges ``(lo, hi)``;
-``lo > hi`` means "nothing to wait for".
+Waits therefore only point to lexicographically smaller keys (or to the
+pre-read phase, which waits for nothing), which is what makes the kernel
+finish with any number of resident blocks (docs/design.md).
 """
 
 from __future__ import annotations
@@ -39,6 +50,11 @@ from numba import uint64
 from numba.core.extending import register_jitable
 
 VECTOR = 16  # bytes per global load/store
+
+SELF = 0
+WAIT = 1
+RING = 2
+PRE = 3
 
 
 @register_jitable
@@ -57,31 +73,8 @@ def ceil_div(a, b):
 
 
 @register_jitable
-def is_left(n, k):
-    """True when the seam is ``[0, k)`` (the shorter way round is left)."""
-    return k <= n - k
-
-
-@register_jitable
-def seam_bounds(n, k):
-    """Seam positions ``[lo, hi)``: the source bytes that wrap around."""
-    if is_left(n, k):
-        return 0, k
-    return k, n
-
-
-@register_jitable
-def seam_origin(n, k, head):
-    """Position of the first (16-byte aligned) seam vector; scratch byte 0 mirrors it."""
-    lo, hi = seam_bounds(n, k)
-    return align_down(head + lo) - head
-
-
-@register_jitable
-def seam_span(n, k, head):
-    """Bytes of scratch the row's seam occupies (whole vectors)."""
-    lo, hi = seam_bounds(n, k)
-    return align_up(head + hi) - align_down(head + lo)
+def row_head(head0, row, n):
+    return (head0 + row * n) % 16
 
 
 @register_jitable
@@ -90,21 +83,9 @@ def tile_count(n, head, tile_bytes):
 
 
 @register_jitable
-def max_seam_span(n, k):
-    """Largest seam span over all 16 head offsets: the scratch a row needs."""
-    lo, hi = seam_bounds(n, k)
-    return align_up(hi - lo + 15) + 16
-
-
-@register_jitable
-def tickets_per_row(n, tile_bytes):
-    """Tickets reserved per row: the most tiles any head offset gives, so rows start at fixed tickets."""
+def max_tiles(n, tile_bytes):
+    """The most tiles a row can have over all 16 head offsets."""
     return ceil_div(n + 15, tile_bytes)
-
-
-@register_jitable
-def row_head(head0, row, n):
-    return (head0 + row * n) % 16
 
 
 @register_jitable
@@ -125,28 +106,6 @@ def tile_of(head, tile_bytes, x):
 
 
 @register_jitable
-def tile_ticket(n, k, head, tile_bytes, j):
-    """Ticket (within the row) of tile ``j``: ascending tiles on the left schedule, descending on the right."""
-    if is_left(n, k):
-        return j
-    return tile_count(n, head, tile_bytes) - 1 - j
-
-
-@register_jitable
-def decode_ticket(n, k, head, tile_bytes, local):
-    """The tile ticket ``local`` of a row writes, or -1 for none.
-
-    (The row's ticket range is an upper bound over head offsets.)
-    """
-    ntiles = tile_count(n, head, tile_bytes)
-    if local >= ntiles:
-        return -1
-    if is_left(n, k):
-        return local
-    return ntiles - 1 - local
-
-
-@register_jitable
 def tile_parts(n, k, head, tile_bytes, j):
     """Split tile ``j``'s destination where its source wraps.
 
@@ -162,41 +121,146 @@ def tile_parts(n, k, head, tile_bytes, j):
     return x0, xs, x1
 
 
+# --- the chain ---------------------------------------------------------------
+
 @register_jitable
-def waits_before_write(n, k, head, tile_bytes, j):
-    """Tickets that must have published "read done" before tile ``j`` overwrites ``[x0, x1)``.
+def gcd(a, b):
+    while b:
+        a, b = b, a % b
+    return a
 
-    Returns an inclusive ticket range ``(lo, hi)``, empty when ``lo > hi``:
-    the tiles that read those positions from the array. Seam positions need
-    no wait (their readers read scratch, filled before the launch), and
-    tile ``j`` itself reads all of its source before it writes.
+
+@register_jitable
+def mod_inverse(a, m):
+    """``a^-1 mod m`` for coprime ``a, m`` (extended Euclid); 0 when ``m == 1``."""
+    if m == 1:
+        return 0
+    r0, r1 = m, a % m
+    t0, t1 = 0, 1
+    while r1:
+        quotient = r0 // r1
+        r0, r1 = r1, r0 - quotient * r1
+        t0, t1 = t1, t0 - quotient * t1
+    return t0 % m
+
+
+@register_jitable
+def chain_step(m, p):
+    """The chain step actually used for ``m`` tiles: ``p`` reduced into ``[1, m)`` (1 for one tile)."""
+    if m <= 1:
+        return 1
+    p = p % m
+    if p == 0:
+        p = 1
+    return p
+
+
+@register_jitable
+def chain_shape(m, p):
+    """``(g, L, inv)``: ``g`` cycles of ``L`` tiles, ``inv = (p / g)^-1 mod L``."""
+    g = gcd(p, m)
+    length = m // g
+    return g, length, mod_inverse((p // g) % length, length)
+
+
+@register_jitable
+def tile_at(m, p, g, length, position):
+    """The tile at chain position ``P = c * L + s``: ``c + s * p (mod m)``."""
+    c = position // length
+    s = position - c * length
+    return (c + s * p) % m
+
+
+@register_jitable
+def position_of(m, g, length, inv, j):
+    """The chain position of tile ``j`` (the inverse of ``tile_at``)."""
+    c = j % g
+    s = (((j - c) // g) % length) * inv % length
+    return c * length + s
+
+
+@register_jitable
+def lanes_per_row(n, tile_bytes, lane_steps):
+    """Lane tickets reserved per row: enough for the most tiles any head gives."""
+    return ceil_div(max_tiles(n, tile_bytes), lane_steps)
+
+
+@register_jitable
+def classify(m, g, length, inv, lane_steps, ring, reader, writer):
+    """How ``writer`` is kept from overwriting bytes before ``reader`` (same row) has them."""
+    if reader == writer:
+        return SELF
+    pr = position_of(m, g, length, inv, reader)
+    pw = position_of(m, g, length, inv, writer)
+    lane_r = pr // lane_steps
+    lane_w = pw // lane_steps
+    step_r = pr - lane_r * lane_steps
+    step_w = pw - lane_w * lane_steps
+    if lane_r == lane_w:
+        if step_r < step_w:
+            return SELF
+        if step_r - step_w < ring:
+            return RING
+        return PRE
+    if lane_r < lane_w and step_r <= step_w:
+        return WAIT
+    return PRE
+
+
+@register_jitable
+def reader_run(n, k, head, tile_bytes, z, x1):
+    """``(reader, end)``: positions ``[z, end)`` (``end <= x1``) are all read by the item of tile ``reader``."""
+    x = z - k
+    if x < 0:
+        x += n
+    reader = tile_of(head, tile_bytes, x)
+    rx0, rx1 = tile_dest(n, head, tile_bytes, reader)
+    end = z + (rx1 - x)  # the reader's destinations end (x wraps only at z == k, a tile end)
+    if end > x1:
+        end = x1
+    return reader, end
+
+
+@register_jitable
+def source_run(n, k, head, tile_bytes, x, x1):
+    """``(writer, z, end)``: destinations ``[x, end)`` read source ``z, z+1, ...``, all in tile ``writer``."""
+    z = x + k
+    if z >= n:
+        z -= n
+    writer = tile_of(head, tile_bytes, z)
+    wx0, wx1 = tile_dest(n, head, tile_bytes, writer)
+    end = x + (wx1 - z)  # the source never crosses the wrap inside a run: n is a tile end
+    if end > x1:
+        end = x1
+    return writer, z, end
+
+
+@register_jitable
+def pre_span(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, w):
+    """Positions ``[lo, hi)`` of tile ``w`` to pre-read (16-byte aligned in memory); ``lo >= hi``: none.
+
+    The span covers every byte of ``D_w`` whose reader ``classify`` marks ``PRE``.
     """
-    x0, x1 = tile_dest(n, head, tile_bytes, j)
-    if is_left(n, k):
-        # Non-seam positions [max(x0, k), x1) are read by destinations y - k: tiles <= j.
-        lo = x0 if x0 > k else k
-        if lo >= x1:
-            return 1, 0
-        t_lo = tile_of(head, tile_bytes, lo - k)
-        t_hi = tile_of(head, tile_bytes, x1 - 1 - k)
-        if t_hi >= j:
-            t_hi = j - 1
-        if t_lo > t_hi:
-            return 1, 0
-        return tile_ticket(n, k, head, tile_bytes, t_lo), tile_ticket(n, k, head, tile_bytes, t_hi)
-    # Right: non-seam positions [x0, min(x1, k)) are read by destinations y + n - k: tiles >= j.
-    hi = x1 if x1 < k else k
-    if x0 >= hi:
+    x0, x1 = tile_dest(n, head, tile_bytes, w)
+    lo = x1
+    hi = x0
+    # Readers of D_w: destinations x0 - k .. x1 - 1 - k (mod n), at most two
+    # runs (the wrap) of at most two tiles each.
+    z = x0
+    while z < x1:
+        reader, run_end = reader_run(n, k, head, tile_bytes, z, x1)
+        if classify(m, g, length, inv, lane_steps, ring, reader, w) == PRE:
+            if z < lo:
+                lo = z
+            if run_end > hi:
+                hi = run_end
+        z = run_end
+    if lo >= hi:
         return 1, 0
-    t_lo = tile_of(head, tile_bytes, x0 + n - k)
-    t_hi = tile_of(head, tile_bytes, hi - 1 + n - k)
-    if t_lo <= j:
-        t_lo = j + 1
-    if t_lo > t_hi:
-        return 1, 0
-    # Descending order: the larger tile has the smaller ticket.
-    return tile_ticket(n, k, head, tile_bytes, t_hi), tile_ticket(n, k, head, tile_bytes, t_lo)
+    return align_down(head + lo) - head, align_up(head + hi) - head
 
+
+# --- realignment ---------------------------------------------------------------
 
 @register_jitable
 def funnel(lo, hi, byte_shift):
@@ -219,3 +283,33 @@ def window5(word_shift, a0, a1, a2, a3, b0, b1, b2, b3):
     if word_shift == 2:
         return a2, a3, b0, b1, b2
     return a3, b0, b1, b2, b3
+
+
+# --- the plan: where pre-reads go ----------------------------------------------
+
+@register_jitable
+def layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, table, table_base):
+    """Fill ``table[table_base + 3*w : ... + 3]`` with (scratch offset or -1, span start, span vectors).
+
+    Returns the row's scratch bytes for this head (spans back to back, each
+    16-byte aligned, so scratch mirrors the array's alignment). Entries of
+    tiles past this head's tile count are set to -1.
+    """
+    m = tile_count(n, head, tile_bytes)
+    p = chain_step(m, chain)
+    g, length, inv = chain_shape(m, p)
+    total = 0
+    for w in range(max_tiles(n, tile_bytes)):
+        entry = table_base + 3 * w
+        table[entry] = -1
+        table[entry + 1] = 0
+        table[entry + 2] = 0
+        if w >= m:
+            continue
+        lo, hi = pre_span(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, w)
+        if lo < hi:
+            table[entry] = total
+            table[entry + 1] = lo
+            table[entry + 2] = (hi - lo) // 16
+            total += hi - lo
+    return total

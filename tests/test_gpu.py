@@ -30,9 +30,9 @@ TILES = [64, 256, 4096, None]  # None: the default tile
 
 def poison_scratch():
     """Fill the cached seam buffer with junk, so a kernel reading unwritten scratch fails."""
-    entry = launch.scratch_for(cuda.default_stream())
-    if entry.seam is not None:
-        entry.seam.copy_to_device(np.full(entry.seam.size, 0xA5, np.uint8))
+    entry = launch.scratch_for(0)
+    if entry.pre is not None:
+        entry.pre.copy_to_device(np.full(entry.pre.size, 0xA5, np.uint8))
 
 
 def roll_on_device(host, shift, axis=None, offset=0, tile=None, max_scratch=None):
@@ -107,13 +107,31 @@ def test_reversal_fallback(shift):
     np.testing.assert_array_equal(got, np.roll(host, shift))
 
 
-def test_large_shift_short_schedule_many_tiles():
+@pytest.mark.parametrize("offset", [0, 7])
+def test_every_shift_takes_one_chain_pass(offset):
     n = 64 * 1024 * 1024 + 13
     host = np.random.default_rng(3).integers(0, 256, n, dtype=np.uint8)
-    for shift in (1, n // 3, n - 7, (1 << 20) + 5):
-        got, plan = roll_on_device(host, shift, max_scratch=n)
-        assert plan.algorithm == "short"
+    for shift in (1, 3, 4097, (1 << 20) + 5, n // 4 + 3, n // 3, n // 2 + 1, n - 7, 23_456_789):
+        got, plan = roll_on_device(host, shift, offset=offset, max_scratch=n)
+        assert plan.algorithm == "chain", plan
         np.testing.assert_array_equal(got, np.roll(host, shift))
+
+
+@settings(deadline=None, max_examples=60)
+@given(n=st.integers(2, 3_000_000), data=st.data(), offset=st.integers(0, 15),
+       tile=st.sampled_from([256, 4096, None]), rows=st.integers(1, 5))
+def test_chain_structured_shifts_and_rows(n, data, offset, tile, rows):
+    """Shifts n/p +- small, near tile and lane boundaries, over several rows."""
+    seg = max(2, n // rows)
+    p = data.draw(st.integers(1, 9), label="p")
+    small = data.draw(st.integers(-40, 40), label="small")
+    shift = (seg // p + small) % seg or 1
+    host = np.random.default_rng(n + p).integers(0, 256, rows * seg, dtype=np.uint8).reshape(rows, seg)
+    note(f"reproduce: roll_on_device(host, {shift}, axis=1, offset={offset}, tile={tile}) with host = "
+         f"np.random.default_rng({n + p}).integers(0, 256, {rows * seg}, dtype=np.uint8).reshape({rows}, {seg})")
+    got, plan = roll_on_device(host, shift, axis=1, offset=offset, tile=tile)
+    note(str(plan))
+    np.testing.assert_array_equal(got, np.roll(host, shift, axis=1))
 
 
 def test_concurrent_streams_do_not_interfere():
@@ -176,10 +194,10 @@ def test_readonly_and_noncontiguous_device_arrays_are_refused_untouched():
 
 @pytest.mark.parametrize("offset", [0, 5])
 def test_block_swap_fallback_for_long_distances(offset):
-    n = 48 * 1024 * 1024 + 13  # 1% of n < 16 MiB floor < n/3: the seam does not fit
+    n = 48 * 1024 * 1024 + 13
     host = np.random.default_rng(offset).integers(0, 256, n, dtype=np.uint8)
     for shift in (n // 3, n // 2 + 1, n - n // 3 + 7, 20_000_001):
-        got, plan = roll_on_device(host, shift, offset=offset)
+        got, plan = roll_on_device(host, shift, offset=offset, max_scratch=200_000)
         assert plan.algorithm == "block-swap", plan
         np.testing.assert_array_equal(got, np.roll(host, shift))
 

@@ -1,10 +1,12 @@
-"""The GPU short schedule, run by the CPU emulator under hostile interleavings.
+"""The GPU chain schedule, checked statically and run by the CPU emulator under hostile interleavings.
 
-The emulator executes the same ``rotate._schedule`` functions the CUDA
-kernel calls. These tests check the invariant that makes the kernel
-deadlock-free with any number of resident blocks (every wait is on an
-earlier ticket), that it indeed finishes with 1..6 blocks under every
-scheduling policy, and that the result equals numpy.roll.
+The emulator executes the same ``rotate._schedule`` hooks the CUDA kernel
+calls. These tests check, for small geometries exhaustively, that every
+byte a tile overwrites has its reader handled (waited for, in flight in the
+block's own ring, or served from a pre-read that covers it) and that every
+wait points at an earlier (lane, step); then that the emulator finishes with
+1..6 blocks, ring depths 2..4, any chain step and lane length, under every
+scheduling policy, with the result of numpy.roll.
 """
 
 import numpy as np
@@ -13,7 +15,7 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 from rotate import _schedule as S
-from rotate._emulator import POLICIES, Deadlock, ScheduleError, emulate
+from rotate._emulator import POLICIES, Deadlock, ScheduleError, emulate, plan_rows
 
 
 def expected(data, rows, n, k):
@@ -28,75 +30,133 @@ def expected(data, rows, n, k):
     tile_bytes=st.sampled_from([16, 32, 48, 64, 128]),
     rows=st.integers(1, 3),
     blocks=st.integers(1, 6),
-    buffers=st.integers(2, 5),
+    buffers=st.integers(2, 4),
     policy=st.sampled_from(POLICIES),
     seed=st.integers(0, 2**16),
 )
 def test_emulated_schedule_matches_numpy_and_never_deadlocks(n, data, head0, tile_bytes, rows, blocks, buffers,
                                                              policy, seed):
     k = data.draw(st.integers(1, n - 1), label="k")
+    chain = data.draw(st.one_of(st.none(), st.integers(1, 40)), label="chain")
+    lane_steps = data.draw(st.one_of(st.none(), st.integers(1, 12)), label="lane_steps")
     buf = np.random.default_rng(seed).integers(0, 256, rows * n, dtype=np.uint8)
     note(f"reproduce: emulate(buf, rows={rows}, n={n}, k={k}, head0={head0}, tile_bytes={tile_bytes}, "
-         f"blocks={blocks}, policy={policy!r}, seed={seed}, buffers={buffers}) with "
-         f"buf = np.random.default_rng({seed}).integers(0, 256, {rows * n}, dtype=np.uint8)")
-    out = emulate(buf, rows, n, k, head0, tile_bytes, blocks, policy, seed, buffers)
+         f"blocks={blocks}, policy={policy!r}, seed={seed}, buffers={buffers}, chain={chain}, "
+         f"lane_steps={lane_steps}) with buf = np.random.default_rng({seed}).integers(0, 256, {rows * n}, "
+         f"dtype=np.uint8)")
+    out = emulate(buf, rows, n, k, head0, tile_bytes, blocks, policy, seed, buffers, chain, lane_steps)
     np.testing.assert_array_equal(out, expected(buf, rows, n, k))
 
 
-@pytest.mark.parametrize("n,k", [(1000, 1), (1000, 999), (1000, 500), (1000, 501), (997, 333), (4096, 17)])
+@pytest.mark.parametrize("n,k", [(1000, 1), (1000, 999), (1000, 500), (1000, 501), (997, 333), (4096, 17),
+                                 (1024, 341), (1024, 513), (1024, 259)])
 @pytest.mark.parametrize("blocks", [1, 2, 7])
 @pytest.mark.parametrize("policy", POLICIES)
 def test_boundary_shifts(n, k, blocks, policy):
     buf = np.random.default_rng(n + k).integers(0, 256, n, dtype=np.uint8)
-    out = emulate(buf, 1, n, k, 5, 64, blocks, policy, seed=blocks)
+    out = emulate(buf, 1, n, k, 5, 64, blocks, policy, seed=blocks, chain=max(1, k // 64) + (k % 64 > 32))
     np.testing.assert_array_equal(out, expected(buf, 1, n, k))
 
 
-@settings(deadline=None, max_examples=500)
-@given(n=st.integers(2, 5000), data=st.data(), head=st.integers(0, 15),
-       tile_bytes=st.sampled_from([16, 64, 1024, 32768]))
-def test_every_wait_is_on_an_earlier_ticket(n, data, head, tile_bytes):
-    """The invariant itself, checked exhaustively over the tiles of one row."""
-    k = data.draw(st.integers(1, n - 1))
-    ntiles = S.tile_count(n, head, tile_bytes)
-    assert ntiles <= S.tickets_per_row(n, tile_bytes)
+def _key(n, head, tile_bytes, chain, lane_steps, tile):
+    m = S.tile_count(n, head, tile_bytes)
+    g, length, inv = S.chain_shape(m, S.chain_step(m, chain))
+    pos = S.position_of(m, g, length, inv, tile)
+    return pos // lane_steps, pos % lane_steps
+
+
+@settings(deadline=None, max_examples=400)
+@given(n=st.integers(2, 1500), data=st.data(), head=st.integers(0, 15),
+       tile_bytes=st.sampled_from([16, 32, 64, 96, 1024]), ring=st.integers(2, 4))
+def test_every_overwritten_byte_has_its_reader_handled(n, data, head, tile_bytes, ring):
+    """Completeness of the hooks, byte by byte: the writer of each byte either waits for its reader
+    (an earlier lane at no later step), or has it in its own ring, or the byte is inside the
+    writer's pre-read span and the reader takes it from scratch."""
+    k = data.draw(st.integers(1, n - 1), label="k")
+    chain = data.draw(st.integers(1, 60), label="chain")
+    lane_steps = data.draw(st.integers(1, 20), label="lane_steps")
+    m = S.tile_count(n, head, tile_bytes)
+    p = S.chain_step(m, chain)
+    g, length, inv = S.chain_shape(m, p)
+    assert sorted(S.tile_at(m, p, g, length, q) for q in range(m)) == list(range(m)), "the chain is a permutation"
+    for j in range(m):
+        assert S.tile_at(m, p, g, length, S.position_of(m, g, length, inv, j)) == j
+    table = np.zeros(3 * S.max_tiles(n, tile_bytes), np.int64)
+    S.layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, table, 0)
     covered = np.zeros(n, np.int32)
-    for j in range(ntiles):
-        own = S.tile_ticket(n, k, head, tile_bytes, j)
-        assert S.decode_ticket(n, k, head, tile_bytes, own) == j
-        x0, x1 = S.tile_dest(n, head, tile_bytes, j)
+    for w in range(m):
+        x0, x1 = S.tile_dest(n, head, tile_bytes, w)
         covered[x0:x1] += 1
-        lo, hi = S.waits_before_write(n, k, head, tile_bytes, j)
-        assert lo > hi or hi < own
+        key_w = _key(n, head, tile_bytes, chain, lane_steps, w)
+        for z in range(x0, x1):
+            reader = S.tile_of(head, tile_bytes, (z - k) % n)  # brute force, not the hooks' runs
+            assert S.reader_run(n, k, head, tile_bytes, z, x1)[0] == reader
+            kind = S.classify(m, g, length, inv, lane_steps, ring, reader, w)
+            key_r = _key(n, head, tile_bytes, chain, lane_steps, reader)
+            if kind == S.SELF:
+                assert reader == w or (key_r[0] == key_w[0] and key_r[1] < key_w[1])
+            elif kind == S.WAIT:
+                assert key_r < key_w and key_r[1] <= key_w[1]
+            elif kind == S.RING:
+                assert key_r[0] == key_w[0] and 0 < key_r[1] - key_w[1] < ring
+            else:
+                offset, lo, vecs = table[3 * w:3 * w + 3]
+                assert offset >= 0 and lo <= z < lo + 16 * vecs, f"byte {z} of tile {w} is not pre-read"
+                assert (head + lo) % 16 == 0 and offset % 16 == 0, "pre-read spans mirror the alignment"
+        # The reader's side decodes the same decision for the same bytes.
+        x = x0
+        while x < x1:
+            writer, z, end = S.source_run(n, k, head, tile_bytes, x, x1)
+            assert z == (x + k) % n and S.tile_of(head, tile_bytes, z) == writer
+            assert S.tile_of(head, tile_bytes, (end - 1 + k) % n) == writer
+            x = end
     assert (covered == 1).all(), "tiles must cover every destination byte exactly once"
 
 
+def test_short_shift_needs_only_a_few_pre_read_bytes():
+    """A short shift pre-reads only the k-byte prefix of each lane's first tile (and of tile 0)."""
+    n, k, T = 1 << 20, 3, 4096
+    chain, lane_steps, table, row_bytes, _ = plan_rows(1, n, k, 0, T, lane_steps=16)
+    lanes = S.ceil_div(S.tile_count(n, 0, T), lane_steps)
+    assert row_bytes <= 16 * (lanes + 1)
+
+
 def test_a_wrong_schedule_is_caught(monkeypatch):
-    """The emulator is not vacuous: dropping the write waits corrupts or is flagged."""
-    monkeypatch.setattr(S, "waits_before_write", lambda *a: (1, 0))
-    buf = np.random.default_rng(0).integers(0, 256, 500, dtype=np.uint8)
+    """The emulator is not vacuous: waits that are skipped corrupt the result."""
+    real = S.classify
+    monkeypatch.setattr(S, "classify", lambda *a: S.SELF if real(*a) == S.WAIT else real(*a))
+    buf = np.random.default_rng(0).integers(0, 256, 1024, dtype=np.uint8)
     outcomes = set()
-    for seed in range(20):
-        out = emulate(buf, 1, 500, 37, 0, 32, 4, "random", seed)
-        outcomes.add(bool(np.array_equal(out, expected(buf, 1, 500, 37))))
+    for seed in range(30):  # chain 10, lanes of 4: a quarter of the bytes are guarded by WAIT
+        out = emulate(buf, 1, 1024, 341, 0, 32, 8, "random", seed, chain=10, lane_steps=4)
+        outcomes.add(bool(np.array_equal(out, expected(buf, 1, 1024, 341))))
     assert False in outcomes
 
 
-def test_backward_wait_is_reported(monkeypatch):
-    real = S.waits_before_write
-    monkeypatch.setattr(S, "waits_before_write", lambda n, k, h, t, j: (j + 1, j + 1)
-                        if j + 1 < S.tile_count(n, h, t) else real(n, k, h, t, j))
+def test_forward_wait_is_reported(monkeypatch):
+    real = S.classify
+    monkeypatch.setattr(S, "classify", lambda *a: S.WAIT if real(*a) == S.PRE else real(*a))
     buf = np.arange(300, dtype=np.uint8)
-    with pytest.raises(ScheduleError):
-        emulate(buf, 1, 300, 7, 0, 32, 3, "lowest", 0)
+    with pytest.raises((ScheduleError, Deadlock)):
+        emulate(buf, 1, 300, 7, 0, 32, 3, "lowest", 0, chain=1, lane_steps=2)
 
 
 def test_deadlock_is_detected(monkeypatch):
-    # Every tile waits for the last ticket: with too few blocks that ticket is never drawn.
-    monkeypatch.setattr(S, "waits_before_write", lambda n, k, h, t, j: (0, 0) if j else (1, 0))
-    monkeypatch.setattr(S, "decode_ticket", lambda n, k, h, t, local: (local + 1) % S.tile_count(n, h, t))
-    with pytest.raises((Deadlock, ScheduleError)):
-        emulate(np.arange(200, dtype=np.uint8), 1, 200, 3, 0, 16, 1, "lowest", 0, buffers=2)
+    """A pre-read the layout forgot is waited for forever: the emulator reports a deadlock."""
+    def no_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, table, base):
+        table[base:base + 3 * S.max_tiles(n, tile_bytes)] = -1
+        return 0
+
+    monkeypatch.setattr(S, "layout_pre_reads", no_pre_reads)
+    with pytest.raises(Deadlock):
+        emulate(np.arange(200, dtype=np.uint8), 1, 200, 3, 0, 16, 2, "lowest", 0, lane_steps=3)
+
+
+def test_ring_wait_on_an_item_not_in_flight_is_reported(monkeypatch):
+    real = S.classify
+    monkeypatch.setattr(S, "classify", lambda *a: S.RING if real(*a) == S.PRE else real(*a))
+    with pytest.raises(ScheduleError):
+        emulate(np.arange(300, dtype=np.uint8), 1, 300, 7, 0, 32, 2, "lowest", 0, chain=1, lane_steps=2)
 
 
 @settings(deadline=None, max_examples=300)

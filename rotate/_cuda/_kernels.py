@@ -1,4 +1,4 @@
-"""CUDA kernels: the seam copy, the flag-chained short rotation, the reversal fallback.
+"""CUDA kernels: the chain-ordered rotation, the block-swap and reversal fallbacks.
 
 Module-level factories build (and cache) one kernel per configuration; the
 index math they call lives in ``rotate._schedule`` and is shared with the
@@ -13,27 +13,37 @@ import functools
 from numba import cuda, int64, uint32, uint64
 
 from .. import _schedule as S
-from ._memops import (SIMULATED, commit_copies, copies_waiter, copy16_async, load16,
-                      load16_shared, load_acquire, store16, store_relaxed)
+from ._memops import (SIMULATED, atomic_add_u64, commit_copies, copies_waiter, copy16_async, load16,
+                      load16_shared, load_acquire, load_i64, store8, store16, store_relaxed, store_u64)
 
 wait_all = copies_waiter(0)
 
-# Fields of a ticket descriptor (see ``describe``).
-(F_TILE, F_A_SCRATCH, F_A_POS, F_A_VECS, F_B_SCRATCH, F_B_POS, F_B_VECS,
- F_ROW_POS, F_X0, F_XS, F_X1, F_A_LO, F_B_LO, F_HEAD, F_BASE) = range(15)
-DESC_FIELDS = 15
+# Fields of an item descriptor (see ``describe``): the item, then up to
+# MAX_PIECES source pieces of PIECE_FIELDS each.
+F_TILE, F_ROW, F_HEAD, F_X0, F_X1, F_PIECES, F_SEAM = range(7)
+HEADER_FIELDS = 7
+P_XL, P_XH, P_SRC_AL, P_SCRATCH, P_POS, P_SLOT, P_VECS = range(7)
+PIECE_FIELDS = 7
+MAX_PIECES = 4
+DESC_FIELDS = HEADER_FIELDS + MAX_PIECES * PIECE_FIELDS
 
-#: Default tile and ring (the fastest measured, docs/perf-notes.md): 32 KiB
-#: tiles, two buffers (one tile's copies in flight while the other is
-#: written), 256 threads per block.
+#: Default tile and ring (docs/perf-notes.md): 32 KiB tiles, two buffers
+#: (one item's copies in flight while the other is written), 256 threads.
 TILE_BYTES = 32 * 1024
 THREADS = 256
 BUFFERS = 2
+#: Tiles per pre-read ticket.
+SEAM_CHUNK = 64
+
+
+def buffer_vecs(tile_bytes: int) -> int:
+    """16-byte vectors of one ring buffer: a tile plus the over-copy of up to MAX_PIECES pieces."""
+    return tile_bytes // 16 + 2 * MAX_PIECES + 2
 
 
 def smem_bytes(tile_bytes: int, buffers: int = BUFFERS) -> int:
-    """Static shared memory of one block: the buffer ring plus descriptors and tickets."""
-    return buffers * (tile_bytes // 16 + 5) * 16 + buffers * (DESC_FIELDS + 1) * 8 + 8
+    """Static shared memory of one block: the buffer ring plus descriptors and item slots."""
+    return buffers * buffer_vecs(tile_bytes) * 16 + buffers * (DESC_FIELDS + 1) * 8 + 16
 
 
 @functools.lru_cache(maxsize=None)
@@ -80,217 +90,286 @@ def _write_moved(threads: int, write_iters: int):
                         if x >= lo and x < hi:
                             sb = 16 * slot0 + x + delta - src_al
                             word = smem[sb >> 2]
-                            data[row_pos + x] = (word >> ((sb & 3) * 8)) & 0xFF
+                            store8(data, row_pos + x, (word >> ((sb & 3) * 8)) & 0xFF)
 
     return write_moved
 
 
 @functools.lru_cache(maxsize=None)
-def seam_kernel():
-    """Copy every row's seam, whole aligned vectors, into scratch (before the tiles run)."""
-
-    @cuda.jit
-    def kernel(data, scratch, rows, n, k, head0, scratch_row):
-        span_vecs = S.max_seam_span(n, k) // 16
-        start = cuda.grid(1)
-        stride = cuda.gridsize(1)
-        for i in range(start, rows * span_vecs, stride):
-            row = 0 if i < span_vecs else i // span_vecs
-            v = i - row * span_vecs
-            head = S.row_head(head0, row, n)
-            if 16 * v < S.seam_span(n, k, head):
-                w = load16(data, row * n + S.seam_origin(n, k, head) + 16 * v)
-                store16(scratch, row * scratch_row + 16 * v, w[0], w[1], w[2], w[3])
-
-    return kernel
-
-
-@functools.lru_cache(maxsize=None)
-def short_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: int = BUFFERS,
+def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: int = BUFFERS,
                  min_blocks: int = 0):
-    """The persistent, flag-chained in-place rotation kernel for one configuration.
+    """The persistent, chain-ordered in-place rotation kernel for one configuration.
 
-    Arguments (all rows of one launch are back to back in ``data``):
-    ``data`` uint8[rows * n]; ``scratch`` uint8, the rows' seams, filled by
-    ``seam_kernel`` on the same stream (``scratch_row`` bytes per row);
-    ``flags`` uint32[total] (``epoch`` marks "read done" this launch, so
-    flags never need clearing); ``counters`` uint64[2] (ticket dispenser,
-    finished blocks; left at zero for the next launch); then
-    ``rows, n, k, head0, per_row, total, epoch, scratch_row``.
+    Arguments are scalars on the GPU (raw device addresses and integers, so a
+    launch passes them as they are) and arrays under the simulator:
+    ``data`` (the rows, back to back), ``scratch`` (pre-read spans,
+    ``scratch_row`` bytes per row), ``flags`` (uint32: "read done" per
+    (row, tile), then "pre-read done" per (row, tile); a flag equal to
+    ``epoch`` is set, so flags never need clearing), ``counters`` (uint64:
+    lane tickets, pre-read tickets, finished blocks; the last block out
+    rewinds them), ``table`` (int64, 3 per (head, tile): scratch offset or -1,
+    span start, span vectors), then ``rows, n, k, head0, chain, lane_steps,
+    lanes_row, chunks_row, scratch_row, table_heads, epoch``.
 
-    Each block keeps a ring of ``buffers`` tile buffers in shared memory;
-    ``buffers - 1`` tiles' copies are in flight while one tile is written::
+    A block first takes pre-read tickets until none are left (copying the
+    spans ``rotate._schedule.pre_span`` names into scratch; they wait for
+    nothing), then lane tickets, walking each lane's chain positions in order
+    with a ring of ``buffers`` tile buffers::
 
-        oldest ticket's copies landed   (cp.async.wait_group + barrier)
-        thread 0: publish it "read done"; take the ticket drawn ahead,
-                  draw the next one, decode the taken one
-        start the new ticket's copies into the free buffer
-        thread 0: wait for the readers of the oldest tile's destination
+        oldest item's copies landed   (cp.async.wait_group + barrier)
+        thread 0: publish it "read done"; next item (same lane, or a new lane
+                  ticket); decode it: tile, source pieces (array or scratch)
+        start the new item's copies into the free buffer
+        thread 0: wait as ``classify`` says for the readers of the oldest
+                  item's tile (flags of earlier lanes; its own copies in flight)
         write the oldest tile: realign in registers, 16-byte stores
 
-    Copies hold no registers. A block publishes a tile as soon as its data
-    has landed and waits only for smaller tickets, so the kernel cannot
-    deadlock with any number of resident blocks (docs/design.md).
+    Every wait is on a lexicographically smaller (lane, step) or on a
+    pre-read, so it finishes with any number of resident blocks
+    (docs/design.md).
     """
     if tile_bytes % 16 or tile_bytes < 64:
         raise ValueError(f"tile_bytes must be a multiple of 16 and >= 64, got {tile_bytes}")
     if buffers < 2:
         raise ValueError(f"buffers must be >= 2, got {buffers}")
-    tile_vecs = tile_bytes // 16
-    buffer_vecs = tile_vecs + 5   # buffers are addressed in 16-byte vectors, so
-    smem_words = 4 * buffers * buffer_vecs  # every vector access is provably aligned
-    read_iters = -(-(tile_vecs + 4) // threads)
-    write_iters = -(-(tile_vecs + 1) // threads)
     T = tile_bytes
-    ticket_slots = buffers
+    ring = buffers
+    vecs_per_buffer = buffer_vecs(tile_bytes)
+    smem_words = 4 * buffers * vecs_per_buffer  # addressed in whole vectors: every access aligned
+    write_iters = -(-(tile_bytes // 16 + 1) // threads)
     wait_oldest = copies_waiter(buffers - 2)
-
-    # The simulator rejects launch_bounds; it only tunes register allocation
-    # (min_blocks > 0 asks ptxas to fit that many blocks per SM).
+    chunk_tiles = SEAM_CHUNK
     bounds = (threads, min_blocks) if min_blocks else threads
     jit_options = {} if SIMULATED else {"launch_bounds": bounds}
-
-    @cuda.jit(device=True)
-    def describe(desc, d, t, per_row, n, k, head0, scratch_row):
-        """Thread 0: decode ticket t into descriptor slot d.
-
-        All the schedule's integer math (divisions included) happens here,
-        once per ticket, instead of in every thread: the vector loops then
-        only add and compare.
-        """
-        row = 0 if t < per_row else t // per_row  # one row: no 64-bit division
-        head = S.row_head(head0, row, n)
-        j = S.decode_ticket(n, k, head, T, t - row * per_row)
-        desc[d, F_TILE] = j
-        desc[d, F_HEAD] = head
-        desc[d, F_BASE] = row * per_row
-        desc[d, F_A_VECS] = 0
-        desc[d, F_B_VECS] = 0
-        if j >= 0:
-            row_pos = row * n
-            seam_pos = row * scratch_row
-            origin = S.seam_origin(n, k, head)
-            left = S.is_left(n, k)
-            x0, xs, x1 = S.tile_parts(n, k, head, T, j)
-            a_lo = S.align_down(head + x0 + k) - head
-            b_lo = S.align_down(head + xs + k - n) - head
-            a_vecs = (S.align_up(head + xs + k) - S.align_down(head + x0 + k)) // 16 if xs > x0 else 0
-            b_vecs = (S.align_up(head + x1 + k - n) - S.align_down(head + xs + k - n)) // 16 if x1 > xs else 0
-            # Part A reads the array (left schedule) or the seam in scratch (right); B the other.
-            desc[d, F_A_SCRATCH] = 0 if left else 1
-            desc[d, F_A_POS] = row_pos + a_lo if left else seam_pos + a_lo - origin
-            desc[d, F_A_VECS] = a_vecs
-            desc[d, F_B_SCRATCH] = 1 if left else 0
-            desc[d, F_B_POS] = seam_pos + b_lo - origin if left else row_pos + b_lo
-            desc[d, F_B_VECS] = b_vecs
-            # Where to write: [x0, xs) from part A, [xs, x1) from part B.
-            desc[d, F_ROW_POS] = row_pos
-            desc[d, F_X0] = x0
-            desc[d, F_XS] = xs
-            desc[d, F_X1] = x1
-            desc[d, F_A_LO] = a_lo
-            desc[d, F_B_LO] = b_lo
-
-    @cuda.jit(device=True)
-    def start_copies(smem, buf, desc, d, data, scratch, tid):
-        """Over-copy a tile's source, whole aligned vectors, into buffer ``buf`` (a vector index)."""
-        a_vecs = desc[d, F_A_VECS]
-        b_vecs = desc[d, F_B_VECS]
-        a_src = scratch if desc[d, F_A_SCRATCH] else data
-        b_src = scratch if desc[d, F_B_SCRATCH] else data
-        a_pos = desc[d, F_A_POS]
-        b_pos = desc[d, F_B_POS] - 16 * a_vecs
-        for m in range(read_iters):
-            slot = tid + m * threads
-            if slot < a_vecs:
-                copy16_async(smem, 4 * (buf + slot), a_src, a_pos + 16 * slot)
-            elif slot < a_vecs + b_vecs:
-                copy16_async(smem, 4 * (buf + slot), b_src, b_pos + 16 * slot)
-        commit_copies()  # one group per ticket, empty or not, so group counts agree
-
     write_moved = _write_moved(threads, write_iters)
 
     @cuda.jit(device=True)
-    def write_tile(smem, buf, desc, d, data, n, k, tid):
-        """Store a tile from buffer ``buf``: part A reads x + k, part B x + k - n."""
-        row_pos = desc[d, F_ROW_POS]
+    def next_item(counters, lane, step, total_lanes, rows, n, lane_steps, lanes_row, head0):
+        """Thread 0: the block's next item key (lane * lane_steps + step), or -1 when none is left."""
+        if lane >= total_lanes:
+            return lane, step, int64(-1)
+        step += 1
+        while True:
+            if lane >= 0 and step < lane_steps:
+                row = lane // lanes_row
+                head = S.row_head(head0, row, n)
+                position = (lane - row * lanes_row) * lane_steps + step
+                if position < S.tile_count(n, head, T):
+                    return lane, step, lane * lane_steps + step
+            lane = int64(atomic_add_u64(counters, 0, uint64(1)))
+            step = int64(0)
+            if lane >= total_lanes:
+                return lane, step, int64(-1)
+
+    @cuda.jit(device=True)
+    def describe(desc, d, key, flags, table, rows, n, k, head0, chain, lane_steps, lanes_row, scratch_row,
+                 table_heads, epoch):
+        """Thread 0: decode item ``key`` into descriptor ``d`` (tile, source pieces).
+
+        Pieces of the source that ``classify`` marks PRE come from scratch,
+        once their pre-read has been published.
+        """
+        lane = key // lane_steps
+        step = key - lane * lane_steps
+        row = lane // lanes_row
+        head = S.row_head(head0, row, n)
+        m = S.tile_count(n, head, T)
+        p = S.chain_step(m, chain)
+        g, length, inv = S.chain_shape(m, p)
+        j = S.tile_at(m, p, g, length, (lane - row * lanes_row) * lane_steps + step)
+        m_max = S.max_tiles(n, T)
+        seam_base = rows * m_max
+        hidx = head if table_heads > 1 else 0
+        x0, x1 = S.tile_dest(n, head, T, j)
+        desc[d, F_TILE] = j
+        desc[d, F_ROW] = row
+        desc[d, F_HEAD] = head
+        desc[d, F_X0] = x0
+        desc[d, F_X1] = x1
+        x = x0
+        count = 0
+        slot = 0
+        while x < x1:
+            w, z, xe = S.source_run(n, k, head, T, x, x1)
+            z_al = S.align_down(head + z) - head
+            vecs = (S.align_up(head + z + (xe - x)) - S.align_down(head + z)) // 16
+            base = HEADER_FIELDS + count * PIECE_FIELDS
+            desc[d, base + P_XL] = x
+            desc[d, base + P_XH] = xe
+            desc[d, base + P_SRC_AL] = z_al
+            desc[d, base + P_SLOT] = slot
+            desc[d, base + P_VECS] = vecs
+            if S.classify(m, g, length, inv, lane_steps, ring, j, w) == S.PRE:
+                entry = 3 * (hidx * m_max + w)
+                while load_acquire(flags, seam_base + row * m_max + w) != epoch:
+                    pass
+                desc[d, base + P_SCRATCH] = 1
+                desc[d, base + P_POS] = row * scratch_row + load_i64(table, entry) + z_al - load_i64(table, entry + 1)
+            else:
+                desc[d, base + P_SCRATCH] = 0
+                desc[d, base + P_POS] = row * n + z_al
+            slot += vecs
+            count += 1
+            x = xe
+        desc[d, F_PIECES] = count
+
+    @cuda.jit(device=True)
+    def start_copies(smem, buf, desc, d, data, scratch, tid):
+        """Over-copy an item's source pieces, whole aligned vectors, into buffer ``buf`` (a vector index)."""
+        for q in range(desc[d, F_PIECES]):
+            base = HEADER_FIELDS + q * PIECE_FIELDS
+            pos = desc[d, base + P_POS]
+            slot = buf + desc[d, base + P_SLOT]
+            vecs = desc[d, base + P_VECS]
+            if desc[d, base + P_SCRATCH]:
+                for v in range(tid, vecs, threads):
+                    copy16_async(smem, 4 * (slot + v), scratch, pos + 16 * v)
+            else:
+                for v in range(tid, vecs, threads):
+                    copy16_async(smem, 4 * (slot + v), data, pos + 16 * v)
+        commit_copies()  # one group per item, empty or not, so group counts agree
+
+    @cuda.jit(device=True)
+    def write_item(smem, buf, desc, d, data, n, k, tid):
+        """Store an item's tile from buffer ``buf``, piece by piece."""
+        row_pos = desc[d, F_ROW] * n
         head = desc[d, F_HEAD]
+        for q in range(desc[d, F_PIECES]):
+            base = HEADER_FIELDS + q * PIECE_FIELDS
+            x = desc[d, base + P_XL]
+            delta = k if x + k < n else k - n
+            write_moved(smem, buf + desc[d, base + P_SLOT], desc[d, base + P_SRC_AL], data, row_pos, head,
+                        x, desc[d, base + P_XH], delta, tid)
+
+    @cuda.jit(device=True)
+    def wait_readers(desc, d, flags, rows, n, k, chain, lane_steps, epoch):
+        """Thread 0: wait until every reader of the item's tile has its bytes; 1 if that needs the ring."""
+        j = desc[d, F_TILE]
+        row = desc[d, F_ROW]
+        head = desc[d, F_HEAD]
+        m = S.tile_count(n, head, T)
+        p = S.chain_step(m, chain)
+        g, length, inv = S.chain_shape(m, p)
+        m_max = S.max_tiles(n, T)
         x0 = desc[d, F_X0]
-        xs = desc[d, F_XS]
         x1 = desc[d, F_X1]
-        if xs > x0:
-            write_moved(smem, buf, desc[d, F_A_LO], data, row_pos, head, x0, xs, k, tid)
-        if x1 > xs:
-            write_moved(smem, buf + desc[d, F_A_VECS], desc[d, F_B_LO], data, row_pos, head, xs, x1, k - n, tid)
+        ring_wait = 0
+        pre = 0
+        z = x0
+        while z < x1:
+            reader, ze = S.reader_run(n, k, head, T, z, x1)
+            kind = S.classify(m, g, length, inv, lane_steps, ring, reader, j)
+            if kind == S.WAIT:
+                while load_acquire(flags, row * m_max + reader) != epoch:
+                    pass
+            elif kind == S.RING:
+                ring_wait = 1
+            elif kind == S.PRE:
+                pre = 1
+            z = ze
+        if pre:
+            while load_acquire(flags, rows * m_max + row * m_max + j) != epoch:
+                pass
+        return ring_wait
 
     @cuda.jit(**jit_options)
-    def kernel(data, scratch, flags, counters, rows, n, k, head0, per_row, total, epoch, scratch_row):
+    def kernel(data, scratch, flags, counters, table, rows, n, k, head0, chain, lane_steps, lanes_row,
+               chunks_row, scratch_row, table_heads, epoch):
         if SIMULATED:  # pruned at compile time; the simulator rejects alignment
             smem = cuda.shared.array(smem_words, uint32)
         else:
             smem = cuda.shared.array(smem_words, uint32, alignment=16)
-        desc = cuda.shared.array((buffers, DESC_FIELDS), int64)  # one per buffer
-        tickets = cuda.shared.array(ticket_slots, int64)  # the ring's tickets
+        desc = cuda.shared.array((buffers, DESC_FIELDS), int64)
+        items = cuda.shared.array(buffers, int64)
+        ctrl = cuda.shared.array(2, int64)
         tid = cuda.threadIdx.x
-        # Thread 0 keeps one ticket drawn ahead in a register: the atomic's
-        # round trip completes while the block works, not on its critical path.
-        ahead = int64(0)
-        # Fill the ring: buffers - 1 tickets' copies in flight.
+        m_max = S.max_tiles(n, T)
+        seam_base = rows * m_max
+
+        # Phase 1: pre-reads. They wait for nothing, so every one that has
+        # been taken finishes; a block leaves this loop only once all are taken.
+        while True:
+            if tid == 0:
+                ctrl[0] = int64(atomic_add_u64(counters, 1, uint64(1)))
+            cuda.syncthreads()
+            chunk = ctrl[0]
+            cuda.syncthreads()
+            if chunk >= rows * chunks_row:
+                break
+            row = chunk // chunks_row
+            head = S.row_head(head0, row, n)
+            hidx = head if table_heads > 1 else 0
+            w_lo = (chunk - row * chunks_row) * chunk_tiles
+            w_hi = min(w_lo + chunk_tiles, S.tile_count(n, head, T))
+            for w in range(w_lo, w_hi):
+                entry = 3 * (hidx * m_max + w)
+                offset = load_i64(table, entry)
+                if offset >= 0:
+                    lo = load_i64(table, entry + 1)
+                    for v in range(tid, load_i64(table, entry + 2), threads):
+                        words = load16(data, row * n + lo + 16 * v)
+                        store16(scratch, row * scratch_row + offset + 16 * v, words[0], words[1], words[2], words[3])
+            cuda.syncthreads()
+            if tid == 0:
+                cuda.threadfence()  # the block's copies are visible before any flag says so
+                for w in range(w_lo, w_hi):
+                    if load_i64(table, 3 * (hidx * m_max + w)) >= 0:
+                        store_relaxed(flags, seam_base + row * m_max + w, uint32(epoch))
+
+        # Phase 2: lanes, item by item, through the ring.
+        total_lanes = rows * lanes_row
+        lane = int64(-1)
+        step = int64(0)
         if tid == 0:
             for i in range(buffers - 1):
-                t = int64(cuda.atomic.add(counters, 0, uint64(1)))
-                tickets[i] = t
-                if t < total:
-                    describe(desc, i, t, per_row, n, k, head0, scratch_row)
-            ahead = int64(cuda.atomic.add(counters, 0, uint64(1)))
+                lane, step, key = next_item(counters, lane, step, total_lanes, rows, n, lane_steps, lanes_row, head0)
+                items[i] = key
+                if key >= 0:
+                    describe(desc, i, key, flags, table, rows, n, k, head0, chain, lane_steps, lanes_row,
+                             scratch_row, table_heads, epoch)
         cuda.syncthreads()
         for i in range(buffers - 1):
-            if tickets[i] < total:
-                start_copies(smem, i * buffer_vecs, desc, i, data, scratch, tid)
+            if items[i] >= 0:
+                start_copies(smem, i * vecs_per_buffer, desc, i, data, scratch, tid)
             else:
                 commit_copies()
         oldest = 0
         free = buffers - 1
-        t = tickets[oldest]
-        while t < total:
+        while items[oldest] >= 0:
             wait_oldest()
-            cuda.syncthreads()  # the oldest ticket's source is in its buffer
+            cuda.syncthreads()  # the oldest item's source is in its buffer
             if tid == 0:
                 # "Read done" needs no fence: the copies have landed, and a
                 # load that has returned cannot be changed by a later store.
-                store_relaxed(flags, t, epoch)
-                t_new = ahead
-                if t_new < total:
-                    ahead = int64(cuda.atomic.add(counters, 0, uint64(1)))
-                tickets[free] = t_new
-                if t_new < total:
-                    describe(desc, free, t_new, per_row, n, k, head0, scratch_row)
+                store_relaxed(flags, desc[oldest, F_ROW] * m_max + desc[oldest, F_TILE], uint32(epoch))
+                lane, step, key = next_item(counters, lane, step, total_lanes, rows, n, lane_steps, lanes_row, head0)
+                items[free] = key
+                if key >= 0:
+                    describe(desc, free, key, flags, table, rows, n, k, head0, chain, lane_steps, lanes_row,
+                             scratch_row, table_heads, epoch)
             cuda.syncthreads()
-            if tickets[free] < total:  # its copies fly while the oldest waits and writes
-                start_copies(smem, free * buffer_vecs, desc, free, data, scratch, tid)
+            if items[free] >= 0:  # its copies fly while the oldest waits and writes
+                start_copies(smem, free * vecs_per_buffer, desc, free, data, scratch, tid)
             else:
                 commit_copies()
-            j = desc[oldest, F_TILE]
-            if j >= 0:
-                if tid == 0:
-                    lo, hi = S.waits_before_write(n, k, desc[oldest, F_HEAD], T, j)
-                    base = desc[oldest, F_BASE]
-                    for waited in range(lo, hi + 1):
-                        while load_acquire(flags, base + waited) != epoch:
-                            pass
+            if tid == 0:
+                ctrl[1] = wait_readers(desc, oldest, flags, rows, n, k, chain, lane_steps, epoch)
+            cuda.syncthreads()
+            if ctrl[1]:
+                wait_all()  # a reader of this tile is an item of ours still in flight
                 cuda.syncthreads()
-                write_tile(smem, oldest * buffer_vecs, desc, oldest, data, n, k, tid)
+            write_item(smem, oldest * vecs_per_buffer, desc, oldest, data, n, k, tid)
             free = oldest
             oldest = oldest + 1 if oldest + 1 < buffers else 0
-            t = tickets[oldest]
 
         if tid == 0:
-            finished = cuda.atomic.add(counters, 1, uint64(1))
+            finished = atomic_add_u64(counters, 2, uint64(1))
             if finished == cuda.gridDim.x - 1:
                 # Last block out: every block has drawn its final ticket, so
-                # the dispenser can be rewound for the next launch.
-                counters[0] = 0
-                counters[1] = 0
+                # the dispensers can be rewound for the next launch.
+                store_u64(counters, 0, uint64(0))
+                store_u64(counters, 1, uint64(0))
+                store_u64(counters, 2, uint64(0))
 
     return kernel
 

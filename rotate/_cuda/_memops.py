@@ -1,11 +1,17 @@
-"""16-byte global loads and stores for the kernels, and their simulator twins.
+"""Global memory operations for the kernels, and their simulator twins.
 
 numba emits 128-bit global accesses only through inline PTX (gpu-notes), so
-on a GPU ``load16``/``store16`` are intrinsics over the array's data pointer.
-The CUDA simulator (what CI runs) cannot execute inline PTX, so there they
-are plain Python over the byte array, with the same meaning: positions are
-byte offsets from the array's start and may reach up to 15 bytes before it
-or past its end, because reads are over-copied to whole aligned vectors.
+on a GPU these are intrinsics. Each takes a *base* and a byte position (or an
+element index for flags, counters and tables): on the GPU the base is either
+a raw device address (an ``int64`` kernel argument: the chain kernel takes
+only scalars, so a launch needs no per-call argument marshalling) or a numba
+array; under the CUDA simulator (what CI runs, which cannot execute inline
+PTX) it is the byte array itself and these are plain Python with the same
+meaning. Positions may reach up to 15 bytes before a row or past its end,
+because reads are over-copied to whole aligned vectors.
+
+The simulator twins also check what the hardware would fault on: every
+16-byte access must be 16-byte aligned in memory.
 """
 
 from __future__ import annotations
@@ -16,8 +22,18 @@ SIMULATED = bool(config.ENABLE_CUDASIM)
 
 if SIMULATED:
 
+    class MisalignedAccess(AssertionError):
+        """A 16-byte access at an address that is not a multiple of 16 (a fault on the GPU)."""
+
+    def _check_aligned(data, pos):
+        address = data.__array_interface__["data"][0] if hasattr(data, "__array_interface__") else \
+            data._ary.__array_interface__["data"][0]
+        if (address + pos) % 16:
+            raise MisalignedAccess(f"16-byte access at byte {pos} of an array at address {address:#x}")
+
     def load16(data, pos):
         """Four little-endian words of ``data[pos:pos + 16]``; bytes outside read 0."""
+        _check_aligned(data, pos)
         words = [0, 0, 0, 0]
         size = data.shape[0]
         for i in range(16):
@@ -27,9 +43,19 @@ if SIMULATED:
         return words[0], words[1], words[2], words[3]
 
     def store16(data, pos, w0, w1, w2, w3):
+        _check_aligned(data, pos)
         words = (int(w0), int(w1), int(w2), int(w3))
         for i in range(16):
             data[pos + i] = (words[i // 4] >> (8 * (i % 4))) & 0xFF
+
+    def store8(data, pos, value):
+        data[pos] = value & 0xFF
+
+    def load_i64(table, index):
+        return table[index]
+
+    def store_u64(counters, index, value):
+        counters[index] = value
 
 else:
     from llvmlite import ir
@@ -39,10 +65,17 @@ else:
     _i32 = ir.IntType(32)
     _i64 = ir.IntType(64)
 
-    def _address(context, builder, array_type, array, pos):
-        ary = context.make_array(array_type)(context, builder, array)
-        base = builder.ptrtoint(ary.data, _i64)
-        return builder.add(base, pos)
+    def _address(context, builder, base_type, base, pos):
+        """``base + pos``: ``base`` is a raw device address (an integer) or a numba array."""
+        if isinstance(base_type, types.Integer):
+            start = context.cast(builder, base, base_type, types.int64)
+        else:
+            ary = context.make_array(base_type)(context, builder, base)
+            start = builder.ptrtoint(ary.data, _i64)
+        return builder.add(start, pos)
+
+    def _scaled(builder, index, size):
+        return builder.mul(index, ir.Constant(_i64, size))
 
     def _load_words(context, builder, return_type, address, instruction):
         """Emit a 4 x u32 vector load (``instruction`` reads address ``$4``) as a numba tuple."""
@@ -93,6 +126,56 @@ else:
         return sig, codegen
 
 
+    @intrinsic
+    def store8(typingctx, data, pos, value):
+        """``st.global.u8``: one byte (the partial vectors at a row's two ends)."""
+        sig = types.void(data, types.int64, types.uint32)
+
+        def codegen(context, builder, signature, args):
+            base, position, value = args
+            position = context.cast(builder, position, signature.args[1], types.int64)
+            value = context.cast(builder, value, signature.args[2], types.uint32)
+            address = _address(context, builder, signature.args[0], base, position)
+            asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [_i64, _i32]), "st.global.u8 [$0], $1;",
+                               "l,r,~{memory}", side_effect=True)
+            builder.call(asm, [address, value])
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def store_u64(typingctx, counters, index, value):
+        """``st.global.u64``: rewinding a ticket dispenser once every block is done."""
+        sig = types.void(counters, types.int64, types.uint64)
+
+        def codegen(context, builder, signature, args):
+            base, index, value = args
+            index = context.cast(builder, index, signature.args[1], types.int64)
+            value = context.cast(builder, value, signature.args[2], types.uint64)
+            address = _address(context, builder, signature.args[0], base, _scaled(builder, index, 8))
+            asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [_i64, _i64]), "st.global.u64 [$0], $1;",
+                               "l,l,~{memory}", side_effect=True)
+            builder.call(asm, [address, value])
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def load_i64(typingctx, table, index):
+        """``ld.global.nc.s64``: an entry of a table that no block writes during the launch."""
+        sig = types.int64(table, types.int64)
+
+        def codegen(context, builder, signature, args):
+            base, index = args
+            index = context.cast(builder, index, signature.args[1], types.int64)
+            address = _address(context, builder, signature.args[0], base, _scaled(builder, index, 8))
+            asm = ir.InlineAsm(ir.FunctionType(_i64, [_i64]), "ld.global.nc.s64 $0, [$1];", "=l,l,~{memory}",
+                               side_effect=True)
+            return builder.call(asm, [address])
+
+        return sig, codegen
+
+
 # --- asynchronous global -> shared copies and flag ordering ----------------
 
 if SIMULATED:
@@ -118,6 +201,17 @@ if SIMULATED:
 
     def load_acquire(flags, index):
         return flags[index]
+
+    import threading as _threading
+
+    _atomic_lock = _threading.Lock()
+
+    def atomic_add_u64(counters, index, value):
+        """Add ``value`` to ``counters[index]``; return the old value (threads are Python threads here)."""
+        with _atomic_lock:
+            old = int(counters[index])
+            counters[index] = old + int(value)
+        return old
 
     def store_relaxed(flags, index, value):
         flags[index] = value
@@ -241,5 +335,21 @@ else:
                                "l,r,~{memory}", side_effect=True)
             builder.call(asm, [address, value])
             return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def atomic_add_u64(typingctx, counters, index, value):
+        """``atom.global.add.u64``: the ticket dispensers (relaxed; nothing is ordered by them)."""
+        sig = types.uint64(counters, types.int64, types.uint64)
+
+        def codegen(context, builder, signature, args):
+            base, index, value = args
+            index = context.cast(builder, index, signature.args[1], types.int64)
+            value = context.cast(builder, value, signature.args[2], types.uint64)
+            address = _address(context, builder, signature.args[0], base, _scaled(builder, index, 8))
+            asm = ir.InlineAsm(ir.FunctionType(_i64, [_i64, _i64]), "atom.global.add.u64 $0, [$1], $2;",
+                               "=l,l,l,~{memory}", side_effect=True)
+            return builder.call(asm, [address, value])
 
         return sig, codegen

@@ -1,7 +1,17 @@
-"""Running a plan on the GPU: byte views, the caller's stream, cached scratch."""
+"""Running a plan on the GPU: raw addresses, the caller's stream, cached scratch, one launch.
+
+The chain kernel takes only scalars (device addresses and integers), so a
+call builds one tuple of integers and hands it to ``cuda.core``'s ``launch``
+with the kernel compiled once per configuration: no numba device arrays, no
+per-call typing or argument marshalling. Plans are cached (``rotate._api``),
+and so are everything derived from them here (compiled kernel, device copy of
+the pre-read table, launch configuration).
+"""
 
 from __future__ import annotations
 
+import collections
+import itertools
 import threading
 from typing import Any
 
@@ -15,127 +25,252 @@ from ._memops import SIMULATED
 
 def execute(target: Any, info, plan, stream: Any = None) -> None:
     """Run every step of ``plan`` on ``target`` (an object with __cuda_array_interface__)."""
-    cu_stream = resolve_stream(target, stream)
+    handle = resolve_stream(target, stream)
     for step in plan.steps:
-        if step.algorithm == "short":
-            _run_short(target, info, step, cu_stream)
+        if step.algorithm == "chain":
+            run_chain(info.pointer, target, step, handle)
         elif step.algorithm == "block-swap":
-            _run_block_swap(target, info, step, cu_stream)
+            _run_block_swap(target, info, step, handle)
         elif step.algorithm == "reversal":
-            _run_reversal(target, info, step, cu_stream)
+            _run_reversal(target, info, step, handle)
         else:  # pragma: no cover - planner and launcher disagree
             raise AssertionError(f"no GPU runner for algorithm {step.algorithm!r}")
 
 
 # --- streams ---------------------------------------------------------------
 
-def resolve_stream(target: Any, stream: Any):
-    """The numba stream to launch on: the caller's, or the array library's current one."""
-    if stream is not None:
-        return _as_numba_stream(stream)
-    if SIMULATED:
-        return cuda.default_stream()
-    module = type(target).__module__.split(".")[0]
-    if module == "torch":
-        import torch
-
-        return cuda.external_stream(torch.cuda.current_stream(target.device).cuda_stream)
-    if module == "cupy":
-        import cupy
-
-        return cuda.external_stream(cupy.cuda.get_current_stream().ptr)
-    own = getattr(target, "stream", None)  # numba device arrays carry theirs
-    if own is not None and not isinstance(own, int):
-        return own
-    handle = target.__cuda_array_interface__.get("stream")
-    if handle:  # CAI v3: 1 is the legacy default stream, 2 per-thread default
-        return cuda.external_stream(handle) if handle > 2 else cuda.default_stream()
-    return cuda.default_stream()
-
-
-def _as_numba_stream(stream: Any):
-    if isinstance(stream, int):
-        return cuda.external_stream(stream) if stream else cuda.default_stream()
-    for attribute in ("cuda_stream", "ptr"):  # torch.cuda.Stream, cupy.cuda.Stream
+def stream_handle(stream: Any) -> int:
+    """The raw CUDA stream handle of a stream object (``__cuda_stream__`` first) or an int."""
+    if isinstance(stream, (int, np.integer)):
+        return int(stream)
+    export = getattr(stream, "__cuda_stream__", None)
+    if export is not None:
+        exported = export() if callable(export) else export
+        return int(exported[1])
+    for attribute in ("cuda_stream", "ptr", "handle"):  # torch, CuPy, numba streams of older versions
         handle = getattr(stream, attribute, None)
-        if isinstance(handle, int):
-            return cuda.external_stream(handle) if handle else cuda.default_stream()
-    if hasattr(stream, "handle"):  # already a numba stream
-        return stream
+        handle = getattr(handle, "value", handle)
+        if isinstance(handle, (int, np.integer)):
+            return int(handle)
+        if handle is None and attribute == "handle" and hasattr(stream, "handle"):
+            return 0
     raise TypeError(
-        f"stream must be a numba stream, a CuPy or PyTorch stream, or an int handle, "
-        f"got {type(stream).__name__}"
+        f"stream must be a CUDA stream object (anything with __cuda_stream__: CuPy, PyTorch, "
+        f"numba-cuda, cuda.core streams) or an int handle, got {type(stream).__name__}"
     )
 
 
-def _stream_key(cu_stream) -> int:
-    handle = getattr(cu_stream, "handle", 0)
-    value = getattr(handle, "value", handle)
-    try:
-        return int(value or 0)
-    except TypeError:
-        return id(cu_stream)
+def _current_stream_of(target: Any) -> int:
+    """The current stream of the library ``target`` belongs to, as a handle.
+
+    Libraries are recognised by the array's *type* among the modules already
+    imported (no import happens here), never by parsing module names.
+    """
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(target, torch.Tensor):
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        if raw is not None:
+            return int(raw(target.device.index if target.device.index is not None else torch.cuda.current_device()))
+        return int(torch.cuda.current_stream(target.device).cuda_stream)
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(target, cupy.ndarray):
+        return int(cupy.cuda.get_current_stream().ptr)
+    own = getattr(target, "stream", None)  # numba device arrays carry theirs
+    if own is not None and not isinstance(own, (int, np.integer)):
+        return stream_handle(own)
+    cai_stream = target.__cuda_array_interface__.get("stream")
+    if cai_stream and cai_stream > 2:  # CAI v3: 1 legacy default, 2 per-thread default
+        return int(cai_stream)
+    return 0
+
+
+def resolve_stream(target: Any, stream: Any) -> int:
+    """The handle to launch on: the caller's stream, or the array library's current one."""
+    if SIMULATED:
+        return 0
+    if stream is not None:
+        return stream_handle(stream)
+    return _current_stream_of(target)
+
+
+class _StreamRef:
+    """A handle as ``cuda.core``'s launch takes it (the ``__cuda_stream__`` protocol)."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self, handle: int):
+        self.handle = handle
+
+    def __cuda_stream__(self):
+        return (0, self.handle)
+
+
+_stream_refs: dict = {}
+
+
+def _numba_stream(handle: int):
+    return cuda.external_stream(handle) if handle else cuda.default_stream()
 
 
 # --- scratch ---------------------------------------------------------------
 
 class Scratch:
-    """Flags, ticket counters and seam buffer of one stream, reused across calls.
+    """Flags, ticket counters and pre-read buffer of one (device, stream), reused across calls.
 
     Flags hold the epoch of the launch that set them, so a new launch (new
     epoch) starts with every flag "not done" without a memset. The counters
-    are rewound to zero by the last block of each launch.
+    are rewound to zero by the last block of each launch. Launches on one
+    stream run in order, so they may share it; growth takes a lock, a call
+    that fits does not.
     """
 
     def __init__(self):
         self.flags = None
-        self.seam = None
+        self.pre = None
         self.counters = None
-        self.epoch = 0
+        self._epochs = itertools.count(1)
+        self._grow = threading.Lock()
 
-    def reserve(self, flag_count: int, seam_bytes: int, cu_stream):
-        if self.counters is None:
-            self.counters = cuda.to_device(np.zeros(2, np.uint64), stream=cu_stream)
-        if self.flags is None or self.flags.size < flag_count:
-            self.flags = cuda.to_device(np.zeros(max(flag_count, 1024), np.uint32), stream=cu_stream)
-            self.epoch = 0
-        if self.seam is None or self.seam.size < seam_bytes:
-            self.seam = cuda.device_array(max(seam_bytes, 16), np.uint8, stream=cu_stream)
-        self.epoch += 1
-        if self.epoch >= 0xFFFFFFFF:  # wrapped: old flags could alias new epochs
-            self.flags = cuda.to_device(np.zeros(self.flags.size, np.uint32), stream=cu_stream)
-            self.epoch = 1
-        return self.flags, self.seam, self.counters, np.uint32(self.epoch)
+    def reserve(self, flag_count: int, pre_bytes: int):
+        if self.counters is None or self.flags is None or self.flags.size < flag_count or \
+                self.pre is None or self.pre.size < pre_bytes:
+            with self._grow:
+                if self.counters is None:
+                    self.counters = cuda.to_device(np.zeros(4, np.uint64))
+                if self.flags is None or self.flags.size < flag_count:
+                    self.flags = cuda.to_device(np.zeros(max(flag_count, 1024), np.uint32))
+                    self._epochs = itertools.count(1)
+                if self.pre is None or self.pre.size < pre_bytes:
+                    self.pre = cuda.device_array(max(pre_bytes, 16), np.uint8)
+        epoch = next(self._epochs)
+        if epoch >= 0xFFFFFFFF:  # wrapped: old flags could alias new epochs
+            with self._grow:
+                self.flags = cuda.to_device(np.zeros(self.flags.size, np.uint32))
+                self._epochs = itertools.count(2)
+            epoch = 1
+        return self.flags, self.pre, self.counters, epoch
+
+    @property
+    def nbytes(self) -> int:
+        return sum(int(a.size * a.dtype.itemsize) for a in (self.flags, self.pre, self.counters) if a is not None)
 
 
+#: Streams whose scratch is kept; the least recently used beyond this is freed.
+MAX_CACHED_STREAMS = 8
+_scratch: "collections.OrderedDict" = collections.OrderedDict()
 _scratch_lock = threading.Lock()
-_scratch: dict = {}
 
 
-def scratch_for(cu_stream) -> Scratch:
-    key = (planner._device_id(), _stream_key(cu_stream))
+def scratch_for(handle: int) -> Scratch:
+    key = (planner._device_id(), handle)
+    entry = _scratch.get(key)
+    if entry is None:
+        with _scratch_lock:
+            entry = _scratch.get(key)
+            if entry is None:
+                entry = _scratch[key] = Scratch()
+                while len(_scratch) > MAX_CACHED_STREAMS:
+                    _scratch.popitem(last=False)
+    return entry
+
+
+def release_scratch() -> int:
+    """Free every cached scratch buffer and device table; returns the bytes released.
+
+    Call it after a stream is destroyed, or to give memory back; the next
+    roll allocates again. Synchronises the device first, so no running
+    kernel still uses them.
+    """
+    if not SIMULATED and cuda.is_available():
+        cuda.synchronize()
     with _scratch_lock:
-        entry = _scratch.get(key)
-        if entry is None:
-            entry = _scratch[key] = Scratch()
-        return entry
+        released = sum(entry.nbytes for entry in _scratch.values())
+        _scratch.clear()
+        _device_tables.clear()
+    return released
 
 
-# --- runners ---------------------------------------------------------------
+# --- the chain kernel --------------------------------------------------------
+
+_device_tables: "collections.OrderedDict" = collections.OrderedDict()
+MAX_DEVICE_TABLES = 64
+
+
+def _device_table(table: np.ndarray):
+    key = (planner._device_id(), id(table))
+    entry = _device_tables.get(key)
+    if entry is None or entry[0] is not table:
+        entry = _device_tables[key] = (table, cuda.to_device(table))
+        while len(_device_tables) > MAX_DEVICE_TABLES:
+            _device_tables.popitem(last=False)
+    return entry[1]
+
+
+@_kernels.functools.lru_cache(maxsize=None)
+def _compiled_chain(tile_bytes: int, threads: int, buffers: int, min_blocks: int):
+    """The chain kernel compiled for all-int64 arguments, and its cuda.core handle."""
+    kernel = _kernels.chain_kernel(tile_bytes, threads, buffers, min_blocks)
+    if SIMULATED:
+        return kernel, None
+    compiled = kernel.compile("void(" + ", ".join(["int64"] * 16) + ")")
+    return kernel, compiled._codelibrary.get_cufunc().kernel
+
+
+def _address(array) -> int:
+    return int(array.__cuda_array_interface__["data"][0])
+
+
+def run_chain(pointer: int, target: Any, step, handle: int) -> None:
+    """Launch one chain step on the rows at device address ``pointer``."""
+    d = step.details
+    rows, n = step.rows, step.seg_bytes
+    kernel, cu_kernel = _compiled_chain(d["tile_bytes"], d["block"], d["buffers"], d.get("min_blocks", 0))
+    m_max = d["_m_max"]
+    entry = scratch_for(handle)
+    flags, pre, counters, epoch = entry.reserve(2 * rows * m_max, rows * d["_scratch_row"])
+    table = _device_table(d["_table"])
+    chunks_row = S.ceil_div(m_max, _kernels.SEAM_CHUNK)
+    scalars = (rows, n, step.left_bytes, pointer % 16, d["chain_step"], d["lane_steps"], d["_lanes_row"],
+               chunks_row, d["_scratch_row"], d["_heads"], epoch)
+    if SIMULATED:
+        data = _sim_bytes(target, rows * n)
+        kernel[d["grid"], d["block"]](data, pre, flags, counters, table, *scalars)
+        return
+    from cuda.core import LaunchConfig, launch
+
+    config = _launch_configs.get((d["grid"], d["block"]))
+    if config is None:
+        config = _launch_configs[(d["grid"], d["block"])] = LaunchConfig(grid=d["grid"], block=d["block"])
+    ref = _stream_refs.get(handle)
+    if ref is None:
+        ref = _stream_refs[handle] = _StreamRef(handle)
+    launch(ref, config, cu_kernel, np.int64(pointer), np.int64(_address(pre)), np.int64(_address(flags)),
+           np.int64(_address(counters)), np.int64(_address(table)), *[np.int64(v) for v in scalars])
+
+
+_launch_configs: dict = {}
+
+
+def _sim_bytes(target, nbytes: int, offset: int = 0):
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    host = target._ary.reshape(-1, order="A").view(np.uint8)[offset:offset + nbytes]
+    return FakeCUDAArray(host)
+
+
+# --- fallbacks -------------------------------------------------------------
 
 _views: dict = {}
 
 
 def _byte_view(target, info, offset: int, nbytes: int, typestr: str = "|u1", itemsize: int = 1):
-    """A 1-D device view of ``nbytes`` bytes of the array from ``offset``, as ``typestr`` words.
-
-    Views own nothing (the caller's array does), so they are cached by
-    address: building one costs driver calls that would dominate small rolls.
-    """
+    """A 1-D device view of ``nbytes`` bytes of the array from ``offset``, as ``typestr`` words."""
     if SIMULATED:
+        host = target._ary.reshape(-1, order="A").view(np.uint8)[offset:offset + nbytes]
         from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
-        host = target._ary.reshape(-1, order="A").view(np.uint8)[offset:offset + nbytes]
         return FakeCUDAArray(host.view(np.dtype(typestr)))
     desc = {
         "shape": (nbytes // itemsize,),
@@ -153,45 +288,11 @@ def _byte_view(target, info, offset: int, nbytes: int, typestr: str = "|u1", ite
     return view
 
 
-def _launch(kernel, grid, block, cu_stream, args):
-    """Launch the compiled kernel directly, skipping numba's per-call argument typing."""
-    if not SIMULATED and kernel.overloads:
-        compiled = next(iter(kernel.overloads.values()))
-        compiled.launch(args, (grid, 1, 1), (block, 1, 1), cu_stream, 0)
-    else:
-        kernel[grid, block, cu_stream](*args)
+def _launch(kernel, grid, block, handle, args):
+    kernel[grid, block, _numba_stream(handle) if not SIMULATED else 0](*args)
 
 
-def _run_short(target, info, step, cu_stream, offset: int = 0) -> None:
-    """Run a "short" step on ``step.rows`` rows starting ``offset`` bytes into the array."""
-    d = step.details
-    n, k = step.seg_bytes, step.left_bytes
-    tile_bytes, threads, buffers = d["tile_bytes"], d["block"], d["buffers"]
-    kernel = _kernels.short_kernel(tile_bytes, threads, buffers, d.get("min_blocks", 0))
-    seam_kernel = _kernels.seam_kernel()
-    per_row = d["tickets_per_row"]
-    scratch_row = d["seam_row_bytes"]
-    entry = scratch_for(cu_stream)
-    with _scratch_lock:  # one launch at a time per stream's scratch
-        for first in range(0, step.rows, d["rows_per_launch"]):
-            rows = min(d["rows_per_launch"], step.rows - first)
-            start = offset + first * n
-            data = _byte_view(target, info, start, rows * n)
-            total = rows * per_row
-            flags, seam, counters, epoch = entry.reserve(total, rows * scratch_row, cu_stream)
-            head0 = np.int64((info.pointer + start) % 16)
-            seam_vecs = rows * scratch_row // 16
-            _launch(seam_kernel, max(1, min(S.ceil_div(seam_vecs, 256), 4096)), 256, cu_stream, (
-                data, seam, np.int64(rows), np.int64(n), np.int64(k), head0, np.int64(scratch_row)))
-            grid = min(d["grid"], total)
-            _launch(kernel, grid, threads, cu_stream, (
-                data, seam, flags, counters,
-                np.int64(rows), np.int64(n), np.int64(k), head0,
-                np.int64(per_row), np.int64(total), epoch, np.int64(scratch_row),
-            ))
-
-
-def _run_block_swap(target, info, step, cu_stream) -> None:
+def _run_block_swap(target, info, step, handle) -> None:
     d = step.details
     kernel = _kernels.swap_kernel(d["tile_bytes"], d["block"])
     lo, sub_n, sub_k = d["final"]
@@ -201,13 +302,24 @@ def _run_block_swap(target, info, step, cu_stream) -> None:
         head0 = np.int64((info.pointer + offset) % 16)
         for a, b, m in d["swaps"]:
             tiles = S.ceil_div(m + 15, d["tile_bytes"])
-            _launch(kernel, max(1, min(tiles, d["grid"])), d["block"], cu_stream, (
+            _launch(kernel, max(1, min(tiles, d["grid"])), d["block"], handle, (
                 data, np.int64(1), np.int64(step.seg_bytes), np.int64(a), np.int64(b), np.int64(m), head0))
         if sub_k:
-            _run_short(target, info, d["final_step"], cu_stream, offset=offset + lo)
+            if SIMULATED:
+                sub = _SimSlice(target, offset + lo, sub_n)
+                run_chain(info.pointer + offset + lo, sub, d["final_step"], handle)
+            else:
+                run_chain(info.pointer + offset + lo, None, d["final_step"], handle)
 
 
-def _run_reversal(target, info, step, cu_stream) -> None:
+class _SimSlice:
+    """Bytes ``[offset, offset + nbytes)`` of a simulated array, as ``run_chain`` reads them."""
+
+    def __init__(self, target, offset, nbytes):
+        self._ary = target._ary.reshape(-1, order="A").view(np.uint8)[offset:offset + nbytes]
+
+
+def _run_reversal(target, info, step, handle) -> None:
     word = step.word_bytes
     words = _byte_view(target, info, 0, step.rows * step.seg_bytes, f"<u{word}", word)
     n, k = step.seg_bytes // word, step.left_bytes // word
@@ -215,5 +327,5 @@ def _run_reversal(target, info, step, cu_stream) -> None:
     grid, block = step.details["grid"], step.details["block"]
     for lo, hi in ((0, k), (k, n), (0, n)):
         if hi - lo > 1:
-            _launch(kernel, grid, block, cu_stream,
+            _launch(kernel, grid, block, handle,
                     (words, np.int64(step.rows), np.int64(n), np.int64(lo), np.int64(hi)))

@@ -10,6 +10,8 @@ import contextlib
 import functools
 from typing import Optional
 
+import numpy as np
+
 from numba import cuda
 
 from .. import _schedule as S
@@ -31,12 +33,6 @@ MIN_SCRATCH = 16 << 20
 #: Block-swap fallback limits: beyond these, three reversals are cheaper.
 MAX_SWAP_PASSES = 16
 MAX_SWAP_ROWS = 64
-
-
-def short_fits(n: int, k: int, cap: int) -> bool:
-    """Whether one row's seam and flags fit ``cap`` bytes of scratch (the short schedule)."""
-    row_cost = S.align_up(S.max_seam_span(n, k)) + 4 * S.tickets_per_row(n, settings["tile_bytes"])
-    return row_cost + 16 <= cap
 
 
 def gries_mills(n: int, k: int, fits):
@@ -112,73 +108,147 @@ def _device_id() -> int:
         return 0
 
 
-def plan_step(axis, shift, rows, seg, left, word, pointer, max_scratch_bytes: Optional[int]) -> Step:
-    """Plan rotating ``rows`` segments of ``seg`` bytes left by ``left`` bytes."""
-    tile_bytes = settings["tile_bytes"]
+@functools.lru_cache(maxsize=1)
+def _layout_compiled():
+    import numba
+
+    @numba.njit(cache=True)
+    def layout(n, k, head, tile_bytes, chain, lane_steps, ring, table, table_base):
+        return S.layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, table, table_base)
+
+    return layout
+
+
+def chain_layout(n: int, k: int, heads, tile_bytes: int, chain: int, lane_steps: int, ring: int):
+    """The pre-read table (int64, 3 per (head, tile)) and the scratch bytes one row needs (max over heads)."""
+    layout = _layout_compiled()
+    m_max = S.max_tiles(n, tile_bytes)
+    table = np.empty(3 * m_max * len(heads), np.int64)
+    row_bytes = 0
+    for index, head in enumerate(heads):
+        row_bytes = max(row_bytes, layout(n, k, head, tile_bytes, chain, lane_steps, ring, table, 3 * m_max * index))
+    return table, S.align_up(row_bytes)
+
+
+def _heads(rows: int, seg: int, head0: int):
+    """The 16-byte offsets the rows start at: one, or all 16 (the table is indexed by head then)."""
+    if rows == 1 or seg % 16 == 0:
+        return (head0,)
+    return tuple(range(16))
+
+
+def plan_chain(rows: int, seg: int, left: int, head0: int, cap: int):
+    """The cheapest chain configuration within ``cap`` scratch bytes, or None.
+
+    Candidates: the chain step (``k // T`` or one more: the tile that item
+    reads most of comes next), the ring depth, and the tile size; the lane
+    length gives every resident block a lane.
+    """
     threads = settings["threads"]
-    buffers = settings["buffers"]
-    cap = max_scratch_bytes
-    if cap is None:
-        cap = max(rows * seg // SCRATCH_FRACTION, MIN_SCRATCH)
-    seam_row = S.align_up(S.max_seam_span(seg, left))
-    per_row = S.tickets_per_row(seg, tile_bytes)
-    row_cost = seam_row + 4 * per_row  # seam bytes + one flag per ticket
-    if short_fits(seg, left, cap):
-        rows_per_launch = min(rows, (cap - 16) // row_cost)
-        launches = S.ceil_div(rows, rows_per_launch)
-        total = rows_per_launch * per_row
-        grid = min(total, persistent_grid(tile_bytes, threads, buffers))
-        seam_bytes = rows * min(left, seg - left)  # copied into scratch first, read back once
+    heads = _heads(rows, seg, head0)
+    tile_sizes = [settings["tile_bytes"]]
+    if settings["tile_bytes"] >= 32 * 1024:
+        tile_sizes.append(settings["tile_bytes"] // 2)
+    best = None
+    for tile_bytes in tile_sizes:
+        rings = [settings["buffers"]] + [b for b in (3, 4) if b > settings["buffers"] and
+                                          _kernels.smem_bytes(tile_bytes, b) <= 110 * 1024]
+        for buffers in rings:
+            grid = persistent_grid(tile_bytes, threads, buffers)
+            m_max = S.max_tiles(seg, tile_bytes)
+            lanes_wanted = max(1, S.ceil_div(grid, rows))  # every resident block gets a lane
+            lane_steps = max(1, S.ceil_div(m_max, lanes_wanted))
+            q = left // tile_bytes
+            for chain in sorted({max(1, q), q + 1}):
+                table, row_bytes = chain_layout(seg, left, heads, tile_bytes, chain, lane_steps, buffers)
+                scratch = rows * row_bytes
+                flags_bytes = 8 * rows * m_max
+                # Prefer less scratch, then the default ring, then larger tiles.
+                score = (scratch + flags_bytes, buffers != settings["buffers"], -tile_bytes)
+                if scratch + flags_bytes + 64 <= cap and (best is None or score < best[0]):
+                    best = (score, dict(tile_bytes=tile_bytes, buffers=buffers, chain=chain, lane_steps=lane_steps,
+                                        lanes_row=S.lanes_per_row(seg, tile_bytes, lane_steps), grid=grid,
+                                        scratch_row=row_bytes, heads=heads, table=table, m_max=m_max))
+    return None if best is None else best[1]
+
+
+def default_cap(rows: int, seg: int) -> int:
+    return max(rows * seg // SCRATCH_FRACTION, MIN_SCRATCH)
+
+
+def plan_step(axis, shift, rows, seg, left, word, pointer, max_scratch_bytes: Optional[int]) -> Step:
+    """Plan rotating ``rows`` segments of ``seg`` bytes left by ``left`` bytes, the first at ``pointer``."""
+    cap = default_cap(rows, seg) if max_scratch_bytes is None else max_scratch_bytes
+    chain = _chain_step(axis, shift, rows, seg, left, word, pointer % 16, cap)
+    if chain is not None:
+        return chain
+    return _fallback_step(axis, shift, rows, seg, left, word, pointer, cap)
+
+
+def _chain_step(axis, shift, rows, seg, left, word, head0, cap) -> Optional[Step]:
+    cfg = plan_chain(rows, seg, left, head0, cap)
+    if cfg is not None:
+        pre_bytes = rows * int(cfg["scratch_row"])
         return Step(
             axis, shift, rows, seg, left, word,
-            algorithm="short",
-            scratch_bytes=rows_per_launch * row_cost + 16,
-            bytes_moved=2 * rows * seg + 2 * seam_bytes,
+            algorithm="chain",
+            scratch_bytes=pre_bytes + 8 * rows * cfg["m_max"] + 64,
+            bytes_moved=2 * rows * seg + 2 * pre_bytes,
             details={
-                "schedule": "left" if S.is_left(seg, left) else "right",
-                "tile_bytes": tile_bytes,
-                "block": threads,
-                "buffers": buffers,
+                "schedule": "chain",
+                "tile_bytes": cfg["tile_bytes"],
+                "block": settings["threads"],
+                "buffers": cfg["buffers"],
                 "min_blocks": settings["min_blocks"],
-                "grid": grid,
-                "rows_per_launch": rows_per_launch,
-                "launches": launches,
-                "tickets_per_row": per_row,
-                "seam_row_bytes": seam_row,
+                "grid": min(cfg["grid"], rows * cfg["lanes_row"]),
+                "chain_step": cfg["chain"],
+                "lane_steps": cfg["lane_steps"],
+                "lanes": rows * cfg["lanes_row"],
+                "pre_read_bytes": pre_bytes,
+                "head0": head0,
+                "co_resident": False,  # every wait is on an earlier (lane, step): any residency finishes
+                "_table": cfg["table"],
+                "_scratch_row": cfg["scratch_row"],
+                "_heads": len(cfg["heads"]),
+                "_lanes_row": cfg["lanes_row"],
+                "_m_max": cfg["m_max"],
             },
         )
-    # The seam does not fit the scratch bound. Block swaps (Gries-Mills) shrink
-    # the problem until it does, then the short schedule finishes it; when
-    # that takes too many passes (or rows), three reversals: no scratch, 4N.
+    return None
+
+
+def _fallback_step(axis, shift, rows, seg, left, word, pointer, cap) -> Step:
+    # The pre-reads do not fit the scratch bound. Block swaps (Gries-Mills)
+    # shrink the problem until they do, then the chain schedule finishes it;
+    # when that takes too many passes (or rows), three reversals: no scratch, 4N.
     if rows <= MAX_SWAP_ROWS:
-        swaps, (lo, sub_n, sub_k) = gries_mills(seg, left, lambda n, k: short_fits(n, k, cap))
+        swaps, (lo, sub_n, sub_k) = gries_mills(seg, left, lambda n, k: plan_chain(1, n, k, 0, cap) is not None)
         if len(swaps) <= MAX_SWAP_PASSES:
             final = None
             moved = sum(4 * m for _, _, m in swaps)
             scratch = 0
             if sub_k:
-                final = plan_step(axis, shift, 1, sub_n, sub_k, word, pointer, cap)
-                assert final.algorithm == "short", final
-                moved += final.bytes_moved
-                scratch = final.scratch_bytes
-            sms, _ = device_shape(_device_id())
-            return Step(
-                axis, shift, rows, seg, left, word,
-                algorithm="block-swap",
-                scratch_bytes=scratch,
-                bytes_moved=rows * moved,
-                details={
-                    "tile_bytes": tile_bytes,
-                    "block": threads,
-                    "grid": sms * 3,
-                    "swaps": tuple(swaps),
-                    "final": (lo, sub_n, sub_k),
-                    "final_step": final,
-                    "reason": f"seam of {seam_row} bytes per row exceeds max_scratch_bytes={cap}",
-                },
-            )
-    # The seam does not fit the scratch bound: three reversals, no scratch,
-    # 4N traffic. The long (cycle-based) schedule will replace this.
+                final = _chain_step(axis, shift, 1, sub_n, sub_k, word, (pointer + lo) % 16, cap)
+                if final is not None:
+                    moved += final.bytes_moved
+                    scratch = final.scratch_bytes
+            if not sub_k or final is not None:
+                sms, _ = device_shape(_device_id())
+                return Step(
+                    axis, shift, rows, seg, left, word,
+                    algorithm="block-swap",
+                    scratch_bytes=scratch,
+                    bytes_moved=rows * moved,
+                    details={
+                        "tile_bytes": settings["tile_bytes"],
+                        "block": settings["threads"],
+                        "grid": sms * 3,
+                        "swaps": tuple(swaps),
+                        "final": (lo, sub_n, sub_k),
+                        "final_step": final,
+                        "reason": f"the chain schedule's pre-reads exceed max_scratch_bytes={cap}",
+                    },
+                )
     k = left // word
     n = seg // word
     half_pairs = rows * (k // 2 + (n - k) // 2 + n // 2)
@@ -190,6 +260,6 @@ def plan_step(axis, shift, rows, seg, left, word, pointer, max_scratch_bytes: Op
         details={
             "block": 256,
             "grid": max(1, min(S.ceil_div(half_pairs, 256), device_shape(_device_id())[0] * 8)),
-            "reason": f"seam of {seam_row} bytes per row exceeds max_scratch_bytes={cap}",
+            "reason": f"the chain schedule's pre-reads exceed max_scratch_bytes={cap}",
         },
     )
