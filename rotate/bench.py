@@ -23,13 +23,15 @@ import numpy as np
 MiB = 1 << 20
 GiB = 1 << 30
 DTYPES = ["uint8", "uint16", "float32", "float64", "complex128"]
-SHIFTS = ["1", "3", "4097", "1MiB+5", "n/3", "n/2+1", "n-7"]
+SHIFTS = ["1", "3", "4097", "1MiB+5", "n/4+3", "n/3", "n/2+1", "n-7"]
 
 
 def shift_elements(label: str, n: int, itemsize: int) -> int:
     """The shift (in elements) a label names for an array of n elements."""
     if label == "1MiB+5":
         return (MiB + 5) // itemsize if itemsize > 1 else MiB + 5
+    if label == "n/4+3":
+        return n // 4 + 3
     if label == "n/3":
         return n // 3
     if label == "n/2+1":

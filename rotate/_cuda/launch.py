@@ -132,6 +132,7 @@ class Scratch:
         self.counters = None
         self._epochs = itertools.count(1)
         self._grow = threading.Lock()
+        self.addresses = (0, 0, 0)
 
     def reserve(self, flag_count: int, pre_bytes: int):
         if self.counters is None or self.flags is None or self.flags.size < flag_count or \
@@ -144,13 +145,19 @@ class Scratch:
                     self._epochs = itertools.count(1)
                 if self.pre is None or self.pre.size < pre_bytes:
                     self.pre = cuda.device_array(max(pre_bytes, 16), np.uint8)
+                self._remember_addresses()
         epoch = next(self._epochs)
         if epoch >= 0xFFFFFFFF:  # wrapped: old flags could alias new epochs
             with self._grow:
                 self.flags = cuda.to_device(np.zeros(self.flags.size, np.uint32))
                 self._epochs = itertools.count(2)
+                self._remember_addresses()
             epoch = 1
         return self.flags, self.pre, self.counters, epoch
+
+    def _remember_addresses(self):
+        if not SIMULATED:  # what a launch passes, read once per allocation
+            self.addresses = (_address(self.pre), _address(self.flags), _address(self.counters))
 
     @property
     def nbytes(self) -> int:
@@ -198,14 +205,23 @@ _device_tables: "collections.OrderedDict" = collections.OrderedDict()
 MAX_DEVICE_TABLES = 64
 
 
-def _device_table(table: np.ndarray):
+def _device_table_entry(table: np.ndarray):
     key = (planner._device_id(), id(table))
     entry = _device_tables.get(key)
     if entry is None or entry[0] is not table:
-        entry = _device_tables[key] = (table, cuda.to_device(table))
+        device = cuda.to_device(table)
+        entry = _device_tables[key] = (table, device, 0 if SIMULATED else _address(device))
         while len(_device_tables) > MAX_DEVICE_TABLES:
             _device_tables.popitem(last=False)
-    return entry[1]
+    return entry
+
+
+def _device_table(table: np.ndarray):
+    return _device_table_entry(table)[1]
+
+
+def _device_table_address(table: np.ndarray) -> int:
+    return _device_table_entry(table)[2]
 
 
 @_kernels.functools.lru_cache(maxsize=None)
@@ -230,13 +246,12 @@ def run_chain(pointer: int, target: Any, step, handle: int) -> None:
     m_max = d["_m_max"]
     entry = scratch_for(handle)
     flags, pre, counters, epoch = entry.reserve(2 * rows * m_max, rows * d["_scratch_row"])
-    table = _device_table(d["_table"])
     chunks_row = S.ceil_div(m_max, _kernels.SEAM_CHUNK)
     scalars = (rows, n, step.left_bytes, pointer % 16, d["chain_step"], d["lane_steps"], d["_lanes_row"],
                chunks_row, d["_scratch_row"], d["_heads"], epoch)
     if SIMULATED:
         data = _sim_bytes(target, rows * n)
-        kernel[d["grid"], d["block"]](data, pre, flags, counters, table, *scalars)
+        kernel[d["grid"], d["block"]](data, pre, flags, counters, _device_table(d["_table"]), *scalars)
         return
     from cuda.core import LaunchConfig, launch
 
@@ -246,8 +261,9 @@ def run_chain(pointer: int, target: Any, step, handle: int) -> None:
     ref = _stream_refs.get(handle)
     if ref is None:
         ref = _stream_refs[handle] = _StreamRef(handle)
-    launch(ref, config, cu_kernel, np.int64(pointer), np.int64(_address(pre)), np.int64(_address(flags)),
-           np.int64(_address(counters)), np.int64(_address(table)), *[np.int64(v) for v in scalars])
+    # Plain ints: cuda.core passes them as 64-bit values, every parameter here is int64.
+    launch(ref, config, cu_kernel, int(pointer), entry.addresses[0], entry.addresses[1], entry.addresses[2],
+           _device_table_address(d["_table"]), *[int(v) for v in scalars])
 
 
 _launch_configs: dict = {}
