@@ -62,11 +62,11 @@ def plan_rows(rows, n, k, head0, tile_bytes, chain=None, lane_steps=None, buffer
     if lane_steps is None:
         lane_steps = max(1, S.ceil_div(m_max, 3))
     heads = [head0] if rows == 1 or n % 16 == 0 else list(range(16))
-    table = np.zeros(3 * m_max * len(heads), np.int64)
+    table = np.zeros(S.TABLE_FIELDS * m_max * len(heads), np.int64)
     row_bytes = 0
     for index, head in enumerate(heads):
         row_bytes = max(row_bytes, S.layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, buffers,
-                                                      table, 3 * m_max * index))
+                                                      table, S.TABLE_FIELDS * m_max * index))
     return chain, lane_steps, table, S.align_up(row_bytes), len(heads)
 
 
@@ -102,8 +102,8 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
 
     def entry(row, w):
         head = S.row_head(head0, row, n)
-        base = 3 * ((head if n_heads > 1 else 0) * m_max + w)
-        return int(table[base]), int(table[base + 1]), int(table[base + 2])
+        base = S.TABLE_FIELDS * ((head if n_heads > 1 else 0) * m_max + w)
+        return int(table[base + S.T_OFFSET]), int(table[base + S.T_LO]), int(table[base + S.T_VECS])
 
     def key_of(row, tile):
         head, m, g, length, inv = geometry(row)

@@ -194,8 +194,14 @@ def classify(m, g, length, inv, lane_steps, ring, reader, writer):
     pw = position_of(m, g, length, inv, writer)
     lane_r = pr // lane_steps
     lane_w = pw // lane_steps
-    step_r = pr - lane_r * lane_steps
-    step_w = pw - lane_w * lane_steps
+    return classify_keys(lane_r, pr - lane_r * lane_steps, lane_w, pw - lane_w * lane_steps, ring)
+
+
+@register_jitable
+def classify_keys(lane_r, step_r, lane_w, step_w, ring):
+    """``classify`` on the readers' and writers' (lane, step) keys (the kernel reads them from the plan's table)."""
+    if lane_r == lane_w and step_r == step_w:
+        return SELF
     if lane_r == lane_w:
         if step_r < step_w:
             return SELF
@@ -287,29 +293,63 @@ def window5(word_shift, a0, a1, a2, a3, b0, b1, b2, b3):
 
 # --- the plan: where pre-reads go ----------------------------------------------
 
+#: Fields of a plan-table entry, one entry per (head, tile).
+T_OFFSET, T_LO, T_VECS, T_LANE, T_STEP, T_TILE_AT = range(6)
+TABLE_FIELDS = 6
+
+
 @register_jitable
 def layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, table, table_base):
-    """Fill ``table[table_base + 3*w : ... + 3]`` with (scratch offset or -1, span start, span vectors).
+    """Fill the plan table of one head: ``TABLE_FIELDS`` int64 per tile ``w`` from ``table_base``.
 
+    Fields: the scratch offset of ``w``'s pre-read span (-1: none), the
+    span's start and its 16-byte vectors; the (lane, step) key of tile ``w``;
+    the tile at chain position ``w``. The kernel reads keys and chain order
+    from here instead of redoing the modular arithmetic per item (64-bit
+    divisions on one thread of the block, on every item's critical path).
     Returns the row's scratch bytes for this head (spans back to back, each
     16-byte aligned, so scratch mirrors the array's alignment). Entries of
-    tiles past this head's tile count are set to -1.
+    tiles past this head's tile count have offset -1.
     """
     m = tile_count(n, head, tile_bytes)
     p = chain_step(m, chain)
     g, length, inv = chain_shape(m, p)
     total = 0
     for w in range(max_tiles(n, tile_bytes)):
-        entry = table_base + 3 * w
-        table[entry] = -1
-        table[entry + 1] = 0
-        table[entry + 2] = 0
+        entry = table_base + TABLE_FIELDS * w
+        table[entry + T_OFFSET] = -1
+        table[entry + T_LO] = 0
+        table[entry + T_VECS] = 0
+        table[entry + T_LANE] = -1
+        table[entry + T_STEP] = -1
+        table[entry + T_TILE_AT] = -1
         if w >= m:
             continue
+        position = position_of(m, g, length, inv, w)
+        table[entry + T_LANE] = position // lane_steps
+        table[entry + T_STEP] = position % lane_steps
+        table[entry + T_TILE_AT] = tile_at(m, p, g, length, w)
         lo, hi = pre_span(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, w)
         if lo < hi:
-            table[entry] = total
-            table[entry + 1] = lo
-            table[entry + 2] = (hi - lo) // 16
+            table[entry + T_OFFSET] = total
+            table[entry + T_LO] = lo
+            table[entry + T_VECS] = (hi - lo) // 16
             total += hi - lo
     return total
+
+
+@register_jitable
+def count_kinds(n, k, head, tile_bytes, chain, lane_steps, ring):
+    """Bytes of one row guarded by each kind (SELF, WAIT, RING, PRE): what the planner's cost reads."""
+    m = tile_count(n, head, tile_bytes)
+    p = chain_step(m, chain)
+    g, length, inv = chain_shape(m, p)
+    counts = [0, 0, 0, 0]
+    for w in range(m):
+        x0, x1 = tile_dest(n, head, tile_bytes, w)
+        z = x0
+        while z < x1:
+            reader, end = reader_run(n, k, head, tile_bytes, z, x1)
+            counts[classify(m, g, length, inv, lane_steps, ring, reader, w)] += end - z
+            z = end
+    return counts[0], counts[1], counts[2], counts[3]

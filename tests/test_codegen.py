@@ -35,7 +35,7 @@ def ptx(monkeypatch):
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
     try:
         kernel = _kernels.chain_kernel(_kernels.TILE_BYTES, _kernels.THREADS)
-        sig = (types.int64,) * 16  # raw addresses and integers: what launch.run_chain passes
+        sig = (types.int64,) * 15  # raw addresses and integers: what launch.run_chain passes
         text, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), launch_bounds=_kernels.THREADS)
     except Exception as exc:  # the CUDA compiler libraries are an install option
         text = f"{type(exc).__name__}: {exc}"

@@ -81,8 +81,12 @@ def test_every_overwritten_byte_has_its_reader_handled(n, data, head, tile_bytes
     assert sorted(S.tile_at(m, p, g, length, q) for q in range(m)) == list(range(m)), "the chain is a permutation"
     for j in range(m):
         assert S.tile_at(m, p, g, length, S.position_of(m, g, length, inv, j)) == j
-    table = np.zeros(3 * S.max_tiles(n, tile_bytes), np.int64)
+    F = S.TABLE_FIELDS
+    table = np.zeros(F * S.max_tiles(n, tile_bytes), np.int64)
     S.layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, table, 0)
+    for w in range(m):  # the table the kernel reads holds exactly the hooks' keys and chain order
+        assert tuple(table[F * w + S.T_LANE:F * w + S.T_STEP + 1]) == _key(n, head, tile_bytes, chain, lane_steps, w)
+        assert table[F * w + S.T_TILE_AT] == S.tile_at(m, p, g, length, w)
     covered = np.zeros(n, np.int32)
     for w in range(m):
         x0, x1 = S.tile_dest(n, head, tile_bytes, w)
@@ -100,7 +104,7 @@ def test_every_overwritten_byte_has_its_reader_handled(n, data, head, tile_bytes
             elif kind == S.RING:
                 assert key_r[0] == key_w[0] and 0 < key_r[1] - key_w[1] < ring
             else:
-                offset, lo, vecs = table[3 * w:3 * w + 3]
+                offset, lo, vecs = table[F * w:F * w + 3]
                 assert offset >= 0 and lo <= z < lo + 16 * vecs, f"byte {z} of tile {w} is not pre-read"
                 assert (head + lo) % 16 == 0 and offset % 16 == 0, "pre-read spans mirror the alignment"
         # The reader's side decodes the same decision for the same bytes.
@@ -144,7 +148,7 @@ def test_forward_wait_is_reported(monkeypatch):
 def test_deadlock_is_detected(monkeypatch):
     """A pre-read the layout forgot is waited for forever: the emulator reports a deadlock."""
     def no_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, table, base):
-        table[base:base + 3 * S.max_tiles(n, tile_bytes)] = -1
+        table[base:base + S.TABLE_FIELDS * S.max_tiles(n, tile_bytes)] = -1
         return 0
 
     monkeypatch.setattr(S, "layout_pre_reads", no_pre_reads)

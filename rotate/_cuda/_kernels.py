@@ -20,8 +20,8 @@ wait_all = copies_waiter(0)
 
 # Fields of an item descriptor (see ``describe``): the item, then up to
 # MAX_PIECES source pieces of PIECE_FIELDS each.
-F_TILE, F_ROW, F_HEAD, F_X0, F_X1, F_PIECES, F_SEAM = range(7)
-HEADER_FIELDS = 7
+F_TILE, F_ROW, F_HEAD, F_X0, F_X1, F_PIECES, F_LANE, F_STEP = range(8)
+HEADER_FIELDS = 8
 P_XL, P_XH, P_SRC_AL, P_SCRATCH, P_POS, P_SLOT, P_VECS = range(7)
 PIECE_FIELDS = 7
 MAX_PIECES = 4
@@ -107,9 +107,10 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     (row, tile), then "pre-read done" per (row, tile); a flag equal to
     ``epoch`` is set, so flags never need clearing), ``counters`` (uint64:
     lane tickets, pre-read tickets, finished blocks; the last block out
-    rewinds them), ``table`` (int64, 3 per (head, tile): scratch offset or -1,
-    span start, span vectors), then ``rows, n, k, head0, chain, lane_steps,
-    lanes_row, chunks_row, scratch_row, table_heads, epoch``.
+    rewinds them), ``table`` (the plan table, ``rotate._schedule.TABLE_FIELDS``
+    int64 per (head, tile): pre-read span, (lane, step) key, chain order),
+    then ``rows, n, k, head0, lane_steps, lanes_row, chunks_row, scratch_row,
+    table_heads, epoch``.
 
     A block first takes pre-read tickets until none are left (copying the
     spans ``rotate._schedule.pre_span`` names into scratch; they wait for
@@ -143,49 +144,57 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     jit_options = {} if SIMULATED else {"launch_bounds": bounds}
     write_moved = _write_moved(threads, write_iters)
 
+    F = S.TABLE_FIELDS
+
+    @cuda.jit(device=True)
+    def row_of(lane, lanes_row):
+        return 0 if lane < lanes_row else lane // lanes_row  # one row: no 64-bit division
+
     @cuda.jit(device=True)
     def next_item(counters, lane, step, total_lanes, rows, n, lane_steps, lanes_row, head0):
-        """Thread 0: the block's next item key (lane * lane_steps + step), or -1 when none is left."""
+        """Thread 0: the block's next item as ``(lane, step, valid)``."""
         if lane >= total_lanes:
-            return lane, step, int64(-1)
+            return lane, step, 0
         step += 1
         while True:
             if lane >= 0 and step < lane_steps:
-                row = lane // lanes_row
+                row = row_of(lane, lanes_row)
                 head = S.row_head(head0, row, n)
                 position = (lane - row * lanes_row) * lane_steps + step
                 if position < S.tile_count(n, head, T):
-                    return lane, step, lane * lane_steps + step
+                    return lane, step, 1
             lane = int64(atomic_add_u64(counters, 0, uint64(1)))
             step = int64(0)
             if lane >= total_lanes:
-                return lane, step, int64(-1)
+                return lane, step, 0
 
     @cuda.jit(device=True)
-    def describe(desc, d, key, flags, table, rows, n, k, head0, chain, lane_steps, lanes_row, scratch_row,
-                 table_heads, epoch):
-        """Thread 0: decode item ``key`` into descriptor ``d`` (tile, source pieces).
+    def entry_of(table, table_heads, head, m_max, w):
+        return F * ((head if table_heads > 1 else 0) * m_max + w)
 
-        Pieces of the source that ``classify`` marks PRE come from scratch,
-        once their pre-read has been published.
+    @cuda.jit(device=True)
+    def describe(desc, d, lane, step, flags, table, rows, n, k, head0, lane_steps, lanes_row, scratch_row,
+                 table_heads, epoch):
+        """Thread 0: decode item (lane, step) into descriptor ``d`` (tile, source pieces).
+
+        The tile and every key come from the plan's table; pieces of the
+        source that ``classify`` marks PRE come from scratch, once their
+        pre-read has been published.
         """
-        lane = key // lane_steps
-        step = key - lane * lane_steps
-        row = lane // lanes_row
+        row = row_of(lane, lanes_row)
         head = S.row_head(head0, row, n)
-        m = S.tile_count(n, head, T)
-        p = S.chain_step(m, chain)
-        g, length, inv = S.chain_shape(m, p)
-        j = S.tile_at(m, p, g, length, (lane - row * lanes_row) * lane_steps + step)
         m_max = S.max_tiles(n, T)
+        lane_in_row = lane - row * lanes_row
+        j = load_i64(table, entry_of(table, table_heads, head, m_max, lane_in_row * lane_steps + step) + S.T_TILE_AT)
         seam_base = rows * m_max
-        hidx = head if table_heads > 1 else 0
         x0, x1 = S.tile_dest(n, head, T, j)
         desc[d, F_TILE] = j
         desc[d, F_ROW] = row
         desc[d, F_HEAD] = head
         desc[d, F_X0] = x0
         desc[d, F_X1] = x1
+        desc[d, F_LANE] = lane_in_row
+        desc[d, F_STEP] = step
         x = x0
         count = 0
         slot = 0
@@ -199,12 +208,17 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             desc[d, base + P_SRC_AL] = z_al
             desc[d, base + P_SLOT] = slot
             desc[d, base + P_VECS] = vecs
-            if S.classify(m, g, length, inv, lane_steps, ring, j, w) == S.PRE:
-                entry = 3 * (hidx * m_max + w)
+            entry = entry_of(table, table_heads, head, m_max, w)
+            kind = S.SELF
+            if w != j:
+                kind = S.classify_keys(lane_in_row, step, load_i64(table, entry + S.T_LANE),
+                                       load_i64(table, entry + S.T_STEP), ring)
+            if kind == S.PRE:
                 while load_acquire(flags, seam_base + row * m_max + w) != epoch:
                     pass
                 desc[d, base + P_SCRATCH] = 1
-                desc[d, base + P_POS] = row * scratch_row + load_i64(table, entry) + z_al - load_i64(table, entry + 1)
+                desc[d, base + P_POS] = (row * scratch_row + load_i64(table, entry + S.T_OFFSET) + z_al
+                                         - load_i64(table, entry + S.T_LO))
             else:
                 desc[d, base + P_SCRATCH] = 0
                 desc[d, base + P_POS] = row * n + z_al
@@ -242,30 +256,31 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                         x, desc[d, base + P_XH], delta, tid)
 
     @cuda.jit(device=True)
-    def wait_readers(desc, d, flags, rows, n, k, chain, lane_steps, epoch):
+    def wait_readers(desc, d, flags, table, rows, n, k, table_heads, epoch):
         """Thread 0: wait until every reader of the item's tile has its bytes; 1 if that needs the ring."""
         j = desc[d, F_TILE]
         row = desc[d, F_ROW]
         head = desc[d, F_HEAD]
-        m = S.tile_count(n, head, T)
-        p = S.chain_step(m, chain)
-        g, length, inv = S.chain_shape(m, p)
+        lane = desc[d, F_LANE]
+        step = desc[d, F_STEP]
         m_max = S.max_tiles(n, T)
-        x0 = desc[d, F_X0]
         x1 = desc[d, F_X1]
         ring_wait = 0
         pre = 0
-        z = x0
+        z = desc[d, F_X0]
         while z < x1:
             reader, ze = S.reader_run(n, k, head, T, z, x1)
-            kind = S.classify(m, g, length, inv, lane_steps, ring, reader, j)
-            if kind == S.WAIT:
-                while load_acquire(flags, row * m_max + reader) != epoch:
-                    pass
-            elif kind == S.RING:
-                ring_wait = 1
-            elif kind == S.PRE:
-                pre = 1
+            if reader != j:
+                entry = entry_of(table, table_heads, head, m_max, reader)
+                kind = S.classify_keys(load_i64(table, entry + S.T_LANE), load_i64(table, entry + S.T_STEP),
+                                       lane, step, ring)
+                if kind == S.WAIT:
+                    while load_acquire(flags, row * m_max + reader) != epoch:
+                        pass
+                elif kind == S.RING:
+                    ring_wait = 1
+                elif kind == S.PRE:
+                    pre = 1
             z = ze
         if pre:
             while load_acquire(flags, rows * m_max + row * m_max + j) != epoch:
@@ -273,7 +288,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         return ring_wait
 
     @cuda.jit(**jit_options)
-    def kernel(data, scratch, flags, counters, table, rows, n, k, head0, chain, lane_steps, lanes_row,
+    def kernel(data, scratch, flags, counters, table, rows, n, k, head0, lane_steps, lanes_row,
                chunks_row, scratch_row, table_heads, epoch):
         if SIMULATED:  # pruned at compile time; the simulator rejects alignment
             smem = cuda.shared.array(smem_words, uint32)
@@ -302,18 +317,18 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             w_lo = (chunk - row * chunks_row) * chunk_tiles
             w_hi = min(w_lo + chunk_tiles, S.tile_count(n, head, T))
             for w in range(w_lo, w_hi):
-                entry = 3 * (hidx * m_max + w)
-                offset = load_i64(table, entry)
+                entry = F * (hidx * m_max + w)
+                offset = load_i64(table, entry + S.T_OFFSET)
                 if offset >= 0:
-                    lo = load_i64(table, entry + 1)
-                    for v in range(tid, load_i64(table, entry + 2), threads):
+                    lo = load_i64(table, entry + S.T_LO)
+                    for v in range(tid, load_i64(table, entry + S.T_VECS), threads):
                         words = load16(data, row * n + lo + 16 * v)
                         store16(scratch, row * scratch_row + offset + 16 * v, words[0], words[1], words[2], words[3])
             cuda.syncthreads()
             if tid == 0:
                 cuda.threadfence()  # the block's copies are visible before any flag says so
                 for w in range(w_lo, w_hi):
-                    if load_i64(table, 3 * (hidx * m_max + w)) >= 0:
+                    if load_i64(table, F * (hidx * m_max + w) + S.T_OFFSET) >= 0:
                         store_relaxed(flags, seam_base + row * m_max + w, uint32(epoch))
 
         # Phase 2: lanes, item by item, through the ring.
@@ -322,10 +337,11 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         step = int64(0)
         if tid == 0:
             for i in range(buffers - 1):
-                lane, step, key = next_item(counters, lane, step, total_lanes, rows, n, lane_steps, lanes_row, head0)
-                items[i] = key
-                if key >= 0:
-                    describe(desc, i, key, flags, table, rows, n, k, head0, chain, lane_steps, lanes_row,
+                lane, step, valid = next_item(counters, lane, step, total_lanes, rows, n, lane_steps, lanes_row,
+                                              head0)
+                items[i] = valid - 1
+                if valid:
+                    describe(desc, i, lane, step, flags, table, rows, n, k, head0, lane_steps, lanes_row,
                              scratch_row, table_heads, epoch)
         cuda.syncthreads()
         for i in range(buffers - 1):
@@ -342,10 +358,11 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                 # "Read done" needs no fence: the copies have landed, and a
                 # load that has returned cannot be changed by a later store.
                 store_relaxed(flags, desc[oldest, F_ROW] * m_max + desc[oldest, F_TILE], uint32(epoch))
-                lane, step, key = next_item(counters, lane, step, total_lanes, rows, n, lane_steps, lanes_row, head0)
-                items[free] = key
-                if key >= 0:
-                    describe(desc, free, key, flags, table, rows, n, k, head0, chain, lane_steps, lanes_row,
+                lane, step, valid = next_item(counters, lane, step, total_lanes, rows, n, lane_steps, lanes_row,
+                                              head0)
+                items[free] = valid - 1
+                if valid:
+                    describe(desc, free, lane, step, flags, table, rows, n, k, head0, lane_steps, lanes_row,
                              scratch_row, table_heads, epoch)
             cuda.syncthreads()
             if items[free] >= 0:  # its copies fly while the oldest waits and writes
@@ -353,7 +370,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             else:
                 commit_copies()
             if tid == 0:
-                ctrl[1] = wait_readers(desc, oldest, flags, rows, n, k, chain, lane_steps, epoch)
+                ctrl[1] = wait_readers(desc, oldest, flags, table, rows, n, k, table_heads, epoch)
             cuda.syncthreads()
             if ctrl[1]:
                 wait_all()  # a reader of this tile is an item of ours still in flight

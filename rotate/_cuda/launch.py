@@ -230,7 +230,7 @@ def _compiled_chain(tile_bytes: int, threads: int, buffers: int, min_blocks: int
     kernel = _kernels.chain_kernel(tile_bytes, threads, buffers, min_blocks)
     if SIMULATED:
         return kernel, None
-    compiled = kernel.compile("void(" + ", ".join(["int64"] * 16) + ")")
+    compiled = kernel.compile("void(" + ", ".join(["int64"] * 15) + ")")
     return kernel, compiled._codelibrary.get_cufunc().kernel
 
 
@@ -247,7 +247,7 @@ def run_chain(pointer: int, target: Any, step, handle: int) -> None:
     entry = scratch_for(handle)
     flags, pre, counters, epoch = entry.reserve(2 * rows * m_max, rows * d["_scratch_row"])
     chunks_row = S.ceil_div(m_max, _kernels.SEAM_CHUNK)
-    scalars = (rows, n, step.left_bytes, pointer % 16, d["chain_step"], d["lane_steps"], d["_lanes_row"],
+    scalars = (rows, n, step.left_bytes, pointer % 16, d["lane_steps"], d["_lanes_row"],
                chunks_row, d["_scratch_row"], d["_heads"], epoch)
     if SIMULATED:
         data = _sim_bytes(target, rows * n)

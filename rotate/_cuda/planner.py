@@ -84,21 +84,32 @@ def device_shape(device_id: int = 0):
     return int(sms), int(smem)
 
 
+def blocks_per_sm(tile_bytes: int, threads: int, buffers: int) -> int:
+    """Blocks of the chain kernel that fit an SM at once: what ``launch_bounds`` asks ptxas for.
+
+    Shared memory sets the first bound; registers the second: the kernel's
+    thread-0 bookkeeping would take 180 registers a thread if let, which
+    leaves one 256-thread block per SM, so ptxas is asked to fit
+    ``settings["min_blocks"]`` (default: up to 3, 80 registers; more spill
+    the bookkeeping).
+    """
+    _, smem_per_sm = device_shape(_device_id())
+    per_block = _kernels.smem_bytes(tile_bytes, buffers) + 1024  # 1 KiB the driver reserves per block
+    fit = max(1, min(smem_per_sm // per_block, 2048 // threads, 32))
+    wanted = settings["min_blocks"] or 3
+    return max(1, min(fit, wanted, 65536 // (threads * 32)))
+
+
 def persistent_grid(tile_bytes: int, threads: int, buffers: int) -> int:
     """Blocks that fit on the GPU at once: the persistent grid.
 
-    An estimate from shared memory and threads (the kernel needs about 80
-    registers a thread, which allow 6 blocks of 128 threads per SM); blocks
-    beyond what fits only wait for a free SM, they never deadlock.
+    Blocks beyond what fits only wait for a free SM; they never deadlock
+    (every wait is on an earlier lane), they only queue.
     """
     if settings["grid"]:
         return int(settings["grid"])
-    sms, smem_per_sm = device_shape(_device_id())
-
-    per_block = _kernels.smem_bytes(tile_bytes, buffers) + 1024  # 1 KiB the driver reserves per block
-    registers = 80 if not settings["min_blocks"] else 65536 // (threads * settings["min_blocks"])
-    blocks_per_sm = max(1, min(2048 // threads, 65536 // (registers * threads), smem_per_sm // per_block, 32))
-    return sms * blocks_per_sm
+    sms, _ = device_shape(_device_id())
+    return sms * blocks_per_sm(tile_bytes, threads, buffers)
 
 
 def _device_id() -> int:
@@ -116,17 +127,23 @@ def _layout_compiled():
     def layout(n, k, head, tile_bytes, chain, lane_steps, ring, table, table_base):
         return S.layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, table, table_base)
 
-    return layout
+    @numba.njit(cache=True)
+    def kinds(n, k, head, tile_bytes, chain, lane_steps, ring):
+        return S.count_kinds(n, k, head, tile_bytes, chain, lane_steps, ring)
+
+    return layout, kinds
 
 
 def chain_layout(n: int, k: int, heads, tile_bytes: int, chain: int, lane_steps: int, ring: int):
-    """The pre-read table (int64, 3 per (head, tile)) and the scratch bytes one row needs (max over heads)."""
-    layout = _layout_compiled()
+    """The plan table (``S.TABLE_FIELDS`` int64 per (head, tile)) and the scratch bytes one row needs (max over heads)."""
+    layout = _layout_compiled()[0]
     m_max = S.max_tiles(n, tile_bytes)
-    table = np.empty(3 * m_max * len(heads), np.int64)
+    fields = S.TABLE_FIELDS
+    table = np.empty(fields * m_max * len(heads), np.int64)
     row_bytes = 0
     for index, head in enumerate(heads):
-        row_bytes = max(row_bytes, layout(n, k, head, tile_bytes, chain, lane_steps, ring, table, 3 * m_max * index))
+        row_bytes = max(row_bytes, layout(n, k, head, tile_bytes, chain, lane_steps, ring, table,
+                                          fields * m_max * index))
     return table, S.align_up(row_bytes)
 
 
@@ -154,6 +171,7 @@ def plan_chain(rows: int, seg: int, left: int, head0: int, cap: int):
         rings = [settings["buffers"]] + [b for b in (3, 4) if b > settings["buffers"] and
                                           _kernels.smem_bytes(tile_bytes, b) <= 110 * 1024]
         for buffers in rings:
+            min_blocks = blocks_per_sm(tile_bytes, threads, buffers)
             grid = persistent_grid(tile_bytes, threads, buffers)
             m_max = S.max_tiles(seg, tile_bytes)
             lanes_wanted = max(1, S.ceil_div(grid, rows))  # every resident block gets a lane
@@ -163,12 +181,20 @@ def plan_chain(rows: int, seg: int, left: int, head0: int, cap: int):
                 table, row_bytes = chain_layout(seg, left, heads, tile_bytes, chain, lane_steps, buffers)
                 scratch = rows * row_bytes
                 flags_bytes = 8 * rows * m_max
-                # Prefer less scratch, then the default ring, then larger tiles.
-                score = (scratch + flags_bytes, buffers != settings["buffers"], -tile_bytes)
+                _, waited, ringed, pre = _layout_compiled()[1](seg, left, heads[0], tile_bytes, chain, lane_steps,
+                                                               buffers)
+                # Cost in bytes of traffic: pre-reads move their bytes twice more;
+                # a RING wait stalls the block until its next copies land (its
+                # overlap is lost); a WAIT polls another lane's flag.
+                cost = rows * (2 * pre + ringed // 2 + waited // 16)
+                # Fewer than 3 blocks an SM leave too few bytes in flight to stream.
+                cost += rows * seg * {1: 50, 2: 15}.get(min_blocks, 0) // 100
+                score = (cost, scratch, buffers != settings["buffers"], -tile_bytes)
                 if scratch + flags_bytes + 64 <= cap and (best is None or score < best[0]):
                     best = (score, dict(tile_bytes=tile_bytes, buffers=buffers, chain=chain, lane_steps=lane_steps,
                                         lanes_row=S.lanes_per_row(seg, tile_bytes, lane_steps), grid=grid,
-                                        scratch_row=row_bytes, heads=heads, table=table, m_max=m_max))
+                                        min_blocks=min_blocks, scratch_row=row_bytes, heads=heads, table=table,
+                                        m_max=m_max))
     return None if best is None else best[1]
 
 
@@ -199,7 +225,7 @@ def _chain_step(axis, shift, rows, seg, left, word, head0, cap) -> Optional[Step
                 "tile_bytes": cfg["tile_bytes"],
                 "block": settings["threads"],
                 "buffers": cfg["buffers"],
-                "min_blocks": settings["min_blocks"],
+                "min_blocks": cfg["min_blocks"],
                 "grid": min(cfg["grid"], rows * cfg["lanes_row"]),
                 "chain_step": cfg["chain"],
                 "lane_steps": cfg["lane_steps"],
