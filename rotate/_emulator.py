@@ -34,7 +34,6 @@ import numpy as np
 from . import _schedule as S
 
 POLICIES = ("random", "highest", "lowest", "newest")
-SEAM_CHUNK = 2  # tiles per pre-read ticket (small, so tickets interleave)
 
 
 class Deadlock(RuntimeError):
@@ -62,11 +61,13 @@ def plan_rows(rows, n, k, head0, tile_bytes, chain=None, lane_steps=None, buffer
     if lane_steps is None:
         lane_steps = max(1, S.ceil_div(m_max, 3))
     heads = [head0] if rows == 1 or n % 16 == 0 else list(range(16))
-    table = np.zeros(S.TABLE_FIELDS * m_max * len(heads), np.int64)
+    stride = S.table_stride(m_max)
+    table = np.zeros(stride * len(heads), np.int64)
     row_bytes = 0
     for index, head in enumerate(heads):
-        row_bytes = max(row_bytes, S.layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, buffers,
-                                                      table, S.TABLE_FIELDS * m_max * index))
+        head_bytes = S.layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, buffers, table, stride * index)
+        assert head_bytes >= 0, "a tile has more runs than the kernel decodes"
+        row_bytes = max(row_bytes, head_bytes)
     return chain, lane_steps, table, S.align_up(row_bytes), len(heads)
 
 
@@ -86,7 +87,8 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
     m_max = S.max_tiles(n, T)
     lanes_row = S.lanes_per_row(n, T, lane_steps)
     total_lanes = rows * lanes_row
-    chunks_row = S.ceil_div(m_max, SEAM_CHUNK)
+    stride = S.table_stride(m_max)
+    pre_row = max(int(table[h * stride + S.pre_list(m_max)]) for h in range(n_heads))
     read_done = set()     # (row, tile)
     pre_done = set()      # (row, tile)
     counters = [0, 0]     # lane tickets, pre-read tickets
@@ -102,7 +104,7 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
 
     def entry(row, w):
         head = S.row_head(head0, row, n)
-        base = S.TABLE_FIELDS * ((head if n_heads > 1 else 0) * m_max + w)
+        base = S.table_stride(m_max) * (head if n_heads > 1 else 0) + S.TILE_FIELDS * w
         return int(table[base + S.T_OFFSET]), int(table[base + S.T_LO]), int(table[base + S.T_VECS])
 
     def key_of(row, tile):
@@ -185,21 +187,23 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
         return [item for item in b.ring if item[1] not in b.landed]
 
     def advance(b: _Block) -> bool:
-        if b.phase == "pre":
-            chunk = counters[1]
+        if b.phase == "pre":  # one listed tile's span a ticket, as the kernel takes them
+            ticket = counters[1]
             counters[1] += 1
-            if chunk >= rows * chunks_row:
+            if ticket >= rows * pre_row:
                 b.phase = "fill"
                 return True
-            row = chunk // chunks_row
-            head, m, g, length, inv = geometry(row)
-            for w in range((chunk % chunks_row) * SEAM_CHUNK, min((chunk % chunks_row + 1) * SEAM_CHUNK, m)):
+            row = ticket // pre_row
+            head = S.row_head(head0, row, n)
+            listed = stride * (head if n_heads > 1 else 0) + S.pre_list(m_max)
+            index = ticket - row * pre_row
+            if index < table[listed]:
+                w = int(table[listed + 1 + index])
                 offset, lo, vecs = entry(row, w)
-                if offset >= 0:
-                    for i in range(16 * vecs):  # over-copied bytes outside the row are never read back
-                        if 0 <= lo + i < n:
-                            scratch[row * scratch_row + offset + i] = mem[row * n + lo + i]
-                    pre_done.add((row, w))
+                for i in range(16 * vecs):  # over-copied bytes outside the row are never read back
+                    if 0 <= lo + i < n:
+                        scratch[row * scratch_row + offset + i] = mem[row * n + lo + i]
+                pre_done.add((row, w))
             return True
         if b.phase == "fill":
             while len(b.ring) < buffers - 1:

@@ -293,49 +293,131 @@ def window5(word_shift, a0, a1, a2, a3, b0, b1, b2, b3):
 
 # --- the plan: where pre-reads go ----------------------------------------------
 
-#: Fields of a plan-table entry, one entry per (head, tile).
-T_OFFSET, T_LO, T_VECS, T_LANE, T_STEP, T_TILE_AT = range(6)
-TABLE_FIELDS = 6
+#: The plan table, per head: ``TILE_FIELDS`` int64 per tile (the pre-read
+#: span of that tile: scratch offset or -1, start, 16-byte vectors), then one
+#: packed int64 per chain position (``pack_item``), then the number of tiles
+#: with a pre-read span and their list (what the pre-read tickets walk).
+T_OFFSET, T_LO, T_VECS = range(3)
+TILE_FIELDS = 3
+MAX_RUNS = 4  # source pieces of an item, and readers of a tile, are at most this many
+
+
+@register_jitable
+def table_stride(m_max):
+    """int64 entries of one head's part of the plan table."""
+    return (TILE_FIELDS + 2) * m_max + 1
+
+
+@register_jitable
+def pre_list(m_max):
+    """Offset, within a head's part of the table, of the pre-read count (the list follows it)."""
+    return (TILE_FIELDS + 1) * m_max
+
+
+@register_jitable
+def pack_item(tile, piece_kinds, reader_kinds):
+    """One chain position's entry: its tile, then 2 bits per source piece and per reader (in run order)."""
+    return tile | (piece_kinds << 32) | (reader_kinds << 40)
+
+
+@register_jitable
+def item_tile(packed):
+    return packed & 0xFFFFFFFF
+
+
+@register_jitable
+def item_piece_kinds(packed):
+    return (packed >> 32) & 0xFF
+
+
+@register_jitable
+def item_reader_kinds(packed):
+    return (packed >> 40) & 0xFF
+
+
+@register_jitable
+def kind_at(kinds, index):
+    return (kinds >> (2 * index)) & 3
+
+
+@register_jitable
+def item_kinds(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, j):
+    """``(piece_kinds, reader_kinds, ok)`` of tile ``j``'s item, packed 2 bits per run in run order.
+
+    Pieces: ``classify(j, writer)`` for each ``source_run`` of ``j``'s
+    destination; readers: ``classify(reader, j)`` for each ``reader_run``.
+    ``ok`` is 0 when a tile has more than ``MAX_RUNS`` of either.
+    """
+    x0, x1 = tile_dest(n, head, tile_bytes, j)
+    pieces = 0
+    count = 0
+    x = x0
+    while x < x1:
+        writer, z, end = source_run(n, k, head, tile_bytes, x, x1)
+        if count >= MAX_RUNS:
+            return 0, 0, 0
+        pieces |= classify(m, g, length, inv, lane_steps, ring, j, writer) << (2 * count)
+        count += 1
+        x = end
+    readers = 0
+    count = 0
+    z = x0
+    while z < x1:
+        reader, end = reader_run(n, k, head, tile_bytes, z, x1)
+        if count >= MAX_RUNS:
+            return 0, 0, 0
+        readers |= classify(m, g, length, inv, lane_steps, ring, reader, j) << (2 * count)
+        count += 1
+        z = end
+    return pieces, readers, 1
 
 
 @register_jitable
 def layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, table, table_base):
-    """Fill the plan table of one head: ``TABLE_FIELDS`` int64 per tile ``w`` from ``table_base``.
+    """Fill one head's part of the plan table, from ``table_base``.
 
-    Fields: the scratch offset of ``w``'s pre-read span (-1: none), the
-    span's start and its 16-byte vectors; the (lane, step) key of tile ``w``;
-    the tile at chain position ``w``. The kernel reads keys and chain order
-    from here instead of redoing the modular arithmetic per item (64-bit
-    divisions on one thread of the block, on every item's critical path).
-    Returns the row's scratch bytes for this head (spans back to back, each
-    16-byte aligned, so scratch mirrors the array's alignment). Entries of
-    tiles past this head's tile count have offset -1.
+    Per tile ``w``: the scratch offset of its pre-read span (-1: none), the
+    span's start and its 16-byte vectors. Per chain position ``P``: the tile
+    there and the kinds of its pieces and readers (``pack_item``). The kernel
+    reads decisions from here instead of redoing the modular arithmetic per
+    item (64-bit divisions on one thread of the block, on every item's
+    critical path); the values are the hooks' own. Returns the row's scratch
+    bytes for this head (spans back to back, each 16-byte aligned, so scratch
+    mirrors the array's alignment), or -1 if a tile has too many runs.
     """
     m = tile_count(n, head, tile_bytes)
     p = chain_step(m, chain)
     g, length, inv = chain_shape(m, p)
+    m_max = max_tiles(n, tile_bytes)
+    items = table_base + TILE_FIELDS * m_max
+    listed = table_base + pre_list(m_max)
+    table[listed] = 0
     total = 0
-    for w in range(max_tiles(n, tile_bytes)):
-        entry = table_base + TABLE_FIELDS * w
+    for w in range(m_max):
+        entry = table_base + TILE_FIELDS * w
         table[entry + T_OFFSET] = -1
         table[entry + T_LO] = 0
         table[entry + T_VECS] = 0
-        table[entry + T_LANE] = -1
-        table[entry + T_STEP] = -1
-        table[entry + T_TILE_AT] = -1
+        table[items + w] = -1
         if w >= m:
             continue
-        position = position_of(m, g, length, inv, w)
-        table[entry + T_LANE] = position // lane_steps
-        table[entry + T_STEP] = position % lane_steps
-        table[entry + T_TILE_AT] = tile_at(m, p, g, length, w)
+        j = tile_at(m, p, g, length, w)
+        pieces, readers, ok = item_kinds(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, j)
+        if not ok:
+            return -1
+        table[items + w] = pack_item(j, pieces, readers)
         lo, hi = pre_span(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, w)
         if lo < hi:
             table[entry + T_OFFSET] = total
             table[entry + T_LO] = lo
             table[entry + T_VECS] = (hi - lo) // 16
             total += hi - lo
+            table[listed] += 1
+            table[listed + table[listed]] = w
     return total
+
+
+
 
 
 @register_jitable

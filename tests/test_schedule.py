@@ -81,12 +81,27 @@ def test_every_overwritten_byte_has_its_reader_handled(n, data, head, tile_bytes
     assert sorted(S.tile_at(m, p, g, length, q) for q in range(m)) == list(range(m)), "the chain is a permutation"
     for j in range(m):
         assert S.tile_at(m, p, g, length, S.position_of(m, g, length, inv, j)) == j
-    F = S.TABLE_FIELDS
-    table = np.zeros(F * S.max_tiles(n, tile_bytes), np.int64)
-    S.layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, table, 0)
-    for w in range(m):  # the table the kernel reads holds exactly the hooks' keys and chain order
-        assert tuple(table[F * w + S.T_LANE:F * w + S.T_STEP + 1]) == _key(n, head, tile_bytes, chain, lane_steps, w)
-        assert table[F * w + S.T_TILE_AT] == S.tile_at(m, p, g, length, w)
+    F = S.TILE_FIELDS
+    m_max = S.max_tiles(n, tile_bytes)
+    table = np.zeros(S.table_stride(m_max), np.int64)
+    assert S.layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, table, 0) >= 0
+    for position in range(m):  # the table the kernel reads holds exactly the hooks' decisions
+        packed = int(table[F * m_max + position])
+        j = S.item_tile(packed)
+        assert j == S.tile_at(m, p, g, length, position)
+        x0, x1 = S.tile_dest(n, head, tile_bytes, j)
+        x, index = x0, 0
+        while x < x1:
+            writer, _, x = S.source_run(n, k, head, tile_bytes, x, x1)
+            assert S.kind_at(S.item_piece_kinds(packed), index) == S.classify(m, g, length, inv, lane_steps, ring,
+                                                                               j, writer)
+            index += 1
+        z, index = x0, 0
+        while z < x1:
+            reader, z = S.reader_run(n, k, head, tile_bytes, z, x1)
+            assert S.kind_at(S.item_reader_kinds(packed), index) == S.classify(m, g, length, inv, lane_steps, ring,
+                                                                                reader, j)
+            index += 1
     covered = np.zeros(n, np.int32)
     for w in range(m):
         x0, x1 = S.tile_dest(n, head, tile_bytes, w)
@@ -148,7 +163,7 @@ def test_forward_wait_is_reported(monkeypatch):
 def test_deadlock_is_detected(monkeypatch):
     """A pre-read the layout forgot is waited for forever: the emulator reports a deadlock."""
     def no_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, table, base):
-        table[base:base + S.TABLE_FIELDS * S.max_tiles(n, tile_bytes)] = -1
+        table[base:base + S.table_stride(S.max_tiles(n, tile_bytes))] = -1
         return 0
 
     monkeypatch.setattr(S, "layout_pre_reads", no_pre_reads)

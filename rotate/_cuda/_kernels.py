@@ -20,8 +20,8 @@ wait_all = copies_waiter(0)
 
 # Fields of an item descriptor (see ``describe``): the item, then up to
 # MAX_PIECES source pieces of PIECE_FIELDS each.
-F_TILE, F_ROW, F_HEAD, F_X0, F_X1, F_PIECES, F_LANE, F_STEP = range(8)
-HEADER_FIELDS = 8
+F_TILE, F_ROW, F_HEAD, F_X0, F_X1, F_PIECES, F_KINDS = range(7)
+HEADER_FIELDS = 7
 P_XL, P_XH, P_SRC_AL, P_SCRATCH, P_POS, P_SLOT, P_VECS = range(7)
 PIECE_FIELDS = 7
 MAX_PIECES = 4
@@ -32,8 +32,6 @@ DESC_FIELDS = HEADER_FIELDS + MAX_PIECES * PIECE_FIELDS
 TILE_BYTES = 32 * 1024
 THREADS = 256
 BUFFERS = 2
-#: Tiles per pre-read ticket.
-SEAM_CHUNK = 64
 
 
 def buffer_vecs(tile_bytes: int) -> int:
@@ -109,12 +107,12 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     lane tickets, pre-read tickets, finished blocks; the last block out
     rewinds them), ``table`` (the plan table, ``rotate._schedule.TABLE_FIELDS``
     int64 per (head, tile): pre-read span, (lane, step) key, chain order),
-    then ``rows, n, k, head0, lane_steps, lanes_row, chunks_row, scratch_row,
-    table_heads, epoch``.
+    then ``rows, n, k, head0, lane_steps, lanes_row, pre_row`` (pre-read
+    tickets per row), ``scratch_row, table_heads, epoch``.
 
-    A block first takes pre-read tickets until none are left (copying the
-    spans ``rotate._schedule.pre_span`` names into scratch; they wait for
-    nothing), then lane tickets, walking each lane's chain positions in order
+    A block first takes pre-read tickets until none are left (copying one
+    tile's span, as ``rotate._schedule.pre_span`` names it, into scratch;
+    they wait for nothing), then lane tickets, walking each lane's chain positions in order
     with a ring of ``buffers`` tile buffers::
 
         oldest item's copies landed   (cp.async.wait_group + barrier)
@@ -139,12 +137,9 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     smem_words = 4 * buffers * vecs_per_buffer  # addressed in whole vectors: every access aligned
     write_iters = -(-(tile_bytes // 16 + 1) // threads)
     wait_oldest = copies_waiter(buffers - 2)
-    chunk_tiles = SEAM_CHUNK
     bounds = (threads, min_blocks) if min_blocks else threads
     jit_options = {} if SIMULATED else {"launch_bounds": bounds}
     write_moved = _write_moved(threads, write_iters)
-
-    F = S.TABLE_FIELDS
 
     @cuda.jit(device=True)
     def row_of(lane, lanes_row):
@@ -169,23 +164,25 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                 return lane, step, 0
 
     @cuda.jit(device=True)
-    def entry_of(table, table_heads, head, m_max, w):
-        return F * ((head if table_heads > 1 else 0) * m_max + w)
+    def head_base(table_heads, head, m_max):
+        return S.table_stride(m_max) * (head if table_heads > 1 else 0)
 
     @cuda.jit(device=True)
     def describe(desc, d, lane, step, flags, table, rows, n, k, head0, lane_steps, lanes_row, scratch_row,
                  table_heads, epoch):
         """Thread 0: decode item (lane, step) into descriptor ``d`` (tile, source pieces).
 
-        The tile and every key come from the plan's table; pieces of the
-        source that ``classify`` marks PRE come from scratch, once their
-        pre-read has been published.
+        The tile and the kinds of its pieces and readers are one entry of the
+        plan table (consecutive items of a lane are consecutive entries);
+        pieces marked PRE come from scratch, once their pre-read is published.
         """
         row = row_of(lane, lanes_row)
         head = S.row_head(head0, row, n)
         m_max = S.max_tiles(n, T)
-        lane_in_row = lane - row * lanes_row
-        j = load_i64(table, entry_of(table, table_heads, head, m_max, lane_in_row * lane_steps + step) + S.T_TILE_AT)
+        base = head_base(table_heads, head, m_max)
+        packed = load_i64(table, base + S.TILE_FIELDS * m_max + (lane - row * lanes_row) * lane_steps + step)
+        j = S.item_tile(packed)
+        piece_kinds = S.item_piece_kinds(packed)
         seam_base = rows * m_max
         x0, x1 = S.tile_dest(n, head, T, j)
         desc[d, F_TILE] = j
@@ -193,8 +190,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         desc[d, F_HEAD] = head
         desc[d, F_X0] = x0
         desc[d, F_X1] = x1
-        desc[d, F_LANE] = lane_in_row
-        desc[d, F_STEP] = step
+        desc[d, F_KINDS] = S.item_reader_kinds(packed)
         x = x0
         count = 0
         slot = 0
@@ -202,26 +198,22 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             w, z, xe = S.source_run(n, k, head, T, x, x1)
             z_al = S.align_down(head + z) - head
             vecs = (S.align_up(head + z + (xe - x)) - S.align_down(head + z)) // 16
-            base = HEADER_FIELDS + count * PIECE_FIELDS
-            desc[d, base + P_XL] = x
-            desc[d, base + P_XH] = xe
-            desc[d, base + P_SRC_AL] = z_al
-            desc[d, base + P_SLOT] = slot
-            desc[d, base + P_VECS] = vecs
-            entry = entry_of(table, table_heads, head, m_max, w)
-            kind = S.SELF
-            if w != j:
-                kind = S.classify_keys(lane_in_row, step, load_i64(table, entry + S.T_LANE),
-                                       load_i64(table, entry + S.T_STEP), ring)
-            if kind == S.PRE:
+            piece = HEADER_FIELDS + count * PIECE_FIELDS
+            desc[d, piece + P_XL] = x
+            desc[d, piece + P_XH] = xe
+            desc[d, piece + P_SRC_AL] = z_al
+            desc[d, piece + P_SLOT] = slot
+            desc[d, piece + P_VECS] = vecs
+            if S.kind_at(piece_kinds, count) == S.PRE:
+                entry = base + S.TILE_FIELDS * w
                 while load_acquire(flags, seam_base + row * m_max + w) != epoch:
                     pass
-                desc[d, base + P_SCRATCH] = 1
-                desc[d, base + P_POS] = (row * scratch_row + load_i64(table, entry + S.T_OFFSET) + z_al
-                                         - load_i64(table, entry + S.T_LO))
+                desc[d, piece + P_SCRATCH] = 1
+                desc[d, piece + P_POS] = (row * scratch_row + load_i64(table, entry + S.T_OFFSET) + z_al
+                                          - load_i64(table, entry + S.T_LO))
             else:
-                desc[d, base + P_SCRATCH] = 0
-                desc[d, base + P_POS] = row * n + z_al
+                desc[d, piece + P_SCRATCH] = 0
+                desc[d, piece + P_POS] = row * n + z_al
             slot += vecs
             count += 1
             x = xe
@@ -256,31 +248,29 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                         x, desc[d, base + P_XH], delta, tid)
 
     @cuda.jit(device=True)
-    def wait_readers(desc, d, flags, table, rows, n, k, table_heads, epoch):
+    def wait_readers(desc, d, flags, rows, n, k, epoch):
         """Thread 0: wait until every reader of the item's tile has its bytes; 1 if that needs the ring."""
         j = desc[d, F_TILE]
         row = desc[d, F_ROW]
         head = desc[d, F_HEAD]
-        lane = desc[d, F_LANE]
-        step = desc[d, F_STEP]
+        kinds = desc[d, F_KINDS]
         m_max = S.max_tiles(n, T)
         x1 = desc[d, F_X1]
         ring_wait = 0
         pre = 0
         z = desc[d, F_X0]
+        count = 0
         while z < x1:
             reader, ze = S.reader_run(n, k, head, T, z, x1)
-            if reader != j:
-                entry = entry_of(table, table_heads, head, m_max, reader)
-                kind = S.classify_keys(load_i64(table, entry + S.T_LANE), load_i64(table, entry + S.T_STEP),
-                                       lane, step, ring)
-                if kind == S.WAIT:
-                    while load_acquire(flags, row * m_max + reader) != epoch:
-                        pass
-                elif kind == S.RING:
-                    ring_wait = 1
-                elif kind == S.PRE:
-                    pre = 1
+            kind = S.kind_at(kinds, count)
+            if kind == S.WAIT:
+                while load_acquire(flags, row * m_max + reader) != epoch:
+                    pass
+            elif kind == S.RING:
+                ring_wait = 1
+            elif kind == S.PRE:
+                pre = 1
+            count += 1
             z = ze
         if pre:
             while load_acquire(flags, rows * m_max + row * m_max + j) != epoch:
@@ -289,7 +279,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
 
     @cuda.jit(**jit_options)
     def kernel(data, scratch, flags, counters, table, rows, n, k, head0, lane_steps, lanes_row,
-               chunks_row, scratch_row, table_heads, epoch):
+               pre_row, scratch_row, table_heads, epoch):
         if SIMULATED:  # pruned at compile time; the simulator rejects alignment
             smem = cuda.shared.array(smem_words, uint32)
         else:
@@ -301,35 +291,33 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         m_max = S.max_tiles(n, T)
         seam_base = rows * m_max
 
-        # Phase 1: pre-reads. They wait for nothing, so every one that has
-        # been taken finishes; a block leaves this loop only once all are taken.
+        # Phase 1: pre-reads, one tile's span a ticket. They wait for nothing,
+        # so every one that has been taken finishes; a block leaves this loop
+        # only once all are taken.
         while True:
             if tid == 0:
                 ctrl[0] = int64(atomic_add_u64(counters, 1, uint64(1)))
             cuda.syncthreads()
-            chunk = ctrl[0]
+            ticket = ctrl[0]
             cuda.syncthreads()
-            if chunk >= rows * chunks_row:
+            if ticket >= rows * pre_row:
                 break
-            row = chunk // chunks_row
+            row = 0 if ticket < pre_row else ticket // pre_row
             head = S.row_head(head0, row, n)
-            hidx = head if table_heads > 1 else 0
-            w_lo = (chunk - row * chunks_row) * chunk_tiles
-            w_hi = min(w_lo + chunk_tiles, S.tile_count(n, head, T))
-            for w in range(w_lo, w_hi):
-                entry = F * (hidx * m_max + w)
+            listed = head_base(table_heads, head, m_max) + S.pre_list(m_max)
+            index = ticket - row * pre_row
+            if index < load_i64(table, listed):
+                w = load_i64(table, listed + 1 + index)
+                entry = head_base(table_heads, head, m_max) + S.TILE_FIELDS * w
                 offset = load_i64(table, entry + S.T_OFFSET)
-                if offset >= 0:
-                    lo = load_i64(table, entry + S.T_LO)
-                    for v in range(tid, load_i64(table, entry + S.T_VECS), threads):
-                        words = load16(data, row * n + lo + 16 * v)
-                        store16(scratch, row * scratch_row + offset + 16 * v, words[0], words[1], words[2], words[3])
-            cuda.syncthreads()
-            if tid == 0:
-                cuda.threadfence()  # the block's copies are visible before any flag says so
-                for w in range(w_lo, w_hi):
-                    if load_i64(table, F * (hidx * m_max + w) + S.T_OFFSET) >= 0:
-                        store_relaxed(flags, seam_base + row * m_max + w, uint32(epoch))
+                lo = load_i64(table, entry + S.T_LO)
+                for v in range(tid, load_i64(table, entry + S.T_VECS), threads):
+                    words = load16(data, row * n + lo + 16 * v)
+                    store16(scratch, row * scratch_row + offset + 16 * v, words[0], words[1], words[2], words[3])
+                cuda.syncthreads()
+                if tid == 0:
+                    cuda.threadfence()  # the block's copies are visible before the flag says so
+                    store_relaxed(flags, seam_base + row * m_max + w, uint32(epoch))
 
         # Phase 2: lanes, item by item, through the ring.
         total_lanes = rows * lanes_row
@@ -370,7 +358,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             else:
                 commit_copies()
             if tid == 0:
-                ctrl[1] = wait_readers(desc, oldest, flags, table, rows, n, k, table_heads, epoch)
+                ctrl[1] = wait_readers(desc, oldest, flags, rows, n, k, epoch)
             cuda.syncthreads()
             if ctrl[1]:
                 wait_all()  # a reader of this tile is an item of ours still in flight

@@ -162,16 +162,20 @@ else:
 
     @intrinsic
     def load_i64(typingctx, table, index):
-        """``ld.global.nc.s64``: an entry of a table that no block writes during the launch."""
+        """An entry of a table no block writes during the launch: a plain load the compiler may schedule freely.
+
+        (Inline asm with a memory clobber would order it after every earlier
+        memory access: each plan-table read would then wait a full round trip
+        on thread 0's critical path.)
+        """
         sig = types.int64(table, types.int64)
 
         def codegen(context, builder, signature, args):
             base, index = args
             index = context.cast(builder, index, signature.args[1], types.int64)
             address = _address(context, builder, signature.args[0], base, _scaled(builder, index, 8))
-            asm = ir.InlineAsm(ir.FunctionType(_i64, [_i64]), "ld.global.nc.s64 $0, [$1];", "=l,l,~{memory}",
-                               side_effect=True)
-            return builder.call(asm, [address])
+            pointer = builder.inttoptr(address, _i64.as_pointer(1))  # the global address space
+            return builder.load(pointer, align=8)
 
         return sig, codegen
 

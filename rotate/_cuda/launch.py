@@ -246,9 +246,8 @@ def run_chain(pointer: int, target: Any, step, handle: int) -> None:
     m_max = d["_m_max"]
     entry = scratch_for(handle)
     flags, pre, counters, epoch = entry.reserve(2 * rows * m_max, rows * d["_scratch_row"])
-    chunks_row = S.ceil_div(m_max, _kernels.SEAM_CHUNK)
     scalars = (rows, n, step.left_bytes, pointer % 16, d["lane_steps"], d["_lanes_row"],
-               chunks_row, d["_scratch_row"], d["_heads"], epoch)
+               d["_pre_row"], d["_scratch_row"], d["_heads"], epoch)
     if SIMULATED:
         data = _sim_bytes(target, rows * n)
         kernel[d["grid"], d["block"]](data, pre, flags, counters, _device_table(d["_table"]), *scalars)

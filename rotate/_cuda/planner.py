@@ -135,16 +135,27 @@ def _layout_compiled():
 
 
 def chain_layout(n: int, k: int, heads, tile_bytes: int, chain: int, lane_steps: int, ring: int):
-    """The plan table (``S.TABLE_FIELDS`` int64 per (head, tile)) and the scratch bytes one row needs (max over heads)."""
+    """The plan table (``S.table_stride`` int64 per head) and the scratch bytes one row needs (max over heads).
+
+    Returns ``(None, 0)`` when a tile has more runs than the kernel decodes.
+    """
     layout = _layout_compiled()[0]
-    m_max = S.max_tiles(n, tile_bytes)
-    fields = S.TABLE_FIELDS
-    table = np.empty(fields * m_max * len(heads), np.int64)
+    stride = S.table_stride(S.max_tiles(n, tile_bytes))
+    table = np.empty(stride * len(heads), np.int64)
     row_bytes = 0
     for index, head in enumerate(heads):
-        row_bytes = max(row_bytes, layout(n, k, head, tile_bytes, chain, lane_steps, ring, table,
-                                          fields * m_max * index))
+        head_bytes = layout(n, k, head, tile_bytes, chain, lane_steps, ring, table, stride * index)
+        if head_bytes < 0:
+            return None, 0
+        row_bytes = max(row_bytes, head_bytes)
     return table, S.align_up(row_bytes)
+
+
+def pre_tickets_per_row(table: np.ndarray, n: int, tile_bytes: int) -> int:
+    """The most pre-read tiles any head's row has: the pre-read tickets reserved per row."""
+    m_max = S.max_tiles(n, tile_bytes)
+    stride = S.table_stride(m_max)
+    return int(max(table[h * stride + S.pre_list(m_max)] for h in range(len(table) // stride)))
 
 
 def _heads(rows: int, seg: int, head0: int):
@@ -179,6 +190,8 @@ def plan_chain(rows: int, seg: int, left: int, head0: int, cap: int):
             q = left // tile_bytes
             for chain in sorted({max(1, q), q + 1}):
                 table, row_bytes = chain_layout(seg, left, heads, tile_bytes, chain, lane_steps, buffers)
+                if table is None:
+                    continue
                 scratch = rows * row_bytes
                 flags_bytes = 8 * rows * m_max
                 _, waited, ringed, pre = _layout_compiled()[1](seg, left, heads[0], tile_bytes, chain, lane_steps,
@@ -238,6 +251,7 @@ def _chain_step(axis, shift, rows, seg, left, word, head0, cap) -> Optional[Step
                 "_heads": len(cfg["heads"]),
                 "_lanes_row": cfg["lanes_row"],
                 "_m_max": cfg["m_max"],
+                "_pre_row": pre_tickets_per_row(cfg["table"], seg, cfg["tile_bytes"]),
             },
         )
     return None
