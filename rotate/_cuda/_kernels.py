@@ -191,11 +191,30 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         desc[d, F_X0] = x0
         desc[d, F_X1] = x1
         desc[d, F_KINDS] = S.item_reader_kinds(packed)
+        # Runs of the source whose writers differ only matter for the
+        # decision; consecutive array runs are copied and written as one
+        # piece, so no destination vector is split between pieces (a split
+        # vector is written byte by byte: partial sectors).
         x = x0
         count = 0
         slot = 0
+        run = 0
+        z_next = int64(-1)
         while x < x1:
             w, z, xe = S.source_run(n, k, head, T, x, x1)
+            pre = S.kind_at(piece_kinds, run) == S.PRE
+            run += 1
+            if not pre and z == z_next and desc[d, HEADER_FIELDS + (count - 1) * PIECE_FIELDS + P_SCRATCH] == 0:
+                piece = HEADER_FIELDS + (count - 1) * PIECE_FIELDS  # extend the previous array piece
+                x_lo = desc[d, piece + P_XL]
+                z_lo = z - (x - x_lo)
+                vecs = (S.align_up(head + z_lo + (xe - x_lo)) - S.align_down(head + z_lo)) // 16
+                slot += vecs - desc[d, piece + P_VECS]
+                desc[d, piece + P_XH] = xe
+                desc[d, piece + P_VECS] = vecs
+                z_next = z + (xe - x)
+                x = xe
+                continue
             z_al = S.align_down(head + z) - head
             vecs = (S.align_up(head + z + (xe - x)) - S.align_down(head + z)) // 16
             piece = HEADER_FIELDS + count * PIECE_FIELDS
@@ -204,16 +223,18 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             desc[d, piece + P_SRC_AL] = z_al
             desc[d, piece + P_SLOT] = slot
             desc[d, piece + P_VECS] = vecs
-            if S.kind_at(piece_kinds, count) == S.PRE:
+            if pre:
                 entry = base + S.TILE_FIELDS * w
                 while load_acquire(flags, seam_base + row * m_max + w) != epoch:
                     pass
                 desc[d, piece + P_SCRATCH] = 1
                 desc[d, piece + P_POS] = (row * scratch_row + load_i64(table, entry + S.T_OFFSET) + z_al
                                           - load_i64(table, entry + S.T_LO))
+                z_next = int64(-1)
             else:
                 desc[d, piece + P_SCRATCH] = 0
                 desc[d, piece + P_POS] = row * n + z_al
+                z_next = z + (xe - x)
             slot += vecs
             count += 1
             x = xe
