@@ -26,6 +26,7 @@ P_XL, P_XH, P_SRC_AL, P_SCRATCH, P_POS, P_SLOT, P_VECS = range(7)
 PIECE_FIELDS = 7
 MAX_PIECES = 4
 DESC_FIELDS = HEADER_FIELDS + MAX_PIECES * PIECE_FIELDS
+ENTRY_BATCH = 16  # plan-table entries thread 0 reads at once (a power of two)
 
 #: Default tile and ring (docs/perf-notes.md): 32 KiB tiles, two buffers
 #: (one item's copies in flight while the other is written), 256 threads.
@@ -41,7 +42,7 @@ def buffer_vecs(tile_bytes: int) -> int:
 
 def smem_bytes(tile_bytes: int, buffers: int = BUFFERS) -> int:
     """Static shared memory of one block: the buffer ring plus descriptors and item slots."""
-    return buffers * buffer_vecs(tile_bytes) * 16 + buffers * (DESC_FIELDS + 1) * 8 + 16
+    return buffers * buffer_vecs(tile_bytes) * 16 + buffers * (DESC_FIELDS + 1) * 8 + (ENTRY_BATCH + 3) * 8
 
 
 @functools.lru_cache(maxsize=None)
@@ -137,6 +138,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     smem_words = 4 * buffers * vecs_per_buffer  # addressed in whole vectors: every access aligned
     write_iters = -(-(tile_bytes // 16 + 1) // threads)
     wait_oldest = copies_waiter(buffers - 2)
+    cache_len = ENTRY_BATCH + 1
     bounds = (threads, min_blocks) if min_blocks else threads
     jit_options = {} if SIMULATED else {"launch_bounds": bounds}
     write_moved = _write_moved(threads, write_iters)
@@ -168,7 +170,21 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         return S.table_stride(m_max) * (head if table_heads > 1 else 0)
 
     @cuda.jit(device=True)
-    def describe(desc, d, lane, step, flags, table, rows, n, k, head0, lane_steps, lanes_row, scratch_row,
+    def item_entry(cache, table, address):
+        """Thread 0: the plan-table entry at ``address``, read 16 at a time into shared memory.
+
+        A lane's items are consecutive entries: one round trip to memory per
+        16 items instead of one per item on the block's critical path.
+        """
+        batch = address - (address & (ENTRY_BATCH - 1))
+        if cache[ENTRY_BATCH] != batch:
+            for i in range(ENTRY_BATCH):
+                cache[i] = load_i64(table, batch + i)
+            cache[ENTRY_BATCH] = batch
+        return cache[address - batch]
+
+    @cuda.jit(device=True)
+    def describe(desc, d, lane, step, cache, flags, table, rows, n, k, head0, lane_steps, lanes_row, scratch_row,
                  table_heads, epoch):
         """Thread 0: decode item (lane, step) into descriptor ``d`` (tile, source pieces).
 
@@ -180,7 +196,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         head = S.row_head(head0, row, n)
         m_max = S.max_tiles(n, T)
         base = head_base(table_heads, head, m_max)
-        packed = load_i64(table, base + S.TILE_FIELDS * m_max + (lane - row * lanes_row) * lane_steps + step)
+        packed = item_entry(cache, table, base + S.TILE_FIELDS * m_max + (lane - row * lanes_row) * lane_steps + step)
         j = S.item_tile(packed)
         piece_kinds = S.item_piece_kinds(packed)
         seam_base = rows * m_max
@@ -308,6 +324,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         desc = cuda.shared.array((buffers, DESC_FIELDS), int64)
         items = cuda.shared.array(buffers, int64)
         ctrl = cuda.shared.array(2, int64)
+        cache = cuda.shared.array(cache_len, int64)  # thread 0's window on the plan table
         tid = cuda.threadIdx.x
         m_max = S.max_tiles(n, T)
         seam_base = rows * m_max
@@ -342,6 +359,8 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
 
         # Phase 2: lanes, item by item, through the ring.
         total_lanes = rows * lanes_row
+        if tid == 0:
+            cache[ENTRY_BATCH] = -1
         lane = int64(-1)
         step = int64(0)
         if tid == 0:
@@ -350,7 +369,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                                               head0)
                 items[i] = valid - 1
                 if valid:
-                    describe(desc, i, lane, step, flags, table, rows, n, k, head0, lane_steps, lanes_row,
+                    describe(desc, i, lane, step, cache, flags, table, rows, n, k, head0, lane_steps, lanes_row,
                              scratch_row, table_heads, epoch)
         cuda.syncthreads()
         for i in range(buffers - 1):
@@ -371,7 +390,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                                               head0)
                 items[free] = valid - 1
                 if valid:
-                    describe(desc, free, lane, step, flags, table, rows, n, k, head0, lane_steps, lanes_row,
+                    describe(desc, free, lane, step, cache, flags, table, rows, n, k, head0, lane_steps, lanes_row,
                              scratch_row, table_heads, epoch)
             cuda.syncthreads()
             if items[free] >= 0:  # its copies fly while the oldest waits and writes

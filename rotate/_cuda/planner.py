@@ -141,7 +141,8 @@ def chain_layout(n: int, k: int, heads, tile_bytes: int, chain: int, lane_steps:
     """
     layout = _layout_compiled()[0]
     stride = S.table_stride(S.max_tiles(n, tile_bytes))
-    table = np.empty(stride * len(heads), np.int64)
+    # Padded: the kernel reads entries 16 at a time, aligned (``ENTRY_BATCH``).
+    table = np.zeros(stride * len(heads) + _kernels.ENTRY_BATCH, np.int64)
     row_bytes = 0
     for index, head in enumerate(heads):
         head_bytes = layout(n, k, head, tile_bytes, chain, lane_steps, ring, table, stride * index)
@@ -155,7 +156,8 @@ def pre_tickets_per_row(table: np.ndarray, n: int, tile_bytes: int) -> int:
     """The most pre-read tiles any head's row has: the pre-read tickets reserved per row."""
     m_max = S.max_tiles(n, tile_bytes)
     stride = S.table_stride(m_max)
-    return int(max(table[h * stride + S.pre_list(m_max)] for h in range(len(table) // stride)))
+    heads = (len(table) - _kernels.ENTRY_BATCH) // stride
+    return int(max(table[h * stride + S.pre_list(m_max)] for h in range(heads)))
 
 
 def _heads(rows: int, seg: int, head0: int):
