@@ -101,7 +101,7 @@ def main(argv=None):
     parser.add_argument("--dtypes", default="uint8,float32")
     parser.add_argument("--shifts", default=",".join(bench.SHIFTS))
     parser.add_argument("--configs", default="32768:2,16384:2,16384:3",
-                        help="tile_bytes:buffers[:min_blocks] list")
+                        help="tile_bytes:buffers[:min_blocks[:lane_steps]] list (0: default)")
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--json")
     args = parser.parse_args(argv)
@@ -109,8 +109,10 @@ def main(argv=None):
     for text in args.configs.split(","):
         parts = [int(v) for v in text.split(":")]
         config = {"tile_bytes": parts[0], "buffers": parts[1]}
-        if len(parts) > 2:
+        if len(parts) > 2 and parts[2]:
             config["min_blocks"] = parts[2]
+        if len(parts) > 3:
+            config["lane_steps"] = parts[3]
         configs.append(config)
     result = {"host_us": host_per_call()}
     result["device"] = device_sweep([int(v) for v in args.sizes.split(",")], args.dtypes.split(","),

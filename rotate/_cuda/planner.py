@@ -25,6 +25,7 @@ settings = {
     "buffers": _kernels.BUFFERS,
     "min_blocks": 0,  # >0: ask ptxas to fit this many blocks per SM (caps registers)
     "grid": None,  # None: fill the GPU (blocks per SM x SMs)
+    "lane_steps": None,  # None: one lane per resident block; an int forces the lane length
 }
 
 #: Default scratch bound: the larger of this fraction of the array and MIN_SCRATCH.
@@ -188,7 +189,7 @@ def plan_chain(rows: int, seg: int, left: int, head0: int, cap: int):
             grid = persistent_grid(tile_bytes, threads, buffers)
             m_max = S.max_tiles(seg, tile_bytes)
             lanes_wanted = max(1, S.ceil_div(grid, rows))  # every resident block gets a lane
-            lane_steps = max(1, S.ceil_div(m_max, lanes_wanted))
+            lane_steps = settings["lane_steps"] or max(1, S.ceil_div(m_max, lanes_wanted))
             q = left // tile_bytes
             for chain in sorted({max(1, q), q + 1}):
                 table, row_bytes = chain_layout(seg, left, heads, tile_bytes, chain, lane_steps, buffers)
