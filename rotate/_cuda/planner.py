@@ -189,28 +189,38 @@ def plan_chain(rows: int, seg: int, left: int, head0: int, cap: int):
             grid = persistent_grid(tile_bytes, threads, buffers)
             m_max = S.max_tiles(seg, tile_bytes)
             lanes_wanted = max(1, S.ceil_div(grid, rows))  # every resident block gets a lane
-            lane_steps = settings["lane_steps"] or max(1, S.ceil_div(m_max, lanes_wanted))
+            per_block = max(1, S.ceil_div(m_max, lanes_wanted))
             q = left // tile_bytes
             for chain in sorted({max(1, q), q + 1}):
-                table, row_bytes = chain_layout(seg, left, heads, tile_bytes, chain, lane_steps, buffers)
-                if table is None:
-                    continue
-                scratch = rows * row_bytes
-                flags_bytes = 8 * rows * m_max
-                _, waited, ringed, pre = _layout_compiled()[1](seg, left, heads[0], tile_bytes, chain, lane_steps,
-                                                               buffers)
-                # Cost in bytes of traffic: pre-reads move their bytes twice more;
-                # a RING wait stalls the block until its next copies land (its
-                # overlap is lost); a WAIT polls another lane's flag.
-                cost = rows * (2 * pre + ringed // 2 + waited // 16)
-                # Fewer than 3 blocks an SM leave too few bytes in flight to stream.
-                cost += rows * seg * {1: 50, 2: 15}.get(min_blocks, 0) // 100
-                score = (cost, scratch, buffers != settings["buffers"], -tile_bytes)
-                if scratch + flags_bytes + 64 <= cap and (best is None or score < best[0]):
-                    best = (score, dict(tile_bytes=tile_bytes, buffers=buffers, chain=chain, lane_steps=lane_steps,
-                                        lanes_row=S.lanes_per_row(seg, tile_bytes, lane_steps), grid=grid,
-                                        min_blocks=min_blocks, scratch_row=row_bytes, heads=heads, table=table,
-                                        m_max=m_max))
+              # Lanes of one tile, drawn in order, walk a band: measured 5 points
+              # faster than one long lane a block for shifts shorter than a tile
+              # (docs/perf-notes.md), and their pre-reads are then only the
+              # wrapped k bytes of each tile.
+              m0 = S.tile_count(seg, heads[0], tile_bytes)
+              short = S.chain_step(m0, chain) in (1, m0 - 1)
+              for lane_steps in ([settings["lane_steps"]] if settings["lane_steps"] else
+                                 ([1, per_block] if short else [per_block])):
+                  table, row_bytes = chain_layout(seg, left, heads, tile_bytes, chain, lane_steps, buffers)
+                  if table is None:
+                      continue
+                  scratch = rows * row_bytes
+                  flags_bytes = 8 * rows * m_max
+                  _, waited, ringed, pre = _layout_compiled()[1](seg, left, heads[0], tile_bytes, chain, lane_steps,
+                                                                 buffers)
+                  # Cost in bytes of traffic: pre-reads move their bytes twice more;
+                  # a RING wait stalls the block until its next copies land (its
+                  # overlap is lost); a WAIT polls another lane's flag.
+                  cost = rows * (2 * pre + ringed // 2 + waited // 16)
+                  # Fewer than 3 blocks an SM leave too few bytes in flight to stream.
+                  cost += rows * seg * {1: 50, 2: 15}.get(min_blocks, 0) // 100
+                  if lane_steps > 1 and short:
+                      cost += rows * seg // 20
+                  score = (cost, scratch, buffers != settings["buffers"], -tile_bytes)
+                  if scratch + flags_bytes + 64 <= cap and (best is None or score < best[0]):
+                      best = (score, dict(tile_bytes=tile_bytes, buffers=buffers, chain=chain, lane_steps=lane_steps,
+                                          lanes_row=S.lanes_per_row(seg, tile_bytes, lane_steps), grid=grid,
+                                          min_blocks=min_blocks, scratch_row=row_bytes, heads=heads, table=table,
+                                          m_max=m_max))
     return None if best is None else best[1]
 
 
