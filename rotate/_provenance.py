@@ -104,6 +104,7 @@ def environment(gpu: bool = False) -> dict:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "versions": {
             "numpy": np.__version__,
             "numba": _version("numba"),
