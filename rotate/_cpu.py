@@ -740,6 +740,11 @@ def plan_rows_details(rows: int, seg: int, k: int, itemsize: int):
 _WORDS = {w: np.dtype(f"u{w}") for w in (1, 2, 4, 8)}
 
 
+def scratch_array(words: int, dtype: np.dtype) -> np.ndarray:
+    """The one place the runners allocate scratch (tests poison it and count it)."""
+    return np.empty(words, dtype)
+
+
 def word_view(a: np.ndarray, word: int) -> np.ndarray:
     """``a``'s memory (C- or F-contiguous) as a flat array of ``word``-byte unsigned words."""
     flat = a.reshape(-1, order="A").view(_WORDS[word])
@@ -755,7 +760,7 @@ def run_rows(buf: np.ndarray, step) -> None:
     if buf.itemsize != word:
         raise AssertionError(f"internal error: step planned for {word}-byte words, buffer has {buf.itemsize}")
     rows, seg, k = step.rows, step.seg_bytes // word, step.left_bytes // word
-    scratch = np.empty(d["scratch_words"], buf.dtype)
+    scratch = scratch_array(d["scratch_words"], buf.dtype)
     runner = d["runner"]
     if runner == "small-rows-serial":
         _rotate_small_rows_serial(buf, rows, seg, k, scratch)
@@ -800,7 +805,7 @@ def run_strided(a: np.ndarray, step) -> None:
     low = address + sum((n - 1) * st for n, st in zip(a.shape, a.strides) if st < 0)
     high = address + sum((n - 1) * st for n, st in zip(a.shape, a.strides) if st > 0) + a.itemsize
     flat = np.asarray(_WordSpan(a, low, (high - low) // word, word))
-    scratch = np.empty(d["lanes"] * d["lane_scratch"], dtype=flat.dtype)
+    scratch = scratch_array(d["lanes"] * d["lane_scratch"], flat.dtype)
     _roll_strided_words(flat, (address - low) // word, n_rows, s, d["k"], n_cols, t, d["batch"],
                         np.array(outer_shape, dtype=np.int64), np.array(outer_strides, dtype=np.int64),
                         d["mode"], scratch, d["lanes"], d["lane_scratch"])
