@@ -81,54 +81,18 @@ def cpu_rows(number: int, repeats: int, log=print) -> list:
 
 
 def gpu_rows(number: int, repeats: int, nbytes: int = 4096, log=print) -> list:
-    """rotate.roll on torch, CuPy and numba device arrays vs torch.roll / cupy.roll; missing peers are recorded."""
-    rows = []
+    """rotate.roll on numba, CuPy and torch arrays vs torch.roll / cupy.roll (rotate.bench.small_arrays)."""
     try:
         from numba import cuda
         from numba.core import config
 
         if config.ENABLE_CUDASIM or not cuda.is_available():
-            return rows
+            return []
     except Exception:
-        return rows
-    n = nbytes // 4
-    host = np.arange(n, dtype=np.float32)
+        return []
+    from rotate.bench import small_arrays
 
-    def record(name, make):
-        try:
-            fn, sync = make()
-            us = per_call_us(fn, number, repeats, sync)
-            rows.append({"case": name, "bytes": nbytes, "us_per_call": us})
-            log(f"{name:>26}: {us:7.2f} us per call")
-        except Exception as exc:  # a missing or failing peer is a row, not a crash
-            rows.append({"case": name, "bytes": nbytes, "error": f"{type(exc).__name__}: {exc}"[:300]})
-            log(f"{name:>26}: {rows[-1]['error']}")
-
-    def numba_case():
-        d = cuda.to_device(host)
-        return (lambda: rotate.roll(d, 3)), cuda.synchronize
-
-    def torch_case(peer):
-        import torch
-
-        if not torch.cuda.is_available():
-            raise RuntimeError("torch has no CUDA")
-        t = torch.from_numpy(host.copy()).cuda()
-        return ((lambda: torch.roll(t, 3)) if peer else (lambda: rotate.roll(t, 3))), torch.cuda.synchronize
-
-    def cupy_case(peer):
-        import cupy
-
-        c = cupy.asarray(host)
-        sync = cupy.cuda.get_current_stream().synchronize
-        return ((lambda: cupy.roll(c, 3)) if peer else (lambda: rotate.roll(c, 3))), sync
-
-    record("rotate.roll numba array", numba_case)
-    record("rotate.roll torch tensor", lambda: torch_case(False))
-    record("torch.roll", lambda: torch_case(True))
-    record("rotate.roll cupy array", lambda: cupy_case(False))
-    record("cupy.roll", lambda: cupy_case(True))
-    return rows
+    return small_arrays(nbytes, number, repeats, log)
 
 
 def main(argv=None) -> int:
