@@ -252,11 +252,15 @@ def readme_how_fast(bench, longdist, e2e, cpu, overhead) -> str:
                          f"{min(pcts):.0f}-{max(pcts):.0f}% of memcpy for now; the cycle-based long schedule "
                          f"replaces that next.")
     if cpu is not None:
-        ratios = [r["ours"] / r["copy"] for block in cpu["dtypes"].values() for r in block["rows"]]
-        rolls = [r["roll"] / r["ours"] for block in cpu["dtypes"].values() for r in block["rows"]]
-        parts.append(f"The CPU backend (docs/results/cpu-bench.json, {cpu['environment']['cpus']} cores) runs at "
-                     f"{min(ratios):.1f}-{max(ratios):.1f}x the time of a single-threaded `np.copyto` and "
-                     f"{min(rolls):.0f}-{max(rolls):.0f}x faster than `np.roll` plus a copy back.")
+        rows = [r for block in cpu["dtypes"].values() for r in block["rows"]]
+        copy = sorted(r["ours"] / r["copy"] for r in rows)
+        roll = sorted(r["ours"] / r["roll"] for r in rows)
+        size = cpu["nbytes"] >> 20
+        parts.append(f"The CPU backend (docs/results/cpu-bench.json: {size} MiB, {cpu['environment']['cpus']} "
+                     f"cores, six shifts, uint8 and float64) takes {copy[0]:.2f}-{copy[-1]:.2f}x the time of a "
+                     f"single-threaded `np.copyto` (median {copy[len(copy) // 2]:.2f}x) and "
+                     f"{roll[0]:.2f}-{roll[-1]:.2f}x the time of `np.roll` plus a copy back (median "
+                     f"{roll[len(roll) // 2]:.2f}x).")
     if overhead is not None:
         ratios = [r["ratio"] for r in overhead["cpu"]]
         parts.append(f"On small arrays a call costs {min(ratios):.1f}-{max(ratios):.1f}x `np.roll`'s "
