@@ -162,8 +162,10 @@ def cpu_bench_table(data) -> str:
         return "No CPU run is committed yet: `python benchmarks/cpu_bench.py --json docs/results/cpu-bench.json`."
     env = data["environment"]
     knobs = env["cpu_knobs"]
+    load = env.get("load_average")
     lines = [f"Source: `docs/results/cpu-bench.json` ({data['nbytes'] >> 20} MiB, {knobs['numba_threads']} "
-             f"threads ({data.get('threading_layer', knobs['numba_threading_layer'])}), {env['cpus']} CPUs, "
+             f"threads ({data.get('threading_layer', knobs['numba_threading_layer'])}), {env['cpus']} CPUs"
+             + (f" shared with other jobs (load average {load[0]:.1f} at the start)" if load else "") + ", "
              f"medians of {data['arguments']['repeats']} with a {data['arguments']['flush_mib']} MiB cache flush "
              f"before each run, commit `{str(env['git_commit'])[:12]}`); ratios are times (lower is better).", "",
              "| dtype | shift | algorithm | ms | vs np.copyto | vs np.roll (+copy back) | vs std::rotate |",
@@ -256,8 +258,10 @@ def readme_how_fast(bench, longdist, e2e, cpu, overhead) -> str:
         copy = sorted(r["ours"] / r["copy"] for r in rows)
         roll = sorted(r["ours"] / r["roll"] for r in rows)
         size = cpu["nbytes"] >> 20
+        load = cpu["environment"].get("load_average")
+        busy = f", load average {load[0]:.1f}" if load else ""
         parts.append(f"The CPU backend (docs/results/cpu-bench.json: {size} MiB, {cpu['environment']['cpus']} "
-                     f"cores, six shifts, uint8 and float64) takes {copy[0]:.2f}-{copy[-1]:.2f}x the time of a "
+                     f"shared cores{busy}, six shifts, uint8 and float64) takes {copy[0]:.2f}-{copy[-1]:.2f}x the time of a "
                      f"single-threaded `np.copyto` (median {copy[len(copy) // 2]:.2f}x) and "
                      f"{roll[0]:.2f}-{roll[-1]:.2f}x the time of `np.roll` plus a copy back (median "
                      f"{roll[len(roll) // 2]:.2f}x).")
