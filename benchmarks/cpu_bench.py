@@ -16,12 +16,15 @@ GB/s counts read + write bytes (2 x the array).  Also times two many-rows
 cases.  Before every timed run ``--flush-mib`` (default 1024) MiB are written
 to evict the array from the last-level cache, for all contenders alike.
 
-Run: ``.venv/bin/python benchmarks/cpu_bench.py [--threads N] [--mib 256] [--flush-mib 1024]``
+Run: ``.venv/bin/python benchmarks/cpu_bench.py [--threads N] [--mib 256] [--flush-mib 1024] [--json out.json]``
+(docs/results/cpu-bench.json is this script's ``--json`` output; ``benchmarks/tables.py`` builds the
+docs' CPU tables from it).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import pathlib
 import subprocess
@@ -35,7 +38,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import numba  # noqa: E402
 
-from rotate import _cpu  # noqa: E402
+from rotate import _cpu, _provenance  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -143,6 +146,7 @@ def main(argv=None) -> None:
     parser.add_argument("--no-check", action="store_true", help="skip the correctness check")
     parser.add_argument("--flush-mib", type=int, default=1024,
                         help="MiB written between timed runs to evict the array from cache (0: off)")
+    parser.add_argument("--json", help="write the raw results (and commit, versions, knobs) here")
     args = parser.parse_args(argv)
     global _flush_buffer
     if args.flush_mib:
@@ -156,8 +160,11 @@ def main(argv=None) -> None:
           f"{numba.config.THREADING_LAYER}, numba threads {numba.get_num_threads()}, "
           f"{os.cpu_count()} cpus, {args.mib} MiB, median of {args.repeats}")
     gate_ok = True
+    raw = {"benchmark": "cpu_bench", "environment": _provenance.environment(), "arguments": vars(args),
+           "nbytes": nbytes, "dtypes": {}, "many_rows": []}
     for dtype in (np.uint8, np.float64):
         n, rows = bench_dtype(dtype, nbytes, args.repeats, cxx_binary, not args.no_check)
+        raw["dtypes"][np.dtype(dtype).name] = {"n": n, "rows": rows}
         print(f"\n## {np.dtype(dtype).name}, n = {n}\n")
         print("| shift | algorithm | traffic / 2N | ms | GB/s | vs copyto | vs np.roll | vs std::rotate | gate |")
         print("|---|---|---|---|---|---|---|---|---|")
@@ -179,10 +186,15 @@ def main(argv=None) -> None:
     print("\n## many rows (rotate_rows_inplace, rows spread over threads)\n")
     print("| case | algorithm | ms | GB/s | vs copyto | vs np.roll |")
     print("|---|---|---|---|---|---|")
-    for r in bench_many_rows(args.repeats):
+    raw["many_rows"] = bench_many_rows(args.repeats)
+    for r in raw["many_rows"]:
         print(f"| {r['case']} | {r['algorithm']} | {r['ours'] * 1e3:.2f} | {gbps(r['nbytes'], r['ours']):.1f} | "
               f"{r['ours'] / r['copy']:.2f} | {r['ours'] / r['roll']:.2f} |")
     print(f"\nthreading layer used: {numba.threading_layer()}; gate {'met' if gate_ok else 'MISSED'}")
+    raw["gate_met"] = bool(gate_ok)
+    raw["threading_layer"] = numba.threading_layer()
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(raw, indent=1) + "\n")
 
 
 if __name__ == "__main__":

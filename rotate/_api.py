@@ -1,4 +1,4 @@
-"""The public functions: validate, plan, launch. Kernels live elsewhere."""
+"""The public functions: validate, plan, execute. Backends and kernels live elsewhere."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _arrays
-from ._plan import Plan, Step, axis_rotations, contiguous_steps
-from ._validate import as_index, as_index_tuple, broadcast_shifts, check_numpy_array
+from . import _arrays, _backends
+from ._plan import Plan, axis_rotations
+from ._validate import as_index, as_index_tuple, broadcast_shifts
 
 IntOrInts = Union[int, Sequence[int]]
 
@@ -68,13 +68,8 @@ def roll(a: Any, shift: IntOrInts, axis: Optional[IntOrInts] = None, *,
     array([[1, 2, 0],
            [4, 5, 3]])
     """
-    parts = _parts(a)
-    plans = []
-    for part in parts:  # plan (and so validate) everything before anything moves
-        target, info = _inspect(part)
-        plans.append((target, info, _make_plan(info, _shift_map(info, shift, axis), max_scratch_bytes)))
-    for target, info, p in plans:
-        _execute(target, info, p, stream)
+    # Validate and plan every part (a masked array's data and mask) before anything moves.
+    _execute([_prepare(part, shift, axis, None, max_scratch_bytes, stream) for part in _parts(a)])
     return a
 
 
@@ -108,15 +103,9 @@ def rotate(a: Any, middle: int, *, stream: Any = None,
     >>> x
     array([3, 4, 5, 1, 2])
     """
-    parts = _parts(a)
-    plans = []
-    for part in parts:
-        target, info = _inspect(part)
-        middle = _check_middle(middle, info.size)
-        plans.append((target, info, _make_plan(info, {None: -middle}, max_scratch_bytes)))
-    for target, info, p in plans:
-        _execute(target, info, p, stream)
-    return plans[0][1].size - middle
+    prepared = [_prepare(part, 0, None, middle, max_scratch_bytes, stream) for part in _parts(a)]
+    _execute(prepared)
+    return prepared[0][2].size - as_index(middle, "middle")
 
 
 def plan(a: Any, shift: Optional[IntOrInts] = None, axis: Optional[IntOrInts] = None, *,
@@ -149,18 +138,25 @@ def plan(a: Any, shift: Optional[IntOrInts] = None, axis: Optional[IntOrInts] = 
     """
     if (shift is None) == (middle is None):
         raise TypeError("plan() takes either shift (as for roll) or middle (as for rotate), not both or neither")
-    _, info = _inspect(a)
+    backend, _, info = _inspect(a)
     if middle is not None:
         shifts = {None: -_check_middle(middle, info.size)}
     else:
         shifts = _shift_map(info, shift, axis)
-    return _make_plan(info, shifts, max_scratch_bytes)
+    return _make_plan(backend, info, shifts, max_scratch_bytes)
 
 
 # --- internals -------------------------------------------------------------
+#
+# Every public function is: _prepare (validate, plan) for each array the call
+# moves, then _execute. Nothing here names a backend: the registry in
+# rotate/_backends says who recognises an array, plans it and runs it.
+
 
 def _parts(a: Any) -> list:
     """The arrays a call moves: a masked array's data and its mask roll together, like numpy.roll's."""
+    if type(a) is np.ndarray:
+        return [a]
     if isinstance(a, np.ma.MaskedArray):
         mask = np.ma.getmask(a)
         data = a.data
@@ -169,24 +165,10 @@ def _parts(a: Any) -> list:
 
 
 def _inspect(a: Any):
-    """Validate ``a`` and describe it. Returns (object the backend works on, ArrayInfo)."""
-    if isinstance(a, np.ndarray):
-        check_numpy_array(a)
-        return a, _arrays.describe_host(a)
-    if _arrays.is_device_array(a):
-        view = _arrays.device_view(a)
-        info = _arrays.describe_device(view)
-        if info.readonly:
-            raise ValueError(
-                "a is a read-only device array (its __cuda_array_interface__ says so); "
-                "rotate works in place, so pass a writeable array"
-            )
-        return view, info
-    raise TypeError(
-        f"a must be a numpy array or a CUDA device array (numba, CuPy, PyTorch, or "
-        f"anything with __cuda_array_interface__ or DLPack), got {type(a).__name__}; "
-        f"for lists use numpy.asarray first"
-    )
+    """Validate ``a`` and describe it: (backend, object the backend works on, ArrayInfo)."""
+    backend = _backends.backend_for(a)
+    target, info = backend.describe(a)
+    return backend, target, info
 
 
 def _check_middle(middle: Any, size: int) -> int:
@@ -199,99 +181,83 @@ def _check_middle(middle: Any, size: int) -> int:
     return middle
 
 
+def _check_scratch(max_scratch_bytes: Any) -> Optional[int]:
+    if max_scratch_bytes is None:
+        return None
+    max_scratch_bytes = as_index(max_scratch_bytes, "max_scratch_bytes")
+    if max_scratch_bytes < 0:
+        raise ValueError(f"max_scratch_bytes must be >= 0, got {max_scratch_bytes}")
+    return max_scratch_bytes
+
+
 def _shift_map(info, shift, axis) -> dict:
     if axis is None:  # the flattened array: shifts add up, like numpy.roll's
         return {None: sum(as_index_tuple(shift, "shift"))}
     return broadcast_shifts(shift, axis, info.ndim)
 
 
-def _make_plan(info, shifts: dict, max_scratch_bytes: Optional[int]) -> Plan:
-    if max_scratch_bytes is not None:
-        max_scratch_bytes = as_index(max_scratch_bytes, "max_scratch_bytes")
-        if max_scratch_bytes < 0:
-            raise ValueError(f"max_scratch_bytes must be >= 0, got {max_scratch_bytes}")
-    settings_key = None
-    if info.device:
-        from ._cuda import planner
-        settings_key = tuple(sorted(planner.settings.items()))
-    # Plans depend on layout, not on the data or its address: repeated calls
-    # (the common case in a loop) skip planning entirely.
-    layout_key = (info.shape, info.strides, info.dtype, info.device, info.pointer % 16)
-    return _cached_plan(layout_key, tuple(sorted(shifts.items(), key=repr)),
-                        max_scratch_bytes, settings_key)
+# Calls with plain int arguments (the common case in a loop) find their plan
+# here by their raw arguments, skipping argument normalisation; an entry only
+# exists once those exact arguments were validated. The backend's plan_key
+# is checked on every hit, so a changed setting (thread count, tunables)
+# plans again.
+_fast_plans: dict = {}
+_FAST_PLANS_MAX = 1024
+
+
+def _prepare(part: Any, shift: Any, axis: Any, middle: Optional[int], max_scratch_bytes: Any, stream: Any):
+    """Validate and plan one array: (backend, target, info, plan, resolved stream)."""
+    backend, target, info = _inspect(part)
+    fast = (type(shift) is int and (axis is None or type(axis) is int)
+            and (middle is None or type(middle) is int)
+            and (max_scratch_bytes is None or type(max_scratch_bytes) is int))
+    if fast:
+        key = (backend.name, info.shape, info.strides, info.dtype, info.pointer % 16, shift, axis, middle,
+               max_scratch_bytes)
+        hit = _fast_plans.get(key)
+        if hit is not None and hit[0] == backend.plan_key(info, max_scratch_bytes):
+            return backend, target, info, hit[1], backend.resolve_stream(target, stream)
+    scratch = _check_scratch(max_scratch_bytes)
+    if middle is not None:
+        shifts = {None: -_check_middle(middle, info.size)}
+    else:
+        shifts = _shift_map(info, shift, axis)
+    plan_key = backend.plan_key(info, scratch)
+    p = _cached_plan(backend, (info.shape, info.strides, info.dtype, info.kind, info.pointer % 16),
+                     tuple(sorted(shifts.items(), key=repr)), scratch, plan_key)
+    resolved = backend.resolve_stream(target, stream)
+    if fast:
+        if len(_fast_plans) >= _FAST_PLANS_MAX:
+            _fast_plans.clear()
+        _fast_plans[key] = (plan_key, p)
+    return backend, target, info, p, resolved
+
+
+def _make_plan(backend, info, shifts: dict, max_scratch_bytes: Optional[int]) -> Plan:
+    scratch = _check_scratch(max_scratch_bytes)
+    return _cached_plan(backend, (info.shape, info.strides, info.dtype, info.kind, info.pointer % 16),
+                        tuple(sorted(shifts.items(), key=repr)), scratch,
+                        backend.plan_key(info, scratch))
 
 
 @functools.lru_cache(maxsize=256)
-def _cached_plan(layout_key, shift_items, max_scratch_bytes, settings_key) -> Plan:
-    shape, strides, dtype, device, head = layout_key
-    info = _arrays.ArrayInfo(shape, strides, dtype, device, pointer=head)
-    return _build_plan(info, dict(shift_items), max_scratch_bytes)
-
-
-def _build_plan(info, shifts: dict, max_scratch_bytes: Optional[int]) -> Plan:
+def _cached_plan(backend, layout_key, shift_items, max_scratch_bytes, plan_key) -> Plan:
+    # Plans depend on the layout (the address only through its offset from a
+    # 16-byte boundary, which decides the GPU's tile grid), the shifts and
+    # plan_key (everything else the backend's planner reads), never on the data.
+    shape, strides, dtype, kind, head = layout_key
+    info = _arrays.ArrayInfo(shape, strides, dtype, kind, pointer=head)
+    shifts = dict(shift_items)
     if None in shifts:
         rotations = axis_rotations(info, None, shifts[None])
     else:
         rotations = axis_rotations(info, shifts, None)
-    backend = "cuda" if info.device else "cpu"
     if not rotations:
-        return Plan(backend, info.shape, info.dtype, ())
-    layout = contiguous_steps(info, rotations)
-    if info.device:
-        if layout is None:
-            raise ValueError(
-                f"a is a non-contiguous device array (shape {info.shape}, strides "
-                f"{info.strides}); the GPU backend rolls C- or F-contiguous arrays in "
-                f"place. Roll a contiguous array instead (e.g. x = a.copy(); roll(x, ...); "
-                f"a[...] = x), or roll the contiguous base array"
-            )
-        from ._cuda import planner
-        steps = tuple(
-            planner.plan_step(axis, s, rows, seg, left, word, info.pointer, max_scratch_bytes)
-            for axis, s, rows, seg, left, word in layout
-        )
-        return Plan(backend, info.shape, info.dtype, steps)
-
-    from . import _cpu
-    if layout is None:
-        if rotations[0][0] is None and info.ndim > 1:
-            raise ValueError(
-                f"roll with axis=None rolls a in C order, but a is not C-contiguous "
-                f"(shape {info.shape}, strides {info.strides}), so C order is not its "
-                f"memory order and there is no in-place way to do it without a copy. "
-                f"Give explicit axes, or roll a C-contiguous copy: "
-                f"b = np.ascontiguousarray(a); rotate.roll(b, shift); a[...] = b"
-            )
-        steps = []
-        for axis, length, s in rotations:
-            axis = 0 if axis is None else axis
-            algorithm, scratch, moved = _cpu.plan_strided(info.shape, info.strides, info.itemsize, s, axis)
-            lines = info.size // length  # the strided roll moves every line along the axis
-            steps.append(Step(axis, s, lines, length * info.itemsize, (length - s) * info.itemsize,
-                              info.itemsize, algorithm, scratch, moved, strided=True))
-        return Plan(backend, info.shape, info.dtype, tuple(steps))
-    steps = []
-    for axis, s, rows, seg, left, word in layout:
-        algorithm, scratch, moved = _cpu.plan_rows(rows, seg // word, left // word, word)
-        steps.append(Step(axis, s, rows, seg, left, word, algorithm, scratch, moved))
-    return Plan(backend, info.shape, info.dtype, tuple(steps))
+        return Plan(backend.name, info.shape, info.dtype, ())
+    return Plan(backend.name, info.shape, info.dtype, backend.plan_steps(info, rotations, max_scratch_bytes))
 
 
-def _execute(target: Any, info, p: Plan, stream: Any) -> None:
-    if not p.steps:
-        return
-    if p.backend == "cuda":
-        from ._cuda import launch
-        launch.execute(target, info, p, stream)
-        return
-    from . import _cpu
-    arr = np.asarray(target)
-    for step in p.steps:
-        if step.strided:
-            _cpu.roll_strided(arr, step.shift, step.axis)
-            continue
-        word = step.word_bytes
-        flat = arr.reshape(-1, order="A").view(np.dtype(f"u{word}"))
-        if not np.may_share_memory(flat, arr):  # a copy would silently lose the result
-            raise AssertionError("internal error: contiguous view of a was a copy")
-        _cpu.rotate_rows_inplace(flat, step.rows, step.seg_bytes // word, step.left_bytes // word)
+def _execute(prepared: list) -> None:
+    for backend, target, info, p, stream in prepared:
+        if p.steps:
+            backend.execute(target, info, p, stream)

@@ -28,9 +28,14 @@ class ArrayInfo:
     shape: tuple[int, ...]
     strides: tuple[int, ...]  # bytes
     dtype: np.dtype
-    device: bool
+    kind: str  # where the memory lives: "cpu", "cuda" (a backend's device_kind)
     pointer: int = 0  # device pointer; 0 for host arrays
     readonly: bool = False
+
+    @property
+    def device(self) -> bool:
+        """True when the memory is on an accelerator (any kind but "cpu")."""
+        return self.kind != "cpu"
 
     @property
     def ndim(self) -> int:
@@ -103,7 +108,7 @@ def describe_host(a: np.ndarray) -> ArrayInfo:
         shape=tuple(a.shape),
         strides=tuple(a.strides),
         dtype=a.dtype,
-        device=False,
+        kind="cpu",
         readonly=not a.flags.writeable,
     )
 
@@ -148,7 +153,7 @@ def describe_device(a: Any) -> ArrayInfo:
     if _is_simulated_array(a):
         host = a._ary
         check_dtype(host.dtype)
-        return ArrayInfo(tuple(host.shape), tuple(host.strides), host.dtype, True,
+        return ArrayInfo(tuple(host.shape), tuple(host.strides), host.dtype, "cuda",
                          pointer=host.__array_interface__["data"][0],
                          readonly=not host.flags.writeable)
     cai = a.__cuda_array_interface__
@@ -178,7 +183,7 @@ def describe_device(a: Any) -> ArrayInfo:
         shape=shape,
         strides=tuple(int(s) for s in strides),
         dtype=dtype,
-        device=True,
+        kind="cuda",
         pointer=int(pointer or 0),
         readonly=bool(readonly),
     )

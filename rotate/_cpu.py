@@ -73,6 +73,7 @@ count in force when they are called.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numba
@@ -80,6 +81,8 @@ import numpy as np
 from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
+
+from ._plan import Step
 
 __all__ = ["rotate_rows_inplace", "plan_rows", "roll_strided", "plan_strided"]
 
@@ -516,6 +519,8 @@ def plan_rows(rows: int, seg: int, k: int, itemsize: int) -> tuple[str, int, int
 def rotate_rows_inplace(buf: np.ndarray, rows: int, seg: int, k: int) -> None:
     """Rotate each of ``rows`` consecutive segments of ``buf`` left by ``k``, in place.
 
+    Plans with :func:`plan_rows_details` and runs that plan with :func:`run_rows`.
+
     Parameters
     ----------
     buf : numpy.ndarray
@@ -528,22 +533,14 @@ def rotate_rows_inplace(buf: np.ndarray, rows: int, seg: int, k: int) -> None:
         ``0 < k < seg``; afterwards ``new_seg[i] == old_seg[(i + k) % seg]``.
     """
     rows, seg, k = int(rows), int(seg), int(k)
-    name, scratch_words, _, runner = _plan_rows(rows, seg, k, buf.itemsize)
-    scratch = np.empty(scratch_words, dtype=buf.dtype)
-    tile = max(1, TILE_BYTES // buf.itemsize)
-    if runner[0] == "small":
-        _rotate_small_rows(buf, rows, seg, k, scratch, runner[1], runner[2])
-    elif runner[0] == "rows":
-        _, lanes, lane_scratch, ops = runner
-        _rotate_rows_lanes(buf, rows, seg, _ops_array(ops), scratch, lanes, lane_scratch, tile)
-    else:
-        _, lanes, _, ops = runner
-        ops_array = _ops_array(ops)
-        for r in range(rows):
-            _rotate_segment_lanes(buf, r * seg, ops_array, scratch, lanes, tile)
+    word = buf.itemsize
+    name, scratch, moved, details = plan_rows_details(rows, seg, k, word)
+    run_rows(buf, Step(None, 0, rows, seg * word, k * word, word, name, scratch, moved, details=details))
 
 
-def _ops_array(ops) -> np.ndarray:
+@functools.lru_cache(maxsize=512)
+def _ops_array(ops: tuple) -> np.ndarray:
+    """The schedule as the (n, 5) int64 array the kernels read; cached: plans are reused."""
     return np.array(ops, dtype=np.int64).reshape(len(ops), 5)
 
 
@@ -634,6 +631,8 @@ class _WordSpan:
 def roll_strided(a: np.ndarray, shift: int, axis: int) -> None:
     """``a[...] = numpy.roll(a, shift, axis)`` in place, for any strides and fixed-size dtype.
 
+    Plans with :func:`plan_strided_details` and runs that plan with :func:`run_strided`.
+
     Parameters
     ----------
     a : numpy.ndarray
@@ -647,14 +646,166 @@ def roll_strided(a: np.ndarray, shift: int, axis: int) -> None:
     shift, axis = int(shift), int(axis)
     if a.size == 0:
         return
-    _, scratch_bytes, _, (layout, k, mode, batch, lanes, lane_scratch) = _plan_strided(
-        a.shape, a.strides, a.itemsize, shift, axis)
+    name, scratch, moved, details = plan_strided_details(a.shape, a.strides, a.itemsize, shift, axis)
+    length = a.shape[axis]
+    run_strided(a, Step(axis, shift, a.size // length, length * a.itemsize, (length - shift) * a.itemsize,
+                        a.itemsize, name, scratch, moved, strided=True, details=details))
+
+
+# ---------------------------------------------------------------------------
+# executable plans: the planner's decisions travel in Step.details, and the
+# runners below execute exactly those details without planning again
+# ---------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _rotate_rows_serial(buf, rows, seg, ops, scratch, tile):
+    """One lane: the schedule on every row in turn, no parallel region to start."""
+    for r in range(rows):
+        row_lo = r * seg
+        for o in range(ops.shape[0]):
+            if ops[o, 0] == _SWAP:
+                _swap_tiled(buf, row_lo + ops[o, 1], row_lo + ops[o, 2], ops[o, 3], scratch, 0, tile)
+            else:
+                _shift_serial(buf, row_lo + ops[o, 1], ops[o, 2], ops[o, 3], scratch, 0)
+
+
+@njit(cache=True)
+def _rotate_small_rows_serial(buf, rows, seg, k, scratch):
+    """One lane of ``_rotate_small_rows``: waking a thread pool costs more than these rows."""
+    for r in range(rows):
+        row_lo = r * seg
+        for i in range(seg):
+            scratch[i] = buf[row_lo + i]
+        for i in range(seg - k):
+            buf[row_lo + i] = scratch[k + i]
+        for i in range(k):
+            buf[row_lo + seg - k + i] = scratch[i]
+
+
+def _get_num_threads_fast():
+    # numba.get_num_threads() takes a lock and checks the thread pool every
+    # call (~0.7 us); once the pool is up, the C getter alone says the same.
+    numba.get_num_threads()
+    try:
+        from numba.np.ufunc import parallel
+
+        getter = parallel._get_num_threads
+        getter()
+    except Exception:  # pragma: no cover - numba internals moved
+        getter = numba.get_num_threads
+    global num_threads
+    num_threads = getter
+    return getter()
+
+
+def num_threads() -> int:
+    """numba's thread count for the calling thread (what ``_lanes`` reads)."""
+    return _get_num_threads_fast()
+
+
+def planner_settings() -> tuple:
+    """Everything the planners read besides the layout: the plan cache keys on it."""
+    return (num_threads(), SCRATCH_BYTES, TILE_BYTES, SMALL_ROW_BYTES, MIN_LANE_BYTES, LANES)
+
+
+def plan_rows_details(rows: int, seg: int, k: int, itemsize: int):
+    """Plan :func:`run_rows`: ``(algorithm, scratch_bytes, bytes_moved, details)``.
+
+    ``details`` (for ``Step.details``) holds everything the runner reads:
+    ``runner`` (which compiled function), ``lanes``, ``lane_scratch`` and
+    ``scratch_words`` (words), ``tile`` (words), ``ops`` (the schedule, a
+    tuple of ``(kind, a, b, c, chunks)``), and ``threads`` (numba's thread
+    count when planned).
+    """
+    name, scratch, moved, runner = _plan_rows(int(rows), int(seg), int(k), int(itemsize))
+    tile = max(1, TILE_BYTES // itemsize)
+    lanes = runner[1]
+    details = {"lanes": lanes, "scratch_words": scratch, "tile": tile, "threads": num_threads()}
+    if runner[0] == "small":
+        details.update(runner="small-rows" if lanes > 1 else "small-rows-serial", lane_scratch=runner[2], ops=())
+    else:
+        ops = tuple(tuple(int(v) for v in op) for op in runner[3])
+        fused = any(op[0] == _SWAP_SHIFT for op in ops)
+        if lanes == 1 and not fused:
+            details.update(runner="rows-serial", lane_scratch=scratch)
+        elif runner[0] == "rows":
+            details.update(runner="rows", lane_scratch=runner[2])
+        else:
+            details.update(runner="segment", lane_scratch=scratch)
+        details["ops"] = ops
+    return name, scratch * itemsize, moved * itemsize, details
+
+
+_WORDS = {w: np.dtype(f"u{w}") for w in (1, 2, 4, 8)}
+
+
+def scratch_array(words: int, dtype: np.dtype) -> np.ndarray:
+    """The one place the runners allocate scratch (tests poison it and count it)."""
+    return np.empty(words, dtype)
+
+
+def word_view(a: np.ndarray, word: int) -> np.ndarray:
+    """``a``'s memory (C- or F-contiguous) as a flat array of ``word``-byte unsigned words."""
+    flat = a.reshape(-1, order="A").view(_WORDS[word])
+    if not np.may_share_memory(flat, a):  # a copy would silently lose the result
+        raise AssertionError("internal error: contiguous view of a was a copy")
+    return flat
+
+
+def run_rows(buf: np.ndarray, step) -> None:
+    """Run a contiguous ``Step`` planned by :func:`plan_rows_details` on the word buffer ``buf``."""
+    d = step.details
+    word = step.word_bytes
+    if buf.itemsize != word:
+        raise AssertionError(f"internal error: step planned for {word}-byte words, buffer has {buf.itemsize}")
+    rows, seg, k = step.rows, step.seg_bytes // word, step.left_bytes // word
+    scratch = scratch_array(d["scratch_words"], buf.dtype)
+    runner = d["runner"]
+    if runner == "small-rows-serial":
+        _rotate_small_rows_serial(buf, rows, seg, k, scratch)
+    elif runner == "rows-serial":
+        _rotate_rows_serial(buf, rows, seg, _ops_array(d["ops"]), scratch, d["tile"])
+    elif runner == "small-rows":
+        _rotate_small_rows(buf, rows, seg, k, scratch, d["lanes"], d["lane_scratch"])
+    elif runner == "rows":
+        _rotate_rows_lanes(buf, rows, seg, _ops_array(d["ops"]), scratch, d["lanes"], d["lane_scratch"], d["tile"])
+    elif runner == "segment":
+        ops = _ops_array(d["ops"])
+        for r in range(rows):
+            _rotate_segment_lanes(buf, r * seg, ops, scratch, d["lanes"], d["tile"])
+    else:
+        raise AssertionError(f"internal error: no CPU runner {runner!r}")
+
+
+def plan_strided_details(shape, strides, itemsize: int, shift: int, axis: int):
+    """Plan :func:`run_strided`: ``(algorithm, scratch_bytes, bytes_moved, details)``.
+
+    ``details``: ``runner`` ("strided"), ``layout`` (word, rows, row stride,
+    columns, column stride, outer shape, outer strides; strides in words),
+    ``k`` (left rotation of the rows), ``mode``, ``batch``, ``lanes``,
+    ``lane_scratch`` (words) and ``threads``.
+    """
+    name, scratch, moved, (layout, k, mode, batch, lanes, lane_scratch) = _plan_strided(
+        shape, strides, int(itemsize), int(shift), int(axis))
     word, n_rows, s, n_cols, t, outer_shape, outer_strides = layout
+    details = {"runner": "strided", "layout": (word, n_rows, s, n_cols, t, tuple(outer_shape), tuple(outer_strides)),
+               "k": k, "mode": mode, "batch": batch, "lanes": lanes, "lane_scratch": lane_scratch,
+               "threads": num_threads()}
+    return name, scratch, moved, details
+
+
+def run_strided(a: np.ndarray, step) -> None:
+    """Run a strided ``Step`` planned by :func:`plan_strided_details` on ``a`` (its shape and strides)."""
+    if a.size == 0:
+        return
+    d = step.details
+    word, n_rows, s, n_cols, t, outer_shape, outer_strides = d["layout"]
     address = a.__array_interface__["data"][0]
     low = address + sum((n - 1) * st for n, st in zip(a.shape, a.strides) if st < 0)
     high = address + sum((n - 1) * st for n, st in zip(a.shape, a.strides) if st > 0) + a.itemsize
     flat = np.asarray(_WordSpan(a, low, (high - low) // word, word))
-    scratch = np.empty(scratch_bytes // word, dtype=flat.dtype)
-    _roll_strided_words(flat, (address - low) // word, n_rows, s, k, n_cols, t, batch,
+    scratch = scratch_array(d["lanes"] * d["lane_scratch"], flat.dtype)
+    _roll_strided_words(flat, (address - low) // word, n_rows, s, d["k"], n_cols, t, d["batch"],
                         np.array(outer_shape, dtype=np.int64), np.array(outer_strides, dtype=np.int64),
-                        mode, scratch, lanes, lane_scratch)
+                        d["mode"], scratch, d["lanes"], d["lane_scratch"])

@@ -218,20 +218,24 @@ def test_integer_like_shift_objects():
     assert a.tolist() == np.roll(np.arange(12).reshape(3, 4), (1, 2), axis=(0, 1)).tolist()
 
 
-def test_masked_array_mask_moves_with_its_data_or_is_refused():
-    """numpy.roll(masked) rolls the mask with the data. Rolling only the data in place would
-    silently mask different values (BUG: rotate/_api.py _inspect accepts any ndarray subclass)."""
-    m = np.ma.array(np.arange(6.0), mask=[True, False, False, False, False, False])
-    expected = np.roll(m.copy(), 2)
-    assert expected.mask.tolist() == [False, False, True, False, False, False]
-    try:
-        out = rotate.roll(m, 2)
-    except (TypeError, ValueError):  # refusing is fine, as long as nothing moved
-        assert m.data.tolist() == [0, 1, 2, 3, 4, 5] and m.mask.tolist()[0]
-        return
-    assert out is m
-    assert m.mask.tolist() == expected.mask.tolist(), "data rolled but its mask did not"
-    assert m.data.tolist() == expected.data.tolist()
+def test_masked_array_mask_moves_with_its_data():
+    """numpy.roll(masked) rolls the mask with the data; so does roll, in place, on both."""
+    for shape, shift, axis in [((6,), 2, None), ((6,), -7, None), ((3, 4), 1, 1), ((3, 4), (1, -1), (0, 1))]:
+        data = np.arange(float(np.prod(shape))).reshape(shape)
+        mask = (np.arange(data.size) % 3 == 0).reshape(shape)
+        m = np.ma.array(data, mask=mask)
+        expected = np.roll(m.copy(), shift, axis=axis)
+        assert expected.mask.tolist() != mask.tolist()  # the case moves the mask
+        data_ptr_before = m.data.__array_interface__["data"][0]
+        assert rotate.roll(m, shift, axis=axis) is m
+        assert m.data.__array_interface__["data"][0] == data_ptr_before
+        assert m.mask.tolist() == expected.mask.tolist(), "data rolled but its mask did not"
+        assert m.data.tolist() == expected.data.tolist()
+    m = np.ma.array(np.arange(5), mask=[1, 0, 0, 0, 0])
+    assert rotate.rotate(m, 2) == 3
+    assert m.data.tolist() == [2, 3, 4, 0, 1] and m.mask.tolist() == [False, False, False, True, False]
+    nomask = np.ma.array(np.arange(5))
+    assert rotate.roll(nomask, 1) is nomask and nomask.data.tolist() == [4, 0, 1, 2, 3]
 
 
 @pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix

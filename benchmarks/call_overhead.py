@@ -1,0 +1,118 @@
+"""Per-call cost of rotate.roll on small arrays, against the peers' roll.
+
+CPU (always): rotate.roll vs np.roll on 10 and 4096 float64 elements and a
+100x100 float64 roll along axis 1 -- the issue #8 gate is rotate <= 1.5x
+np.roll's call. GPU (when numba-cuda finds a device): rotate.roll on 4 KiB
+torch, CuPy and numba arrays vs torch.roll and cupy.roll, wall clock per
+call over back-to-back calls with one synchronisation at the end (what the
+host spends per call; the device keeps up at this size).
+
+Each number is the median over ``--repeats`` rounds of the mean of
+``--number`` calls, in microseconds; on the CPU, rounds of rotate.roll and
+np.roll alternate and the ratio is the median of the per-round ratios. Writes JSON (``--json``) with the
+commit, versions and knobs. Exit status 1 when the CPU gate is missed and
+``--gate`` is given.
+
+Run: ``python benchmarks/call_overhead.py [--json docs/results/cpu-call-overhead.json] [--gate]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import statistics
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+
+import rotate  # noqa: E402
+from rotate import _provenance  # noqa: E402
+
+GATE = 1.5
+CPU_CASES = [
+    ("10 float64", (10,), 3, None),
+    ("4096 float64", (4096,), 3, None),
+    ("100x100 float64, axis 1", (100, 100), 3, 1),
+]
+
+
+def per_call_us(fn, number: int, repeats: int, sync=None) -> float:
+    for _ in range(max(10, number // 10)):  # warm-up: compile, caches
+        fn()
+    if sync:
+        sync()
+    rounds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        if sync:
+            sync()
+        rounds.append((time.perf_counter() - start) / number * 1e6)
+    return statistics.median(rounds)
+
+
+def cpu_rows(number: int, repeats: int, log=print) -> list:
+    rows = []
+    for label, shape, shift, axis in CPU_CASES:
+        a = np.random.default_rng(0).random(shape)
+        b = a.copy()
+        rotate.roll(a, shift, axis=axis)
+        assert np.array_equal(a, np.roll(b, shift, axis=axis)), label
+        # Rounds alternate between the two, so load from other processes
+        # hits both alike; the ratio is the median of the per-round ratios.
+        pairs = [(per_call_us(lambda: rotate.roll(a, shift, axis=axis), number, 1),
+                  per_call_us(lambda: np.roll(a, shift, axis=axis), number, 1)) for _ in range(repeats)]
+        ours = statistics.median(p[0] for p in pairs)
+        theirs = statistics.median(p[1] for p in pairs)
+        row = {"case": label, "shape": list(shape), "shift": shift, "axis": axis,
+               "rotate_us": ours, "np_roll_us": theirs,
+               "ratio": statistics.median(p[0] / p[1] for p in pairs),
+               "rotate_us_min": min(p[0] for p in pairs), "np_roll_us_min": min(p[1] for p in pairs),
+               "algorithm": rotate.plan(a, shift, axis).algorithm, "gate": GATE}
+        rows.append(row)
+        log(f"{label:>26}: rotate.roll {ours:6.2f} us, np.roll {theirs:6.2f} us, "
+            f"ratio {row['ratio']:.2f} (gate <= {GATE})")
+    return rows
+
+
+def gpu_rows(number: int, repeats: int, nbytes: int = 4096, log=print) -> list:
+    """rotate.roll on numba, CuPy and torch arrays vs torch.roll / cupy.roll (rotate.bench.small_arrays)."""
+    try:
+        from numba import cuda
+        from numba.core import config
+
+        if config.ENABLE_CUDASIM or not cuda.is_available():
+            return []
+    except Exception:
+        return []
+    from rotate.bench import small_arrays
+
+    return small_arrays(nbytes, number, repeats, log)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--number", type=int, default=2000, help="calls per round")
+    parser.add_argument("--repeats", type=int, default=15, help="rounds (the median is reported)")
+    parser.add_argument("--no-gpu", action="store_true")
+    parser.add_argument("--json", help="write results here")
+    parser.add_argument("--gate", action="store_true", help="exit 1 when a CPU case exceeds the gate")
+    args = parser.parse_args(argv)
+    cpu = cpu_rows(args.number, args.repeats)
+    gpu = [] if args.no_gpu else gpu_rows(max(200, args.number // 4), args.repeats)
+    result = {"benchmark": "call_overhead", "environment": _provenance.environment(gpu=bool(gpu)),
+              "number": args.number, "repeats": args.repeats, "cpu": cpu, "gpu": gpu}
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+    missed = [r["case"] for r in cpu if r["ratio"] > GATE]
+    print(f"CPU gate (<= {GATE}x np.roll): " + ("met" if not missed else f"MISSED for {missed}"))
+    return 1 if (missed and args.gate) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,347 @@
+"""Regenerate the numbers in docs/perf-notes.md and README.md from the committed JSON in docs/results/.
+
+Each generated block sits between marker comments::
+
+    <!-- table:NAME -->
+    ...generated, never edited by hand...
+    <!-- /table -->
+
+(``<!-- numbers:NAME -->`` ... ``<!-- /numbers -->`` in README.md). Run
+``python benchmarks/tables.py`` after committing a result file; ``--check``
+exits 1 when a document is out of date (tests/test_tables.py runs it).
+
+Sources
+-------
+* ``gpu-bench-h200.json`` -- the full v4 GPU run, device time only
+  (tables ``gpu-device-1gib``, ``gpu-device-4gib``, ``gpu-device-sizes``).
+* ``gpu-longdist-blockswap-h200.json`` -- the block-swap fallback.
+* ``gpu-e2e-h200.json`` -- ``python -m rotate.bench --json`` (format 2): the
+  whole call as users time it (tables ``gpu-e2e``, ``gpu-small``). Until it
+  is committed those tables say how to produce it.
+* ``cpu-bench.json`` -- ``benchmarks/cpu_bench.py --json`` (``cpu-bench``).
+* ``cpu-call-overhead.json`` -- ``benchmarks/call_overhead.py --json``
+  (``cpu-call-overhead``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "docs" / "results"
+MiB = 1 << 20
+GiB = 1 << 30
+
+
+def load(name: str):
+    path = RESULTS / name
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _num(value, fmt: str, missing: str = "n/a") -> str:
+    return missing if value is None else format(value, fmt)
+
+
+def size_label(size: int) -> str:
+    for unit, scale in (("GiB", GiB), ("MiB", MiB), ("KiB", 1024)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale} {unit}"
+    return f"{size} B"
+
+
+# --- GPU, device time (the v4 full run) ---------------------------------------------
+
+def gpu_device_table(rows, size: int) -> str:
+    picked = [r for r in rows if r["size_bytes"] == size]
+    memcpy = picked[0]["memcpy_ms"]
+    lines = [f"**{size // GiB} GiB** (memcpy {memcpy:.3f} ms = {2 * size / memcpy / 1e6:.0f} GB/s)", "",
+             "| dtype | shift | algorithm | ms | GB/s | % of memcpy | cupy.roll % | torch.roll % | vs cupy | vs torch |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in picked:
+        vs_cupy = f"{r['cupy_ms'] / r['ms']:.2f}x" if "cupy_ms" in r else "n/a"
+        vs_torch = f"{r['torch_ms'] / r['ms']:.1f}x" if "torch_ms" in r else "n/a"
+        lines.append(f"| {r['dtype']} | {r['shift_label']} | {r['algorithm']} | {r['ms']:.3f} | {r['GBps']:.0f} | "
+                     f"{r['pct_memcpy']:.1f} | {_num(r.get('cupy_pct'), '.1f')} | {_num(r.get('torch_pct'), '.1f')} | "
+                     f"{vs_cupy} | {vs_torch} |")
+    return "\n".join(lines)
+
+
+def gpu_device_sizes(data) -> str:
+    rows = data["rows"]
+    columns = [("uint8", "3"), ("uint8", "1MiB+5"), ("uint8", "n-7"), ("float32", "3"), ("float32", "n-7")]
+    sizes = sorted({r["size_bytes"] for r in rows})
+    lines = ["**% of memcpy by size (short-schedule shifts; uint8 / float32)**", "",
+             "| size | uint8 shift 3 | uint8 1MiB+5 | uint8 n-7 | float32 shift 3 | float32 n-7 |",
+             "|---|---|---|---|---|---|"]
+    for size in sizes:
+        cells = []
+        for dtype, label in columns:
+            hit = [r for r in rows if r["size_bytes"] == size and r["dtype"] == dtype and r["shift_label"] == label]
+            cells.append(f"{hit[0]['pct_memcpy']:.0f}" if hit else "n/a")
+        lines.append(f"| {size // MiB} MiB | " + " | ".join(cells) + " |")
+    overhead = {k: round(v) for k, v in data.get("host_overhead_us", {}).items()}
+    lines += ["", f"host overhead per call (us): {overhead}"]
+    return "\n".join(lines)
+
+
+# --- GPU, the whole call (rotate.bench format 2) --------------------------------------
+
+E2E_MISSING = ("No end-to-end GPU run is committed yet. On the GPU machine: "
+               "`python -m rotate.bench --json docs/results/gpu-e2e-h200.json`, then "
+               "`python benchmarks/tables.py`.")
+
+
+def _env_line(data) -> str:
+    env = data.get("environment", {})
+    gpu = env.get("gpu_knobs", {})
+    versions = env.get("versions", {})
+    return (f"{gpu.get('gpu', data.get('device', '?'))}, commit `{str(env.get('git_commit', '?'))[:12]}`, "
+            f"numba-cuda {versions.get('numba-cuda')}, driver {gpu.get('cuda_driver_version')}, "
+            f"torch {versions.get('torch')}, cupy {versions.get('cupy')}; "
+            f"{data['rows'][0].get('calls_back_to_back', 20) if data.get('rows') else 20} calls back to back")
+
+
+def gpu_e2e_table(data) -> str:
+    if data is None:
+        return E2E_MISSING
+    lines = [f"Source: `docs/results/gpu-e2e-h200.json` ({_env_line(data)}). % of a device-to-device "
+             f"memcpy measured in the same run; *whole call* = CUDA events around the Python calls, "
+             f"host work included.", "",
+             "| size | dtype | shift | algorithm | whole call, back to back | one call at a time | device only "
+             "| cupy.roll (whole / device) | torch.roll (whole / device) | faster of the peers |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in data["rows"]:
+        peers = {}
+        for name in ("cupy", "torch"):
+            if f"{name}_ms" in r:
+                peers[name] = r[f"{name}_ms"]
+        best = min(peers, key=peers.get) if peers else None
+        verdict = "n/a"
+        if best is not None:
+            verdict = (f"rotate, {peers[best] / r['ms']:.2f}x" if r["ms"] <= peers[best]
+                       else f"{best}.roll, {r['ms'] / peers[best]:.2f}x")
+
+        def peer(name):
+            if f"{name}_pct" not in r:
+                return "n/a"
+            return f"{r[f'{name}_pct']:.0f}% / {_num(r.get(f'{name}_device_pct'), '.0f')}%"
+
+        lines.append(f"| {size_label(r['size_bytes'])} | {r['dtype']} | {r['shift_label']} | {r['algorithm']} | "
+                     f"{r['pct_memcpy']:.1f}% ({r['ms'] * 1e3:.1f} us) | {r['sync_pct_memcpy']:.1f}% | "
+                     f"{r['device_pct_memcpy']:.1f}% | {peer('cupy')} | {peer('torch')} | {verdict} |")
+    return "\n".join(lines)
+
+
+def gpu_small_table(data) -> str:
+    if data is None:
+        return E2E_MISSING
+    rows = data.get("small_arrays") or []
+    if not rows:
+        return "The committed run has no small-array table (`--no-small`)."
+    lines = ["| call (4 KiB array) | us per call |", "|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['case']} | {_num(r.get('us_per_call'), '.1f', 'n/a: ' + r.get('error', '')[:60])} |")
+    return "\n".join(lines)
+
+
+# --- CPU ----------------------------------------------------------------------------
+
+def _cpu_shift_label(shift: int, n: int) -> str:
+    for label, value in (("n/3", n // 3), ("n/2+3", n // 2 + 3), ("n-1", n - 1)):
+        if shift == value:
+            return label
+    return str(shift)
+
+
+def cpu_bench_table(data) -> str:
+    if data is None:
+        return "No CPU run is committed yet: `python benchmarks/cpu_bench.py --json docs/results/cpu-bench.json`."
+    env = data["environment"]
+    knobs = env["cpu_knobs"]
+    load = env.get("load_average")
+    lines = [f"Source: `docs/results/cpu-bench.json` ({data['nbytes'] >> 20} MiB, {knobs['numba_threads']} "
+             f"threads ({data.get('threading_layer', knobs['numba_threading_layer'])}), {env['cpus']} CPUs"
+             + (f" shared with other jobs (load average {load[0]:.1f} at the start)" if load else "") + ", "
+             f"medians of {data['arguments']['repeats']} with a {data['arguments']['flush_mib']} MiB cache flush "
+             f"before each run, commit `{str(env['git_commit'])[:12]}`); ratios are times (lower is better).", "",
+             "| dtype | shift | algorithm | ms | vs np.copyto | vs np.roll (+copy back) | vs std::rotate |",
+             "|---|---|---|---|---|---|---|"]
+    for dtype, block in data["dtypes"].items():
+        for r in block["rows"]:
+            cxx = f"{r['ours'] / r['cxx']:.2f}" if r.get("cxx") else "n/a"
+            lines.append(f"| {dtype} | {_cpu_shift_label(r['shift'], block['n'])} | {r['algorithm']} | "
+                         f"{r['ours'] * 1e3:.1f} | {r['ours'] / r['copy']:.2f} | {r['ours'] / r['roll']:.2f} | {cxx} |")
+    if "gate_met" in data:
+        lines += ["", f"Issue #2's gate in this run: {'met' if data['gate_met'] else 'missed'}."]
+    lines += ["", "| many rows | algorithm | ms | vs np.copyto | vs np.roll |", "|---|---|---|---|---|"]
+    for r in data["many_rows"]:
+        lines.append(f"| {r['case']} | {r['algorithm']} | {r['ours'] * 1e3:.2f} | {r['ours'] / r['copy']:.2f} | "
+                     f"{r['ours'] / r['roll']:.2f} |")
+    return "\n".join(lines)
+
+
+def cpu_call_overhead_table(data, before=None) -> str:
+    if data is None:
+        return "No call-overhead run is committed yet: `python benchmarks/call_overhead.py --json docs/results/cpu-call-overhead.json`."
+    env = data["environment"]
+    load = env.get("load_average")
+    lines = [f"Source: `docs/results/cpu-call-overhead.json` (commit `{str(env['git_commit'])[:12]}`, "
+             f"{env['cpus']} CPUs, load average {load[0]:.1f} while measured; medians of {data['repeats']} rounds "
+             f"of {data['number']} calls, rounds alternating)." if load else
+             f"Source: `docs/results/cpu-call-overhead.json` (commit `{str(env['git_commit'])[:12]}`).", "",
+             "| case | algorithm | rotate.roll (us) | np.roll (us) | ratio (gate <= 1.5) |" + (
+                 " before (75de099) |" if before else ""),
+             "|---|---|---|---|---|" + ("---|" if before else "")]
+    old = {r["case"]: r for r in (before or {}).get("cpu", [])}
+    for r in data["cpu"]:
+        row = (f"| {r['case']} | {r['algorithm']} | {r['rotate_us']:.2f} | {r['np_roll_us']:.2f} | "
+               f"{r['ratio']:.2f} |")
+        if before:
+            o = old.get(r["case"])
+            row += f" {o['ratio']:.2f} ({o['rotate_us']:.0f} us) |" if o else " n/a |"
+        lines.append(row)
+    return "\n".join(lines)
+
+
+# --- README ---------------------------------------------------------------------------
+
+def readme_how_fast(bench, longdist, e2e, cpu, overhead) -> str:
+    parts = []
+    if e2e is not None:
+        big = [r for r in e2e["rows"] if r["size_bytes"] >= GiB and r["algorithm"] == "short"]
+        if big:
+            lo, hi = min(r["pct_memcpy"] for r in big), max(r["pct_memcpy"] for r in big)
+            parts.append(f"Measured on an {e2e.get('device') or 'NVIDIA GPU'} (docs/perf-notes.md, "
+                         f"docs/results/gpu-e2e-h200.json), timing the whole call as you would (host work "
+                         f"included, calls back to back): the short schedule runs at **{lo:.0f}-{hi:.0f}% of a "
+                         f"device-to-device memcpy** at 1 GiB and above.")
+        slower = sorted({(size_label(r["size_bytes"]), r["dtype"]) for r in e2e["rows"]
+                         if any(f"{p}_ms" in r and r[f"{p}_ms"] < r["ms"] for p in ("cupy", "torch"))},
+                        key=lambda t: (t[1], t[0]))
+        if slower:
+            parts.append("A peer's out-of-place roll is faster for: "
+                         + ", ".join(f"{d} at {s}" for s, d in slower[:12])
+                         + (" and more (docs/perf-notes.md)." if len(slower) > 12 else "."))
+    if bench is not None:
+        short = [r for r in bench["rows"] if r["algorithm"] == "short" and r["size_bytes"] >= GiB]
+        lo, hi = min(r["pct_memcpy"] for r in short), max(r["pct_memcpy"] for r in short)
+        u8 = [r for r in short if r["dtype"] == "uint8"]
+        cupy = [r["cupy_ms"] / r["ms"] for r in u8 if "cupy_ms" in r]
+        torch = [r["torch_ms"] / r["ms"] for r in u8 if "torch_ms" in r]
+        text = (f"Device time alone (docs/results/gpu-bench-h200.json, H200): the short schedule runs at "
+                f"**{lo:.0f}-{hi:.0f}% of a device-to-device memcpy** at 1 GiB and above, for shifts whose "
+                f"wrapped part fits its scratch (1% of the array, at least 16 MiB), any dtype and alignment")
+        if cupy and torch:
+            text += (f" -- {min(cupy):.1f}-{max(cupy):.1f}x faster than `cupy.roll` and "
+                     f"{min(torch):.0f}-{max(torch):.0f}x faster than `torch.roll` on uint8, both of which "
+                     f"also allocate a second array")
+        parts.append(text + ".")
+        if e2e is None:
+            overhead_us = bench.get("host_overhead_us", {})
+            if overhead_us:
+                parts.append(f"Those are device times: each call also costs about "
+                             f"{min(overhead_us.values()):.0f}-{max(overhead_us.values()):.0f} us of host work "
+                             f"today, which dominates below a few hundred MiB (issue #8 brings it down and "
+                             f"the benchmark now reports the whole call).")
+    if longdist is not None:
+        pcts = [r["pct_memcpy"] for r in longdist["rows"] if r["algorithm"] == "block-swap"]
+        if pcts:
+            parts.append(f"Larger distances (`n/3`, `n/2`) take block swaps until the rest fits, at about "
+                         f"{min(pcts):.0f}-{max(pcts):.0f}% of memcpy for now; the cycle-based long schedule "
+                         f"replaces that next.")
+    if cpu is not None:
+        rows = [r for block in cpu["dtypes"].values() for r in block["rows"]]
+        copy = sorted(r["ours"] / r["copy"] for r in rows)
+        roll = sorted(r["ours"] / r["roll"] for r in rows)
+        size = cpu["nbytes"] >> 20
+        load = cpu["environment"].get("load_average")
+        busy = f", load average {load[0]:.1f}" if load else ""
+        parts.append(f"The CPU backend (docs/results/cpu-bench.json: {size} MiB, {cpu['environment']['cpus']} "
+                     f"shared cores{busy}, six shifts, uint8 and float64) takes {copy[0]:.2f}-{copy[-1]:.2f}x the time of a "
+                     f"single-threaded `np.copyto` (median {copy[len(copy) // 2]:.2f}x) and "
+                     f"{roll[0]:.2f}-{roll[-1]:.2f}x the time of `np.roll` plus a copy back (median "
+                     f"{roll[len(roll) // 2]:.2f}x).")
+    if overhead is not None:
+        ratios = [r["ratio"] for r in overhead["cpu"]]
+        parts.append(f"On small arrays a call costs {min(ratios):.1f}-{max(ratios):.1f}x `np.roll`'s "
+                     f"(docs/results/cpu-call-overhead.json).")
+    return "\n".join(_wrap(" ".join(parts)))
+
+
+def _wrap(text: str, width: int = 78) -> list:
+    lines, line = [], ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return lines + ([line] if line else [])
+
+
+# --- plumbing -------------------------------------------------------------------------
+
+def blocks() -> dict:
+    bench = load("gpu-bench-h200.json")
+    e2e = load("gpu-e2e-h200.json")
+    cpu = load("cpu-bench.json")
+    overhead = load("cpu-call-overhead.json")
+    before = load("cpu-call-overhead-before-75de099.json")
+    longdist = load("gpu-longdist-blockswap-h200.json")
+    out = {
+        ("docs/perf-notes.md", "table", "gpu-e2e"): gpu_e2e_table(e2e),
+        ("docs/perf-notes.md", "table", "gpu-small"): gpu_small_table(e2e),
+        ("docs/perf-notes.md", "table", "cpu-bench"): cpu_bench_table(cpu),
+        ("docs/perf-notes.md", "table", "cpu-call-overhead"): cpu_call_overhead_table(overhead, before),
+        ("README.md", "numbers", "readme-how-fast"): readme_how_fast(bench, longdist, e2e, cpu, overhead),
+    }
+    if bench is not None:
+        out[("docs/perf-notes.md", "table", "gpu-device-1gib")] = gpu_device_table(bench["rows"], GiB)
+        out[("docs/perf-notes.md", "table", "gpu-device-4gib")] = gpu_device_table(bench["rows"], 4 * GiB)
+        out[("docs/perf-notes.md", "table", "gpu-device-sizes")] = gpu_device_sizes(bench)
+    return out
+
+
+def render(text: str, kind: str, name: str, body: str) -> str:
+    pattern = re.compile(rf"(<!-- {kind}:{re.escape(name)} -->\n).*?(\n<!-- /{kind} -->)", re.S)
+    if not pattern.search(text):
+        raise KeyError(f"marker <!-- {kind}:{name} --> ... <!-- /{kind} --> not found")
+    return pattern.sub(lambda m: m.group(1) + body + m.group(2), text, count=1)
+
+
+def regenerate() -> dict:
+    """{path: new text} for every document with generated blocks."""
+    texts: dict = {}
+    for (path, kind, name), body in blocks().items():
+        if path not in texts:
+            texts[path] = (ROOT / path).read_text()
+        texts[path] = render(texts[path], kind, name, body)
+    return texts
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if a document differs from its data")
+    args = parser.parse_args(argv)
+    stale = []
+    for path, text in regenerate().items():
+        if (ROOT / path).read_text() != text:
+            stale.append(path)
+            if not args.check:
+                (ROOT / path).write_text(text)
+    if args.check:
+        if stale:
+            print(f"out of date (run python benchmarks/tables.py): {', '.join(stale)}")
+            return 1
+        print("documents match docs/results/")
+    else:
+        print("updated: " + (", ".join(stale) if stale else "nothing (already up to date)"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""Backends: who recognises an array, plans its steps and runs them.
+
+``rotate/_api.py`` knows no backend by name. It asks the registry which
+backend recognises the array (:func:`backend_for`), lets that backend
+describe it, keys the plan cache with the backend's :meth:`Backend.plan_key`,
+plans through :meth:`Backend.plan_steps` and runs the plan with
+:meth:`Backend.execute`. Adding a backend (HIP, say) is a new module here
+plus one :func:`register` call; the API does not change.
+
+The protocol
+------------
+``name``
+    The plan's ``backend`` string (``"cpu"``, ``"cuda"``).
+``device_kind``
+    Where the memory lives; becomes ``ArrayInfo.kind``.
+``recognizes(a) -> bool``
+    Cheap, and must not import heavy modules for arrays it does not take.
+``describe(a) -> (target, ArrayInfo)``
+    Array-level checks (read-only, dtype) and the layout the planner reads;
+    ``target`` is what ``execute`` works on (a view, an interface object).
+``plan_key(info, max_scratch_bytes) -> tuple``
+    Everything the planner reads besides the layout and the shifts (device
+    and its SM count, thread count, budgets, tunables). Plans are cached
+    under it, so a plan never outlives a setting it depends on.
+``plan_steps(info, rotations, max_scratch_bytes) -> tuple[Step, ...]``
+    The steps of one call; ``RowBackend`` builds them from ``plan_step``.
+``resolve_stream(target, stream)``
+    The stream the call runs on; raises for a stream the backend cannot use.
+    Called while validating, before anything moves.
+``execute(target, info, plan, stream)``
+    Runs exactly ``plan.steps`` (never plans again) on the resolved stream.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Protocol, runtime_checkable
+
+from .._arrays import ArrayInfo
+from .._plan import Plan, Step, contiguous_steps
+
+
+@runtime_checkable
+class Backend(Protocol):
+    name: str
+    device_kind: str
+
+    def recognizes(self, a: Any) -> bool: ...
+
+    def describe(self, a: Any) -> tuple[Any, ArrayInfo]: ...
+
+    def plan_key(self, info: ArrayInfo, max_scratch_bytes: Optional[int]) -> tuple: ...
+
+    def plan_steps(self, info: ArrayInfo, rotations: list, max_scratch_bytes: Optional[int]) -> tuple[Step, ...]: ...
+
+    def resolve_stream(self, target: Any, stream: Any) -> Any: ...
+
+    def execute(self, target: Any, info: ArrayInfo, plan: Plan, stream: Any) -> None: ...
+
+
+class RowBackend:
+    """A backend that rolls contiguous layouts as batched row rotations.
+
+    Subclasses implement ``plan_step``; layouts that are not C- or
+    F-contiguous go to ``plan_noncontiguous``, which by default refuses them.
+    """
+
+    name = "?"
+    device_kind = "?"
+
+    def plan_step(self, info: ArrayInfo, axis: Optional[int], shift: int, rows: int, seg_bytes: int,
+                  left_bytes: int, word: int, max_scratch_bytes: Optional[int]) -> Step:
+        raise NotImplementedError
+
+    def plan_steps(self, info: ArrayInfo, rotations: list, max_scratch_bytes: Optional[int]) -> tuple[Step, ...]:
+        layout = contiguous_steps(info, rotations)
+        if layout is None:
+            return self.plan_noncontiguous(info, rotations, max_scratch_bytes)
+        return tuple(
+            self.plan_step(info, axis, s, rows, seg, left, word, max_scratch_bytes)
+            for axis, s, rows, seg, left, word in layout
+        )
+
+    def plan_noncontiguous(self, info: ArrayInfo, rotations: list, max_scratch_bytes: Optional[int]):
+        raise ValueError(
+            f"a is a non-contiguous {self.device_kind} array (shape {info.shape}, strides "
+            f"{info.strides}); the {self.name} backend rolls C- or F-contiguous arrays in "
+            f"place. Roll a contiguous array instead (e.g. x = a.copy(); roll(x, ...); "
+            f"a[...] = x), or roll the contiguous base array"
+        )
+
+
+_registry: list = []
+
+
+def register(backend: Backend, *, before: Optional[str] = None) -> None:
+    """Add ``backend`` to the registry (at the end, or before the backend named ``before``)."""
+    if any(b.name == backend.name for b in _registry):
+        raise ValueError(f"a backend named {backend.name!r} is already registered")
+    index = len(_registry)
+    if before is not None:
+        index = next(i for i, b in enumerate(_registry) if b.name == before)
+    _registry.insert(index, backend)
+
+
+def backends() -> tuple:
+    """The registered backends, in the order they are asked."""
+    return tuple(_registry)
+
+
+def backend_named(name: str) -> Backend:
+    for b in _registry:
+        if b.name == name:
+            return b
+    raise KeyError(f"no backend named {name!r}; registered: {[b.name for b in _registry]}")
+
+
+def backend_for(a: Any) -> Backend:
+    """The first registered backend that recognises ``a``; TypeError when none does."""
+    for b in _registry:
+        if b.recognizes(a):
+            return b
+    raise TypeError(
+        f"a must be a numpy array or a CUDA device array (numba, CuPy, PyTorch, or "
+        f"anything with __cuda_array_interface__ or DLPack), got {type(a).__name__}; "
+        f"for lists use numpy.asarray first"
+    )
+
+
+def _register_builtin() -> None:
+    from .cpu import CpuBackend
+    from .cuda import CudaBackend
+
+    register(CpuBackend())  # numpy arrays first: the cheapest check
+    register(CudaBackend())
+
+
+_register_builtin()

@@ -1,0 +1,72 @@
+"""The CPU backend: numpy arrays, rolled by the numba kernels in rotate/_cpu.py."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from .. import _cpu
+from .._arrays import ArrayInfo
+from .._plan import Step
+from .._validate import check_numpy_array
+from . import RowBackend
+
+
+class CpuBackend(RowBackend):
+    name = "cpu"
+    device_kind = "cpu"
+
+    def recognizes(self, a: Any) -> bool:
+        return isinstance(a, np.ndarray)
+
+    def describe(self, a: np.ndarray) -> tuple[np.ndarray, ArrayInfo]:
+        check_numpy_array(a)
+        if type(a) is not np.ndarray:  # np.matrix reshapes to 2-D: work on a plain view
+            a = np.asarray(a)
+        return a, ArrayInfo(a.shape, a.strides, a.dtype, "cpu")
+
+    def plan_key(self, info: ArrayInfo, max_scratch_bytes: Optional[int]) -> tuple:
+        # Everything rotate/_cpu.py's planners read. max_scratch_bytes is kept
+        # although the CPU bound is SCRATCH_BYTES today, so honouring it later
+        # cannot serve stale plans.
+        return _cpu.planner_settings() + (max_scratch_bytes,)
+
+    def plan_step(self, info, axis, shift, rows, seg_bytes, left_bytes, word, max_scratch_bytes) -> Step:
+        algorithm, scratch, moved, details = _cpu.plan_rows_details(rows, seg_bytes // word, left_bytes // word, word)
+        return Step(axis, shift, rows, seg_bytes, left_bytes, word, algorithm, scratch, moved, details=details)
+
+    def plan_noncontiguous(self, info, rotations, max_scratch_bytes):
+        if rotations[0][0] is None and info.ndim > 1:
+            raise ValueError(
+                f"roll with axis=None rolls a in C order, but a is not C-contiguous "
+                f"(shape {info.shape}, strides {info.strides}), so C order is not its "
+                f"memory order and there is no in-place way to do it without a copy. "
+                f"Give explicit axes, or roll a C-contiguous copy: "
+                f"b = np.ascontiguousarray(a); rotate.roll(b, shift); a[...] = b"
+            )
+        steps = []
+        for axis, length, s in rotations:
+            axis = 0 if axis is None else axis
+            algorithm, scratch, moved, details = _cpu.plan_strided_details(
+                info.shape, info.strides, info.itemsize, s, axis)
+            lines = info.size // length  # the strided roll moves every line along the axis
+            steps.append(Step(axis, s, lines, length * info.itemsize, (length - s) * info.itemsize,
+                              info.itemsize, algorithm, scratch, moved, strided=True, details=details))
+        return tuple(steps)
+
+    def resolve_stream(self, target: Any, stream: Any) -> None:
+        if stream is not None:
+            raise ValueError(
+                f"stream= applies to GPU arrays; a is a numpy array (the CPU backend runs "
+                f"synchronously on the calling thread), got stream={stream!r}. Drop stream=, "
+                f"or pass a device array (CuPy, PyTorch CUDA, numba device array)"
+            )
+        return None
+
+    def execute(self, target: np.ndarray, info: ArrayInfo, plan, stream: Any) -> None:
+        for step in plan.steps:
+            if step.strided:
+                _cpu.run_strided(target, step)
+            else:
+                _cpu.run_rows(_cpu.word_view(target, step.word_bytes), step)

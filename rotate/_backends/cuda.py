@@ -1,0 +1,55 @@
+"""The CUDA backend: a thin adapter over rotate/_cuda (planner and launcher).
+
+Nothing here imports numba.cuda until an array has been recognised as a
+CUDA array: numpy-only users never pay for it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from .. import _arrays
+from . import RowBackend
+
+
+class CudaBackend(RowBackend):
+    name = "cuda"
+    device_kind = "cuda"
+
+    def recognizes(self, a: Any) -> bool:
+        return _arrays.is_device_array(a)
+
+    def describe(self, a: Any):
+        view = _arrays.device_view(a)
+        info = _arrays.describe_device(view)
+        if info.readonly:
+            raise ValueError(
+                "a is a read-only device array (its __cuda_array_interface__ says so); "
+                "rotate works in place, so pass a writeable array"
+            )
+        return view, info
+
+    def plan_key(self, info, max_scratch_bytes: Optional[int]) -> tuple:
+        from .._cuda import planner
+
+        device = planner._device_id()
+        return (device, planner.device_shape(device), tuple(sorted(planner.settings.items())),
+                planner.SCRATCH_FRACTION, planner.MIN_SCRATCH, planner.MAX_SWAP_PASSES,
+                planner.MAX_SWAP_ROWS, max_scratch_bytes)
+
+    def plan_step(self, info, axis, shift, rows, seg_bytes, left_bytes, word, max_scratch_bytes):
+        from .._cuda import planner
+
+        return planner.plan_step(axis, shift, rows, seg_bytes, left_bytes, word, info.pointer, max_scratch_bytes)
+
+    def resolve_stream(self, target: Any, stream: Any):
+        # The raw handle, resolved once before anything moves (a bad stream=
+        # is refused here); execute() launches on it as given.
+        from .._cuda import launch
+
+        return launch.resolve_stream(target, stream)
+
+    def execute(self, target: Any, info, plan, stream: Any) -> None:
+        from .._cuda import launch
+
+        launch.execute(target, info, plan, stream)

@@ -1,0 +1,119 @@
+"""What a benchmark result was measured with: commit, versions, machine, every knob.
+
+Every result file in docs/results/ carries this block, so a number in the
+docs can be traced to the code and the settings that produced it.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def git_commit() -> str:
+    """The checkout's commit (with ``-dirty`` when it has uncommitted changes), or "unknown"."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                              timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return head + ("-dirty" if dirty else "")
+    except Exception:
+        return "unknown"
+
+
+def _version(module: str) -> Any:
+    try:
+        mod = __import__(module)
+    except Exception:
+        return None
+    return getattr(mod, "__version__", "unknown")
+
+
+def _package_version(dist: str) -> Any:
+    try:
+        from importlib.metadata import version
+
+        return version(dist)
+    except Exception:
+        return None
+
+
+def cpu_knobs() -> dict:
+    from . import _cpu
+
+    return {
+        "numba_threads": _cpu.num_threads(),
+        "numba_threading_layer": _threading_layer(),
+        "SCRATCH_BYTES": _cpu.SCRATCH_BYTES,
+        "TILE_BYTES": _cpu.TILE_BYTES,
+        "SMALL_ROW_BYTES": _cpu.SMALL_ROW_BYTES,
+        "MIN_LANE_BYTES": _cpu.MIN_LANE_BYTES,
+        "LANES": _cpu.LANES,
+    }
+
+
+def _threading_layer() -> Any:
+    import numba
+
+    try:
+        return numba.threading_layer()
+    except ValueError:  # no parallel region has run yet
+        return numba.config.THREADING_LAYER
+
+
+def gpu_knobs() -> dict:
+    """The GPU planner's settings and constants, the device and the driver."""
+    out: dict = {}
+    try:
+        from numba import cuda
+
+        from ._cuda import planner
+
+        out["settings"] = dict(planner.settings)
+        out["constants"] = {name: getattr(planner, name) for name in
+                            ("SCRATCH_FRACTION", "MIN_SCRATCH", "MAX_SWAP_PASSES", "MAX_SWAP_ROWS")}
+        dev = cuda.get_current_device()
+        name = dev.name
+        out["gpu"] = name.decode() if isinstance(name, bytes) else str(name)
+        out["compute_capability"] = list(dev.compute_capability)
+        out["multiprocessors"] = planner.device_shape(planner._device_id())[0]
+        try:
+            out["cuda_driver_version"] = list(cuda.cudadrv.driver.driver.get_version())
+        except Exception as exc:
+            out["cuda_driver_version"] = f"unknown ({type(exc).__name__})"
+        try:
+            out["cuda_runtime_version"] = list(cuda.runtime.get_version())
+        except Exception:
+            out["cuda_runtime_version"] = None
+    except Exception as exc:
+        out["error"] = f"{type(exc).__name__}: {exc}"[:300]
+    return out
+
+
+def environment(gpu: bool = False) -> dict:
+    """The provenance block: commit, versions, machine and knobs (GPU ones when ``gpu``)."""
+    env = {
+        "git_commit": git_commit(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "versions": {
+            "numpy": np.__version__,
+            "numba": _version("numba"),
+            "numba-cuda": _package_version("numba-cuda"),
+            "torch": _package_version("torch"),
+            "cupy": _package_version("cupy") or _package_version("cupy-cuda12x") or _package_version("cupy-cuda13x"),
+        },
+        "cpu_knobs": cpu_knobs(),
+    }
+    if gpu:
+        env["gpu_knobs"] = gpu_knobs()
+    return env

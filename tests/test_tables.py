@@ -1,0 +1,53 @@
+"""benchmarks/tables.py builds the docs' numbers from the committed JSON in docs/results/.
+
+Runs on the CPU: the script must run on the committed data, and the
+committed README.md and docs/perf-notes.md must be exactly what it
+generates (numbers are never written by hand).
+"""
+
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_tables():
+    spec = importlib.util.spec_from_file_location("tables", ROOT / "benchmarks" / "tables.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_tables_script_runs_on_the_committed_results():
+    tables = load_tables()
+    texts = tables.regenerate()
+    assert set(texts) == {"README.md", "docs/perf-notes.md"}
+    for (path, kind, name), body in tables.blocks().items():
+        assert body.strip(), name
+        assert f"<!-- {kind}:{name} -->\n{body}\n<!-- /{kind} -->" in texts[path], name
+
+
+def test_committed_docs_match_their_data():
+    tables = load_tables()
+    stale = [path for path, text in tables.regenerate().items() if (ROOT / path).read_text() != text]
+    assert not stale, f"{stale} differ from docs/results/: run python benchmarks/tables.py and commit"
+    assert tables.main(["--check"]) == 0
+
+
+def test_gpu_e2e_table_from_a_format_2_result():
+    """The end-to-end table renders a rotate.bench JSON (format 2) with a failed peer recorded."""
+    tables = load_tables()
+    row = {"size_bytes": 1 << 30, "dtype": "uint8", "shift_label": "3", "algorithm": "short", "ms": 0.65,
+           "pct_memcpy": 77.0, "sync_pct_memcpy": 70.0, "device_pct_memcpy": 80.0, "calls_back_to_back": 20,
+           "cupy_ms": 0.8, "cupy_pct": 62.0, "cupy_device_pct": 63.0, "torch_error": "RuntimeError: no"}
+    data = {"device": "H200", "environment": {"git_commit": "abc", "versions": {}, "gpu_knobs": {"gpu": "H200"}},
+            "rows": [row, dict(row, size_bytes=4096, ms=0.2, pct_memcpy=1.0, cupy_ms=0.05)],
+            "small_arrays": [{"case": "torch.roll", "us_per_call": 11.0}, {"case": "cupy.roll", "error": "ImportError"}]}
+    table = tables.gpu_e2e_table(json.loads(json.dumps(data)))
+    assert "| 1 GiB | uint8 | 3 | short | 77.0% (650.0 us) | 70.0% | 80.0% | 62% / 63% | n/a | rotate, 1.23x |" in table
+    assert "cupy.roll, 4.00x" in table
+    small = tables.gpu_small_table(data)
+    assert "| torch.roll | 11.0 |" in small and "n/a: ImportError" in small
+    how_fast = tables.readme_how_fast(None, None, data, None, None)
+    assert "77-77% of a" in how_fast and "uint8 at 4 KiB" in how_fast
