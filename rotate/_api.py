@@ -68,6 +68,9 @@ def roll(a: Any, shift: IntOrInts, axis: Optional[IntOrInts] = None, *,
     array([[1, 2, 0],
            [4, 5, 3]])
     """
+    if _arrays.is_dtensor(a):  # a sharded torch tensor: a collective roll (rotate/distributed.py)
+        from .distributed import roll_dtensor
+        return roll_dtensor(a, shift, axis)
     parts = _parts(a)
     plans = []
     for part in parts:  # plan (and so validate) everything before anything moves
@@ -170,6 +173,9 @@ def _parts(a: Any) -> list:
 
 def _inspect(a: Any):
     """Validate ``a`` and describe it. Returns (object the backend works on, ArrayInfo)."""
+    host = _arrays.torch_host_view(a)  # torch CPU tensors: the CPU backend through a zero-copy numpy view
+    if host is not None:
+        a = host
     if isinstance(a, np.ndarray):
         check_numpy_array(a)
         return a, _arrays.describe_host(a)
