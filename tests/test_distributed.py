@@ -132,3 +132,36 @@ def test_gloo_group(world, tmp_path):
     for rep in reports:
         assert rep["cases"] >= 120, rep["cases"]  # the cases ran, not just the harness
         assert not rep["failures"], "\n".join(rep["failures"])[:8000]
+
+
+# --- torch CPU tensors through rotate.roll (zero-copy numpy view) -----------
+
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "float32", "float64", "complex128", "bfloat16", "bool"])
+@pytest.mark.parametrize("shape, shift, axis", [((37,), 5, None), ((37,), -40, 0), ((6, 7), (2, -3), (0, 1)),
+                                                ((6, 7), 11, None)])
+def test_torch_cpu_tensor_rolls_in_place(dtype, shape, shift, axis):
+    torch = pytest.importorskip("torch")
+    g = torch.Generator().manual_seed(7)
+    dt = getattr(torch, dtype)
+    size = int(np.prod(shape)) * torch.empty((), dtype=dt).element_size()
+    raw = torch.randint(1, 256, (size,), generator=g, dtype=torch.uint8)
+    x = (raw % 2 == 1).reshape(shape) if dt == torch.bool else raw.view(dt).reshape(shape)
+    want = torch.roll(x, shift, axis) if axis is not None else torch.roll(x, shift)
+    ptr = x.data_ptr()
+    import rotate
+    assert rotate.roll(x, shift, axis) is x and x.data_ptr() == ptr
+    assert torch.equal(x.view(torch.uint8), want.view(torch.uint8))
+    assert rotate.plan(x, shift, axis).backend == "cpu"
+
+
+def test_torch_cpu_tensor_errors_leave_it_unchanged():
+    torch = pytest.importorskip("torch")
+    import rotate
+    x = torch.arange(5.0, requires_grad=True)
+    with pytest.raises(ValueError, match="detach"):
+        rotate.roll(x, 1)
+    assert torch.equal(x.detach(), torch.arange(5.0))
+    y = torch.arange(5)
+    with pytest.raises(TypeError, match="shift"):
+        rotate.roll(y, 1.5)
+    assert torch.equal(y, torch.arange(5))
