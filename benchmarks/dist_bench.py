@@ -255,7 +255,9 @@ def main():
         device = torch.device("cuda", local_rank)
         dist.init_process_group("nccl", device_id=device)
         unit = GiB
-        gpu, nccl = torch.cuda.get_device_name(device), ".".join(map(str, torch.cuda.nccl.version()))
+        version = torch.cuda.nccl.version()
+        nccl = ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
+        gpu = torch.cuda.get_device_name(device)
     world = dist.get_world_size()
     log(f"{world} ranks, {gpu}; torch {torch.__version__}, NCCL {nccl}")
 
