@@ -36,13 +36,21 @@ positions of the previous rank), so the roll is ``ceil(min(k, N - k) / Lmin)``
 such stages in the shorter direction. One stage when the shift is within
 the shortest shard; for larger shifts each stage costs a local pass, so
 badly unbalanced splits (one tiny shard) are slow but still in place and
-bounded. Empty shards take no part.
+bounded, and more than ``MAX_STAGES`` stages are refused with a
+``ValueError`` (before anything moves). Empty shards take no part.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Sequence
+
+
+MAX_STAGES = 64  # uneven splits: beyond this many local passes, refuse rather than crawl
+
+
+def _short(lengths) -> str:
+    return str(list(lengths)) if len(lengths) <= 16 else f"[{lengths[0]}, {lengths[1]}, ... ({len(lengths)} ranks)]"
 
 
 @dataclass(frozen=True)
@@ -96,6 +104,14 @@ def build(lengths: Sequence[int], shift: int) -> tuple[str, tuple[Stage, ...]]:
     shortest = min(lengths[r] for r in ranks)
     right = k <= n - k
     left_over = k if right else n - k
+    count = -(-left_over // shortest)
+    if count > MAX_STAGES:
+        raise ValueError(
+            f"shard lengths {_short(lengths)} are too uneven to roll by {shift} in place: the shortest "
+            f"non-empty shard ({shortest}) bounds each stage, so this roll would take {count} local "
+            f"passes (at most {MAX_STAGES}). Rebalance the shards (equal lengths take one stage for "
+            f"any shift), or roll by a shift of at most {shortest * MAX_STAGES} positions either way"
+        )
     stages = []
     while left_over:
         d = min(shortest, left_over)

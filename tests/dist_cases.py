@@ -158,6 +158,10 @@ def run_errors(rep, rank, world):
         x = torch.ones(6, 4)[:, ::2]; before = x.clone()
         expect_error(ValueError, "contiguous", lambda: rd.roll(x, 3), before, lambda: x.clone())
     rep.check("error: non-contiguous shard", non_contiguous)
+    def too_uneven():
+        x = global_array(200 if rank != 1 else 1, torch.float32, 5); before = x.clone()
+        expect_error(ValueError, "too uneven", lambda: rd.roll(x, 100), before, lambda: x)
+    rep.check("error: too uneven a split for the shift", too_uneven)
     # After all that, the group still works: nobody hung and nobody is out of step.
     rep.check("group still in step", lambda: plain_case(rank, world, lengths, 7, torch.float32))
 

@@ -44,15 +44,28 @@ def splits(draw):
 def test_schedule_equals_numpy_roll(case):
     lengths, shift = case
     note(f"lengths={lengths} shift={shift}")
+    if lengths and sum(lengths) and _count_stages(lengths, shift) > _dschedule.MAX_STAGES:
+        with pytest.raises(ValueError, match="too uneven"):
+            _dschedule.build(lengths, shift)
+        return
     data = np.arange(sum(lengths)) * 7 + 3
     shards = np.split(data, np.cumsum(lengths)[:-1]) if lengths else []
     got = _dschedule.simulate(list(shards), shift)
     assert np.array_equal(np.concatenate(got) if got else data, np.roll(data, shift))
 
 
+def _count_stages(lengths, shift):
+    n = sum(lengths)
+    k = shift % n
+    shortest = min(x for x in lengths if x)
+    return -(-min(k, n - k) // shortest)
+
+
 @given(splits())
 def test_every_stage_receives_where_it_sends(case):
     lengths, shift = case
+    if lengths and sum(lengths) and _count_stages(lengths, shift) > _dschedule.MAX_STAGES:
+        return
     _, stages = _dschedule.build(lengths, shift)
     for stage in stages:
         _dschedule.check_stage(lengths, stage)  # build checks too; this states it as the property
@@ -80,6 +93,13 @@ def test_uneven_steps_take_the_shorter_direction():
     assert stages[0].local_shifts == (-2, -2, -2)
     algorithm, stages = _dschedule.build([3, 5, 4], 5)
     assert algorithm == "uneven-steps" and [s.local_shifts[0] for s in stages] == [3, 2]
+
+
+def test_too_uneven_splits_are_refused_not_crawled():
+    with pytest.raises(ValueError, match="too uneven"):
+        _dschedule.build([1000, 1, 1000], 500)
+    assert len(_dschedule.build([1000, 1, 1000], 64)[1]) == 64
+    assert len(_dschedule.build([1000, 1, 1000], -64)[1]) == 64
 
 
 def test_check_stage_rejects_a_stage_that_would_overwrite_unsent_data():
