@@ -18,7 +18,9 @@ The algorithm (``rotate._dschedule``, docs/distributed.md): each stage rolls
 every shard locally, then exchanges contiguous ranges whose positions are the
 same on the sending and the receiving side, in rounds of at most
 ``staging_bytes`` per rank; a rank copies a received chunk into place only
-after the chunk it replaces has been sent. Extra memory per rank: the
+after the chunk it replaces has been sent. A stage that fits one round (a
+shift within a shard, up to the staging size) packs what leaves before the
+local pass and exchanges it while the local pass runs. Extra memory per rank: the
 staging (default 64 MiB, never more than the shard; twice that when the
 shard is not split along its first axis and chunks must be packed) plus the
 local roll's scratch (GPU: the larger of 1% of the shard and 16 MiB; CPU:
@@ -227,6 +229,7 @@ class _Ctx:
     staging: int
     pack: int
     plan: DistPlan
+    overlapped: tuple  # per stage: exchange runs during the local pass (one round, sent from a packed copy)
 
 
 _ERRORS = {1: "invalid local input", 2: "global_lengths"}
@@ -349,7 +352,14 @@ def _prepare(local_shard, shift, group, axis, global_lengths, staging_bytes) -> 
     pack = 0
     staging = 0
     rounds = 0
-    for st in stages:
+    # A stage whose every move (on every rank: the decision must be the same everywhere) is one
+    # chunk sends its data from a packed copy taken *before* the local pass, so the exchange
+    # runs while the local pass does (the same messages, only the local order differs).
+    overlapped = tuple(
+        bool(st.moves) and all(len(_dschedule.chunks(rows, 0, m.length * elem_bytes, chunk_bytes)) == 1
+                               for m in st.moves)
+        for st in stages)
+    for st, early in zip(stages, overlapped):
         mine_in = [m for m in st.moves if m.dst == rank]
         mine_out = [m for m in st.moves if m.src == rank]
         if mine_in or mine_out:
@@ -357,7 +367,7 @@ def _prepare(local_shard, shift, group, axis, global_lengths, staging_bytes) -> 
                                      chunk_bytes) for m in mine_in]
             rounds += max(len(c) for c in per) if per else 0
             staging = max(staging, sum(max((r1 - r0) * (c1 - c0) for r0, r1, c0, c1 in c) for c in per))
-            if rows > 1:
+            if rows > 1 or early:
                 pack = max(pack, staging)
     sent = [0] * world
     for st in stages:
@@ -379,9 +389,10 @@ def _prepare(local_shard, shift, group, axis, global_lengths, staging_bytes) -> 
     dplan = DistPlan(algorithm, shift % sum(lengths) if sum(lengths) else 0, tuple(lengths), rank,
                      len(stages), rounds, tuple(sent), staging, pack, scratch,
                      details={"chunk_bytes": chunk_bytes, "rows": rows, "element_bytes": elem_bytes,
+                              "overlapped_stages": sum(overlapped),
                               "backend": str(dist.get_backend(group)), "device": str(t.device)})
     return _Ctx(view, local_shard, group, rank, tuple(lengths), rows, elem_bytes, stages,
-                chunk_bytes, staging, pack, dplan)
+                chunk_bytes, staging, pack, dplan, overlapped)
 
 
 def _local_target(view):
@@ -414,12 +425,15 @@ def _execute(ctx: _Ctx) -> None:
     target = _local_target(view) if view.numel() else None
     eb = ctx.elem_bytes
     with torch.no_grad():
-        for st in ctx.stages:
+        for st, early in zip(ctx.stages, ctx.overlapped):
             s = st.local_shifts[rank]
-            if length and s % length and target is not None:
-                local_roll(target, s, axis=1)
             outgoing = [m for m in st.moves if m.src == rank]
             incoming = [m for m in st.moves if m.dst == rank]
+            if early and (outgoing or incoming):
+                _overlapped_stage(ctx, as_bytes, target, s, outgoing, incoming, bufs[0], packs[0], global_rank)
+                continue
+            if length and s % length and target is not None:
+                local_roll(target, s, axis=1)
             if not outgoing and not incoming:
                 continue
             out_chunks = [_dschedule.chunks(ctx.rows, m.src_off * eb, (m.src_off + m.length) * eb, ctx.chunk_bytes)
@@ -479,6 +493,49 @@ def _execute(ctx: _Ctx) -> None:
         if cuda:
             for b in bufs + packs:
                 b.record_stream(side)
+
+
+def _overlapped_stage(ctx, as_bytes, target, shift, outgoing, incoming, recv_buf, send_buf, global_rank) -> None:
+    """One-round stage: pack what leaves (from its place before the local pass), start the exchange,
+    run the local pass meanwhile, then copy what arrived into place.
+
+    Sends read the packed copy and receives land in staging, so the local pass, which rewrites the
+    whole shard, touches neither; the copy-in waits for both.
+    """
+    from ._api import roll as local_roll
+    dist = _dist()
+    eb = ctx.elem_bytes
+    length = ctx.tensor.shape[1]
+    rows = ctx.rows
+    s = shift % length if length else 0
+    ops = []
+    at = 0
+    for m in outgoing:
+        width = m.length * eb
+        packed = send_buf[at:at + rows * width].view(rows, width)
+        at += rows * width
+        # After the local roll, position p holds what is now at (p - s) mod L.
+        first = (m.src_off - s) % length
+        head = min(m.length, length - first)
+        packed[:, :head * eb].copy_(as_bytes[:, first * eb:(first + head) * eb])
+        if head < m.length:
+            packed[:, head * eb:].copy_(as_bytes[:, :(m.length - head) * eb])
+        ops.append(dist.P2POp(dist.isend, packed, global_rank(m.dst), ctx.group))
+    landing = []
+    at = 0
+    for m in incoming:
+        width = m.length * eb
+        buf = recv_buf[at:at + rows * width].view(rows, width)
+        at += rows * width
+        ops.append(dist.P2POp(dist.irecv, buf, global_rank(m.src), ctx.group))
+        landing.append((as_bytes[:, m.dst_off * eb:(m.dst_off + m.length) * eb], buf))
+    works = dist.batch_isend_irecv(ops)
+    if s and target is not None:
+        local_roll(target, s, axis=1)
+    for w in works:
+        w.wait()
+    for dst, buf in landing:
+        dst.copy_(buf)
 
 
 def _dtensor_call(dt, shift, axis, staging_bytes, execute: bool):

@@ -103,6 +103,13 @@ def run_plain(rep, rank, world):
     for dtype in DTYPES:
         rep.check(f"dtype {dtype}", lambda: plain_case(rank, world, uneven, 4, dtype, seed=3))
         rep.check(f"dtype {dtype} across", lambda: plain_case(rank, world, even, 2 * 5 + 3, dtype, seed=4))
+    # Both exchange paths run: one round overlapped with the local pass, and chunked rounds.
+    def both_paths():
+        x = global_array(9, torch.float32, 8)
+        assert rd.plan(x, 2).details["overlapped_stages"] == 1
+        chunked = rd.plan(x, 2, staging_bytes=4)
+        assert chunked.details["overlapped_stages"] == 0 and chunked.rounds == 2
+    rep.check("both exchange paths", both_paths)
     # A shard with trailing dimensions: elements of several bytes per row.
     rep.check("trailing", lambda: plain_case(rank, world, uneven, 7, torch.float32, trailing=(3, 2), staging=10))
     rep.check("global_lengths", lambda: plain_case(rank, world, uneven, 6, torch.int16, give_lengths=True))
