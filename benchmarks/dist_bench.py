@@ -285,7 +285,7 @@ def main():
         dist.all_gather_object(gathered, failures)
         failures = [f"rank {r}: {f}" for r, fs in enumerate(gathered) for f in fs]
         verdict = "PASS" if not failures else "FAIL"
-        log(f"correctness with NCCL: {verdict} ({cases} cases per rank, {time.perf_counter() - t0:.0f} s)")
+        log(f"correctness with {dist.get_backend().upper()}: {verdict} ({cases} cases per rank, {time.perf_counter() - t0:.0f} s)")
         for f in failures[:20]:
             log("  ", f)
         result["correctness"] = {"verdict": verdict, "cases": cases, "failures": failures[:200]}
