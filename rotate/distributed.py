@@ -278,6 +278,8 @@ def _prepare(local_shard, shift, group, axis, global_lengths, staging_bytes) -> 
         staging_bytes = as_index(staging_bytes, "staging_bytes")
         if staging_bytes < 1:
             raise ValueError(f"staging_bytes must be >= 1, got {staging_bytes}")
+        if isinstance(local_shard, np.ndarray) and not local_shard.flags.writeable:
+            raise ValueError("local_shard is a read-only numpy array; rotate works in place, so pass a writeable one")
         t = _as_tensor(local_shard)
         if t.ndim == 0:
             raise ValueError("local_shard must have at least one dimension, got a 0-d array")
@@ -304,7 +306,7 @@ def _prepare(local_shard, shift, group, axis, global_lengths, staging_bytes) -> 
             lengths_crc = _crc(global_lengths)
         lo, hi = _split_shift(shift)
         fields = [0, lo, hi, length, rows, inner * t.element_size(), _crc(str(t.dtype)),
-                  _crc(shape[:axis] + shape[axis + 1:]), lengths_crc, staging_bytes, axis,
+                  _crc(shape[:axis] + shape[axis + 1:]), lengths_crc, min(staging_bytes, 1 << 62), axis,
                   _crc(t.device.type)]
     except Exception as exc:  # reported to every rank after the gather
         error = exc
