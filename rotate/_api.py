@@ -68,6 +68,9 @@ def roll(a: Any, shift: IntOrInts, axis: Optional[IntOrInts] = None, *,
     array([[1, 2, 0],
            [4, 5, 3]])
     """
+    if _arrays.is_dtensor(a):  # a sharded torch tensor: a collective roll (rotate/distributed.py)
+        from .distributed import roll_dtensor
+        return roll_dtensor(a, shift, axis)
     # Validate and plan every part (a masked array's data and mask) before anything moves.
     _execute([_prepare(part, shift, axis, None, max_scratch_bytes, stream) for part in _parts(a)])
     return a
@@ -166,6 +169,9 @@ def _parts(a: Any) -> list:
 
 def _inspect(a: Any):
     """Validate ``a`` and describe it: (backend, object the backend works on, ArrayInfo)."""
+    host = _arrays.torch_host_view(a)  # torch CPU tensors: the CPU backend through a zero-copy numpy view
+    if host is not None:
+        a = host
     backend = _backends.backend_for(a)
     target, info = backend.describe(a)
     return backend, target, info

@@ -8,6 +8,7 @@ through a host copy).
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -187,3 +188,38 @@ def describe_device(a: Any) -> ArrayInfo:
         pointer=int(pointer or 0),
         readonly=bool(readonly),
     )
+
+
+def is_dtensor(a: Any) -> bool:
+    """True for a torch.distributed.tensor.DTensor (never imports torch)."""
+    mod = sys.modules.get("torch.distributed.tensor")
+    cls = getattr(mod, "DTensor", None) if mod is not None else None
+    return cls is not None and isinstance(a, cls)
+
+
+def torch_host_view(a: Any) -> Optional[np.ndarray]:
+    """A zero-copy numpy view of a torch CPU tensor; None for anything else (never imports torch).
+
+    Dtypes numpy lacks (bfloat16, float8) are viewed as same-size unsigned
+    integers: the kernels move bytes, so the roll is the same.
+    """
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(a, torch.Tensor):
+        return None
+    if is_dtensor(a):
+        raise TypeError("a is a DTensor: roll it with rotate.roll (collectively, on every rank); "
+                        "rotate.distributed.plan says what that does")
+    if a.device.type != "cpu":
+        return None
+    if a.requires_grad:
+        raise ValueError("a is a torch tensor that requires grad; an in-place roll would bypass "
+                         "autograd. Pass a.detach()")
+    if a.is_conj() or a.is_neg():
+        raise ValueError("a is a torch tensor with a lazy conj/neg bit; call a.resolve_conj().resolve_neg() first")
+    try:
+        return a.numpy()
+    except TypeError:
+        same_size = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+        if a.element_size() not in same_size:
+            raise
+        return a.view(same_size[a.element_size()]).numpy()
