@@ -82,13 +82,24 @@ def _is_simulated_array(a: Any) -> bool:
     return type(a).__name__ == "FakeCUDAArray" and hasattr(a, "_ary")
 
 
+def _has_cai(a: Any) -> bool:
+    """Whether ``a`` exports ``__cuda_array_interface__``, without computing it.
+
+    Libraries define it as a property (torch builds a dict for it, ~2 us), so
+    the class is asked first; objects that set it per instance are found in
+    their ``__dict__``.
+    """
+    return (getattr(type(a), "__cuda_array_interface__", None) is not None
+            or "__cuda_array_interface__" in getattr(a, "__dict__", ()))
+
+
 def is_device_array(a: Any) -> bool:
     """True for objects whose memory is on a CUDA device."""
     if isinstance(a, np.ndarray):
         return False
     if _is_simulated_array(a):
         return True
-    if hasattr(a, "__cuda_array_interface__"):
+    if _has_cai(a):
         return True
     device = _dlpack_device(a)
     return device is not None and device[0] in (_DLPACK_CUDA, _DLPACK_CUDA_MANAGED)
@@ -120,7 +131,7 @@ def device_view(a: Any) -> Any:
     Objects that only speak DLPack are imported zero-copy through CuPy or
     PyTorch, whichever is installed.
     """
-    if hasattr(a, "__cuda_array_interface__") or _is_simulated_array(a):
+    if _has_cai(a) or _is_simulated_array(a):
         return a
     for importer in (_cupy_from_dlpack, _torch_from_dlpack):
         view = importer(a)
@@ -157,19 +168,15 @@ def describe_device(a: Any) -> ArrayInfo:
         return ArrayInfo(tuple(host.shape), tuple(host.strides), host.dtype, "cuda",
                          pointer=host.__array_interface__["data"][0],
                          readonly=not host.flags.writeable)
-    cai = a.__cuda_array_interface__
-    shape = tuple(int(d) for d in cai["shape"])
-    try:
-        dtype = np.dtype(cai["typestr"])
-    except TypeError:
-        raise TypeError(
-            f"a has CUDA typestr {cai['typestr']!r}, which numpy cannot describe; "
-            f"rotate supports fixed-size numeric, bool and structured dtypes"
-        ) from None
+    cai = a.__cuda_array_interface__  # read once: for torch it is built on every access
+    shape = tuple(cai["shape"])
+    typestr = cai["typestr"]
     descr = cai.get("descr")
     if descr and len(descr) > 1:
         dtype = np.dtype([tuple(field) for field in descr])
-    check_dtype(dtype)
+        check_dtype(dtype)
+    else:
+        dtype = _typestr_dtype(typestr)
     strides = cai.get("strides")
     if strides is None:
         strides, step = [], dtype.itemsize
@@ -188,6 +195,25 @@ def describe_device(a: Any) -> ArrayInfo:
         pointer=int(pointer or 0),
         readonly=bool(readonly),
     )
+
+
+_typestr_dtypes: dict = {}
+
+
+def _typestr_dtype(typestr: str) -> np.dtype:
+    """numpy's dtype for a CUDA Array Interface typestr, checked once per typestr."""
+    dtype = _typestr_dtypes.get(typestr)
+    if dtype is None:
+        try:
+            dtype = np.dtype(typestr)
+        except TypeError:
+            raise TypeError(
+                f"a has CUDA typestr {typestr!r}, which numpy cannot describe; "
+                f"rotate supports fixed-size numeric, bool and structured dtypes"
+            ) from None
+        check_dtype(dtype)
+        _typestr_dtypes[typestr] = dtype
+    return dtype
 
 
 def is_dtensor(a: Any) -> bool:

@@ -33,7 +33,7 @@ class CudaBackend(RowBackend):
         from .._cuda import planner
 
         device = planner._device_id()
-        return (device, planner.device_shape(device), tuple(sorted(planner.settings.items())),
+        return (device, planner.device_shape(device), planner.settings_key(),
                 planner.SCRATCH_FRACTION, planner.MIN_SCRATCH, planner.MAX_SWAP_PASSES,
                 planner.MAX_SWAP_ROWS, max_scratch_bytes)
 

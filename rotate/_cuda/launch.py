@@ -170,8 +170,8 @@ _scratch: "collections.OrderedDict" = collections.OrderedDict()
 _scratch_lock = threading.Lock()
 
 
-def scratch_for(handle: int) -> Scratch:
-    key = (planner._device_id(), handle)
+def scratch_for(handle: int, device: int = None) -> Scratch:
+    key = (planner._device_id() if device is None else device, handle)
     entry = _scratch.get(key)
     if entry is None:
         with _scratch_lock:
@@ -241,31 +241,53 @@ def _address(array) -> int:
 def run_chain(pointer: int, target: Any, step, handle: int) -> None:
     """Launch one chain step on the rows at device address ``pointer``."""
     d = step.details
-    rows, n = step.rows, step.seg_bytes
-    kernel, cu_kernel = _compiled_chain(d["tile_bytes"], d["block"], d["buffers"], d.get("min_blocks", 0))
-    m_max = d["_m_max"]
-    entry = scratch_for(handle)
-    flags, pre, counters, epoch = entry.reserve(2 * rows * m_max, rows * d["_scratch_row"])
-    scalars = (rows, n, step.left_bytes, pointer % 16, d["lane_steps"], d["_lanes_row"],
-               d["_pre_row"], d["_scratch_row"], d["_heads"], epoch)
+    device = planner._device_id()
+    entry = scratch_for(handle, device)
+    flags, pre, counters, epoch = entry.reserve(2 * step.rows * d["_m_max"], step.rows * d["_scratch_row"])
     if SIMULATED:
-        data = _sim_bytes(target, rows * n)
-        kernel[d["grid"], d["block"]](data, pre, flags, counters, _device_table(d["_table"]), *scalars)
+        kernel, _ = _compiled_chain(d["tile_bytes"], d["block"], d["buffers"], d.get("min_blocks", 0))
+        data = _sim_bytes(target, step.rows * step.seg_bytes)
+        kernel[d["grid"], d["block"]](data, pre, flags, counters, _device_table(d["_table"]),
+                                      *_chain_scalars(step, pointer), epoch)
         return
+    prepared = _prepared.get((id(step), device, handle))
+    if prepared is None or prepared[0] is not step:
+        prepared = _prepare_launch(step, device, handle)
+    _, launch, ref, config, kernel, table_address, head_args, tail_args = prepared
+    # Plain ints: cuda.core passes them as 64-bit values, every parameter here is int64.
+    launch(ref, config, kernel, pointer, *entry.addresses, table_address, *head_args, pointer % 16,
+           *tail_args, epoch)
+
+
+def _chain_scalars(step, pointer: int):
+    d = step.details
+    return (step.rows, step.seg_bytes, step.left_bytes, pointer % 16, d["lane_steps"], d["_lanes_row"],
+            d["_pre_row"], d["_scratch_row"], d["_heads"])
+
+
+#: What a launch of a cached plan needs besides the data pointer and the epoch,
+#: built once per (step, device, stream): a call then only reads a dict.
+_prepared: dict = {}
+
+
+def _prepare_launch(step, device: int, handle: int):
     from cuda.core import LaunchConfig, launch
 
-    config = _launch_configs.get((d["grid"], d["block"]))
-    if config is None:
-        config = _launch_configs[(d["grid"], d["block"])] = LaunchConfig(grid=d["grid"], block=d["block"])
+    d = step.details
+    _, cu_kernel = _compiled_chain(d["tile_bytes"], d["block"], d["buffers"], d.get("min_blocks", 0))
     ref = _stream_refs.get(handle)
     if ref is None:
         ref = _stream_refs[handle] = _StreamRef(handle)
-    # Plain ints: cuda.core passes them as 64-bit values, every parameter here is int64.
-    launch(ref, config, cu_kernel, int(pointer), entry.addresses[0], entry.addresses[1], entry.addresses[2],
-           _device_table_address(d["_table"]), *[int(v) for v in scalars])
+    config = LaunchConfig(grid=d["grid"], block=d["block"])
+    prepared = (step, launch, ref, config, cu_kernel, _device_table_address(d["_table"]),
+                (step.rows, step.seg_bytes, step.left_bytes),
+                (d["lane_steps"], d["_lanes_row"], d["_pre_row"], d["_scratch_row"], d["_heads"]))
+    if len(_prepared) > 256:
+        _prepared.clear()
+    _prepared[(id(step), device, handle)] = prepared
+    return prepared
 
 
-_launch_configs: dict = {}
 
 
 def _sim_bytes(target, nbytes: int, offset: int = 0):

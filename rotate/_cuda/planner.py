@@ -67,13 +67,27 @@ def override(**values):
     unknown = set(values) - set(settings)
     if unknown:
         raise KeyError(f"unknown GPU settings {sorted(unknown)}; known: {sorted(settings)}")
+    global _settings_key
     saved = dict(settings)
     settings.update(values)
+    _settings_key = None
     try:
         yield
     finally:
         settings.clear()
         settings.update(saved)
+        _settings_key = None
+
+
+_settings_key = None
+
+
+def settings_key() -> tuple:
+    """``settings`` as a hashable key; rebuilt only after ``override`` changed them."""
+    global _settings_key
+    if _settings_key is None:
+        _settings_key = tuple(sorted(settings.items()))
+    return _settings_key
 
 
 @functools.lru_cache(maxsize=None)
