@@ -27,14 +27,7 @@ def execute(target: Any, info, plan, stream: Any = None) -> None:
     """Run every step of ``plan`` on ``target`` (an object with __cuda_array_interface__)."""
     handle = resolve_stream(target, stream)
     for step in plan.steps:
-        if step.algorithm == "chain":
-            run_chain(info.pointer, target, step, handle)
-        elif step.algorithm == "block-swap":
-            _run_block_swap(target, info, step, handle)
-        elif step.algorithm == "reversal":
-            _run_reversal(target, info, step, handle)
-        else:  # pragma: no cover - planner and launcher disagree
-            raise AssertionError(f"no GPU runner for algorithm {step.algorithm!r}")
+        RUNNERS[step.algorithm](target, info, step, handle)
 
 
 # --- streams ---------------------------------------------------------------
@@ -366,3 +359,11 @@ def _run_reversal(target, info, step, handle) -> None:
         if hi - lo > 1:
             _launch(kernel, grid, block, handle,
                     (words, np.int64(step.rows), np.int64(n), np.int64(lo), np.int64(hi)))
+
+
+#: The runner of each schedule ``planner.SCHEDULES`` names: ``run(target, info, step, handle)``.
+RUNNERS = {
+    "chain": lambda target, info, step, handle: run_chain(info.pointer, target, step, handle),
+    "block-swap": _run_block_swap,
+    "reversal": _run_reversal,
+}

@@ -242,13 +242,34 @@ def default_cap(rows: int, seg: int) -> int:
     return max(rows * seg // SCRATCH_FRACTION, MIN_SCRATCH)
 
 
+#: The GPU schedules in order of preference: ``(name, plan)``, where
+#: ``plan(axis, shift, rows, seg, left, word, pointer, cap)`` returns a Step
+#: or None when the schedule cannot take the problem within ``cap`` bytes of
+#: scratch. ``launch.RUNNERS`` holds the runner of each name; the last
+#: schedule takes every problem.
+SCHEDULES: list = []
+
+
+def register_schedule(name: str, plan, before: Optional[str] = None) -> None:
+    """Add a schedule (before the one named ``before``, else last)."""
+    names = [entry[0] for entry in SCHEDULES]
+    if name in names:
+        raise ValueError(f"a GPU schedule named {name!r} is already registered")
+    SCHEDULES.insert(names.index(before) if before in names else len(SCHEDULES), (name, plan))
+
+
 def plan_step(axis, shift, rows, seg, left, word, pointer, max_scratch_bytes: Optional[int]) -> Step:
     """Plan rotating ``rows`` segments of ``seg`` bytes left by ``left`` bytes, the first at ``pointer``."""
     cap = default_cap(rows, seg) if max_scratch_bytes is None else max_scratch_bytes
-    chain = _chain_step(axis, shift, rows, seg, left, word, pointer % 16, cap)
-    if chain is not None:
-        return chain
-    return _fallback_step(axis, shift, rows, seg, left, word, pointer, cap)
+    for name, plan in SCHEDULES:
+        step = plan(axis, shift, rows, seg, left, word, pointer, cap)
+        if step is not None:
+            return step
+    raise AssertionError("the last GPU schedule takes every problem")  # pragma: no cover
+
+
+def _plan_chain_schedule(axis, shift, rows, seg, left, word, pointer, cap) -> Optional[Step]:
+    return _chain_step(axis, shift, rows, seg, left, word, pointer % 16, cap)
 
 
 def _chain_step(axis, shift, rows, seg, left, word, head0, cap) -> Optional[Step]:
@@ -284,7 +305,7 @@ def _chain_step(axis, shift, rows, seg, left, word, head0, cap) -> Optional[Step
     return None
 
 
-def _fallback_step(axis, shift, rows, seg, left, word, pointer, cap) -> Step:
+def _plan_block_swap(axis, shift, rows, seg, left, word, pointer, cap) -> Optional[Step]:
     # The pre-reads do not fit the scratch bound. Block swaps (Gries-Mills)
     # shrink the problem until they do, then the chain schedule finishes it;
     # when that takes too many passes (or rows), three reversals: no scratch, 4N.
@@ -316,6 +337,11 @@ def _fallback_step(axis, shift, rows, seg, left, word, pointer, cap) -> Step:
                         "reason": f"the chain schedule's pre-reads exceed max_scratch_bytes={cap}",
                     },
                 )
+    return None
+
+
+def _plan_reversal(axis, shift, rows, seg, left, word, pointer, cap) -> Step:
+    # Three reversals: no scratch, 4N; takes every problem.
     k = left // word
     n = seg // word
     half_pairs = rows * (k // 2 + (n - k) // 2 + n // 2)
@@ -330,3 +356,8 @@ def _fallback_step(axis, shift, rows, seg, left, word, pointer, cap) -> Step:
             "reason": f"the chain schedule's pre-reads exceed max_scratch_bytes={cap}",
         },
     )
+
+
+register_schedule("chain", _plan_chain_schedule)
+register_schedule("block-swap", _plan_block_swap)
+register_schedule("reversal", _plan_reversal)
