@@ -16,7 +16,13 @@ import numpy as np
 
 
 def git_commit() -> str:
-    """The checkout's commit (with ``-dirty`` when it has uncommitted changes), or "unknown"."""
+    """The checkout's commit (with ``-dirty`` when it has uncommitted changes), or "unknown".
+
+    ``ROTATE_GIT_COMMIT`` names it where the tree is a copy without git
+    (a benchmark machine that gets the working tree only).
+    """
+    if os.environ.get("ROTATE_GIT_COMMIT"):
+        return os.environ["ROTATE_GIT_COMMIT"]
     root = Path(__file__).resolve().parents[1]
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
