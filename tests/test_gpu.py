@@ -171,3 +171,36 @@ def test_block_swap_small_caps(n, data, offset, cap):
     shift = data.draw(st.integers(1, n - 1))
     check_roll_case(RUNNER, Case((n,), "uint8", shift, offset=offset, max_scratch=cap, seed=n,
                                  tunables=(("tile_bytes", 256),)))
+
+
+@pytest.mark.parametrize("rows,seg,dtype,shift", [(100_003, 24, "uint8", 5), (1 << 17, 7, "int16", -3),
+                                                  (20_011, 1000, "float32", 333), (3, 5_000_011, "uint8", 1_666_670)])
+def test_many_short_rows_and_few_long_ones(rows, seg, dtype, shift):
+    plan = check_roll_case(RUNNER, Case((rows, seg), dtype, shift, axis=1, offset=3, seed=rows))
+    assert plan.algorithm == "chain", plan
+
+
+def test_more_than_2_to_the_32_elements():
+    """5 GiB of uint8: element, tile and position indices past 32 bits. Checked on the device against cupy.roll."""
+    cupy = pytest.importorskip("cupy")
+    n = 5 * (1 << 30) + 7
+    try:
+        x = cupy.random.randint(0, 256, n, dtype=cupy.uint8)
+    except cupy.cuda.memory.OutOfMemoryError:
+        pytest.skip("needs 10 GiB of free device memory")
+    for shift in (3, n // 3, -(1 << 20) - 5):
+        expected = cupy.roll(x, shift)
+        plan = rotate.plan(x, shift)
+        rotate.roll(x, shift)
+        assert plan.algorithm == "chain", plan
+        assert bool(cupy.array_equal(x, expected)), f"shift {shift}: {int((x != expected).sum())} bytes differ"
+        del expected
+
+
+def test_release_scratch_gives_memory_back_and_the_next_roll_allocates_again():
+    x = cuda.to_device(np.arange(1 << 20, dtype=np.uint8))
+    rotate.roll(x, 12345)
+    assert rotate.release_scratch() > 0
+    assert rotate.release_scratch() == 0
+    rotate.roll(x, -12345)
+    np.testing.assert_array_equal(x.copy_to_host(), np.arange(1 << 20, dtype=np.uint8))
