@@ -189,6 +189,7 @@ def release_scratch() -> int:
         released = sum(entry.nbytes for entry in _scratch.values())
         _scratch.clear()
         _device_tables.clear()
+        _prepared.clear()  # they hold the freed tables' addresses
     return released
 
 
@@ -206,6 +207,7 @@ def _device_table_entry(table: np.ndarray):
         entry = _device_tables[key] = (table, device, 0 if SIMULATED else _address(device))
         while len(_device_tables) > MAX_DEVICE_TABLES:
             _device_tables.popitem(last=False)
+            _prepared.clear()  # prepared launches may hold the evicted table's address
     return entry
 
 
