@@ -285,6 +285,40 @@ def _wrap(text: str, width: int = 78) -> list:
 
 # --- plumbing -------------------------------------------------------------------------
 
+#: The chain schedule's probe runs on the H200, in order (benchmarks/chain_probe.py):
+#: (file, commit, what changed).
+CHAIN_PROBES = [
+    ("chain-probe-1-19b63e6.json", "19b63e6", "first chain kernel: 182 registers (1 block/SM), per-item modular math"),
+    ("chain-probe-2-pre-1b54551.json", "1b54551~", "launch_bounds 3 blocks/SM, chain shape cached per row"),
+    ("chain-probe-3-d68dc93.json", "d68dc93", "keys and chain order from the plan table, one packed entry per item"),
+    ("chain-probe-4-dd7e174.json", "dd7e174", "array runs of a source merged into one piece (no split vectors)"),
+    ("chain-probe-5-b342780.json", "b342780", "plan-table entries read 16 at a time"),
+    ("chain-probe-6-dbe5f0d.json", "dbe5f0d", "lane length swept (1 = band order)"),
+]
+CHAIN_SHIFTS = ["3", "1MiB+5", "n/4+3", "n/3", "n/2+1", "n-7"]
+
+
+def chain_history_table() -> str:
+    """Device time, % of memcpy in the same run, 1 GiB uint8, best configuration of each probe run."""
+    head = ("| run | commit | change | " + " | ".join(CHAIN_SHIFTS) + " | configs | host us/call (torch) |\n"
+            "|---|---|---|" + "---|" * len(CHAIN_SHIFTS) + "---|---|")
+    lines = [head]
+    for index, (name, commit, change) in enumerate(CHAIN_PROBES, 1):
+        data = load(name)
+        if data is None:
+            continue
+        rows = [r for r in data["device"] if r["size_mib"] == 1024 and r["dtype"] == "uint8"]
+        cells = []
+        for shift in CHAIN_SHIFTS:
+            values = [r["pct"] for r in rows if r["shift"] == shift and r["ok"] and r["algorithm"] == "chain"]
+            cells.append(f"{max(values):.1f}" if values else "-")
+        configs = sorted({":".join(str(v) for v in r["config"].values()) for r in rows})
+        host = data.get("host_us", {}).get("rotate(torch)")
+        lines.append(f"| {index} | {commit} | {change} | " + " | ".join(cells) +
+                     f" | {', '.join(configs)} | {_num(host, '.0f')} |")
+    return "\n".join(lines)
+
+
 def blocks() -> dict:
     bench = load("gpu-bench-h200.json")
     e2e = load("gpu-e2e-h200.json")
@@ -298,6 +332,7 @@ def blocks() -> dict:
         ("docs/perf-notes.md", "table", "cpu-bench"): cpu_bench_table(cpu),
         ("docs/perf-notes.md", "table", "cpu-call-overhead"): cpu_call_overhead_table(overhead, before),
         ("README.md", "numbers", "readme-how-fast"): readme_how_fast(bench, longdist, e2e, cpu, overhead),
+        ("docs/perf-notes.md", "table", "chain-history"): chain_history_table(),
     }
     if bench is not None:
         out[("docs/perf-notes.md", "table", "gpu-device-1gib")] = gpu_device_table(bench["rows"], GiB)
