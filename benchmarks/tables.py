@@ -342,10 +342,13 @@ def blocks() -> dict:
 
 
 def render(text: str, kind: str, name: str, body: str) -> str:
-    pattern = re.compile(rf"(<!-- {kind}:{re.escape(name)} -->\n).*?(\n<!-- /{kind} -->)", re.S)
+    # The closing marker is matched at the start of a line, so an empty block
+    # (opening marker directly followed by the closing one) cannot swallow
+    # the text up to the next block's end.
+    pattern = re.compile(rf"(<!-- {kind}:{re.escape(name)} -->\n)(?:.*?\n)??(<!-- /{kind} -->)", re.S)
     if not pattern.search(text):
         raise KeyError(f"marker <!-- {kind}:{name} --> ... <!-- /{kind} --> not found")
-    return pattern.sub(lambda m: m.group(1) + body + m.group(2), text, count=1)
+    return pattern.sub(lambda m: m.group(1) + body + "\n" + m.group(2), text, count=1)
 
 
 def regenerate() -> dict:
