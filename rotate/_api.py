@@ -9,7 +9,7 @@ import numpy as np
 
 from . import _arrays
 from ._plan import Plan, Step, axis_rotations, contiguous_steps
-from ._validate import as_index, as_index_tuple, broadcast_shifts, check_numpy_array
+from ._validate import as_index, as_index_tuple, broadcast_shifts, check_numpy_array, check_stream_for_host
 
 IntOrInts = Union[int, Sequence[int]]
 
@@ -72,6 +72,7 @@ def roll(a: Any, shift: IntOrInts, axis: Optional[IntOrInts] = None, *,
     plans = []
     for part in parts:  # plan (and so validate) everything before anything moves
         target, info = _inspect(part)
+        check_stream_for_host(info.device, stream)
         plans.append((target, info, _make_plan(info, _shift_map(info, shift, axis), max_scratch_bytes)))
     for target, info, p in plans:
         _execute(target, info, p, stream)
@@ -112,6 +113,7 @@ def rotate(a: Any, middle: int, *, stream: Any = None,
     plans = []
     for part in parts:
         target, info = _inspect(part)
+        check_stream_for_host(info.device, stream)
         middle = _check_middle(middle, info.size)
         plans.append((target, info, _make_plan(info, {None: -middle}, max_scratch_bytes)))
     for target, info, p in plans:
@@ -149,23 +151,30 @@ def plan(a: Any, shift: Optional[IntOrInts] = None, axis: Optional[IntOrInts] = 
     """
     if (shift is None) == (middle is None):
         raise TypeError("plan() takes either shift (as for roll) or middle (as for rotate), not both or neither")
-    _, info = _inspect(a)
-    if middle is not None:
-        shifts = {None: -_check_middle(middle, info.size)}
-    else:
-        shifts = _shift_map(info, shift, axis)
-    return _make_plan(info, shifts, max_scratch_bytes)
+    plans = []
+    for part in _parts(a):  # a masked array's mask is planned (and checked) with its data
+        _, info = _inspect(part)
+        if middle is not None:
+            shifts = {None: -_check_middle(middle, info.size)}
+        else:
+            shifts = _shift_map(info, shift, axis)
+        plans.append(_make_plan(info, shifts, max_scratch_bytes))
+    return _merge_plans(a, plans)
 
 
 # --- internals -------------------------------------------------------------
 
 def _parts(a: Any) -> list:
-    """The arrays a call moves: a masked array's data and its mask roll together, like numpy.roll's."""
-    if isinstance(a, np.ma.MaskedArray):
-        mask = np.ma.getmask(a)
-        data = a.data
-        return [data] if mask is np.ma.nomask else [data, mask]
-    return [a]
+    """The arrays a call moves: a masked array's data and mask, a multi-field view's fields."""
+    return _arrays.rolled_parts(a)
+
+
+def _merge_plans(a: Any, plans: list) -> Plan:
+    """One plan for a call that moves several parts: every part's steps, a's shape and dtype."""
+    if len(plans) == 1:
+        return plans[0]
+    return Plan(plans[0].backend, tuple(np.shape(a)), getattr(a, "dtype", plans[0].dtype),
+                tuple(step for p in plans for step in p.steps))
 
 
 def _inspect(a: Any):
@@ -181,6 +190,7 @@ def _inspect(a: Any):
                 "a is a read-only device array (its __cuda_array_interface__ says so); "
                 "rotate works in place, so pass a writeable array"
             )
+        _arrays.check_device_usable()
         return view, info
     raise TypeError(
         f"a must be a numpy array or a CUDA device array (numba, CuPy, PyTorch, or "
@@ -214,6 +224,9 @@ def _make_plan(info, shifts: dict, max_scratch_bytes: Optional[int]) -> Plan:
     if info.device:
         from ._cuda import planner
         settings_key = tuple(sorted(planner.settings.items()))
+    else:
+        from . import _cpu
+        settings_key = _cpu.settings_key()
     # Plans depend on layout, not on the data or its address: repeated calls
     # (the common case in a loop) skip planning entirely.
     layout_key = (info.shape, info.strides, info.dtype, info.device)
@@ -254,7 +267,7 @@ def _build_plan(info, shifts: dict, max_scratch_bytes: Optional[int]) -> Plan:
 
     from . import _cpu
     if layout is None:
-        if rotations[0][0] is None and info.ndim > 1:
+        if rotations[0][0] is None and info.ndim > 1 and _arrays.c_order_line(info.shape, info.strides) is None:
             raise ValueError(
                 f"roll with axis=None rolls a in C order, but a is not C-contiguous "
                 f"(shape {info.shape}, strides {info.strides}), so C order is not its "
@@ -264,16 +277,19 @@ def _build_plan(info, shifts: dict, max_scratch_bytes: Optional[int]) -> Plan:
             )
         steps = []
         for axis, length, s in rotations:
-            axis = 0 if axis is None else axis
-            algorithm, scratch, moved = _cpu.plan_strided(info.shape, info.strides, info.itemsize, s, axis)
+            axis = 0 if axis is None and info.ndim == 1 else axis  # None: the C-order line
+            algorithm, scratch, moved = _cpu.plan_strided(info.shape, info.strides, info.itemsize, s, axis,
+                                                          max_scratch_bytes)
             lines = info.size // length  # the strided roll moves every line along the axis
             steps.append(Step(axis, s, lines, length * info.itemsize, (length - s) * info.itemsize,
-                              info.itemsize, algorithm, scratch, moved, strided=True))
+                              info.itemsize, algorithm, scratch, moved, strided=True,
+                              details=_cpu.step_details(max_scratch_bytes)))
         return Plan(backend, info.shape, info.dtype, tuple(steps))
     steps = []
     for axis, s, rows, seg, left, word in layout:
-        algorithm, scratch, moved = _cpu.plan_rows(rows, seg // word, left // word, word)
-        steps.append(Step(axis, s, rows, seg, left, word, algorithm, scratch, moved))
+        algorithm, scratch, moved = _cpu.plan_rows(rows, seg // word, left // word, word, max_scratch_bytes)
+        steps.append(Step(axis, s, rows, seg, left, word, algorithm, scratch, moved,
+                          details=_cpu.step_details(max_scratch_bytes)))
     return Plan(backend, info.shape, info.dtype, tuple(steps))
 
 
@@ -288,10 +304,11 @@ def _execute(target: Any, info, p: Plan, stream: Any) -> None:
     arr = np.asarray(target)
     for step in p.steps:
         if step.strided:
-            _cpu.roll_strided(arr, step.shift, step.axis)
+            _cpu.roll_strided(arr, step.shift, step.axis, step.details.get("max_scratch_bytes"))
             continue
         word = step.word_bytes
         flat = arr.reshape(-1, order="A").view(np.dtype(f"u{word}"))
         if not np.may_share_memory(flat, arr):  # a copy would silently lose the result
             raise AssertionError("internal error: contiguous view of a was a copy")
-        _cpu.rotate_rows_inplace(flat, step.rows, step.seg_bytes // word, step.left_bytes // word)
+        _cpu.rotate_rows_inplace(flat, step.rows, step.seg_bytes // word, step.left_bytes // word,
+                                 step.details.get("max_scratch_bytes"))

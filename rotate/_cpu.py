@@ -55,9 +55,12 @@ odd-sized (3, 10, 12 ...) dtypes all work without Python objects.
 
 Scratch bound
 -------------
-Every call allocates at most ``SCRATCH_BYTES`` (8 MiB) of scratch, whatever the
-array size, plus O(ndim + log(seg)) integers of bookkeeping.  The budget is
-split evenly between lanes.  ``SCRATCH_BYTES``, ``TILE_BYTES``,
+Every call allocates at most ``min(SCRATCH_BYTES, max_scratch_bytes)`` bytes of
+scratch (``SCRATCH_BYTES`` is 8 MiB), whatever the array size, plus
+O(ndim + log(seg)) integers of bookkeeping.  The budget is split evenly between
+lanes; when it cannot hold even one lane's scratch, the step falls back to
+``reversal`` (three in-place reversals, no scratch, about 2x the traffic), so
+any bound, 0 included, is met.  ``SCRATCH_BYTES``, ``TILE_BYTES``,
 ``SMALL_ROW_BYTES``, ``MIN_LANE_BYTES`` and ``LANES`` are module attributes so
 that tests can shrink them and reach the large-``d`` and many-seam paths on
 small arrays; they are read at call time.
@@ -69,11 +72,30 @@ number is ``LANES`` (default: ``numba.get_num_threads()``) capped so that each
 lane gets at least ``MIN_LANE_BYTES`` of work.  The result never depends on the
 number of lanes or threads; ``plan_*`` report scratch and traffic for the lane
 count in force when they are called.
+
+Every threading layer numba may pick is made safe here, without changing
+the layer for the rest of the process:
+
+* ``workqueue`` aborts the interpreter when two threads run parallel code at
+  once, so calls are serialised by a process-wide lock under it (and before
+  the first parallel launch, when the layer is not known yet);
+* GNU OpenMP (``omp``) kills a forked child that enters a parallel region
+  once the parent has used it, so such a child runs serial twins of the
+  kernels (same code, ``prange`` as ``range``): correct, single-threaded;
+* ``tbb`` is thread- and fork-safe as it is.
+
+Different arrays may be rolled from different threads at once; one array
+must not be rolled (or read) from two threads at once, as with any in-place
+operation.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import threading
+import types as _pytypes
 
 import numba
 import numpy as np
@@ -81,7 +103,7 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["rotate_rows_inplace", "plan_rows", "roll_strided", "plan_strided"]
+__all__ = ["rotate_rows_inplace", "plan_rows", "roll_strided", "plan_strided", "settings_key", "step_details"]
 
 # Total scratch one call may allocate, split between lanes.
 SCRATCH_BYTES = 8 << 20
@@ -375,9 +397,29 @@ def _roll_strided_words(flat, origin, n_rows, s, k, n_cols, t, batch, outer_shap
 # ---------------------------------------------------------------------------
 
 
-def _lanes(work_bytes: int, units: int) -> int:
+def _lanes(work_bytes: int, units: int, max_lanes=None) -> int:
     wanted = LANES if LANES is not None else numba.get_num_threads()
+    if max_lanes is not None:
+        wanted = min(int(wanted), max_lanes)
     return max(1, min(int(wanted), units, work_bytes // MIN_LANE_BYTES))
+
+
+def _budget(max_scratch_bytes) -> int:
+    """The scratch bound in force: the module's, tightened by the caller's."""
+    if max_scratch_bytes is None:
+        return SCRATCH_BYTES
+    return min(SCRATCH_BYTES, int(max_scratch_bytes))
+
+
+def settings_key() -> tuple:
+    """Everything besides the layout that changes a CPU plan (cache key for plans)."""
+    return (SCRATCH_BYTES, TILE_BYTES, SMALL_ROW_BYTES, MIN_LANE_BYTES, LANES,
+            numba.get_num_threads())
+
+
+def step_details(max_scratch_bytes) -> dict:
+    """What a CPU step must remember to run as planned: the caller's scratch bound."""
+    return {} if max_scratch_bytes is None else {"max_scratch_bytes": int(max_scratch_bytes)}
 
 
 def _segment_schedule(seg: int, k: int, shift_cap: int, chunks_wanted: int, tile: int = 0):
@@ -447,30 +489,43 @@ def _schedule_cost(ops, tile: int, swap_lanes: int):
     return scratch, moved
 
 
-def _plan_rows(rows: int, seg: int, k: int, itemsize: int):
-    """Decide how to rotate; returns (name, scratch_words, words_moved, runner)."""
+def _plan_rows(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=None):
+    """Decide how to rotate within the scratch bound; returns (name, scratch_words, words_moved, runner)."""
+    budget = _budget(max_scratch_bytes)
+    for max_lanes in (None, 1):  # fewer lanes need less scratch
+        plan = _plan_rows_lanes(rows, seg, k, itemsize, budget, max_lanes)
+        if plan[1] * itemsize <= budget:
+            return plan
+    # Not even one lane's scratch fits: three reversals in place, no scratch.
+    _, _, moved, _ = _plan_strided((rows, seg), (seg * itemsize, itemsize), itemsize, seg - k, 1, 0)
+    return "reversal", 0, moved // itemsize, ("reversal",)
+
+
+def _plan_rows_lanes(rows: int, seg: int, k: int, itemsize: int, budget: int, max_lanes):
     total_bytes = rows * seg * itemsize
     tile = max(1, TILE_BYTES // itemsize)
     if seg * itemsize <= SMALL_ROW_BYTES:
-        lanes = _lanes(total_bytes, rows)
+        lanes = _lanes(total_bytes, rows, max_lanes)
         # Lanes' scratch rows 128 bytes apart: sharing a cache line between
         # threads made 2 lanes slower than 1 (false sharing).
         lane_stride = seg if lanes == 1 else -(-seg * itemsize // 128) * 128 // itemsize
         return "small-rows-copy", lanes * lane_stride, 4 * rows * seg, ("small", lanes, lane_stride)
     seg_bytes = seg * itemsize
-    if rows > 1 and (rows >= 8 * _lanes(total_bytes, rows) or seg_bytes <= (1 << 20)):
-        lanes = _lanes(total_bytes, rows)
-        cap = max(1, SCRATCH_BYTES // itemsize // lanes)
+    if rows > 1 and (rows >= 8 * _lanes(total_bytes, rows, max_lanes) or seg_bytes <= (1 << 20)):
+        lanes = _lanes(total_bytes, rows, max_lanes)
+        cap = max(1, budget // itemsize // lanes)
+        tile = min(tile, cap)
         ops = _segment_schedule(seg, k, cap, 1)
         lane_scratch, moved = _schedule_cost(ops, tile, 1)
-        runner = ("rows", lanes, lane_scratch, ops)
+        runner = ("rows", lanes, lane_scratch, ops, tile)
         scratch = lanes * lane_scratch
     else:
-        lanes = _lanes(seg_bytes, max(1, seg // 2))
-        cap = max(1, SCRATCH_BYTES // itemsize // lanes)
+        lanes = _lanes(seg_bytes, max(1, seg // 2), max_lanes)
+        cap = max(1, budget // itemsize // lanes)
+        tile = min(tile, cap)
         ops = _segment_schedule(seg, k, cap, lanes, tile)
         scratch, moved = _schedule_cost(ops, tile, lanes)
-        runner = ("segment", lanes, scratch, ops)
+        runner = ("segment", lanes, scratch, ops, tile)
     kinds = {op[0] for op in ops}
     if kinds == {_SHIFT}:
         name = "buffered-shift"
@@ -488,7 +543,7 @@ def _plan_rows(rows: int, seg: int, k: int, itemsize: int):
 # ---------------------------------------------------------------------------
 
 
-def plan_rows(rows: int, seg: int, k: int, itemsize: int) -> tuple[str, int, int]:
+def plan_rows(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=None) -> tuple[str, int, int]:
     """Describe what :func:`rotate_rows_inplace` will do, without doing it.
 
     Parameters
@@ -497,23 +552,26 @@ def plan_rows(rows: int, seg: int, k: int, itemsize: int) -> tuple[str, int, int
         As for :func:`rotate_rows_inplace`.
     itemsize : int
         1, 2, 4 or 8 -- the word size of the buffer.
+    max_scratch_bytes : int, optional
+        The caller's scratch bound (tightens ``SCRATCH_BYTES``).
 
     Returns
     -------
     algorithm : str
         ``"small-rows-copy"``, ``"buffered-shift"``, ``"block-swap"``,
-        ``"block-swap+buffered-shift"`` or ``"block-swap+fused-shift"``.
+        ``"block-swap+buffered-shift"``, ``"block-swap+fused-shift"`` or
+        ``"reversal"`` (no scratch; only when the bound allows nothing else).
     scratch_bytes : int
-        Scratch the call allocates (at most ``SCRATCH_BYTES``).
+        Scratch the call allocates (at most ``min(SCRATCH_BYTES, max_scratch_bytes)``).
     bytes_moved : int
         Bytes read plus bytes written, array and scratch; the ideal is
         ``2 * rows * seg * itemsize``.
     """
-    name, scratch, moved, _ = _plan_rows(int(rows), int(seg), int(k), int(itemsize))
+    name, scratch, moved, _ = _plan_rows(int(rows), int(seg), int(k), int(itemsize), max_scratch_bytes)
     return name, scratch * itemsize, moved * itemsize
 
 
-def rotate_rows_inplace(buf: np.ndarray, rows: int, seg: int, k: int) -> None:
+def rotate_rows_inplace(buf: np.ndarray, rows: int, seg: int, k: int, max_scratch_bytes=None) -> None:
     """Rotate each of ``rows`` consecutive segments of ``buf`` left by ``k``, in place.
 
     Parameters
@@ -526,21 +584,26 @@ def rotate_rows_inplace(buf: np.ndarray, rows: int, seg: int, k: int) -> None:
         Words per segment, >= 2.
     k : int
         ``0 < k < seg``; afterwards ``new_seg[i] == old_seg[(i + k) % seg]``.
+    max_scratch_bytes : int, optional
+        The caller's scratch bound (tightens ``SCRATCH_BYTES``).
     """
     rows, seg, k = int(rows), int(seg), int(k)
-    name, scratch_words, _, runner = _plan_rows(rows, seg, k, buf.itemsize)
+    name, scratch_words, _, runner = _plan_rows(rows, seg, k, buf.itemsize, max_scratch_bytes)
+    if runner[0] == "reversal":
+        roll_strided(buf.reshape(rows, seg), seg - k, 1, 0)
+        return
     scratch = np.empty(scratch_words, dtype=buf.dtype)
-    tile = max(1, TILE_BYTES // buf.itemsize)
-    if runner[0] == "small":
-        _rotate_small_rows(buf, rows, seg, k, scratch, runner[1], runner[2])
-    elif runner[0] == "rows":
-        _, lanes, lane_scratch, ops = runner
-        _rotate_rows_lanes(buf, rows, seg, _ops_array(ops), scratch, lanes, lane_scratch, tile)
-    else:
-        _, lanes, _, ops = runner
-        ops_array = _ops_array(ops)
-        for r in range(rows):
-            _rotate_segment_lanes(buf, r * seg, ops_array, scratch, lanes, tile)
+    with _kernels() as kernels:
+        if runner[0] == "small":
+            kernels["_rotate_small_rows"](buf, rows, seg, k, scratch, runner[1], runner[2])
+        elif runner[0] == "rows":
+            _, lanes, lane_scratch, ops, tile = runner
+            kernels["_rotate_rows_lanes"](buf, rows, seg, _ops_array(ops), scratch, lanes, lane_scratch, tile)
+        else:
+            _, lanes, _, ops, tile = runner
+            ops_array = _ops_array(ops)
+            for r in range(rows):
+                kernels["_rotate_segment_lanes"](buf, r * seg, ops_array, scratch, lanes, tile)
 
 
 def _ops_array(ops) -> np.ndarray:
@@ -572,14 +635,30 @@ def _word_layout(shape, strides, itemsize: int, axis: int):
     return word, shape[axis], strides[axis] // word, n_cols, t, outer_shape, outer_strides
 
 
-def _plan_strided(shape, strides, itemsize: int, shift: int, axis: int):
+def _line(shape, strides, axis):
+    """axis=None rolls the C-order line: the shape and strides of that 1-D line, axis 0."""
+    if axis is not None:
+        return shape, strides, axis
+    from ._arrays import c_order_line
+
+    line = c_order_line(shape, strides)
+    if line is None:
+        raise ValueError(f"internal error: C order of shape {shape}, strides {strides} is not one strided line")
+    return (line[0],), (line[1],), 0
+
+
+def _plan_strided(shape, strides, itemsize: int, shift: int, axis, max_scratch_bytes=None):
+    shape, strides, axis = _line(shape, strides, axis)
     word, n_rows, s, n_cols, t, outer_shape, outer_strides = _word_layout(shape, strides, itemsize, axis)
     n_outer = math.prod(outer_shape)
     k = n_rows - shift  # numpy.roll right by shift == rotate rows left by n_rows - shift
     d = min(k, shift)
     total_words = n_rows * n_cols * n_outer
     lanes = _lanes(total_words * word, max(1, n_outer * n_cols))
-    cap = max(1, SCRATCH_BYTES // word // lanes)
+    budget_words = _budget(max_scratch_bytes) // word
+    if d <= budget_words:
+        lanes = max(1, min(lanes, budget_words // d))  # every lane holds at least d words
+    cap = budget_words // lanes
     if d <= cap:
         mode = _STRIDED_SHIFT
         batch = min(n_cols, cap // d)
@@ -602,8 +681,8 @@ def _plan_strided(shape, strides, itemsize: int, shift: int, axis: int):
     return name, lanes * lane_scratch * word, moved * word, (layout, k, mode, batch, lanes, lane_scratch)
 
 
-def plan_strided(shape, strides, itemsize, shift, axis) -> tuple[str, int, int]:
-    """Describe what :func:`roll_strided` will do, without doing it.
+def plan_strided(shape, strides, itemsize, shift, axis, max_scratch_bytes=None) -> tuple[str, int, int]:
+    """Describe what :func:`roll_strided` will do, without doing it (``axis=None``: the C-order line).
 
     Returns
     -------
@@ -614,7 +693,8 @@ def plan_strided(shape, strides, itemsize, shift, axis) -> tuple[str, int, int]:
     bytes_moved : int
         Bytes read plus written, array and scratch (ideal: twice the array's bytes).
     """
-    name, scratch, moved, _ = _plan_strided(shape, strides, int(itemsize), int(shift), int(axis))
+    axis = None if axis is None else int(axis)
+    name, scratch, moved, _ = _plan_strided(shape, strides, int(itemsize), int(shift), axis, max_scratch_bytes)
     return name, scratch, moved
 
 
@@ -631,7 +711,7 @@ class _WordSpan:
         }
 
 
-def roll_strided(a: np.ndarray, shift: int, axis: int) -> None:
+def roll_strided(a: np.ndarray, shift: int, axis, max_scratch_bytes=None) -> None:
     """``a[...] = numpy.roll(a, shift, axis)`` in place, for any strides and fixed-size dtype.
 
     Parameters
@@ -641,20 +721,114 @@ def roll_strided(a: np.ndarray, shift: int, axis: int) -> None:
         Python objects.  Its elements must not overlap each other in memory.
     shift : int
         ``0 < shift < a.shape[axis]``; positive moves elements to larger indices.
-    axis : int
-        Non-negative axis index.
+    axis : int or None
+        Non-negative axis index; None rolls the C-order line of a view whose
+        C order is one strided line (``rotate._arrays.c_order_line``).
+    max_scratch_bytes : int, optional
+        The caller's scratch bound (tightens ``SCRATCH_BYTES``).
     """
-    shift, axis = int(shift), int(axis)
+    shift = int(shift)
     if a.size == 0:
         return
+    if axis is None:
+        shape, strides, axis = _line(a.shape, a.strides, None)
+        a = np.lib.stride_tricks.as_strided(a, shape, strides)
+    axis = int(axis)
     _, scratch_bytes, _, (layout, k, mode, batch, lanes, lane_scratch) = _plan_strided(
-        a.shape, a.strides, a.itemsize, shift, axis)
+        a.shape, a.strides, a.itemsize, shift, axis, max_scratch_bytes)
     word, n_rows, s, n_cols, t, outer_shape, outer_strides = layout
     address = a.__array_interface__["data"][0]
     low = address + sum((n - 1) * st for n, st in zip(a.shape, a.strides) if st < 0)
     high = address + sum((n - 1) * st for n, st in zip(a.shape, a.strides) if st > 0) + a.itemsize
     flat = np.asarray(_WordSpan(a, low, (high - low) // word, word))
     scratch = np.empty(scratch_bytes // word, dtype=flat.dtype)
-    _roll_strided_words(flat, (address - low) // word, n_rows, s, k, n_cols, t, batch,
-                        np.array(outer_shape, dtype=np.int64), np.array(outer_strides, dtype=np.int64),
-                        mode, scratch, lanes, lane_scratch)
+    with _kernels() as kernels:
+        kernels["_roll_strided_words"](
+            flat, (address - low) // word, n_rows, s, k, n_cols, t, batch,
+            np.array(outer_shape, dtype=np.int64), np.array(outer_strides, dtype=np.int64),
+            mode, scratch, lanes, lane_scratch)
+
+
+# ---------------------------------------------------------------------------
+# threading layers: serialise under workqueue, serial twins in a forked GNU OpenMP child
+# ---------------------------------------------------------------------------
+
+_PARALLEL_KERNELS = ("_swap_shift_lanes", "_rotate_segment_lanes", "_rotate_rows_lanes",
+                     "_rotate_small_rows", "_roll_strided_words")
+_serial_kernels: dict = {}
+_lock = threading.Lock()
+# Set in a forked child whose parent had started GNU OpenMP's threads.
+_FORCE_SERIAL = {"on": False, "parent_layer": None}
+
+
+def _launched_layer():
+    """The threading layer numba launched in this process, or None before the first parallel call."""
+    try:
+        return numba.threading_layer()
+    except ValueError:
+        return None
+
+
+def _gnu_openmp(layer) -> bool:
+    if layer != "omp":
+        return False
+    try:
+        from numba.np.ufunc import omppool
+
+        return getattr(omppool, "openmp_vendor", "GNU") == "GNU"
+    except ImportError:  # pragma: no cover
+        return True
+
+
+def _before_fork() -> None:
+    _FORCE_SERIAL["parent_layer"] = _launched_layer()
+
+
+def _after_fork_in_child() -> None:
+    global _lock
+    _lock = threading.Lock()  # a lock held by another parent thread would never be released here
+    if _gnu_openmp(_FORCE_SERIAL["parent_layer"]):
+        _FORCE_SERIAL["on"] = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+
+
+def runs_serial() -> bool:
+    """True when this process must not enter numba's parallel regions (forked GNU OpenMP child)."""
+    return _FORCE_SERIAL["on"]
+
+
+def _serial_twin(name: str):
+    """The kernel ``name`` compiled without ``parallel=True``, calling serial twins only."""
+    twin = _serial_kernels.get(name)
+    if twin is None:
+        py = globals()[name].py_func
+        namespace = dict(py.__globals__)
+        for other in _PARALLEL_KERNELS:
+            if other != name and other in py.__code__.co_names:
+                namespace[other] = _serial_twin(other)
+        fn = _pytypes.FunctionType(py.__code__, namespace, py.__name__ + "_serial",
+                                   py.__defaults__, py.__closure__)
+        fn.__qualname__ = py.__qualname__ + "_serial"  # its own on-disk cache entry
+        fn.__module__ = py.__module__
+        fn.__doc__ = py.__doc__
+        twin = _serial_kernels[name] = njit(cache=True)(fn)
+    return twin
+
+
+@contextlib.contextmanager
+def _kernels():
+    """The kernels to call now, with whatever the threading layer needs held around them."""
+    if runs_serial():
+        yield {name: _serial_twin(name) for name in _PARALLEL_KERNELS}
+        return
+    kernels = {name: globals()[name] for name in _PARALLEL_KERNELS}
+    layer = _launched_layer()
+    if layer in ("tbb", "omp"):  # thread-safe layers: concurrent calls are fine
+        yield kernels
+        return
+    # workqueue (or not launched yet, so possibly workqueue): one parallel call at a time.
+    with _lock:
+        yield kernels
