@@ -222,19 +222,14 @@ def _collect_ranges(dtype: np.dtype, base: int, out: list) -> None:
         _collect_ranges(field_dtype, base + offset, out)
 
 
-def gaps_hold_other_data(a: np.ndarray) -> bool:
-    """Whether bytes between ``a``'s fields belong to other fields of its base array.
+def has_gaps(dtype: np.dtype) -> bool:
+    """Whether some bytes of an item belong to no field: padding, or another view's fields.
 
-    True for multi-field views (``a[['x', 'z']]`` of a struct with field
-    ``y`` between them): moving whole items would move ``y`` too. Padding of
-    an array that owns its struct (or views raw bytes) is not data.
+    numpy cannot tell the two apart (a multi-field view's base is the buffer's
+    owner, not the struct it was cut from), so such bytes are never moved:
+    ``a[['x', 'z']]`` must not move field ``y``, and padding holds no data.
     """
-    if a.dtype.names is None or field_byte_ranges(a.dtype) == [(0, a.itemsize)]:
-        return False
-    root = a
-    while isinstance(root.base, np.ndarray):
-        root = root.base
-    return root.dtype.names is not None and root.dtype != a.dtype
+    return dtype.names is not None and field_byte_ranges(dtype) != [(0, dtype.itemsize)]
 
 
 class _ByteSpan:
@@ -282,7 +277,7 @@ def rolled_parts(a: Any) -> list:
     for part in parts:
         if isinstance(part, np.ndarray) and part.dtype.names is not None:
             check_numpy_array(part)  # objects and read-only first: the byte views hide both
-            if gaps_hold_other_data(part):
+            if has_gaps(part.dtype):
                 out.extend(field_views(part))
                 continue
         out.append(part)
