@@ -38,6 +38,7 @@ def roll(a: Any, shift: IntOrInts, axis: Optional[IntOrInts] = None, *,
     stream : optional
         GPU only: the CUDA stream to run on (numba stream, CuPy or PyTorch
         stream, or a raw handle). Default: the array library's current stream.
+        Giving it with a numpy array is a TypeError (the CPU runs synchronously).
     max_scratch_bytes : int, optional
         Upper bound on temporary memory; see :func:`plan`.
 
@@ -49,11 +50,22 @@ def roll(a: Any, shift: IntOrInts, axis: Optional[IntOrInts] = None, *,
     Raises
     ------
     TypeError
-        Non-integer ``shift``/``axis``, object dtype, or an unsupported array type.
+        Non-integer ``shift``/``axis``, object dtype, an unsupported array
+        type, or ``stream=`` with a numpy array.
     ValueError
-        Read-only array, or a layout that cannot be rolled in place.
+        Read-only array (or mask), elements that overlap in memory, or a
+        layout that cannot be rolled in place.
+    RuntimeError
+        A device array on a machine without a usable CUDA GPU.
     numpy.exceptions.AxisError
         ``axis`` out of range.
+
+    Notes
+    -----
+    Different arrays may be rolled from different threads at once; one array
+    must not be rolled from two threads at once. Of a structured array only
+    the fields' bytes move (padding, and the other fields of a multi-field
+    view's base, stay where they are).
 
     Examples
     --------
@@ -139,8 +151,9 @@ def plan(a: Any, shift: Optional[IntOrInts] = None, axis: Optional[IntOrInts] = 
     max_scratch_bytes : int, optional
         Upper bound on temporary memory. GPU: rotation distances whose seam
         does not fit take the slower scratch-free fallback. Default: the
-        larger of 1% of the array and 16 MiB (GPU); the CPU backend's bound
-        is fixed (see ``rotate._cpu``).
+        larger of 1% of the array and 16 MiB (GPU); 8 MiB on the CPU, where a
+        bound too small for any buffered algorithm falls back to in-place
+        reversals (no scratch), so every bound, 0 included, is met.
 
     Examples
     --------
