@@ -111,7 +111,8 @@ IGNORE = shutil.ignore_patterns(".git", ".venv", ".hypothesis", ".pytest_cache",
 
 
 def run_tests(tree: Path, timeout: int) -> tuple[str, float, str]:
-    env = dict(os.environ, CI="true", PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1")
+    env = dict(os.environ, CI="true", HYPOTHESIS_PROFILE="mutation", PYTHONPATH=str(tree),
+               PYTHONDONTWRITEBYTECODE="1")
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-k", DESELECT, *TESTS]
     start = time.perf_counter()
     try:
