@@ -38,6 +38,7 @@ def roll(a: Any, shift: IntOrInts, axis: Optional[IntOrInts] = None, *,
     stream : optional
         GPU only: the CUDA stream to run on (numba stream, CuPy or PyTorch
         stream, or a raw handle). Default: the array library's current stream.
+        Giving it with a numpy array is a TypeError (the CPU runs synchronously).
     max_scratch_bytes : int, optional
         Upper bound on temporary memory; see :func:`plan`.
 
@@ -49,11 +50,22 @@ def roll(a: Any, shift: IntOrInts, axis: Optional[IntOrInts] = None, *,
     Raises
     ------
     TypeError
-        Non-integer ``shift``/``axis``, object dtype, or an unsupported array type.
+        Non-integer ``shift``/``axis``, object dtype, an unsupported array
+        type, or ``stream=`` with a numpy array.
     ValueError
-        Read-only array, or a layout that cannot be rolled in place.
+        Read-only array (or mask), elements that overlap in memory, or a
+        layout that cannot be rolled in place.
+    RuntimeError
+        A device array on a machine without a usable CUDA GPU.
     numpy.exceptions.AxisError
         ``axis`` out of range.
+
+    Notes
+    -----
+    Different arrays may be rolled from different threads at once; one array
+    must not be rolled from two threads at once. Of a structured array only
+    the fields' bytes move (padding, and the other fields of a multi-field
+    view's base, stay where they are).
 
     Examples
     --------
@@ -129,8 +141,9 @@ def plan(a: Any, shift: Optional[IntOrInts] = None, axis: Optional[IntOrInts] = 
     max_scratch_bytes : int, optional
         Upper bound on temporary memory. GPU: rotation distances whose seam
         does not fit take the slower scratch-free fallback. Default: the
-        larger of 1% of the array and 16 MiB (GPU); the CPU backend's bound
-        is fixed (see ``rotate._cpu``).
+        larger of 1% of the array and 16 MiB (GPU); 8 MiB on the CPU, where a
+        bound too small for any buffered algorithm falls back to in-place
+        reversals (no scratch), so every bound, 0 included, is met.
 
     Examples
     --------
@@ -141,12 +154,15 @@ def plan(a: Any, shift: Optional[IntOrInts] = None, axis: Optional[IntOrInts] = 
     """
     if (shift is None) == (middle is None):
         raise TypeError("plan() takes either shift (as for roll) or middle (as for rotate), not both or neither")
-    backend, _, info = _inspect(a)
-    if middle is not None:
-        shifts = {None: -_check_middle(middle, info.size)}
-    else:
-        shifts = _shift_map(info, shift, axis)
-    return _make_plan(backend, info, shifts, max_scratch_bytes)
+    plans = []
+    for part in _parts(a):  # a masked array's mask is planned (and checked) with its data
+        backend, _, info = _inspect(part)
+        if middle is not None:
+            shifts = {None: -_check_middle(middle, info.size)}
+        else:
+            shifts = _shift_map(info, shift, axis)
+        plans.append(_make_plan(backend, info, shifts, max_scratch_bytes))
+    return _merge_plans(a, plans)
 
 
 # --- internals -------------------------------------------------------------
@@ -157,14 +173,18 @@ def plan(a: Any, shift: Optional[IntOrInts] = None, axis: Optional[IntOrInts] = 
 
 
 def _parts(a: Any) -> list:
-    """The arrays a call moves: a masked array's data and its mask roll together, like numpy.roll's."""
-    if type(a) is np.ndarray:
+    """The arrays a call moves: a masked array's data and mask, a multi-field view's fields."""
+    if type(a) is np.ndarray and a.dtype.names is None:  # the common case, without a call
         return [a]
-    if isinstance(a, np.ma.MaskedArray):
-        mask = np.ma.getmask(a)
-        data = a.data
-        return [data] if mask is np.ma.nomask else [data, mask]
-    return [a]
+    return _arrays.rolled_parts(a)
+
+
+def _merge_plans(a: Any, plans: list) -> Plan:
+    """One plan for a call that moves several parts: every part's steps, a's shape and dtype."""
+    if len(plans) == 1:
+        return plans[0]
+    return Plan(plans[0].backend, tuple(np.shape(a)), getattr(a, "dtype", plans[0].dtype),
+                tuple(step for p in plans for step in p.steps))
 
 
 def _inspect(a: Any):

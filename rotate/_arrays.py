@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ._validate import check_dtype
+from ._validate import check_dtype, check_numpy_array, prod
 
 # DLPack device types (dlpack.h: DLDeviceType).
 _DLPACK_CPU = 1
@@ -249,3 +249,150 @@ def torch_host_view(a: Any) -> Optional[np.ndarray]:
         if a.element_size() not in same_size:
             raise
         return a.view(same_size[a.element_size()]).numpy()
+
+
+# --- what a call moves ---------------------------------------------------------
+
+def field_byte_ranges(dtype: np.dtype) -> list[tuple[int, int]]:
+    """The byte ranges ``[lo, hi)`` of one item that hold data, merged and sorted.
+
+    ``[(0, itemsize)]`` for plain dtypes and packed structs; a multi-field
+    view such as ``a[['x', 'z']]`` leaves a gap where field ``y`` lives.
+    """
+    ranges: list[tuple[int, int]] = []
+    _collect_ranges(dtype, 0, ranges)
+    ranges.sort()
+    merged: list[tuple[int, int]] = []
+    for lo, hi in ranges:
+        if merged and lo <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+        elif hi > lo:
+            merged.append((lo, hi))
+    return merged
+
+
+def _collect_ranges(dtype: np.dtype, base: int, out: list) -> None:
+    if dtype.names is None:
+        if dtype.subdtype is not None:
+            sub, shape = dtype.subdtype
+            inner = field_byte_ranges(sub)
+            if inner == [(0, sub.itemsize)]:
+                out.append((base, base + dtype.itemsize))
+                return
+            for i in range(prod(shape)):
+                out.extend((base + i * sub.itemsize + lo, base + i * sub.itemsize + hi) for lo, hi in inner)
+            return
+        out.append((base, base + dtype.itemsize))
+        return
+    for name in dtype.names:
+        field_dtype, offset = dtype.fields[name][:2]
+        _collect_ranges(field_dtype, base + offset, out)
+
+
+def has_gaps(dtype: np.dtype) -> bool:
+    """Whether some bytes of an item belong to no field: padding, or another view's fields.
+
+    numpy cannot tell the two apart (a multi-field view's base is the buffer's
+    owner, not the struct it was cut from), so such bytes are never moved:
+    ``a[['x', 'z']]`` must not move field ``y``, and padding holds no data.
+    """
+    return dtype.names is not None and field_byte_ranges(dtype) != [(0, dtype.itemsize)]
+
+
+class _ByteSpan:
+    """``[lo, lo + width)`` of every item of ``a``, as an array of opaque items (keeps ``a`` alive)."""
+
+    def __init__(self, owner: np.ndarray, lo: int, width: int):
+        self._owner = owner
+        self.__array_interface__ = {
+            "version": 3,
+            "shape": tuple(owner.shape),
+            "strides": tuple(owner.strides),
+            "typestr": f"|V{width}",
+            "data": (owner.__array_interface__["data"][0] + lo, False),
+        }
+
+
+def field_views(a: np.ndarray) -> list[np.ndarray]:
+    """One writeable opaque-item view per data range of ``a``'s items, gaps left out."""
+    return [np.asarray(_ByteSpan(a, lo, hi - lo)) for lo, hi in field_byte_ranges(a.dtype)]
+
+
+def rolled_parts(a: Any) -> list:
+    """The arrays a call moves, each to be rolled the same way.
+
+    A masked array's data and its mask roll together, like numpy.roll's; a
+    multi-field view rolls only its own fields' bytes. Checks that need the
+    whole picture (a read-only mask) run here, before anything moves.
+    """
+    if isinstance(a, np.ma.MaskedArray):
+        mask = np.ma.getmask(a)
+        data = a.data
+        parts = [data]
+        if mask is not np.ma.nomask:
+            check_dtype(data.dtype)
+            if data.flags.writeable and not mask.flags.writeable:
+                raise ValueError(
+                    "a.mask is read-only (a.mask.flags.writeable is False) although a's data "
+                    "is writeable; roll moves the mask with the data, like numpy.roll, so give "
+                    "a a writeable mask first (a.unshare_mask(), or a.mask = a.mask.copy())"
+                )
+            parts.append(mask)
+    else:
+        parts = [a]
+    out = []
+    for part in parts:
+        if isinstance(part, np.ndarray) and part.dtype.names is not None:
+            check_numpy_array(part)  # objects and read-only first: the byte views hide both
+            if has_gaps(part.dtype):
+                out.extend(field_views(part))
+                continue
+        out.append(part)
+    return out
+
+
+def c_order_line(shape, strides) -> Optional[tuple[int, int]]:
+    """``(n, stride)`` when C order walks memory in one arithmetic progression, else None.
+
+    Such a view (e.g. ``a[::2][None]``, shape ``(1, n)``) rolls with
+    ``axis=None`` in place as a 1-D strided line.
+    """
+    dims = [(int(n), int(s)) for n, s in zip(shape, strides) if int(n) != 1]
+    if any(n == 0 for n, _ in dims):
+        return (0, 0)
+    if not dims:
+        return (1, 0)
+    n, stride = dims[-1]
+    for dim, dim_stride in reversed(dims[:-1]):
+        if dim_stride != n * stride:
+            return None
+        n *= dim
+    return n, stride
+
+
+_device_usable = False  # once a usable GPU was seen, later calls skip the checks (call overhead)
+
+
+def check_device_usable() -> None:
+    """A device array needs numba-cuda and a working CUDA driver; say so plainly."""
+    global _device_usable
+    if _device_usable:
+        return
+    try:
+        from numba import cuda
+        from numba.core import config
+    except ImportError as exc:
+        raise RuntimeError(
+            f"a is a CUDA device array, but numba-cuda is not installed ({exc}); install "
+            f"the GPU extra: pip install 'inplace-rotate[cu12]' (or [cu13], matching your driver)"
+        ) from None
+    if config.ENABLE_CUDASIM:
+        return
+    if not cuda.is_available():
+        raise RuntimeError(
+            "a is a CUDA device array (it has __cuda_array_interface__ or CUDA DLPack), but "
+            "no usable CUDA GPU or driver was found here (numba.cuda.is_available() is False); "
+            "run on a machine with an NVIDIA GPU and driver, or pass a numpy array to use the "
+            "CPU backend"
+        )
+    _device_usable = True

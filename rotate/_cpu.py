@@ -55,9 +55,12 @@ odd-sized (3, 10, 12 ...) dtypes all work without Python objects.
 
 Scratch bound
 -------------
-Every call allocates at most ``SCRATCH_BYTES`` (8 MiB) of scratch, whatever the
-array size, plus O(ndim + log(seg)) integers of bookkeeping.  The budget is
-split evenly between lanes.  ``SCRATCH_BYTES``, ``TILE_BYTES``,
+Every call allocates at most ``min(SCRATCH_BYTES, max_scratch_bytes)`` bytes of
+scratch (``SCRATCH_BYTES`` is 8 MiB), whatever the array size, plus
+O(ndim + log(seg)) integers of bookkeeping.  The budget is split evenly between
+lanes; when it cannot hold even one lane's scratch, the step falls back to
+``reversal`` (three in-place reversals, no scratch, about 2x the traffic), so
+any bound, 0 included, is met.  ``SCRATCH_BYTES``, ``TILE_BYTES``,
 ``SMALL_ROW_BYTES``, ``MIN_LANE_BYTES`` and ``LANES`` are module attributes so
 that tests can shrink them and reach the large-``d`` and many-seam paths on
 small arrays; they are read at call time.
@@ -69,12 +72,31 @@ number is ``LANES`` (default: ``numba.get_num_threads()``) capped so that each
 lane gets at least ``MIN_LANE_BYTES`` of work.  The result never depends on the
 number of lanes or threads; ``plan_*`` report scratch and traffic for the lane
 count in force when they are called.
+
+Every threading layer numba may pick is made safe here, without changing
+the layer for the rest of the process:
+
+* ``workqueue`` aborts the interpreter when two threads run parallel code at
+  once, so calls are serialised by a process-wide lock under it (and before
+  the first parallel launch, when the layer is not known yet);
+* GNU OpenMP (``omp``) kills a forked child that enters a parallel region
+  once the parent has used it, so such a child runs serial twins of the
+  kernels (same code, ``prange`` as ``range``): correct, single-threaded;
+* ``tbb`` is thread- and fork-safe as it is.
+
+Different arrays may be rolled from different threads at once; one array
+must not be rolled (or read) from two threads at once, as with any in-place
+operation.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
+import os
+import threading
+import types as _pytypes
 
 import numba
 import numpy as np
@@ -84,7 +106,8 @@ from numba.extending import intrinsic
 
 from ._plan import Step
 
-__all__ = ["rotate_rows_inplace", "plan_rows", "roll_strided", "plan_strided"]
+__all__ = ["rotate_rows_inplace", "plan_rows", "roll_strided", "plan_strided", "plan_rows_details",
+           "plan_strided_details", "run_rows", "run_strided", "planner_settings"]
 
 # Total scratch one call may allocate, split between lanes.
 SCRATCH_BYTES = 8 << 20
@@ -378,9 +401,18 @@ def _roll_strided_words(flat, origin, n_rows, s, k, n_cols, t, batch, outer_shap
 # ---------------------------------------------------------------------------
 
 
-def _lanes(work_bytes: int, units: int) -> int:
+def _lanes(work_bytes: int, units: int, max_lanes=None) -> int:
     wanted = LANES if LANES is not None else numba.get_num_threads()
+    if max_lanes is not None:
+        wanted = min(int(wanted), max_lanes)
     return max(1, min(int(wanted), units, work_bytes // MIN_LANE_BYTES))
+
+
+def _budget(max_scratch_bytes) -> int:
+    """The scratch bound in force: the module's, tightened by the caller's."""
+    if max_scratch_bytes is None:
+        return SCRATCH_BYTES
+    return min(SCRATCH_BYTES, int(max_scratch_bytes))
 
 
 def _segment_schedule(seg: int, k: int, shift_cap: int, chunks_wanted: int, tile: int = 0):
@@ -450,30 +482,43 @@ def _schedule_cost(ops, tile: int, swap_lanes: int):
     return scratch, moved
 
 
-def _plan_rows(rows: int, seg: int, k: int, itemsize: int):
-    """Decide how to rotate; returns (name, scratch_words, words_moved, runner)."""
+def _plan_rows(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=None):
+    """Decide how to rotate within the scratch bound; returns (name, scratch_words, words_moved, runner)."""
+    budget = _budget(max_scratch_bytes)
+    for max_lanes in (None, 1):  # fewer lanes need less scratch
+        plan = _plan_rows_lanes(rows, seg, k, itemsize, budget, max_lanes)
+        if plan[1] * itemsize <= budget:
+            return plan
+    # Not even one lane's scratch fits: three reversals in place, no scratch.
+    _, _, moved, _ = _plan_strided((rows, seg), (seg * itemsize, itemsize), itemsize, seg - k, 1, 0)
+    return "reversal", 0, moved // itemsize, ("reversal",)
+
+
+def _plan_rows_lanes(rows: int, seg: int, k: int, itemsize: int, budget: int, max_lanes):
     total_bytes = rows * seg * itemsize
     tile = max(1, TILE_BYTES // itemsize)
     if seg * itemsize <= SMALL_ROW_BYTES:
-        lanes = _lanes(total_bytes, rows)
+        lanes = _lanes(total_bytes, rows, max_lanes)
         # Lanes' scratch rows 128 bytes apart: sharing a cache line between
         # threads made 2 lanes slower than 1 (false sharing).
         lane_stride = seg if lanes == 1 else -(-seg * itemsize // 128) * 128 // itemsize
         return "small-rows-copy", lanes * lane_stride, 4 * rows * seg, ("small", lanes, lane_stride)
     seg_bytes = seg * itemsize
-    if rows > 1 and (rows >= 8 * _lanes(total_bytes, rows) or seg_bytes <= (1 << 20)):
-        lanes = _lanes(total_bytes, rows)
-        cap = max(1, SCRATCH_BYTES // itemsize // lanes)
+    if rows > 1 and (rows >= 8 * _lanes(total_bytes, rows, max_lanes) or seg_bytes <= (1 << 20)):
+        lanes = _lanes(total_bytes, rows, max_lanes)
+        cap = max(1, budget // itemsize // lanes)
+        tile = min(tile, cap)
         ops = _segment_schedule(seg, k, cap, 1)
         lane_scratch, moved = _schedule_cost(ops, tile, 1)
-        runner = ("rows", lanes, lane_scratch, ops)
+        runner = ("rows", lanes, lane_scratch, ops, tile)
         scratch = lanes * lane_scratch
     else:
-        lanes = _lanes(seg_bytes, max(1, seg // 2))
-        cap = max(1, SCRATCH_BYTES // itemsize // lanes)
+        lanes = _lanes(seg_bytes, max(1, seg // 2), max_lanes)
+        cap = max(1, budget // itemsize // lanes)
+        tile = min(tile, cap)
         ops = _segment_schedule(seg, k, cap, lanes, tile)
         scratch, moved = _schedule_cost(ops, tile, lanes)
-        runner = ("segment", lanes, scratch, ops)
+        runner = ("segment", lanes, scratch, ops, tile)
     kinds = {op[0] for op in ops}
     if kinds == {_SHIFT}:
         name = "buffered-shift"
@@ -491,7 +536,7 @@ def _plan_rows(rows: int, seg: int, k: int, itemsize: int):
 # ---------------------------------------------------------------------------
 
 
-def plan_rows(rows: int, seg: int, k: int, itemsize: int) -> tuple[str, int, int]:
+def plan_rows(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=None) -> tuple[str, int, int]:
     """Describe what :func:`rotate_rows_inplace` will do, without doing it.
 
     Parameters
@@ -500,23 +545,28 @@ def plan_rows(rows: int, seg: int, k: int, itemsize: int) -> tuple[str, int, int
         As for :func:`rotate_rows_inplace`.
     itemsize : int
         1, 2, 4 or 8 -- the word size of the buffer.
+    max_scratch_bytes : int, optional
+        The caller's scratch bound (tightens ``SCRATCH_BYTES``).
 
     Returns
     -------
     algorithm : str
         ``"small-rows-copy"``, ``"buffered-shift"``, ``"block-swap"``,
-        ``"block-swap+buffered-shift"`` or ``"block-swap+fused-shift"``.
+        ``"block-swap+buffered-shift"``, ``"block-swap+fused-shift"`` or
+        ``"reversal"`` (no scratch; only when the bound allows nothing else).
     scratch_bytes : int
-        Scratch the call allocates (at most ``SCRATCH_BYTES``).
+        Scratch the call allocates (at most ``min(SCRATCH_BYTES, max_scratch_bytes)``).
     bytes_moved : int
         Bytes read plus bytes written, array and scratch; the ideal is
         ``2 * rows * seg * itemsize``.
     """
-    name, scratch, moved, _ = _plan_rows(int(rows), int(seg), int(k), int(itemsize))
+    name, scratch, moved, _ = _plan_rows(int(rows), int(seg), int(k), int(itemsize), max_scratch_bytes)
     return name, scratch * itemsize, moved * itemsize
 
 
-def rotate_rows_inplace(buf: np.ndarray, rows: int, seg: int, k: int) -> None:
+
+
+def rotate_rows_inplace(buf: np.ndarray, rows: int, seg: int, k: int, max_scratch_bytes=None) -> None:
     """Rotate each of ``rows`` consecutive segments of ``buf`` left by ``k``, in place.
 
     Plans with :func:`plan_rows_details` and runs that plan with :func:`run_rows`.
@@ -531,10 +581,12 @@ def rotate_rows_inplace(buf: np.ndarray, rows: int, seg: int, k: int) -> None:
         Words per segment, >= 2.
     k : int
         ``0 < k < seg``; afterwards ``new_seg[i] == old_seg[(i + k) % seg]``.
+    max_scratch_bytes : int, optional
+        The caller's scratch bound (tightens ``SCRATCH_BYTES``).
     """
     rows, seg, k = int(rows), int(seg), int(k)
     word = buf.itemsize
-    name, scratch, moved, details = plan_rows_details(rows, seg, k, word)
+    name, scratch, moved, details = plan_rows_details(rows, seg, k, word, max_scratch_bytes)
     run_rows(buf, Step(None, 0, rows, seg * word, k * word, word, name, scratch, moved, details=details))
 
 
@@ -569,14 +621,30 @@ def _word_layout(shape, strides, itemsize: int, axis: int):
     return word, shape[axis], strides[axis] // word, n_cols, t, outer_shape, outer_strides
 
 
-def _plan_strided(shape, strides, itemsize: int, shift: int, axis: int):
+def _line(shape, strides, axis):
+    """axis=None rolls the C-order line: the shape and strides of that 1-D line, axis 0."""
+    if axis is not None:
+        return shape, strides, axis
+    from ._arrays import c_order_line
+
+    line = c_order_line(shape, strides)
+    if line is None:
+        raise ValueError(f"internal error: C order of shape {shape}, strides {strides} is not one strided line")
+    return (line[0],), (line[1],), 0
+
+
+def _plan_strided(shape, strides, itemsize: int, shift: int, axis, max_scratch_bytes=None):
+    shape, strides, axis = _line(shape, strides, axis)
     word, n_rows, s, n_cols, t, outer_shape, outer_strides = _word_layout(shape, strides, itemsize, axis)
     n_outer = math.prod(outer_shape)
     k = n_rows - shift  # numpy.roll right by shift == rotate rows left by n_rows - shift
     d = min(k, shift)
     total_words = n_rows * n_cols * n_outer
     lanes = _lanes(total_words * word, max(1, n_outer * n_cols))
-    cap = max(1, SCRATCH_BYTES // word // lanes)
+    budget_words = _budget(max_scratch_bytes) // word
+    if d <= budget_words:
+        lanes = max(1, min(lanes, budget_words // d))  # every lane holds at least d words
+    cap = budget_words // lanes
     if d <= cap:
         mode = _STRIDED_SHIFT
         batch = min(n_cols, cap // d)
@@ -599,8 +667,8 @@ def _plan_strided(shape, strides, itemsize: int, shift: int, axis: int):
     return name, lanes * lane_scratch * word, moved * word, (layout, k, mode, batch, lanes, lane_scratch)
 
 
-def plan_strided(shape, strides, itemsize, shift, axis) -> tuple[str, int, int]:
-    """Describe what :func:`roll_strided` will do, without doing it.
+def plan_strided(shape, strides, itemsize, shift, axis, max_scratch_bytes=None) -> tuple[str, int, int]:
+    """Describe what :func:`roll_strided` will do, without doing it (``axis=None``: the C-order line).
 
     Returns
     -------
@@ -611,7 +679,8 @@ def plan_strided(shape, strides, itemsize, shift, axis) -> tuple[str, int, int]:
     bytes_moved : int
         Bytes read plus written, array and scratch (ideal: twice the array's bytes).
     """
-    name, scratch, moved, _ = _plan_strided(shape, strides, int(itemsize), int(shift), int(axis))
+    axis = None if axis is None else int(axis)
+    name, scratch, moved, _ = _plan_strided(shape, strides, int(itemsize), int(shift), axis, max_scratch_bytes)
     return name, scratch, moved
 
 
@@ -628,7 +697,8 @@ class _WordSpan:
         }
 
 
-def roll_strided(a: np.ndarray, shift: int, axis: int) -> None:
+
+def roll_strided(a: np.ndarray, shift: int, axis, max_scratch_bytes=None) -> None:
     """``a[...] = numpy.roll(a, shift, axis)`` in place, for any strides and fixed-size dtype.
 
     Plans with :func:`plan_strided_details` and runs that plan with :func:`run_strided`.
@@ -640,14 +710,18 @@ def roll_strided(a: np.ndarray, shift: int, axis: int) -> None:
         Python objects.  Its elements must not overlap each other in memory.
     shift : int
         ``0 < shift < a.shape[axis]``; positive moves elements to larger indices.
-    axis : int
-        Non-negative axis index.
+    axis : int or None
+        Non-negative axis index; None rolls the C-order line of a view whose
+        C order is one strided line (``rotate._arrays.c_order_line``).
+    max_scratch_bytes : int, optional
+        The caller's scratch bound (tightens ``SCRATCH_BYTES``).
     """
-    shift, axis = int(shift), int(axis)
+    shift = int(shift)
     if a.size == 0:
         return
-    name, scratch, moved, details = plan_strided_details(a.shape, a.strides, a.itemsize, shift, axis)
-    length = a.shape[axis]
+    name, scratch, moved, details = plan_strided_details(a.shape, a.strides, a.itemsize, shift, axis,
+                                                         max_scratch_bytes)
+    length = details["layout"][1]
     run_strided(a, Step(axis, shift, a.size // length, length * a.itemsize, (length - shift) * a.itemsize,
                         a.itemsize, name, scratch, moved, strided=True, details=details))
 
@@ -709,23 +783,44 @@ def planner_settings() -> tuple:
     return (num_threads(), SCRATCH_BYTES, TILE_BYTES, SMALL_ROW_BYTES, MIN_LANE_BYTES, LANES)
 
 
-def plan_rows_details(rows: int, seg: int, k: int, itemsize: int):
+def settings_key() -> tuple:
+    """Alias of :func:`planner_settings` (the name branch ``robust`` used)."""
+    return planner_settings()
+
+
+def plan_rows_details(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=None):
     """Plan :func:`run_rows`: ``(algorithm, scratch_bytes, bytes_moved, details)``.
 
     ``details`` (for ``Step.details``) holds everything the runner reads:
     ``runner`` (which compiled function), ``lanes``, ``lane_scratch`` and
     ``scratch_words`` (words), ``tile`` (words), ``ops`` (the schedule, a
-    tuple of ``(kind, a, b, c, chunks)``), and ``threads`` (numba's thread
-    count when planned).
+    tuple of ``(kind, a, b, c, chunks)``), ``threads`` (numba's thread
+    count when planned) and ``max_scratch_bytes`` (the caller's bound, None
+    for the module's).  When the bound holds no lane's scratch the runner is
+    ``reversal``: ``strided`` then holds the :func:`plan_strided_details`
+    details of the rows as a (rows x seg) word grid, rolled by three in-place
+    reversals.
     """
-    name, scratch, moved, runner = _plan_rows(int(rows), int(seg), int(k), int(itemsize))
-    tile = max(1, TILE_BYTES // itemsize)
+    rows, seg, k, itemsize = int(rows), int(seg), int(k), int(itemsize)
+    name, scratch, moved, runner = _plan_rows(rows, seg, k, itemsize, max_scratch_bytes)
+    bound = None if max_scratch_bytes is None else int(max_scratch_bytes)
+    if runner[0] == "reversal":
+        _, strided_scratch, _, strided = plan_strided_details(
+            (rows, seg), (seg * itemsize, itemsize), itemsize, seg - k, 1, 0)
+        if strided_scratch or strided["mode"] != _STRIDED_REVERSAL:
+            raise AssertionError("internal error: the reversal fallback must need no scratch")
+        details = {"runner": "reversal", "lanes": strided["lanes"], "scratch_words": 0, "lane_scratch": 0,
+                   "tile": 0, "ops": (), "threads": strided["threads"], "max_scratch_bytes": bound,
+                   "strided": strided}
+        return name, 0, moved * itemsize, details
     lanes = runner[1]
-    details = {"lanes": lanes, "scratch_words": scratch, "tile": tile, "threads": num_threads()}
+    details = {"lanes": lanes, "scratch_words": scratch, "tile": max(1, TILE_BYTES // itemsize),
+               "threads": num_threads(), "max_scratch_bytes": bound}
     if runner[0] == "small":
         details.update(runner="small-rows" if lanes > 1 else "small-rows-serial", lane_scratch=runner[2], ops=())
     else:
         ops = tuple(tuple(int(v) for v in op) for op in runner[3])
+        details["tile"] = runner[4]  # the tile shrinks to fit a tight scratch bound
         fused = any(op[0] == _SWAP_SHIFT for op in ops)
         if lanes == 1 and not fused:
             details.update(runner="rows-serial", lane_scratch=scratch)
@@ -753,6 +848,11 @@ def word_view(a: np.ndarray, word: int) -> np.ndarray:
     return flat
 
 
+# Runners that never enter a parallel region: safe under every threading layer
+# and in a forked child as they are, so they take neither the lock nor a twin.
+_SERIAL_RUNNERS = {"small-rows-serial", "rows-serial"}
+
+
 def run_rows(buf: np.ndarray, step) -> None:
     """Run a contiguous ``Step`` planned by :func:`plan_rows_details` on the word buffer ``buf``."""
     d = step.details
@@ -760,52 +860,165 @@ def run_rows(buf: np.ndarray, step) -> None:
     if buf.itemsize != word:
         raise AssertionError(f"internal error: step planned for {word}-byte words, buffer has {buf.itemsize}")
     rows, seg, k = step.rows, step.seg_bytes // word, step.left_bytes // word
-    scratch = scratch_array(d["scratch_words"], buf.dtype)
     runner = d["runner"]
-    if runner == "small-rows-serial":
-        _rotate_small_rows_serial(buf, rows, seg, k, scratch)
-    elif runner == "rows-serial":
-        _rotate_rows_serial(buf, rows, seg, _ops_array(d["ops"]), scratch, d["tile"])
-    elif runner == "small-rows":
-        _rotate_small_rows(buf, rows, seg, k, scratch, d["lanes"], d["lane_scratch"])
-    elif runner == "rows":
-        _rotate_rows_lanes(buf, rows, seg, _ops_array(d["ops"]), scratch, d["lanes"], d["lane_scratch"], d["tile"])
-    elif runner == "segment":
-        ops = _ops_array(d["ops"])
-        for r in range(rows):
-            _rotate_segment_lanes(buf, r * seg, ops, scratch, d["lanes"], d["tile"])
-    else:
-        raise AssertionError(f"internal error: no CPU runner {runner!r}")
+    if runner == "reversal":  # no scratch fits the bound: the rows as a strided grid, reversed in place
+        _run_strided_details(buf.reshape(rows, seg), d["strided"])
+        return
+    scratch = scratch_array(d["scratch_words"], buf.dtype)
+    with _kernels(parallel=runner not in _SERIAL_RUNNERS) as kernels:
+        if runner == "small-rows-serial":
+            kernels["_rotate_small_rows_serial"](buf, rows, seg, k, scratch)
+        elif runner == "rows-serial":
+            kernels["_rotate_rows_serial"](buf, rows, seg, _ops_array(d["ops"]), scratch, d["tile"])
+        elif runner == "small-rows":
+            kernels["_rotate_small_rows"](buf, rows, seg, k, scratch, d["lanes"], d["lane_scratch"])
+        elif runner == "rows":
+            kernels["_rotate_rows_lanes"](buf, rows, seg, _ops_array(d["ops"]), scratch, d["lanes"],
+                                          d["lane_scratch"], d["tile"])
+        elif runner == "segment":
+            ops = _ops_array(d["ops"])
+            for r in range(rows):
+                kernels["_rotate_segment_lanes"](buf, r * seg, ops, scratch, d["lanes"], d["tile"])
+        else:
+            raise AssertionError(f"internal error: no CPU runner {runner!r}")
 
 
-def plan_strided_details(shape, strides, itemsize: int, shift: int, axis: int):
+def plan_strided_details(shape, strides, itemsize: int, shift: int, axis, max_scratch_bytes=None):
     """Plan :func:`run_strided`: ``(algorithm, scratch_bytes, bytes_moved, details)``.
 
-    ``details``: ``runner`` ("strided"), ``layout`` (word, rows, row stride,
-    columns, column stride, outer shape, outer strides; strides in words),
-    ``k`` (left rotation of the rows), ``mode``, ``batch``, ``lanes``,
-    ``lane_scratch`` (words) and ``threads``.
+    ``axis`` None plans the C-order line of a view whose C order is one
+    strided line.  ``details``: ``runner`` ("strided"), ``layout`` (word,
+    rows, row stride, columns, column stride, outer shape, outer strides;
+    strides in words), ``k`` (left rotation of the rows), ``mode``, ``batch``,
+    ``lanes``, ``lane_scratch`` (words), ``threads`` and ``max_scratch_bytes``.
     """
+    axis = None if axis is None else int(axis)
     name, scratch, moved, (layout, k, mode, batch, lanes, lane_scratch) = _plan_strided(
-        shape, strides, int(itemsize), int(shift), int(axis))
+        shape, strides, int(itemsize), int(shift), axis, max_scratch_bytes)
     word, n_rows, s, n_cols, t, outer_shape, outer_strides = layout
     details = {"runner": "strided", "layout": (word, n_rows, s, n_cols, t, tuple(outer_shape), tuple(outer_strides)),
                "k": k, "mode": mode, "batch": batch, "lanes": lanes, "lane_scratch": lane_scratch,
-               "threads": num_threads()}
+               "threads": num_threads(),
+               "max_scratch_bytes": None if max_scratch_bytes is None else int(max_scratch_bytes)}
     return name, scratch, moved, details
 
 
 def run_strided(a: np.ndarray, step) -> None:
     """Run a strided ``Step`` planned by :func:`plan_strided_details` on ``a`` (its shape and strides)."""
+    _run_strided_details(a, step.details)
+
+
+def _run_strided_details(a: np.ndarray, d: dict) -> None:
+    # The layout's word grid addresses a's elements from a's first element;
+    # the span below only has to cover them (an axis=None line included).
     if a.size == 0:
         return
-    d = step.details
     word, n_rows, s, n_cols, t, outer_shape, outer_strides = d["layout"]
     address = a.__array_interface__["data"][0]
     low = address + sum((n - 1) * st for n, st in zip(a.shape, a.strides) if st < 0)
     high = address + sum((n - 1) * st for n, st in zip(a.shape, a.strides) if st > 0) + a.itemsize
     flat = np.asarray(_WordSpan(a, low, (high - low) // word, word))
     scratch = scratch_array(d["lanes"] * d["lane_scratch"], flat.dtype)
-    _roll_strided_words(flat, (address - low) // word, n_rows, s, d["k"], n_cols, t, d["batch"],
-                        np.array(outer_shape, dtype=np.int64), np.array(outer_strides, dtype=np.int64),
-                        d["mode"], scratch, d["lanes"], d["lane_scratch"])
+    with _kernels() as kernels:
+        kernels["_roll_strided_words"](
+            flat, (address - low) // word, n_rows, s, d["k"], n_cols, t, d["batch"],
+            np.array(outer_shape, dtype=np.int64), np.array(outer_strides, dtype=np.int64),
+            d["mode"], scratch, d["lanes"], d["lane_scratch"])
+
+
+# ---------------------------------------------------------------------------
+# threading layers: serialise under workqueue, serial twins in a forked GNU OpenMP child
+# ---------------------------------------------------------------------------
+
+_PARALLEL_KERNELS = ("_swap_shift_lanes", "_rotate_segment_lanes", "_rotate_rows_lanes",
+                     "_rotate_small_rows", "_roll_strided_words")
+_serial_kernels: dict = {}
+_lock = threading.Lock()
+# Set in a forked child whose parent had started GNU OpenMP's threads.
+_FORCE_SERIAL = {"on": False, "parent_layer": None}
+
+
+def _launched_layer():
+    """The threading layer numba launched in this process, or None before the first parallel call."""
+    try:
+        return numba.threading_layer()
+    except ValueError:
+        return None
+
+
+def _gnu_openmp(layer) -> bool:
+    if layer != "omp":
+        return False
+    try:
+        from numba.np.ufunc import omppool
+
+        return getattr(omppool, "openmp_vendor", "GNU") == "GNU"
+    except ImportError:  # pragma: no cover
+        return True
+
+
+def _before_fork() -> None:
+    _FORCE_SERIAL["parent_layer"] = _launched_layer()
+
+
+def _after_fork_in_child() -> None:
+    global _lock
+    _lock = threading.Lock()  # a lock held by another parent thread would never be released here
+    if _gnu_openmp(_FORCE_SERIAL["parent_layer"]):
+        _FORCE_SERIAL["on"] = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+
+
+def runs_serial() -> bool:
+    """True when this process must not enter numba's parallel regions (forked GNU OpenMP child)."""
+    return _FORCE_SERIAL["on"]
+
+
+def _serial_twin(name: str):
+    """The kernel ``name`` compiled without ``parallel=True``, calling serial twins only."""
+    twin = _serial_kernels.get(name)
+    if twin is None:
+        py = globals()[name].py_func
+        namespace = dict(py.__globals__)
+        for other in _PARALLEL_KERNELS:
+            if other != name and other in py.__code__.co_names:
+                namespace[other] = _serial_twin(other)
+        fn = _pytypes.FunctionType(py.__code__, namespace, py.__name__ + "_serial",
+                                   py.__defaults__, py.__closure__)
+        fn.__qualname__ = py.__qualname__ + "_serial"  # its own on-disk cache entry
+        fn.__module__ = py.__module__
+        fn.__doc__ = py.__doc__
+        twin = _serial_kernels[name] = njit(cache=True)(fn)
+    return twin
+
+
+_SERIAL_KERNELS = ("_rotate_rows_serial", "_rotate_small_rows_serial")
+
+
+@contextlib.contextmanager
+def _kernels(parallel: bool = True):
+    """The kernels to call now, with whatever the threading layer needs held around them.
+
+    ``parallel=False`` promises that only the serial runners (no ``prange``)
+    will be called: they start no parallel region, so no layer needs the lock
+    or a twin for them (and small rolls keep their low call overhead).
+    """
+    if runs_serial():
+        kernels = {name: _serial_twin(name) for name in _PARALLEL_KERNELS}
+        kernels.update((name, globals()[name]) for name in _SERIAL_KERNELS)
+        yield kernels
+        return
+    kernels = {name: globals()[name] for name in _PARALLEL_KERNELS + _SERIAL_KERNELS}
+    if not parallel:
+        yield kernels
+        return
+    layer = _launched_layer()
+    if layer in ("tbb", "omp"):  # thread-safe layers: concurrent calls are fine
+        yield kernels
+        return
+    # workqueue (or not launched yet, so possibly workqueue): one parallel call at a time.
+    with _lock:
+        yield kernels

@@ -20,10 +20,14 @@ except ImportError:  # pragma: no cover - older numpy
 def as_index(value: Any, name: str) -> int:
     """Return ``value`` as a Python int, or raise a TypeError naming ``name``.
 
-    Accepts Python and NumPy integers (and anything implementing
-    ``__index__``), like numpy.roll; floats, strings and None are refused
-    rather than truncated.
+    Accepts Python and NumPy integers and bools (and anything implementing
+    ``__index__``, 0-d integer arrays included), like numpy.roll; floats,
+    strings and None are refused rather than truncated.
     """
+    if isinstance(value, np.bool_):  # numpy bools have no __index__; numpy.roll takes them
+        return int(value)
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind == "b":
+        return int(value)
     try:
         return operator.index(value)
     except TypeError:
@@ -34,17 +38,33 @@ def as_index(value: Any, name: str) -> int:
 
 
 def as_index_tuple(value: Any, name: str) -> tuple[int, ...]:
-    """An int or a 1-D sequence of ints, as a tuple of Python ints."""
-    if isinstance(value, (list, tuple)):
-        return tuple(as_index(v, name) for v in value)
+    """An int or a 1-D sequence of ints (any iterable numpy.roll accepts), as Python ints.
+
+    Lists, tuples, ranges, 1-D integer or bool arrays and other iterables of
+    integers are accepted; float, string or None elements are refused (never
+    truncated), and nested sequences raise a ValueError.
+    """
     if isinstance(value, np.ndarray):
         if value.ndim > 1:
             raise ValueError(
                 f"{name} must be an int or a 1-D sequence of ints, got an "
                 f"array of shape {value.shape}"
             )
-        return tuple(as_index(v, name) for v in value.reshape(-1).tolist())
-    return (as_index(value, name),)
+        if value.ndim == 0:
+            return (as_index(value, name),)
+        # Elements one by one: np.float64(2.0) must be refused, not int()-ed.
+        return tuple(as_index(v, name) for v in value)
+    if isinstance(value, (str, bytes, dict, set, frozenset)) or not hasattr(value, "__iter__"):
+        return (as_index(value, name),)
+    out = []
+    for v in value:
+        if isinstance(v, (list, tuple, range, np.ndarray)) and not (isinstance(v, np.ndarray) and v.ndim == 0):
+            raise ValueError(
+                f"{name} must be an int or a 1-D sequence of ints, got a nested "
+                f"sequence {value!r}"
+            )
+        out.append(as_index(v, name))
+    return tuple(out)
 
 
 def normalize_axis(axis: int, ndim: int) -> int:
@@ -63,9 +83,7 @@ def broadcast_shifts(shift: Any, axis: Any, ndim: int) -> dict[int, int]:
     The totals are Python ints, so shifts such as ``10**30`` do not overflow.
     """
     shifts = as_index_tuple(shift, "shift")
-    axes = tuple(
-        as_index(a, "axis") for a in (axis if isinstance(axis, (list, tuple)) else (axis,))
-    )
+    axes = as_index_tuple(axis, "axis")
     if len(shifts) != len(axes) and len(shifts) != 1 and len(axes) != 1:
         raise ValueError(
             f"shift and axis must broadcast together like numpy.roll's: got "
@@ -85,7 +103,7 @@ def broadcast_shifts(shift: Any, axis: Any, ndim: int) -> dict[int, int]:
 
 
 def check_numpy_array(a: np.ndarray, name: str = "a") -> None:
-    """Refuse arrays we cannot rotate in place: read-only or object dtypes."""
+    """Refuse arrays we cannot rotate in place: read-only, object dtypes, self-overlapping views."""
     check_dtype(a.dtype, name)
     if not a.flags.writeable:
         raise ValueError(
@@ -93,6 +111,7 @@ def check_numpy_array(a: np.ndarray, name: str = "a") -> None:
             f"so pass a writeable array (for example {name}.copy(), or "
             f"np.require({name}, requirements='W'))"
         )
+    check_no_self_overlap(a.shape, a.strides, a.itemsize, name)
 
 
 def check_dtype(dtype: np.dtype, name: str = "a") -> None:
@@ -128,3 +147,60 @@ def prod(values: Sequence[int]) -> int:
     for v in values:
         out *= int(v)
     return out
+
+
+def may_self_overlap(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> bool:
+    """Whether two elements of a strided layout may share a byte.
+
+    Exact for layouts whose axes nest (each |stride| spans every smaller
+    axis: every C/F-contiguous array and every slice of one) and for small
+    arrays (element offsets enumerated); other large layouts count as
+    overlapping, so they are refused rather than risked.
+    """
+    if any(int(n) == 0 for n in shape):
+        return False
+    dims = sorted((abs(int(s)), int(n)) for n, s in zip(shape, strides) if int(n) > 1)
+    extent = itemsize
+    nested = True
+    for stride, n in dims:
+        if stride < extent:
+            nested = False
+            break
+        extent += stride * (n - 1)
+    if nested:
+        return False
+    if prod(shape) > 1 << 20:
+        return True
+    offsets = np.zeros(1, dtype=np.int64)
+    for n, s in zip(shape, strides):
+        offsets = (offsets[:, None] + np.arange(int(n), dtype=np.int64) * int(s)).reshape(-1)
+    offsets.sort()
+    return bool(np.any(np.diff(offsets) < itemsize))
+
+
+def check_no_self_overlap(shape: Sequence[int], strides: Sequence[int], itemsize: int,
+                          name: str = "a") -> None:
+    """Refuse views whose elements share memory (0-strides, overlapping windows).
+
+    Rolling such a view in place would move each shared byte once per alias
+    and corrupt the base array.
+    """
+    if may_self_overlap(shape, strides, itemsize):
+        raise ValueError(
+            f"{name} has elements that overlap in memory (shape {tuple(shape)}, strides "
+            f"{tuple(strides)}, itemsize {itemsize}: a 0-stride, as_strided or "
+            f"sliding_window_view(..., writeable=True) view); rolling it in place would "
+            f"move the shared bytes once per alias. Roll the base array, or roll a copy: "
+            f"b = {name}.copy(); rotate.roll(b, ...)"
+        )
+
+
+def check_stream_for_host(device: bool, stream: Any) -> None:
+    """``stream=`` only means something on the GPU; silently ignoring it would hide a bug."""
+    if stream is not None and not device:
+        raise TypeError(
+            f"stream= applies to GPU arrays; a is a numpy array (a host array, which the CPU "
+            f"backend rolls synchronously on the calling thread), got stream={stream!r} "
+            f"({type(stream).__name__}). Drop stream=, or pass a device array (CuPy, PyTorch "
+            f"CUDA, numba device array) to roll on that stream"
+        )

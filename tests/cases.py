@@ -80,7 +80,24 @@ def void(a: np.ndarray) -> np.ndarray:
 
 
 def expected_bytes(case: Case) -> bytes:
-    return void(np.roll(void(case.array()).copy(), case.shift, axis=case.axis)).tobytes()
+    """numpy.roll's bytes, except that bytes outside every field (struct padding) stay put.
+
+    numpy cannot tell padding from another view's fields, so rotate never
+    moves either (issue #10); here padding must keep its original bytes.
+    """
+    from rotate import _arrays
+
+    a = case.array()
+    rolled = void(np.roll(void(a).copy(), case.shift, axis=case.axis)).tobytes()
+    dtype = np.dtype(case.dtype)
+    if not _arrays.has_gaps(dtype):
+        return rolled
+    keep = np.zeros(dtype.itemsize, bool)
+    for lo, hi in _arrays.field_byte_ranges(dtype):
+        keep[lo:hi] = True
+    out = np.frombuffer(rolled, np.uint8).reshape(-1, dtype.itemsize).copy()
+    out[:, ~keep] = np.frombuffer(void(a).tobytes(), np.uint8).reshape(-1, dtype.itemsize)[:, ~keep]
+    return out.tobytes()
 
 
 def view_of(buffer, case: Case):

@@ -20,7 +20,8 @@ from rotate import _api, _backends, _cpu
 from rotate._arrays import ArrayInfo
 from rotate._plan import Step
 
-from test_roll import DTYPES, as_python, as_void, make_array, make_view, shapes, shift_and_axis, views
+from test_roll import (DTYPES, as_python, as_void, assert_same_bytes, make_array, make_view, shapes, shift_and_axis,
+                       views)
 
 
 @pytest.fixture
@@ -61,7 +62,7 @@ def test_executed_steps_are_the_plan_contiguous(shape, dtype, seed, data):
         p, ran = roll_and_record(seen, a, shift, axis)
     note(str(p))
     assert tuple(ran) == p.steps
-    assert as_void(a).tobytes() == expected.tobytes()
+    assert_same_bytes(a, expected.view(a.dtype))  # field bytes: padding is never moved
 
 
 @given(case=views(), dtype=st.sampled_from(DTYPES), seed=st.integers(0, 2**32 - 1), data=st.data())
@@ -77,7 +78,7 @@ def test_executed_steps_are_the_plan_strided_views(case, dtype, seed, data):
         p, ran = roll_and_record(seen, v, shift, axis)
     note(str(p))
     assert tuple(ran) == p.steps
-    assert as_void(v).tobytes() == expected.tobytes()
+    assert_same_bytes(v, expected.view(v.dtype))  # field bytes: padding is never moved
 
 
 def test_thread_count_and_budgets_change_the_plan_and_what_runs(recorded, monkeypatch):
@@ -137,11 +138,12 @@ def test_numpy_array_with_stream_is_refused_untouched():
     a = np.arange(10)
     for call in (lambda: rotate.roll(a, 3, stream=0), lambda: rotate.roll(a, 3, stream=object()),
                  lambda: rotate.rotate(a, 3, stream=1)):
-        with pytest.raises(ValueError, match="stream= applies to GPU arrays; a is a numpy array"):
+        # TypeError (branch robust's choice: stream= is the wrong kind of argument for a host array)
+        with pytest.raises(TypeError, match="stream= applies to GPU arrays; a is a numpy array"):
             call()
         assert a.tolist() == list(range(10))
     m = np.ma.array(np.arange(6), mask=[1, 0, 0, 0, 0, 0])
-    with pytest.raises(ValueError, match="stream="):
+    with pytest.raises(TypeError, match="stream="):
         rotate.roll(m, 2, stream=5)
     assert m.data.tolist() == list(range(6)) and m.mask.tolist()[0]
 

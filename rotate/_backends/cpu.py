@@ -7,9 +7,9 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import _cpu
-from .._arrays import ArrayInfo
+from .._arrays import ArrayInfo, c_order_line
 from .._plan import Step
-from .._validate import check_numpy_array
+from .._validate import check_numpy_array, check_stream_for_host
 from . import RowBackend
 
 
@@ -27,17 +27,20 @@ class CpuBackend(RowBackend):
         return a, ArrayInfo(a.shape, a.strides, a.dtype, "cpu")
 
     def plan_key(self, info: ArrayInfo, max_scratch_bytes: Optional[int]) -> tuple:
-        # Everything rotate/_cpu.py's planners read. max_scratch_bytes is kept
-        # although the CPU bound is SCRATCH_BYTES today, so honouring it later
-        # cannot serve stale plans.
+        # Everything rotate/_cpu.py's planners read: thread count, tunables
+        # and the caller's scratch bound (it tightens SCRATCH_BYTES, down to
+        # the scratch-free reversal fallback).
         return _cpu.planner_settings() + (max_scratch_bytes,)
 
     def plan_step(self, info, axis, shift, rows, seg_bytes, left_bytes, word, max_scratch_bytes) -> Step:
-        algorithm, scratch, moved, details = _cpu.plan_rows_details(rows, seg_bytes // word, left_bytes // word, word)
+        algorithm, scratch, moved, details = _cpu.plan_rows_details(rows, seg_bytes // word, left_bytes // word, word,
+                                                                    max_scratch_bytes)
         return Step(axis, shift, rows, seg_bytes, left_bytes, word, algorithm, scratch, moved, details=details)
 
     def plan_noncontiguous(self, info, rotations, max_scratch_bytes):
-        if rotations[0][0] is None and info.ndim > 1:
+        # axis=None rolls C order in place only where C order is one strided
+        # line of memory (e.g. a[::2][None], shape (1, n)).
+        if rotations[0][0] is None and info.ndim > 1 and c_order_line(info.shape, info.strides) is None:
             raise ValueError(
                 f"roll with axis=None rolls a in C order, but a is not C-contiguous "
                 f"(shape {info.shape}, strides {info.strides}), so C order is not its "
@@ -47,21 +50,16 @@ class CpuBackend(RowBackend):
             )
         steps = []
         for axis, length, s in rotations:
-            axis = 0 if axis is None else axis
+            axis = 0 if axis is None and info.ndim == 1 else axis  # None: the C-order line
             algorithm, scratch, moved, details = _cpu.plan_strided_details(
-                info.shape, info.strides, info.itemsize, s, axis)
+                info.shape, info.strides, info.itemsize, s, axis, max_scratch_bytes)
             lines = info.size // length  # the strided roll moves every line along the axis
             steps.append(Step(axis, s, lines, length * info.itemsize, (length - s) * info.itemsize,
                               info.itemsize, algorithm, scratch, moved, strided=True, details=details))
         return tuple(steps)
 
     def resolve_stream(self, target: Any, stream: Any) -> None:
-        if stream is not None:
-            raise ValueError(
-                f"stream= applies to GPU arrays; a is a numpy array (the CPU backend runs "
-                f"synchronously on the calling thread), got stream={stream!r}. Drop stream=, "
-                f"or pass a device array (CuPy, PyTorch CUDA, numba device array)"
-            )
+        check_stream_for_host(False, stream)  # the one check: a TypeError naming stream=
         return None
 
     def execute(self, target: np.ndarray, info: ArrayInfo, plan, stream: Any) -> None:

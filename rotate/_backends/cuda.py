@@ -27,6 +27,7 @@ class CudaBackend(RowBackend):
                 "a is a read-only device array (its __cuda_array_interface__ says so); "
                 "rotate works in place, so pass a writeable array"
             )
+        _arrays.check_device_usable()  # numba's raw CudaSupportError would not say what to do
         return view, info
 
     def plan_key(self, info, max_scratch_bytes: Optional[int]) -> tuple:

@@ -1,0 +1,578 @@
+"""Issue #10: no silent corruption, no dead processes, numpy.roll's arguments, honest plans.
+
+Views that alias other data (multi-field structured views, self-overlapping
+strides), fork/spawn/forkserver pools and threads under every threading
+layer, integer sequences numpy.roll accepts, the CPU scratch bound (measured
+with tracemalloc), masked arrays in plan(), ``stream=`` on the host, device
+arrays without a GPU, and plan invariants checked on every planned case.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, note
+from hypothesis import strategies as st
+
+import rotate
+from rotate import _api, _arrays, _cpu, _validate
+
+HERE = Path(__file__).parent
+ROOT = HERE.parent
+as_strided = np.lib.stride_tricks.as_strided
+
+KNOWN_CPU_ALGORITHMS = {
+    "small-rows-copy", "buffered-shift", "block-swap", "block-swap+buffered-shift",
+    "block-swap+fused-shift", "reversal", "strided-buffered-shift", "strided-reversal",
+}
+
+
+def raw(seed, nbytes):
+    return np.random.default_rng(seed).integers(1, 256, nbytes, dtype=np.uint8)
+
+
+def void(a):
+    return a.view(np.dtype((np.void, a.dtype.itemsize)))
+
+
+# --- plan invariants, asserted on every planned case ---------------------------------
+
+def check_plan(p, a, bound=None):
+    """What every plan must satisfy; kills plans that sum scratch, under-count bytes, ..."""
+    assert p.backend == "cpu"
+    assert p.shape == tuple(np.shape(a))
+    assert p.scratch_bytes == max((s.scratch_bytes for s in p.steps), default=0)
+    assert p.bytes_moved == sum(s.bytes_moved for s in p.steps)
+    assert p.ideal_bytes == sum(2 * s.rows * s.seg_bytes for s in p.steps)
+    assert p.bytes_moved >= p.ideal_bytes
+    assert p.algorithm == ("+".join(dict.fromkeys(s.algorithm for s in p.steps)) or "noop")
+    for s in p.steps:
+        assert s.algorithm in KNOWN_CPU_ALGORITHMS
+        assert s.strided == s.algorithm.startswith("strided-")
+        assert s.word_bytes in (1, 2, 4, 8)
+        assert s.seg_bytes % s.word_bytes == 0 and s.left_bytes % s.word_bytes == 0
+        assert 0 < s.left_bytes < s.seg_bytes
+        assert s.rows >= 1 and s.scratch_bytes >= 0
+        if s.algorithm in ("reversal", "strided-reversal"):
+            assert s.scratch_bytes == 0
+        if bound is not None:
+            assert s.scratch_bytes <= bound
+        assert s.scratch_bytes <= _cpu.SCRATCH_BYTES
+    return p
+
+
+@given(seed=st.integers(0, 2**32 - 1),
+       shape=st.lists(st.integers(1, 40), min_size=1, max_size=3),
+       dtype=st.sampled_from([np.uint8, np.int16, np.float32, np.complex128, "S3"]),
+       order=st.sampled_from("CF"), data=st.data())
+def test_plan_invariants_and_result_on_random_cases(seed, shape, dtype, order, data):
+    dtype = np.dtype(dtype)
+    a = np.asarray(raw(seed, int(np.prod(shape)) * dtype.itemsize).view(dtype).reshape(shape), order=order)
+    a = np.require(a, requirements="W")
+    axes = data.draw(st.lists(st.integers(-len(shape), len(shape) - 1), min_size=1, max_size=3), label="axes")
+    shifts = data.draw(st.lists(st.integers(-100, 100), min_size=len(axes), max_size=len(axes)), label="shifts")
+    bound = data.draw(st.sampled_from([None, 0, 1, 16, 100, 4096]), label="max_scratch_bytes")
+    note(f"a = {a!r}; rotate.roll(a, {shifts}, axis={axes}, max_scratch_bytes={bound})")
+    expected = np.roll(void(a).copy(), shifts, axis=axes)
+    p = check_plan(rotate.plan(a, shifts, axes, max_scratch_bytes=bound), a, bound)
+    assert {s.axis for s in p.steps} <= {ax % len(shape) for ax in axes}
+    rotate.roll(a, shifts, axes, max_scratch_bytes=bound)
+    assert void(a).tobytes() == expected.tobytes()
+
+
+def test_scratch_is_the_largest_step_not_the_sum():
+    a = np.require(raw(1, 64 * 4096).view(np.uint64).reshape(64, 512), requirements="W")
+    p = check_plan(rotate.plan(a, (100, 200), axis=(0, 1)), a)
+    assert len(p.steps) == 2 and all(s.scratch_bytes > 0 for s in p.steps)
+    assert p.scratch_bytes < sum(s.scratch_bytes for s in p.steps)
+
+
+# --- multi-field structured views --------------------------------------------------
+
+XYZ = np.dtype([("x", "<i4"), ("y", "<i4"), ("z", "<i4")])
+
+
+def test_multi_field_view_rolls_only_its_fields():
+    a = np.zeros(4, XYZ)
+    a["x"], a["y"], a["z"] = [1, 2, 3, 4], [10, 20, 30, 40], [5, 6, 7, 8]
+    p = check_plan(rotate.plan(a[["x", "z"]], 1), a[["x", "z"]])
+    assert p.ideal_bytes == 2 * 4 * 8  # the fields' bytes, not the items'
+    assert rotate.roll(a[["x", "z"]], 1) is not None
+    assert a["y"].tolist() == [10, 20, 30, 40]
+    assert a["x"].tolist() == [4, 1, 2, 3] and a["z"].tolist() == [8, 5, 6, 7]
+
+
+@pytest.mark.parametrize("fields", [["x", "z"], ["y"], ["z", "x"], ["x", "y"]])
+@pytest.mark.parametrize("shape,axis,shift", [((7,), None, 3), ((5, 6), 1, -2), ((5, 6), None, 11),
+                                              ((5, 6), (0, 1), (1, 4)), ((4, 3, 5), 2, 7)])
+def test_multi_field_views_match_numpy(fields, shape, axis, shift):
+    n = int(np.prod(shape))
+    base = np.require(raw(3, n * 12).view(XYZ).reshape(shape), requirements="W")
+    before = base.copy()
+    v = base[fields]
+    rotate.roll(v, shift, axis=axis)
+    for name in XYZ.names:
+        want = np.roll(before[name], shift, axis=axis) if name in fields else before[name]
+        assert np.array_equal(base[name], want), name
+
+
+def test_nested_and_subarray_fields():
+    dt = np.dtype([("a", "u1"), ("b", [("c", "<i2"), ("d", "<f8")]), ("e", "<i4", (3,))])
+    base = np.require(raw(5, 9 * dt.itemsize).view(dt), requirements="W")
+    before = base.copy()
+    rotate.roll(base[["b", "e"]], 2)
+    assert np.array_equal(base["a"], before["a"])
+    assert void(base["b"].copy()).tobytes() == void(np.roll(before["b"], 2).copy()).tobytes()
+    assert np.array_equal(base["e"], np.roll(before["e"], 2, axis=0))
+
+
+def test_padded_struct_rolls_its_fields_and_leaves_padding_alone():
+    dt = np.dtype({"names": ["a", "b"], "formats": ["u1", "<f8"], "offsets": [0, 8], "itemsize": 16})
+    a = np.require(raw(9, 16 * 10).view(dt), requirements="W")
+    before = a.copy()
+    padding = a.view(np.uint8).reshape(10, 16)[:, 1:8].copy()
+    assert _arrays.has_gaps(a.dtype)
+    rotate.roll(a, 3)
+    assert np.array_equal(a["a"], np.roll(before["a"], 3)) and np.array_equal(a["b"], np.roll(before["b"], 3), equal_nan=True) or \
+        a["b"].tobytes() == np.roll(before["b"], 3).tobytes()
+    assert np.array_equal(a.view(np.uint8).reshape(10, 16)[:, 1:8], padding)
+
+
+def test_field_byte_ranges():
+    assert _arrays.field_byte_ranges(np.dtype("<f8")) == [(0, 8)]
+    assert _arrays.field_byte_ranges(XYZ) == [(0, 12)]
+    a = np.zeros(2, XYZ)
+    assert _arrays.field_byte_ranges(a[["x", "z"]].dtype) == [(0, 4), (8, 12)]
+    assert _arrays.field_byte_ranges(a[["z"]].dtype) == [(8, 12)]
+
+
+def test_packed_field_view_word_width_follows_strides():
+    """a['b'] of a packed 9-byte struct: 8-byte items 9 bytes apart; words must be bytes."""
+    dt = np.dtype([("a", "u1"), ("b", "<u8")])
+    base = np.require(raw(11, 9 * 50).view(dt), requirements="W")
+    before = base.copy()
+    word = _cpu._word_layout(base["b"].shape, base["b"].strides, 8, 0)[0]
+    assert word == 1
+    rotate.roll(base["b"], 7)
+    assert np.array_equal(base["b"], np.roll(before["b"], 7))
+    assert np.array_equal(base["a"], before["a"])
+
+
+# --- self-overlapping views ---------------------------------------------------------
+
+def _refused(v, base, *calls):
+    before = base.copy()
+    for call in calls:
+        with pytest.raises(ValueError, match="overlap in memory") as err:
+            call(v)
+        assert "copy()" in str(err.value)
+        assert np.array_equal(base, before)
+
+
+def test_zero_stride_views_are_refused():
+    x = np.arange(1, 5)
+    v = as_strided(x, (2, 3, 4), (0, 0, 8))
+    _refused(v, x, lambda v: rotate.roll(v, 1, axis=2), lambda v: rotate.plan(v, 1, axis=2),
+             lambda v: rotate.roll(v, 1, axis=0))
+    _refused(as_strided(x, (3,), (0,)), x, lambda v: rotate.roll(v, 1), lambda v: rotate.rotate(v, 1))
+
+
+def test_sliding_windows_are_refused():
+    y = np.arange(1, 11)
+    w = np.lib.stride_tricks.sliding_window_view(y, 3, writeable=True)
+    _refused(w, y, lambda v: rotate.roll(v, 1, axis=1), lambda v: rotate.roll(v, 1, axis=0))
+
+
+def test_partially_overlapping_items_are_refused():
+    x = np.arange(1, 11, dtype=np.int64)
+    _refused(as_strided(x, (9,), (4,)), x, lambda v: rotate.roll(v, 1))  # 8-byte items 4 bytes apart
+
+
+def test_zero_stride_on_a_length_one_axis_is_fine():
+    x = np.arange(1, 9)
+    v = as_strided(x, (1, 8), (0, 8))
+    rotate.roll(v, 3, axis=1)
+    assert x.tolist() == np.roll(np.arange(1, 9), 3).tolist()
+
+
+@given(shape=st.lists(st.integers(0, 5), min_size=1, max_size=3),
+       strides=st.lists(st.integers(-24, 24), min_size=3, max_size=3),
+       itemsize=st.sampled_from([1, 2, 4, 8]))
+def test_may_self_overlap_is_exact_on_small_layouts(shape, strides, itemsize):
+    strides = strides[:len(shape)]
+    offsets = np.zeros(1, dtype=np.int64)
+    for n, s in zip(shape, strides):
+        offsets = (offsets[:, None] + np.arange(n) * s).reshape(-1)
+    cells = [o + b for o in offsets.tolist() for b in range(itemsize)]
+    overlapping = len(cells) != len(set(cells))
+    assert _validate.may_self_overlap(shape, strides, itemsize) == overlapping
+
+
+def test_large_interleaved_layout_counts_as_overlapping():
+    # Axes that do not nest and too many elements to enumerate: refused, not risked.
+    assert _validate.may_self_overlap((1 << 11, 1 << 11), (8, 9), 8)
+    assert not _validate.may_self_overlap((1 << 11, 1 << 11), (8 << 11, 8), 8)
+
+
+# --- numpy.roll's integer arguments -------------------------------------------------
+
+@pytest.mark.parametrize("shift,axis", [
+    (range(1, 3), np.array([0, 1])), (np.array([1, 2]), (0, 1)), ((1, 2), np.array([0, 1], dtype=np.int8)),
+    (np.True_, None), (np.True_, 1), (np.array(True), 0), ([np.True_, np.False_], [0, 1]),
+    (np.array(3), None), (np.array([2, 255], dtype=np.uint8), [1, 0]), ((s for s in (1, 2)), (0, 1)),
+    (np.int64(-7), np.int32(1)), (np.array([5]), np.array([1])),
+])
+def test_integer_sequences_numpy_accepts(shift, axis):
+    a = np.arange(1, 13).reshape(3, 4)
+    if hasattr(shift, "__next__"):
+        expected = np.roll(a, (1, 2), axis=axis)
+        shift = (s for s in (1, 2))
+    else:
+        expected = np.roll(a, shift, axis=axis)
+    assert rotate.roll(a, shift, axis=axis) is a
+    assert np.array_equal(a, expected)
+
+
+@pytest.mark.parametrize("shift", [np.array([1.0, 2.0]), np.array([1.5]), (1, np.float64(2.0)),
+                                   np.array(2.0), ["1", 2], [1, None], np.array([1 + 0j, 2])])
+def test_float_and_other_sequences_are_refused_not_truncated(shift):
+    a = np.arange(1, 13).reshape(3, 4)
+    before = a.copy()
+    for call in (lambda: rotate.roll(a, shift, axis=(0, 1)), lambda: rotate.plan(a, shift, axis=(0, 1)),
+                 lambda: rotate.roll(a, shift)):
+        with pytest.raises(TypeError, match="shift must be an integer"):
+            call()
+    assert np.array_equal(a, before)
+
+
+def test_float_axis_arrays_and_nested_sequences_are_refused():
+    a = np.arange(1, 13).reshape(3, 4)
+    with pytest.raises(TypeError, match="axis must be an integer"):
+        rotate.roll(a, 1, axis=np.array([0.0, 1.0]))
+    with pytest.raises(ValueError, match="1-D"):
+        rotate.roll(a, [[1, 2]], axis=(0, 1))
+    with pytest.raises(ValueError, match="1-D"):
+        rotate.roll(a, 1, axis=np.array([[0]]))
+    assert np.array_equal(a, np.arange(1, 13).reshape(3, 4))
+
+
+def test_middle_accepts_numpy_integers_only():
+    a = np.arange(10)
+    assert rotate.rotate(a, np.int8(3)) == 7
+    assert rotate.rotate(a, np.array(7)) == 3
+    assert np.array_equal(a, np.arange(10))
+    for bad in (np.float64(3.0), np.array([3]), 3.0):
+        with pytest.raises(TypeError, match="middle must be an integer"):
+            rotate.rotate(a, bad)
+
+
+# --- max_scratch_bytes on the CPU, measured -----------------------------------------
+
+def _peak(fn):
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+SLACK = 8192  # bookkeeping (ops arrays, small int arrays, Python objects), not scratch
+
+
+@pytest.mark.parametrize("bound", [0, 1, 7, 64, 1000, 4096, 1 << 20])
+@pytest.mark.parametrize("case", ["one-row", "rows", "small-rows", "strided", "axis-none-line"])
+def test_max_scratch_bytes_is_honoured(case, bound):
+    base = np.arange(1 << 18, dtype=np.int64)  # 2 MiB: default scratch would be MiBs
+    if case == "one-row":
+        a, shift, axis = base, (1 << 17) - 12345, None
+    elif case == "rows":
+        a, shift, axis = base.reshape(8, -1), 3001, 1
+    elif case == "small-rows":
+        a, shift, axis = base.reshape(-1, 16), 5, 1
+    elif case == "strided":
+        a, shift, axis = base.reshape(512, 512)[:, ::2], 200, 0
+    else:
+        a, shift, axis = base[::2][None], 40000, None
+    expected = np.roll(a, shift, axis=axis)
+    p = check_plan(rotate.plan(a, shift, axis, max_scratch_bytes=bound), a, bound)
+    warm = a.copy()
+    rotate.roll(warm, shift, axis, max_scratch_bytes=bound)  # compile outside the measurement
+    peak = _peak(lambda: rotate.roll(a, shift, axis, max_scratch_bytes=bound))
+    assert np.array_equal(a, expected)
+    assert peak <= min(bound, _cpu.SCRATCH_BYTES) + SLACK, (p, peak)
+    assert peak >= p.scratch_bytes  # the plan says what is really allocated
+
+
+def test_default_scratch_bound_measured():
+    a = np.arange(1 << 21, dtype=np.int64)  # 16 MiB, shift of 4 MiB: more than SCRATCH_BYTES
+    rotate.roll(a.copy(), 1 << 19)
+    p = rotate.plan(a, 1 << 19)
+    peak = _peak(lambda: rotate.roll(a, 1 << 19))
+    assert p.scratch_bytes <= _cpu.SCRATCH_BYTES and peak <= _cpu.SCRATCH_BYTES + SLACK
+    assert np.array_equal(a, np.roll(np.arange(1 << 21), 1 << 19))
+
+
+def test_bound_below_one_word_still_rolls():
+    a = np.arange(1, 1001, dtype=np.uint64)
+    p = rotate.plan(a, 10, max_scratch_bytes=7)
+    assert p.algorithm == "reversal" and p.scratch_bytes == 0
+    rotate.roll(a, 10, max_scratch_bytes=7)
+    assert np.array_equal(a, np.roll(np.arange(1, 1001, dtype=np.uint64), 10))
+
+
+def test_cpu_plan_cache_follows_tunables(monkeypatch):
+    a = np.arange(1 << 16, dtype=np.int64)
+    before = rotate.plan(a, 3000)
+    monkeypatch.setattr(_cpu, "SCRATCH_BYTES", 1024)
+    after = rotate.plan(a, 3000)
+    assert after.scratch_bytes <= 1024 < before.scratch_bytes
+
+
+# --- masked arrays --------------------------------------------------------------------
+
+def test_masked_plan_counts_and_checks_the_mask():
+    m = np.ma.array(np.arange(1, 11, dtype=np.int32), mask=[0, 1] * 5)
+    p = check_plan(rotate.plan(m, 3), m)
+    assert p.ideal_bytes == 2 * (m.data.nbytes + m.mask.nbytes)
+    assert len(p.steps) == 2
+    rotate.roll(m, 3)
+    assert m.data.tolist() == np.roll(np.arange(1, 11), 3).tolist()
+    assert m.mask.tolist() == np.roll([False, True] * 5, 3).tolist()
+
+
+def test_read_only_mask_refused_by_plan_and_roll_naming_the_mask():
+    m = np.ma.array(np.arange(1, 11), mask=[0, 1] * 5)
+    m._mask.flags.writeable = False
+    before, mask_before = m.data.copy(), m.mask.copy()
+    assert m.flags.writeable
+    for call in (lambda: rotate.plan(m, 1), lambda: rotate.roll(m, 1), lambda: rotate.rotate(m, 2),
+                 lambda: rotate.plan(m, middle=2)):
+        with pytest.raises(ValueError, match=r"a\.mask is read-only") as err:
+            call()
+        assert "unshare_mask" in str(err.value)
+    assert np.array_equal(m.data, before) and np.array_equal(m.mask, mask_before)
+
+
+def test_masked_array_with_nomask_plans_only_the_data():
+    m = np.ma.array(np.arange(1, 11))
+    assert rotate.plan(m, 1).ideal_bytes == 2 * m.data.nbytes
+
+
+# --- axis=None on a strided line ------------------------------------------------------
+
+@pytest.mark.parametrize("make", [
+    lambda b: b[::2][None], lambda b: b[::-3][None, :, None], lambda b: b.reshape(6, 10)[:, ::2].T[:1],
+    lambda b: b.reshape(10, 6)[::2, :], lambda b: b.reshape(2, 30)[:, ::3][None],
+])
+def test_axis_none_on_views_whose_c_order_is_one_line(make):
+    b = np.arange(1, 61, dtype=np.int32)
+    v = make(b)
+    line = _arrays.c_order_line(v.shape, v.strides)
+    ref = make(np.arange(1, 61, dtype=np.int32))
+    if line is None:
+        with pytest.raises(ValueError, match="C-contiguous"):
+            rotate.roll(v, 4)
+        return
+    outside = np.ones(60, bool)
+    outside[(np.asarray(make(np.arange(60))).reshape(-1))] = False
+    for shift in (1, -4, v.size + 2):
+        expected = np.roll(ref, shift)
+        check_plan(rotate.plan(v, shift), v)
+        rotate.roll(v, shift)
+        rotate.roll(ref, shift)  # keep ref in step, then compare with numpy
+        assert np.array_equal(v, expected)
+    assert np.array_equal(b[outside], np.arange(1, 61)[outside])
+
+
+def test_c_order_line():
+    assert _arrays.c_order_line((1, 5), (999, 16)) == (5, 16)
+    assert _arrays.c_order_line((2, 3), (48, 16)) == (6, 16)
+    assert _arrays.c_order_line((2, 3), (40, 16)) is None
+    assert _arrays.c_order_line((3, 2), (8, 24)) is None
+
+
+# --- stream= on the host, device arrays without a GPU ----------------------------------
+
+def test_stream_for_a_numpy_array_is_an_error():
+    a = np.arange(1, 11)
+    for call in (lambda: rotate.roll(a, 1, stream=0), lambda: rotate.rotate(a, 1, stream=object()),
+                 lambda: rotate.roll(np.ma.array(a, mask=[0] * 10), 1, stream=7)):
+        with pytest.raises(TypeError, match="stream="):
+            call()
+    assert a.tolist() == list(range(1, 11))
+    assert rotate.roll(a, 1, stream=None) is a
+
+
+def _cuda_available():
+    try:
+        from numba import cuda
+        from numba.core import config
+        return not config.ENABLE_CUDASIM and cuda.is_available()
+    except Exception:
+        return False
+
+
+@pytest.mark.skipif(_cuda_available(), reason="this machine has a GPU: the no-GPU message cannot occur")
+def test_device_array_without_a_gpu_gets_a_clear_error():
+    class CAI:
+        __cuda_array_interface__ = {"shape": (10,), "typestr": "<i8", "data": (1 << 20, False),
+                                    "version": 3, "strides": None}
+
+    for call in (lambda: rotate.roll(CAI(), 1), lambda: rotate.plan(CAI(), 1), lambda: rotate.rotate(CAI(), 2)):
+        with pytest.raises(RuntimeError, match="no usable CUDA GPU") as err:
+            call()
+        assert "numpy array" in str(err.value)
+
+
+# --- GPU planning arithmetic (no GPU needed: the device's shape is stubbed) -------------
+
+@pytest.fixture
+def gpu_planner(monkeypatch):
+    planner = pytest.importorskip("rotate._cuda.planner")
+    monkeypatch.setattr(planner, "device_shape", lambda device_id=0: (132, 228 * 1024))
+    monkeypatch.setattr(planner, "_device_id", lambda: 0)
+    return planner
+
+
+def test_gpu_default_scratch_is_the_larger_of_one_percent_and_the_floor(gpu_planner):
+    # main's chain schedule replaced "short": its scratch is per-lane pre-reads, so the
+    # bound shows in default_cap and in which plans fit under it.
+    assert gpu_planner.default_cap(1, 1 << 20) == gpu_planner.MIN_SCRATCH  # 1% would be 10 KiB
+    n = 4 << 30  # 1% is 43 MB > 16 MiB
+    assert gpu_planner.default_cap(1, n) == n // gpu_planner.SCRATCH_FRACTION
+    small = gpu_planner.plan_step(None, 1, 1, 1 << 20, 1 << 19, 1, 0, None)
+    assert small.algorithm == "chain"  # needs more than 1% of the array: only the floor lets it buffer
+    assert (1 << 20) // gpu_planner.SCRATCH_FRACTION < small.scratch_bytes <= gpu_planner.MIN_SCRATCH
+    big = gpu_planner.plan_step(None, 1, 1, n, 30 << 20, 1, 0, None)
+    assert big.algorithm == "chain"
+    assert big.scratch_bytes <= max(n // gpu_planner.SCRATCH_FRACTION, gpu_planner.MIN_SCRATCH)
+    capped = gpu_planner.plan_step(None, 1, 1, n, 30 << 20, 1, 0, 1 << 20)
+    assert capped.algorithm != "chain" and capped.scratch_bytes <= 1 << 20
+
+
+def test_gpu_plan_cache_key_includes_tunables(gpu_planner):
+    from rotate import _backends
+
+    cuda = _backends.backend_named("cuda")
+    info = _arrays.ArrayInfo((1 << 20,), (1,), np.dtype(np.uint8), "cuda", pointer=1 << 20)
+    with gpu_planner.override(grid=8, tile_bytes=8192):
+        a = _api._make_plan(cuda, info, {None: 12345}, None)
+    with gpu_planner.override(grid=8, tile_bytes=4096):
+        b = _api._make_plan(cuda, info, {None: 12345}, None)
+    assert a.tile_bytes == 8192 and b.tile_bytes == 4096
+
+
+# --- threads and processes under every threading layer ----------------------------------
+
+def _layers():
+    out = []
+    for layer, module in (("workqueue", "workqueue"), ("omp", "omppool"), ("tbb", "tbbpool")):
+        try:
+            __import__(f"numba.np.ufunc.{module}")
+            available = True
+        except ImportError:
+            available = False
+        out.append(pytest.param(layer, marks=pytest.mark.skipif(
+            not available, reason=f"numba's {layer} threading layer cannot load here")))
+    return out
+
+
+PROCESS_SCRIPT = textwrap.dedent('''
+    import multiprocessing as mp, os, sys, threading
+    import numpy as np, numba, rotate
+    from rotate import _cpu
+
+    def check(seed):
+        n = (1 << 19) + seed
+        a = np.random.default_rng(seed).integers(1, 1 << 60, n)
+        want = np.roll(a, 3 * seed + 1001)
+        rotate.roll(a, 3 * seed + 1001)
+        ok = bool(np.array_equal(a, want))
+        m = a.reshape(-1)[: (n // 64) * 64].reshape(64, -1)[:, ::3]
+        want_m = np.roll(m, 5, axis=0)
+        rotate.roll(m, 5, axis=0)
+        return ok and bool(np.array_equal(m, want_m))
+
+    if __name__ == "__main__":
+        mode = sys.argv[1]
+        assert check(0)  # the parent has launched its threading layer
+        print("layer", numba.threading_layer())
+        assert numba.threading_layer() == os.environ["NUMBA_THREADING_LAYER"]
+        if mode == "fork":
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0 if check(1) and check(2) else 3)
+            _, status = os.waitpid(pid, 0)
+            assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+            assert check(3)  # the parent still runs in parallel
+        elif mode == "threads":
+            results = []
+            threads = [threading.Thread(target=lambda s=s: results.append(check(s))) for s in range(1, 7)]
+            [t.start() for t in threads]
+            [t.join() for t in threads]
+            assert results == [True] * 6, results
+        else:
+            with mp.get_context(mode).Pool(2) as pool:
+                assert pool.map_async(check, range(1, 5)).get(timeout=300) == [True] * 4
+        print("ok", mode)
+''')
+
+
+@pytest.mark.parametrize("mode", ["fork", "threads", "pool-fork", "spawn", "forkserver"])
+@pytest.mark.parametrize("layer", _layers())
+def test_processes_and_threads_under_each_threading_layer(layer, mode, tmp_path):
+    if mode in ("fork", "pool-fork", "forkserver") and not hasattr(os, "fork"):
+        pytest.skip("no fork on this platform")
+    script = tmp_path / "job.py"
+    script.write_text(PROCESS_SCRIPT)
+    env = dict(os.environ, NUMBA_THREADING_LAYER=layer, NUMBA_NUM_THREADS="2",
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    result = subprocess.run([sys.executable, str(script), mode.replace("pool-", "")], env=env,
+                            capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    assert f"ok {mode.replace('pool-', '')}" in result.stdout
+
+
+def test_serial_twins_give_the_same_bytes(monkeypatch):
+    """What a forked GNU OpenMP child runs: every kernel without parallel regions."""
+    monkeypatch.setitem(_cpu._FORCE_SERIAL, "on", True)
+    monkeypatch.setattr(_cpu, "LANES", 3)
+    monkeypatch.setattr(_cpu, "MIN_LANE_BYTES", 1)
+    rng = np.random.default_rng(4)
+    for shape, shift, axis in [((4000,), 1234, None), ((64, 50), 7, 1), ((300, 8), 3, 1),
+                               ((50, 64), 11, 0), ((10000,), 4999, None)]:
+        a = rng.integers(1, 1 << 60, shape)
+        want = np.roll(a, shift, axis)
+        rotate.roll(a, shift, axis)
+        assert np.array_equal(a, want)
+        s = rng.integers(1, 1 << 60, (shape[0], 40))[:, ::3]
+        want = np.roll(s, 2, axis=0)
+        rotate.roll(s, 2, axis=0)
+        assert np.array_equal(s, want)
+    with monkeypatch.context() as m:
+        m.setattr(_cpu, "SCRATCH_BYTES", 256)
+        a = rng.integers(1, 1 << 60, 10001)
+        want = np.roll(a, 5000)
+        rotate.roll(a, 5000)
+        assert np.array_equal(a, want)
+    assert all(not getattr(k, "targetoptions", {}).get("parallel") for k in _cpu._serial_kernels.values())
+    assert set(_cpu._serial_kernels) == set(_cpu._PARALLEL_KERNELS)
+
+
+# --- waveops argument checks ------------------------------------------------------------
+
+@pytest.mark.parametrize("width", [128, 3, 0, -32, 256])
+def test_waveops_cpu_rotate_refuses_bad_widths(width):
+    from waveops import cpu
+
+    lanes = np.arange(512, dtype=np.int32)
+    with pytest.raises(ValueError, match="power of two"):
+        cpu.rotate(lanes, 1, width=width)

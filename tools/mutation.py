@@ -1,0 +1,180 @@
+"""Mutation testing: do the tests catch realistic one-line bugs in rotate/ and waveops/?
+
+Each mutant replaces one line (an exact snippet that must occur once) in a
+fresh copy of the working tree; a fast subset of the suite then runs
+against the copy (``-x``: the first failing test kills the mutant). A mutant
+that passes every test *survived*: either a test is missing or the mutant is
+equivalent (say which in its description). numba's on-disk caches are
+copied too, so only the mutated module recompiles.
+
+    .venv/bin/python tools/mutation.py              # all mutants, prints the score
+    .venv/bin/python tools/mutation.py --list       # just the mutants
+    .venv/bin/python tools/mutation.py -k cpu       # mutants whose name contains "cpu"
+    .venv/bin/python tools/mutation.py --json docs/results/mutation.json
+
+Run it before resolving an issue that touches rotate/ or waveops/ and keep
+the score in docs/mutation.md at 90% or more.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# The fast subset: API, errors, CPU backend, robustness (with one thread test and one
+# fork test), the software wave. About a minute per mutant on 2 cores.
+TESTS = [
+    "tests/test_errors.py", "tests/test_robustness.py", "tests/test_roll.py",
+    "tests/test_cpu_backend.py", "tests/test_waveops_cpu.py",
+]
+DESELECT = "not processes or workqueue-threads or omp-fork"
+
+# (name, file, original snippet, mutated snippet)
+MUTANTS = [
+    ("index-int-truncates", "rotate/_validate.py",
+     "        return operator.index(value)", "        return int(value)"),
+    ("shift-array-int", "rotate/_validate.py",
+     "        return tuple(as_index(v, name) for v in value)\n", "        return tuple(int(v) for v in value)\n"),
+    ("shifts-same-axis-overwrite", "rotate/_validate.py",
+     "        totals[a] = totals.get(a, 0) + s", "        totals[a] = s"),
+    ("axis-range-off-by-one", "rotate/_validate.py",
+     "    if not -ndim <= axis < ndim:", "    if not -ndim <= axis <= ndim:"),
+    ("read-only-accepted", "rotate/_validate.py",
+     "    if not a.flags.writeable:", "    if False:"),
+    ("object-field-accepted", "rotate/_validate.py",
+     "    if dtype.hasobject:", "    if dtype.kind == 'O':"),
+    ("overlap-check-dropped", "rotate/_validate.py",
+     "    check_no_self_overlap(a.shape, a.strides, a.itemsize, name)", "    pass"),
+    ("overlap-extent-itemsize", "rotate/_validate.py",
+     "        if stride < extent:", "        if stride < itemsize:"),
+    ("stream-ignored-on-host", "rotate/_validate.py",
+     "    if stream is not None and not device:", "    if False:"),
+    ("middle-end-excluded", "rotate/_api.py",
+     "    if not 0 <= middle <= size:", "    if not 0 <= middle < size:"),
+    # Since the backend protocol (main), plan cache keys come from each backend's plan_key.
+    ("gpu-plan-cache-ignores-tunables", "rotate/_backends/cuda.py",
+     "        return (device, planner.device_shape(device), tuple(sorted(planner.settings.items())),",
+     "        return (device, planner.device_shape(device), (),"),
+    ("cpu-plan-cache-ignores-tunables", "rotate/_cpu.py",
+     "    return (num_threads(), SCRATCH_BYTES, TILE_BYTES, SMALL_ROW_BYTES, MIN_LANE_BYTES, LANES)",
+     "    return (num_threads(),)"),
+    ("plan-ignores-mask", "rotate/_api.py",
+     "    for part in _parts(a):  # a masked array's mask", "    for part in [a]:  # a masked array's mask"),
+    ("scratch-sum-not-max", "rotate/_plan.py",
+     "        return max((s.scratch_bytes for s in self.steps), default=0)",
+     "        return sum(s.scratch_bytes for s in self.steps)"),
+    ("bytes-moved-max-not-sum", "rotate/_plan.py",
+     "        return sum(s.bytes_moved for s in self.steps)",
+     "        return max((s.bytes_moved for s in self.steps), default=0)"),
+    ("flat-zero-shift-step", "rotate/_plan.py",
+     "        return [(None, n, s)] if s else []", "        return [(None, n, s)] if n else []"),
+    ("f-order-axis-not-mirrored", "rotate/_plan.py",
+     "        c_axis = lambda a: info.ndim - 1 - a  # noqa: E731", "        c_axis = lambda a: a  # noqa: E731"),
+    ("gpu-scratch-cap-min", "rotate/_cuda/planner.py",
+     "    return max(rows * seg // SCRATCH_FRACTION, MIN_SCRATCH)",
+     "    return min(rows * seg // SCRATCH_FRACTION, MIN_SCRATCH)"),
+    ("struct-gaps-moved", "rotate/_arrays.py",
+     "    return dtype.names is not None and field_byte_ranges(dtype) != [(0, dtype.itemsize)]",
+     "    return False"),
+    ("read-only-mask-accepted", "rotate/_arrays.py",
+     "            if data.flags.writeable and not mask.flags.writeable:", "            if False:"),
+    ("no-gpu-not-detected", "rotate/_arrays.py",
+     "    if not cuda.is_available():", "    if False:"),
+    ("c-order-line-wrong-merge", "rotate/_arrays.py",
+     "        if dim_stride != n * stride:", "        if dim_stride != dim * stride:"),
+    ("strided-word-ignores-strides", "rotate/_cpu.py",
+     "    while word > 1 and (itemsize % word or any(strides[i] % word for i in live)):",
+     "    while word > 1 and itemsize % word:"),
+    ("cpu-bound-ignored", "rotate/_cpu.py",
+     "    return min(SCRATCH_BYTES, int(max_scratch_bytes))", "    return SCRATCH_BYTES"),
+    ("cpu-bound-fallback-skipped", "rotate/_cpu.py",
+     "        if plan[1] * itemsize <= budget:", "        if True:"),
+    ("shift-seam-wrong-neighbour", "rotate/_cpu.py",
+     "                    _move(buf, stop - d, scratch, after * d, d)", "                    _move(buf, stop - d, scratch, t * d, d)"),
+    ("workqueue-not-serialised", "rotate/_cpu.py",
+     '    if layer in ("tbb", "omp"):  # thread-safe layers', '    if True:  # thread-safe layers'),
+    ("fork-child-not-serial", "rotate/_cpu.py",
+     '        _FORCE_SERIAL["on"] = True', '        _FORCE_SERIAL["on"] = False'),
+    ("wave-width-128-accepted", "waveops/cpu.py",
+     "        if not is_pow2(w) or w > MAX_WIDTH:", "        if not is_pow2(w) or w > 2 * MAX_WIDTH:"),
+    ("wave-pow2-check", "waveops/_core.py",
+     "    return n > 0 and (n & (n - 1)) == 0", "    return n > 0 and (n & (n - 2)) == 0"),
+]
+
+IGNORE = shutil.ignore_patterns(".git", ".venv", ".hypothesis", ".pytest_cache", "*.egg-info", "bench-results")
+
+
+def run_tests(tree: Path, timeout: int) -> tuple[str, float, str]:
+    env = dict(os.environ, CI="true", HYPOTHESIS_PROFILE="mutation", PYTHONPATH=str(tree),
+               PYTHONDONTWRITEBYTECODE="1")
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-k", DESELECT, *TESTS]
+    start = time.perf_counter()
+    try:
+        r = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "killed (timeout)", time.perf_counter() - start, ""
+    tail = (r.stdout + r.stderr).strip().splitlines()[-1:] or [""]
+    return ("survived" if r.returncode == 0 else "killed"), time.perf_counter() - start, tail[0]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-k", default="", help="only mutants whose name contains this")
+    parser.add_argument("--list", action="store_true")
+    parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--timeout", type=int, default=900)
+    args = parser.parse_args(argv)
+    mutants = [m for m in MUTANTS if args.k in m[0]]
+    for name, path, old, new in mutants:  # every snippet must still match exactly once
+        count = (ROOT / path).read_text().count(old)
+        if count != 1:
+            raise SystemExit(f"mutant {name}: snippet occurs {count} times in {path}; update MUTANTS")
+    if args.list:
+        for name, path, old, new in mutants:
+            print(f"{name:34s} {path}: {old.strip()!r} -> {new.strip()!r}")
+        return 0
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        def fresh_tree(i: int) -> Path:  # copy2 keeps mtimes, so numba's caches stay valid
+            tree = Path(tmp) / f"tree{i}"
+            shutil.copytree(ROOT, tree, ignore=IGNORE)
+            return tree
+
+        tree = fresh_tree(0)
+        status, seconds, tail = run_tests(tree, args.timeout)
+        shutil.rmtree(tree)
+        print(f"baseline (no mutant): {status} in {seconds:.0f}s  {tail}", flush=True)
+        if status != "survived":
+            raise SystemExit("the unmutated tree fails its tests; fix that first")
+        for i, (name, path, old, new) in enumerate(mutants, 1):
+            tree = fresh_tree(i)
+            target = tree / path
+            target.write_text(target.read_text().replace(old, new))
+            status, seconds, tail = run_tests(tree, args.timeout)
+            shutil.rmtree(tree)
+            results.append({"mutant": name, "file": path, "status": status, "seconds": round(seconds, 1)})
+            print(f"{status:17s} {seconds:6.0f}s  {name}  ({path})  {tail}", flush=True)
+    killed = sum(r["status"].startswith("killed") for r in results)
+    score = 100.0 * killed / len(results) if results else 0.0
+    print(f"\nmutation score: {killed}/{len(results)} killed = {score:.0f}%")
+    for r in results:
+        if r["status"] == "survived":
+            print(f"  survived: {r['mutant']} ({r['file']})")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"killed": killed, "total": len(results), "score": score,
+                                               "tests": TESTS, "deselect": DESELECT, "results": results},
+                                              indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,23 @@
+"""Write docs/mutation.md from docs/results/mutation.json (numbers come from the result file)."""
+
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+result = json.loads((ROOT / "docs/results/mutation.json").read_text())
+lines = [
+    "# Mutation testing",
+    "",
+    "`tools/mutation.py` (CONTRIBUTING.md, \"Mutation testing\") applies one-line mutants of",
+    "`rotate/` and `waveops/` one at a time and runs a fast subset of the suite against each.",
+    f"Latest run (docs/results/mutation.json): **{result['killed']} of {result['total']} killed "
+    f"= {result['score']:.0f}%**.",
+    "",
+    f"Tests: {', '.join('`' + t + '`' for t in result['tests'])} (`-k \"{result['deselect']}\"`).",
+    "",
+    "| mutant | file | result | seconds |",
+    "|---|---|---|---|",
+]
+lines += [f"| {r['mutant']} | `{r['file']}` | {r['status']} | {r['seconds']} |" for r in result["results"]]
+(ROOT / "docs/mutation.md").write_text("\n".join(lines) + "\n")
+print("\n".join(lines[:6]))
