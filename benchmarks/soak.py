@@ -128,6 +128,10 @@ def main(argv=None) -> int:
             wrong.append(dict(state["case"], wrong_bytes=int(bad.size), first=int(bad[0])))
             print("WRONG", wrong[-1], flush=True)
         state["done"] = index + 1
+        if args.json and state["done"] % 500 == 0:  # a run cut short still leaves its count
+            with open(args.json, "w") as fh:
+                json.dump(dict(cases=state["done"], wrong_cases=len(wrong), wrong=wrong[:50], partial=True,
+                               seconds=time.time() - t0, algorithms=by_algorithm), fh, indent=1)
         if hung:
             break
     result = dict(cases=state["done"], wrong_cases=len(wrong), wrong=wrong[:50], hangs=hung,
