@@ -87,8 +87,10 @@ def main(argv=None) -> int:
             shift = int(rng.integers(-10 * seg - 5, 10 * seg + 5))
         else:
             shift = int(rng.integers(-seg, seg + 1))
-        offset = int(rng.integers(0, 16))
         lib = libs[rng.integers(len(libs))]
+        offset = int(rng.integers(0, 16))
+        if lib == "torch":  # torch views bytes as wider elements only at aligned storage offsets
+            offset -= offset % itemsize
         host = rng.integers(0, 256, rows * seg * itemsize + 2 * 64, dtype=np.uint8)
         body = slice(64 + offset, 64 + offset + rows * seg * itemsize)
         raw = host.copy()
