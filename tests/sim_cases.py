@@ -59,8 +59,22 @@ def check_block_swap(n, data, offset, cap, seed):
                     Case((n,), "uint8", shift, offset=offset, max_scratch=cap, seed=seed))
 
 
+def check_block_swap_rows_at_every_offset():
+    """Several rows whose starts sit at different offsets from a 16-byte boundary (203-byte rows):
+    each row's final chain step must be planned for its own offset (the GPU faulted on a
+    misaligned address when row 0's plan ran on every row)."""
+    runner = CudaRunner(tile_bytes=64, threads=4, grid=2)
+    seen = set()
+    for shift in (77, 100, 150):
+        for offset in (0, 5):
+            seen.add(check_roll_case(runner, Case((3, 203), "uint8", shift, axis=1, offset=offset,
+                                                  max_scratch=150, seed=shift)).algorithm)
+    assert "block-swap" in seen, seen
+
+
 if __name__ == "__main__":
     check_fallback()
+    check_block_swap_rows_at_every_offset()
     check_block_swap()
     check_fixed()
     check_random()

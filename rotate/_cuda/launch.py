@@ -236,6 +236,9 @@ def _address(array) -> int:
 def run_chain(pointer: int, target: Any, step, handle: int) -> None:
     """Launch one chain step on the rows at device address ``pointer``."""
     d = step.details
+    if pointer % 16 != d["head0"]:  # the plan table's tile grid is the address's: never run it elsewhere
+        raise AssertionError(f"internal error: a chain plan for offset {d['head0']} from a 16-byte boundary "
+                             f"was given an array at offset {pointer % 16}")
     device = planner._device_id()
     entry = scratch_for(handle, device)
     flags, pre, counters, epoch = entry.reserve(2 * step.rows * d["_m_max"], step.rows * d["_scratch_row"])
@@ -337,11 +340,9 @@ def _run_block_swap(target, info, step, handle) -> None:
             _launch(kernel, max(1, min(tiles, d["grid"])), d["block"], handle, (
                 data, np.int64(1), np.int64(step.seg_bytes), np.int64(a), np.int64(b), np.int64(m), head0))
         if sub_k:
-            if SIMULATED:
-                sub = _SimSlice(target, offset + lo, sub_n)
-                run_chain(info.pointer + offset + lo, sub, d["final_step"], handle)
-            else:
-                run_chain(info.pointer + offset + lo, None, d["final_step"], handle)
+            start = info.pointer + offset + lo
+            final = d["_final_steps"][start % 16]
+            run_chain(start, _SimSlice(target, offset + lo, sub_n) if SIMULATED else None, final, handle)
 
 
 class _SimSlice:

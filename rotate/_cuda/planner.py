@@ -312,31 +312,33 @@ def _plan_block_swap(axis, shift, rows, seg, left, word, pointer, cap) -> Option
     if rows <= MAX_SWAP_ROWS:
         swaps, (lo, sub_n, sub_k) = gries_mills(seg, left, lambda n, k: plan_chain(1, n, k, 0, cap) is not None)
         if len(swaps) <= MAX_SWAP_PASSES:
-            final = None
-            moved = sum(4 * m for _, _, m in swaps)
-            scratch = 0
+            # Every row runs its own final chain step: rows whose start sits at
+            # another offset from a 16-byte boundary need a plan for that offset.
+            finals = {}
             if sub_k:
-                final = _chain_step(axis, shift, 1, sub_n, sub_k, word, (pointer + lo) % 16, cap)
-                if final is not None:
-                    moved += final.bytes_moved
-                    scratch = final.scratch_bytes
-            if not sub_k or final is not None:
-                sms, _ = device_shape(_device_id())
-                return Step(
-                    axis, shift, rows, seg, left, word,
-                    algorithm="block-swap",
-                    scratch_bytes=scratch,
-                    bytes_moved=rows * moved,
-                    details={
-                        "tile_bytes": settings["tile_bytes"],
-                        "block": settings["threads"],
-                        "grid": sms * 3,
-                        "swaps": tuple(swaps),
-                        "final": (lo, sub_n, sub_k),
-                        "final_step": final,
-                        "reason": f"the chain schedule's pre-reads exceed max_scratch_bytes={cap}",
-                    },
-                )
+                for row in range(min(rows, 16)):
+                    head = (pointer + row * seg + lo) % 16
+                    if head not in finals:
+                        finals[head] = _chain_step(axis, shift, 1, sub_n, sub_k, word, head, cap)
+                        if finals[head] is None:
+                            return None
+            moved = sum(4 * m for _, _, m in swaps) + max((f.bytes_moved for f in finals.values()), default=0)
+            sms, _ = device_shape(_device_id())
+            return Step(
+                axis, shift, rows, seg, left, word,
+                algorithm="block-swap",
+                scratch_bytes=max((f.scratch_bytes for f in finals.values()), default=0),
+                bytes_moved=rows * moved,
+                details={
+                    "tile_bytes": settings["tile_bytes"],
+                    "block": settings["threads"],
+                    "grid": sms * 3,
+                    "swaps": tuple(swaps),
+                    "final": (lo, sub_n, sub_k),
+                    "_final_steps": finals,
+                    "reason": f"the chain schedule's pre-reads exceed max_scratch_bytes={cap}",
+                },
+            )
     return None
 
 
