@@ -759,6 +759,9 @@ def run_rows(buf: np.ndarray, step) -> None:
     word = step.word_bytes
     if buf.itemsize != word:
         raise AssertionError(f"internal error: step planned for {word}-byte words, buffer has {buf.itemsize}")
+    if d.get("runner") == "multi-axis":  # several axes in one pass: rotate/_rows.py
+        from ._rows import run_multiaxis
+        return run_multiaxis(buf, step)
     rows, seg, k = step.rows, step.seg_bytes // word, step.left_bytes // word
     scratch = scratch_array(d["scratch_words"], buf.dtype)
     runner = d["runner"]
