@@ -15,6 +15,8 @@ array([4, 0, 1, 2, 3])
 from ._api import plan, roll, rotate
 from ._plan import Plan, Step
 from ._validate import AxisError
+from .rows import fftshift, ifftshift, plan_roll_rows, roll_rows
 
-__all__ = ["roll", "rotate", "plan", "Plan", "Step", "AxisError"]
+__all__ = ["roll", "rotate", "plan", "Plan", "Step", "AxisError", "roll_rows", "plan_roll_rows", "fftshift",
+           "ifftshift"]
 __version__ = "0.1.0"

@@ -116,16 +116,17 @@ def _rotate_contiguous(buf, lo, n, k, scratch, s0, cap, tile):
 
 
 @njit(parallel=True, cache=True)
-def _roll_lanes(buf, origin, n, stride, e, dims, dim_strides, shifts, mode, threads, scratch, cap, tile):
+def _roll_lanes(buf, origin, n, stride, e, dims, dim_strides, shifts, mode, threads, scratch, slot, cap, tile):
     """Roll lane ``l`` (elements of ``e`` words, ``stride`` words apart) right by ``shifts[l]``.
 
     Lane ``l`` is the C-order multi-index over ``dims`` (the other axes), its
     first word at ``origin + sum(index_i * dim_strides_i)``. ``0 <= shifts[l] < n``.
+    Thread ``t`` owns ``cap`` words of scratch at ``t * slot``.
     """
     lanes = shifts.shape[0]
     per = (lanes + threads - 1) // threads
     for t in prange(threads):
-        s0 = t * cap
+        s0 = t * slot
         for lane in range(t * per, min(lanes, (t + 1) * per)):
             sh = shifts[lane]
             if sh == 0:
@@ -292,6 +293,8 @@ def plan_lanes(shape, strides, itemsize: int, axis: int, max_scratch_bytes=None)
     lane_words = n * e
     cap = min(_budget(max_scratch_bytes) // word // threads, lane_words)
     tile = min(max(1, _cpu.TILE_BYTES // word), cap)
+    # Threads' scratch rows on separate cache lines: sharing one made two threads slower than one.
+    slot = cap if threads == 1 else -(-cap * word // 128) * 128 // word
     if mode == _LANE_SMALL and cap < lane_words:
         mode = _LANE_ROW
     if mode == _LANE_ROW:
@@ -307,8 +310,8 @@ def plan_lanes(shape, strides, itemsize: int, axis: int, max_scratch_bytes=None)
         name = "per-lane-strided-reversal"
         moved = 4 * total
     details = {"runner": "lanes", "mode": mode, "word": word, "e": e, "n": n, "stride": stride,
-               "dims": dims, "dim_strides": dim_strides, "threads": threads, "cap": cap, "tile": tile}
-    return Step(axis, 0, lanes, n * itemsize, 0, word, name, threads * cap * word, moved, strided=mode == _LANE_STRIDED,
+               "dims": dims, "dim_strides": dim_strides, "threads": threads, "cap": cap, "slot": slot, "tile": tile}
+    return Step(axis, 0, lanes, n * itemsize, 0, word, name, threads * slot * word, moved, strided=mode == _LANE_STRIDED,
                 details=details)
 
 
@@ -318,9 +321,9 @@ def run_lanes(flat: np.ndarray, origin: int, shifts: np.ndarray, step: Step) -> 
     ``shifts`` are int64, one per lane in C order of the other axes, each in ``[0, n)``.
     """
     d = step.details
-    scratch = _cpu.scratch_array(d["threads"] * d["cap"], flat.dtype)
+    scratch = _cpu.scratch_array(d["threads"] * d["slot"], flat.dtype)
     _roll_lanes(flat, origin, d["n"], d["stride"], d["e"], np.array(d["dims"], np.int64),
-                np.array(d["dim_strides"], np.int64), shifts, d["mode"], d["threads"], scratch, d["cap"], d["tile"])
+                np.array(d["dim_strides"], np.int64), shifts, d["mode"], d["threads"], scratch, d["slot"], d["cap"], d["tile"])
 
 
 def plan_multiaxis(info, rotations, max_scratch_bytes=None):
