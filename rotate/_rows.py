@@ -62,12 +62,16 @@ from ._validate import word_view_params
 # Contiguous lanes up to this many words are rotated by a copy loop through
 # the thread's scratch row rather than by memmove calls.
 SMALL_LANE_WORDS = 32
+# Contiguous lanes up to this many bytes that fit the scratch row go through it
+# whole (memcpy out, two memcpys back: the lane stays in cache between them).
+COPY_LANE_BYTES = 16 << 10
 # Block copies of rows up to this many words use element loops, not memmove.
 SMALL_ROW_WORDS = 16
 
 _LANE_ROW = 0  # contiguous lanes: memmove / Gries--Mills per lane
 _LANE_SMALL = 1  # contiguous short lanes: copy loop through scratch
 _LANE_STRIDED = 2  # strided lanes: gather through scratch, else reversal
+_LANE_COPY = 3  # contiguous cache-sized lanes: memcpy into scratch, two memcpys back
 
 
 # ---------------------------------------------------------------------------
@@ -131,13 +135,22 @@ def _roll_lanes(buf, origin, n, stride, e, dims, dim_strides, shifts, mode, thre
             sh = shifts[lane]
             if sh == 0:
                 continue
-            lo = origin
-            rest = lane
-            for d in range(dims.shape[0] - 1, -1, -1):
-                lo += (rest % dims[d]) * dim_strides[d]
-                rest //= dims[d]
+            if dims.shape[0] == 1:  # lanes evenly spaced (the planner merges what it can): no divisions
+                lo = origin + lane * dim_strides[0]
+            else:
+                lo = origin
+                rest = lane
+                for d in range(dims.shape[0] - 1, -1, -1):
+                    lo += (rest % dims[d]) * dim_strides[d]
+                    rest //= dims[d]
             if mode == _LANE_ROW:
                 _rotate_contiguous(buf, lo, n * e, (n - sh) * e, scratch, s0, cap, tile)
+            elif mode == _LANE_COPY:
+                words = n * e
+                k = (n - sh) * e
+                _move(scratch, s0, buf, lo, words)
+                _move(buf, lo, scratch, s0 + k, words - k)
+                _move(buf, lo + words - k, scratch, s0, k)
             elif mode == _LANE_SMALL:
                 words = n * e
                 k = (n - sh) * e
@@ -284,9 +297,25 @@ def lane_layout(shape, strides, itemsize: int, axis: int):
     return word, e, n, stride, dims, dim_strides, mode
 
 
+def _merge_dims(dims, dim_strides):
+    """Merge neighbouring dims that are evenly spaced (C order kept), so lane offsets need fewer divisions."""
+    out_dims, out_strides = [], []
+    for d, s in zip(dims, dim_strides):
+        if d == 1:  # no offset to add, whatever its stride
+            continue
+        if out_dims and out_strides[-1] == s * d:
+            out_dims[-1] *= d
+            out_strides[-1] = s
+        else:
+            out_dims.append(d)
+            out_strides.append(s)
+    return tuple(out_dims) or (1,), tuple(out_strides) or (0,)
+
+
 def plan_lanes(shape, strides, itemsize: int, axis: int, max_scratch_bytes=None) -> Step:
     """Plan :func:`run_lanes` for the lanes of an array along ``axis`` (``shape[axis] >= 2``)."""
     word, e, n, stride, dims, dim_strides, mode = lane_layout(shape, strides, itemsize, axis)
+    dims, dim_strides = _merge_dims(dims, dim_strides)
     lanes = math.prod(dims)
     total = lanes * n * itemsize
     threads = _cpu._lanes(total, max(1, lanes))
@@ -297,7 +326,12 @@ def plan_lanes(shape, strides, itemsize: int, axis: int, max_scratch_bytes=None)
     slot = cap if threads == 1 else -(-cap * word // 128) * 128 // word
     if mode == _LANE_SMALL and cap < lane_words:
         mode = _LANE_ROW
-    if mode == _LANE_ROW:
+    if mode == _LANE_ROW and lane_words <= cap and lane_words * word <= COPY_LANE_BYTES:
+        mode = _LANE_COPY
+    if mode == _LANE_COPY:
+        name = "per-lane-copy"
+        moved = 4 * total
+    elif mode == _LANE_ROW:
         name = "per-lane-shift"
         moved = 2 * total + 2 * lanes * min(cap, lane_words // 2) * word  # at most, when every d fits
     elif mode == _LANE_SMALL:
