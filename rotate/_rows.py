@@ -324,6 +324,8 @@ def plan_lanes(shape, strides, itemsize: int, axis: int, max_scratch_bytes=None)
     tile = min(max(1, _cpu.TILE_BYTES // word), cap)
     # Threads' scratch rows on separate cache lines: sharing one made two threads slower than one.
     slot = cap if threads == 1 else -(-cap * word // 128) * 128 // word
+    if threads * slot * word > _budget(max_scratch_bytes):
+        slot = cap
     if mode == _LANE_SMALL and cap < lane_words:
         mode = _LANE_ROW
     if mode == _LANE_ROW and lane_words <= cap and lane_words * word <= COPY_LANE_BYTES:
