@@ -9,19 +9,22 @@ moves (the runners execute exactly the plan's ``details``):
   more axes of a C- or F-contiguous array in one pass (``rotate.roll`` with
   several axes, ``rotate.fftshift``).
 
-Per-lane shifts (``per-lane-shift``)
-------------------------------------
+Per-lane shifts (``per-lane-*``)
+--------------------------------
 Lanes are spread over numba ``prange`` lanes of work ("threads" below, to
 keep them apart from the array's lanes), each thread owning one scratch row
-of ``cap`` words. A lane that is contiguous in memory is rotated with
-memmoves: save ``d = min(k, n - k)`` words, memmove the rest, restore
+of ``cap`` words. A contiguous lane of at most ``COPY_LANE_BYTES`` that fits
+the scratch row is copied into it with one memcpy and written back rotated
+with two (``per-lane-copy``: the lane stays in cache in between). A longer
+contiguous lane is rotated with memmoves (``per-lane-shift``): save ``d = min(k, n - k)`` words, memmove the rest, restore
 (``d <= cap``); longer rotations first take Gries--Mills block swaps through a
 ``tile`` of the same scratch until ``d`` fits; with no scratch at all, three
 reversals. Contiguous lanes of at most ``SMALL_LANE_WORDS`` words are copied
 into the thread's scratch row and written back rotated by a plain loop (one
 call per lane would cost more than the bytes). A lane that is strided in
 memory is gathered into the scratch row and written back rotated when it
-fits, else reversed three times in place (no scratch, twice the traffic).
+fits (``per-lane-strided-gather``), else reversed three times in place
+(``per-lane-strided-reversal``: no scratch, twice the traffic).
 
 Multi-axis rolls in one pass (``multi-axis-cycles``)
 ----------------------------------------------------

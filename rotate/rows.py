@@ -94,9 +94,11 @@ def plan_roll_rows(a: Any, shifts: Any, axis: int = -1, *, max_scratch_bytes: Op
     Examples
     --------
     >>> import numpy as np, rotate
-    >>> p = rotate.plan_roll_rows(np.zeros((1000, 4096), np.float32), np.arange(1000))
-    >>> p.algorithm, p.bytes_moved >= p.ideal_bytes
-    ('per-lane-shift', True)
+    >>> p = rotate.plan_roll_rows(np.zeros((1000, 512), np.float32), np.arange(1000))
+    >>> p.algorithm, p.bytes_moved >= p.ideal_bytes, p.scratch_bytes <= 8 << 20
+    ('per-lane-copy', True, True)
+    >>> rotate.plan_roll_rows(np.zeros((10, 1 << 20), np.uint8), 3).algorithm
+    'per-lane-shift'
     """
     target, step, _ = _prepare_lanes(a, shifts, axis, max_scratch_bytes)
     return Plan("cpu", tuple(target.shape), target.dtype, () if step is None else (step,))
