@@ -127,7 +127,7 @@ def _roll_lanes(buf, origin, n, stride, e, dims, dim_strides, shifts, mode, thre
     """Roll lane ``l`` (elements of ``e`` words, ``stride`` words apart) right by ``shifts[l]``.
 
     Lane ``l`` is the C-order multi-index over ``dims`` (the other axes), its
-    first word at ``origin + sum(index_i * dim_strides_i)``. ``0 <= shifts[l] < n``.
+    first word at ``origin + sum(index_i * dim_strides_i)``; shifts are any int64 (reduced here).
     Thread ``t`` owns ``cap`` words of scratch at ``t * slot``.
     """
     lanes = shifts.shape[0]
@@ -135,7 +135,7 @@ def _roll_lanes(buf, origin, n, stride, e, dims, dim_strides, shifts, mode, thre
     for t in prange(threads):
         s0 = t * slot
         for lane in range(t * per, min(lanes, (t + 1) * per)):
-            sh = shifts[lane]
+            sh = shifts[lane] % n
             if sh == 0:
                 continue
             if dims.shape[0] == 1:  # lanes evenly spaced (the planner merges what it can): no divisions
@@ -178,6 +178,31 @@ def _roll_lanes(buf, origin, n, stride, e, dims, dim_strides, shifts, mode, thre
                 _reverse_words(buf, lo, k, e, stride)
                 _reverse_words(buf, lo + k * stride, n - k, e, stride)
                 _reverse_words(buf, lo, n, e, stride)
+
+
+@njit(parallel=True, cache=True)
+def _roll_small_lanes(buf, origin, words, pitch, shifts, n, threads, scratch, slot):
+    """Evenly spaced contiguous lanes of ``words`` words (``words / n`` per element): a copy loop each.
+
+    Its own kernel: inside the general one LLVM kept the short loops slow.
+    """
+    lanes = shifts.shape[0]
+    e = words // n
+    per = (lanes + threads - 1) // threads
+    for t in prange(threads):
+        s0 = t * slot
+        for lane in range(t * per, min(lanes, (t + 1) * per)):
+            sh = (shifts[lane] % n) * e
+            if sh == 0:
+                continue
+            lo = origin + lane * pitch
+            for i in range(words):
+                scratch[s0 + i] = buf[lo + i]
+            for i in range(words):
+                j = i - sh
+                if j < 0:
+                    j += words
+                buf[lo + i] = scratch[s0 + j]
 
 
 @njit(cache=True, inline="always")
@@ -357,10 +382,14 @@ def plan_lanes(shape, strides, itemsize: int, axis: int, max_scratch_bytes=None)
 def run_lanes(flat: np.ndarray, origin: int, shifts: np.ndarray, step: Step) -> None:
     """Run a :func:`plan_lanes` step on the word array ``flat`` (the lanes' span, lane origin in words).
 
-    ``shifts`` are int64, one per lane in C order of the other axes, each in ``[0, n)``.
+    ``shifts`` are int64, one per lane in C order of the other axes (numpy.roll shifts, any value).
     """
     d = step.details
     scratch = _cpu.scratch_array(d["threads"] * d["slot"], flat.dtype)
+    if d["mode"] == _LANE_SMALL and len(d["dims"]) == 1:
+        _roll_small_lanes(flat, origin, d["n"] * d["e"], d["dim_strides"][0], shifts, d["n"], d["threads"], scratch,
+                          d["slot"])
+        return
     _roll_lanes(flat, origin, d["n"], d["stride"], d["e"], np.array(d["dims"], np.int64),
                 np.array(d["dim_strides"], np.int64), shifts, d["mode"], d["threads"], scratch, d["slot"], d["cap"], d["tile"])
 

@@ -49,7 +49,8 @@ def roll_rows(a: Any, shifts: Any, axis: int = -1, *, max_scratch_bytes: Optiona
         The axis along which lanes run (default: the last).
     max_scratch_bytes : int, optional
         Upper bound on temporary memory (default ``rotate._cpu.SCRATCH_BYTES``,
-        8 MiB). Shifts are also copied once, reduced, as 8 bytes per lane.
+        8 MiB). Shifts that are not already an int64 array of the lanes'
+        shape are converted once (8 bytes per lane).
 
     Returns
     -------
@@ -192,7 +193,7 @@ def _prepare_lanes(part: Any, shifts: Any, axis: Any, max_scratch_bytes: Any):
     n = info.shape[axis]
     lane_shape = info.shape[:axis] + info.shape[axis + 1:]
     lane_shifts = _lane_shifts(shifts, lane_shape, n, axis, info.shape)
-    if n <= 1 or info.size == 0 or not lane_shifts.any():
+    if n <= 1 or info.size == 0:
         return target, None, lane_shifts
     step = _rows.plan_lanes(info.shape, info.strides, info.itemsize, axis, scratch)
     return target, step, lane_shifts
@@ -228,12 +229,14 @@ def _lane_shifts(shifts: Any, lane_shape: tuple, n: int, axis: int, shape: tuple
             f"broadcasts to it"
         )
     if n == 0:
-        reduced = np.zeros(arr.shape, np.int64)
-    elif arr.dtype.kind == "u":
-        reduced = np.mod(arr.astype(np.uint64), np.uint64(n)).astype(np.int64)
-    else:
-        reduced = np.mod(arr.astype(np.int64), np.int64(n))
-    return np.ascontiguousarray(np.broadcast_to(reduced, lane_shape), dtype=np.int64).reshape(-1)
+        arr = np.zeros(arr.shape, np.int64)
+    elif arr.dtype.kind == "u" and arr.dtype.itemsize == 8:  # may exceed int64: reduce here
+        arr = np.mod(arr, np.uint64(n)).astype(np.int64)
+    # The kernels reduce int64 shifts modulo n themselves: an int64 array of the
+    # lanes' shape in C order is used as it is, without a copy.
+    if arr.shape != lane_shape:
+        arr = np.broadcast_to(arr, lane_shape)
+    return np.ascontiguousarray(arr, dtype=np.int64).reshape(-1)
 
 
 def _run_lanes(target: np.ndarray, step, lane_shifts: np.ndarray) -> None:
