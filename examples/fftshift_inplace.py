@@ -1,9 +1,10 @@
-"""In-place fftshift / ifftshift of an N-D array with rotate.roll.
+"""In-place fftshift / ifftshift of an N-D array with rotate.fftshift / rotate.ifftshift.
 
 numpy.fft.fftshift(x) is numpy.roll(x, [n // 2 for n in x.shape], axes):
-the zero-frequency term moves to the centre. With rotate.roll it happens in
-place, without a second array, on the CPU (numpy) or the GPU (CuPy, PyTorch
-or numba device arrays). ``--cpu-only`` skips the GPU part.
+the zero-frequency term moves to the centre. rotate.fftshift does it in
+place, without a second array, on the CPU (numpy; every axis in one pass)
+or the GPU (CuPy, PyTorch or numba device arrays; one pass per axis for
+now). ``--cpu-only`` skips the GPU part.
 
     python examples/fftshift_inplace.py [--cpu-only]
 """
@@ -15,27 +16,15 @@ import numpy as np
 import rotate
 
 
-def fftshift_(x, axes=None):
-    """Shift the zero-frequency component to the centre, in place. Returns ``x``."""
-    axes = tuple(range(x.ndim)) if axes is None else tuple(axes)
-    return rotate.roll(x, [x.shape[a] // 2 for a in axes], axes)
-
-
-def ifftshift_(x, axes=None):
-    """The inverse of :func:`fftshift_`, in place (differs for odd lengths)."""
-    axes = tuple(range(x.ndim)) if axes is None else tuple(axes)
-    return rotate.roll(x, [-(x.shape[a] // 2) for a in axes], axes)
-
-
 def main(cpu_only: bool) -> None:
     rng = np.random.default_rng(0)
     spectrum = np.fft.fft2(rng.standard_normal((513, 1024)))
     expected = np.fft.fftshift(spectrum)
     shifted = spectrum.copy()
-    fftshift_(shifted)
-    assert np.array_equal(shifted, expected), "fftshift_ differs from numpy.fft.fftshift"
-    ifftshift_(shifted)
-    assert np.array_equal(shifted, spectrum), "ifftshift_ did not undo fftshift_"
+    rotate.fftshift(shifted)
+    assert np.array_equal(shifted, expected), "rotate.fftshift differs from numpy.fft.fftshift"
+    rotate.ifftshift(shifted)
+    assert np.array_equal(shifted, spectrum), "rotate.ifftshift did not undo rotate.fftshift"
     print(f"CPU: in-place fftshift of a {spectrum.shape} complex128 spectrum equals numpy.fft.fftshift")
 
     if cpu_only:
@@ -51,7 +40,7 @@ def main(cpu_only: bool) -> None:
         print("numba-cuda not installed: skipped the GPU part")
         return
     device = cuda.to_device(spectrum)
-    fftshift_(device)
+    rotate.fftshift(device)
     assert np.array_equal(device.copy_to_host(), expected)
     print("GPU: in-place fftshift of the same spectrum equals numpy.fft.fftshift")
 

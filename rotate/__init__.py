@@ -15,6 +15,7 @@ array([4, 0, 1, 2, 3])
 from ._api import plan, roll, rotate
 from ._plan import Plan, Step
 from ._validate import AxisError
+from .rows import fftshift, ifftshift, plan_roll_rows, roll_rows
 
 
 def release_scratch() -> int:
@@ -35,5 +36,6 @@ def release_scratch() -> int:
     return launch.release_scratch() if launch is not None else 0
 
 
-__all__ = ["roll", "rotate", "plan", "release_scratch", "Plan", "Step", "AxisError"]
+__all__ = ["roll", "rotate", "plan", "roll_rows", "plan_roll_rows", "fftshift", "ifftshift", "release_scratch",
+           "Plan", "Step", "AxisError"]
 __version__ = "0.1.0"

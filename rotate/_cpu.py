@@ -859,6 +859,9 @@ def run_rows(buf: np.ndarray, step) -> None:
     word = step.word_bytes
     if buf.itemsize != word:
         raise AssertionError(f"internal error: step planned for {word}-byte words, buffer has {buf.itemsize}")
+    if d.get("runner") == "multi-axis":  # several axes in one pass: rotate/_rows.py
+        from ._rows import run_multiaxis
+        return run_multiaxis(buf, step)
     rows, seg, k = step.rows, step.seg_bytes // word, step.left_bytes // word
     runner = d["runner"]
     if runner == "reversal":  # no scratch fits the bound: the rows as a strided grid, reversed in place
@@ -996,6 +999,32 @@ def _serial_twin(name: str):
 
 
 _SERIAL_KERNELS = ("_rotate_rows_serial", "_rotate_small_rows_serial")
+
+
+@contextlib.contextmanager
+def parallel_region():
+    """Hold what the threading layer needs around one call of a parallel kernel of another module."""
+    if _launched_layer() in ("tbb", "omp"):  # thread-safe layers: concurrent calls are fine
+        yield
+        return
+    with _lock:  # workqueue (or not launched yet): one parallel call at a time
+        yield
+
+
+def call_parallel(kernel, *args):
+    """Call an ``@njit(parallel=True)`` kernel of another module (rotate._rows) safely under every layer.
+
+    In a forked GNU-OpenMP child it runs the kernel compiled without
+    ``parallel`` (``prange`` is then ``range``); elsewhere it holds
+    :func:`parallel_region` around the call.
+    """
+    if runs_serial():
+        twin = _serial_kernels.get(kernel)
+        if twin is None:
+            twin = _serial_kernels[kernel] = njit(kernel.py_func)
+        return twin(*args)
+    with parallel_region():
+        return kernel(*args)
 
 
 @contextlib.contextmanager

@@ -7,6 +7,7 @@ import pytest
 
 import rotate
 import rotate._api
+import rotate.rows
 import waveops
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -17,7 +18,7 @@ def test_readme_examples():
     assert result.attempted > 0 and result.failed == 0
 
 
-@pytest.mark.parametrize("module", [rotate, rotate._api, waveops])
+@pytest.mark.parametrize("module", [rotate, rotate._api, rotate.rows, waveops])
 def test_docstring_examples(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0

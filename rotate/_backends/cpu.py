@@ -32,6 +32,17 @@ class CpuBackend(RowBackend):
         # the scratch-free reversal fallback).
         return _cpu.planner_settings() + (max_scratch_bytes,)
 
+    def plan_steps(self, info, rotations, max_scratch_bytes):
+        # Two or more axes of a contiguous array: one pass (rotate/_rows.py)
+        # when a block of the first rolled axis fits the scratch budget;
+        # otherwise one pass per axis, which the plan shows as one step each.
+        from .. import _rows
+
+        step = _rows.plan_multiaxis(info, rotations, max_scratch_bytes)
+        if step is not None:
+            return (step,)
+        return super().plan_steps(info, rotations, max_scratch_bytes)
+
     def plan_step(self, info, axis, shift, rows, seg_bytes, left_bytes, word, max_scratch_bytes) -> Step:
         algorithm, scratch, moved, details = _cpu.plan_rows_details(rows, seg_bytes // word, left_bytes // word, word,
                                                                     max_scratch_bytes)

@@ -1,0 +1,201 @@
+"""Benchmark rotate.roll_rows, rotate.fftshift and one-pass multi-axis rolls on the CPU.
+
+256 MiB arrays (``--mib``), medians of ``--repeats`` runs, each run preceded by
+writing ``--flush-mib`` MiB so the array starts out of cache (as in
+benchmarks/cpu_bench.py). Every case is timed against ``np.copyto`` of the
+same bytes, measured in the same run next to it (the issue's gate:
+``roll_rows`` and ``fftshift`` within 2.0x of copyto), and against the
+out-of-place way people do it today:
+
+* ``roll_rows``: ``np.take_along_axis(a, idx, axis=1)`` with a prebuilt int64
+  index array (the gather; index build not timed) -- 8 index bytes per element
+  and a second array;
+* ``fftshift``: ``np.fft.fftshift(a)`` (a second array);
+* multi-axis ``roll``: two one-axis ``rotate.roll`` passes (what ran before
+  the one-pass plan).
+
+Every result is checked against numpy once. ``--json`` writes the raw
+results (default ``docs/results/cpu-rows-bench.json``) and the generated
+section of docs/perf-cpu.md is rewritten from it; ``--docs-only`` only
+regenerates that section from the committed JSON (tests/test_rows.py checks
+the committed doc equals what this script generates).
+
+Run: ``python benchmarks/rows_bench.py [--mib 256] [--repeats 7] [--threads N]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import re
+import sys
+import time
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+DEFAULT_JSON = ROOT / "docs" / "results" / "cpu-rows-bench.json"
+DOC = ROOT / "docs" / "perf-cpu.md"
+MARKER = "cpu-rows"
+GATE = 2.0
+
+_flush_buffer = None
+
+
+def flush_caches() -> None:
+    if _flush_buffer is not None:
+        np.add(_flush_buffer, 1, out=_flush_buffer)
+
+
+def median_ms(fn, repeats: int, setup=None) -> float:
+    if setup:
+        setup()
+    fn()  # warm-up: JIT, page faults
+    times = []
+    for _ in range(repeats):
+        if setup:
+            setup()
+        flush_caches()
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times)) * 1e3
+
+
+def cases(nbytes: int):
+    """(function, shape, dtype, description). Shapes hold ``nbytes`` (or a little less for odd sides)."""
+    f32, c64 = np.dtype(np.float32), np.dtype(np.complex64)
+    out = []
+    for row_bytes in (32, 4096, 32768, 4 << 20):
+        out.append(("roll_rows", (nbytes // row_bytes, row_bytes // 4), f32, f"rows of {row_bytes} B"))
+    side = int((nbytes // 8 // 2) ** 0.5)
+    out.append(("fftshift", (2 * side, side), c64, "2-D, even sides"))
+    out.append(("fftshift", (2 * side - 1, side + 1), c64, "2-D, odd sides"))
+    cube = round((nbytes // 8 // 4) ** (1 / 3))
+    out.append(("fftshift", (4 * cube, cube, cube), c64, "3-D"))
+    out.append(("roll", (2 * side, side), c64, "2 axes, shifts (1001, 77)"))
+    return out
+
+
+def same(a, b) -> bool:
+    """Byte-equal (the data are random bytes: NaNs included)."""
+    return a.shape == b.shape and np.array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+def run_case(function, shape, dtype, repeats):
+    import rotate
+
+    rng = np.random.default_rng(0)
+    a = np.empty(shape, dtype)
+    a.view(np.uint8).reshape(-1)[:] = rng.integers(1, 255, a.nbytes, dtype=np.uint8)
+    copy_src = np.empty_like(a)
+    copy_src[...] = a
+    copy_dst = np.empty_like(a)
+    row = {"function": function, "shape": list(shape), "dtype": dtype.name, "nbytes": a.nbytes}
+    if function == "roll_rows":
+        shifts = rng.integers(-shape[1], shape[1], shape[0])
+        expected = np.take_along_axis(a, (np.arange(shape[1]) - shifts[:, None]) % shape[1], axis=1)
+        rotate.roll_rows(a, shifts)
+        assert same(a, expected), "roll_rows differs from the gather"
+        plan = rotate.plan_roll_rows(a, shifts)
+        ours = lambda: rotate.roll_rows(a, shifts)  # noqa: E731
+        idx = (np.arange(shape[1]) - shifts[:, None]) % shape[1]
+        peer_name = "np.take_along_axis"
+        peer = lambda: np.take_along_axis(a, idx, axis=1)  # noqa: E731
+    elif function == "fftshift":
+        expected = np.fft.fftshift(a)
+        rotate.fftshift(a)
+        assert same(a, expected), "fftshift differs from numpy.fft.fftshift"
+        plan = rotate.plan(a, [n // 2 for n in shape], tuple(range(a.ndim)))
+        ours = lambda: rotate.fftshift(a)  # noqa: E731
+        peer_name = "np.fft.fftshift"
+        peer = lambda: np.fft.fftshift(a)  # noqa: E731
+    else:
+        shifts, axes = (1001, 77), (0, 1)
+        expected = np.roll(a, shifts, axes)
+        rotate.roll(a, shifts, axes)
+        assert same(a, expected), "multi-axis roll differs from numpy.roll"
+        plan = rotate.plan(a, shifts, axes)
+        ours = lambda: rotate.roll(a, shifts, axes)  # noqa: E731
+        peer_name = "two one-axis rotate.roll passes"
+        peer = lambda: (rotate.roll(a, shifts[0], 0), rotate.roll(a, shifts[1], 1))  # noqa: E731
+    row["algorithm"] = plan.algorithm
+    row["steps"] = len(plan.steps)
+    row["scratch_bytes"] = plan.scratch_bytes
+    row["traffic_over_2n"] = plan.bytes_moved / plan.ideal_bytes
+    row["copyto_ms"] = median_ms(lambda: np.copyto(copy_dst, copy_src), repeats)
+    row["ms"] = median_ms(ours, repeats)
+    row["peer"] = peer_name
+    row["peer_ms"] = median_ms(peer, repeats)
+    row["vs_copyto"] = row["ms"] / row["copyto_ms"]
+    row["gate_met"] = function == "roll" or row["vs_copyto"] <= GATE
+    return row
+
+
+def table(data) -> str:
+    env = data.get("environment", {})
+    lines = [f"Source: `docs/results/cpu-rows-bench.json` (commit `{str(env.get('git_commit', '?'))[:12]}`, "
+             f"numba threads {data['threads']}, {data['mib']} MiB, median of {data['repeats']}, "
+             f"{data['flush_mib']} MiB written before every timed run). Gate: within {GATE}x of `np.copyto` "
+             f"for `roll_rows` and `fftshift`; copyto measured next to each case.", "",
+             "| function | shape | dtype | case | algorithm | steps | traffic / 2N | ms | vs copyto | gate "
+             "| peer | peer ms | ours vs peer |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in data["rows"]:
+        gate = "n/a" if r["function"] == "roll" else ("ok" if r["gate_met"] else "MISS")
+        lines.append(f"| {r['function']} | {tuple(r['shape'])} | {r['dtype']} | {r['case']} | {r['algorithm']} | "
+                     f"{r['steps']} | {r['traffic_over_2n']:.2f} | {r['ms']:.1f} | {r['vs_copyto']:.2f} | {gate} | "
+                     f"{r['peer']} | {r['peer_ms']:.1f} | {r['ms'] / r['peer_ms']:.2f} |")
+    gated = [r for r in data["rows"] if r["function"] != "roll"]
+    missed = [f"{r['function']} {r['case']} ({r['vs_copyto']:.2f}x)" for r in gated if not r["gate_met"]]
+    lines += ["", f"Gate met at {len(gated) - len(missed)} of {len(gated)} `roll_rows`/`fftshift` points"
+              + (f"; missed: {', '.join(missed)}." if missed else ".")]
+    return "\n".join(lines)
+
+
+def render_docs(text: str, data) -> str:
+    pattern = re.compile(rf"(<!-- table:{MARKER} -->\n).*?(\n<!-- /table -->)", re.S)
+    if not pattern.search(text):
+        raise KeyError(f"marker <!-- table:{MARKER} --> ... <!-- /table --> not found in docs/perf-cpu.md")
+    return pattern.sub(lambda m: m.group(1) + table(data) + m.group(2), text, count=1)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mib", type=int, default=256)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--flush-mib", type=int, default=1024)
+    parser.add_argument("--json", default=str(DEFAULT_JSON))
+    parser.add_argument("--docs-only", action="store_true", help="regenerate docs/perf-cpu.md from --json only")
+    args = parser.parse_args(argv)
+    if not args.docs_only:
+        import numba
+
+        from rotate import _provenance
+
+        global _flush_buffer
+        if args.flush_mib:
+            _flush_buffer = np.zeros(args.flush_mib << 20, np.uint8)
+        if args.threads:
+            numba.set_num_threads(args.threads)
+        data = {"benchmark": "rows_bench", "environment": _provenance.environment(), "mib": args.mib,
+                "repeats": args.repeats, "flush_mib": args.flush_mib, "threads": numba.get_num_threads(),
+                "rows": []}
+        for function, shape, dtype, case in cases(args.mib << 20):
+            row = run_case(function, shape, dtype, args.repeats)
+            row["case"] = case
+            data["rows"].append(row)
+            print(f"{function:9s} {str(shape):22s} {case:26s} {row['algorithm']:24s} {row['ms']:7.1f} ms "
+                  f"{row['vs_copyto']:5.2f}x copyto  {row['peer']} {row['peer_ms']:.1f} ms", flush=True)
+        pathlib.Path(args.json).write_text(json.dumps(data, indent=1) + "\n")
+    data = json.loads(pathlib.Path(args.json).read_text())
+    DOC.write_text(render_docs(DOC.read_text(), data))
+    print(table(data))
+
+
+if __name__ == "__main__":
+    main()

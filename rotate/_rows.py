@@ -1,0 +1,463 @@
+"""CPU kernels for per-lane shifts (``roll_rows``) and one-pass multi-axis rolls.
+
+Two entry points, each with a planner that decides everything before any byte
+moves (the runners execute exactly the plan's ``details``):
+
+* :func:`plan_lanes` / :func:`run_lanes` -- every 1-D lane of an array along
+  one axis rolled by its own shift (``rotate.roll_rows``).
+* :func:`plan_multiaxis` / :func:`run_multiaxis` -- ``numpy.roll`` over two or
+  more axes of a C- or F-contiguous array in one pass (``rotate.roll`` with
+  several axes, ``rotate.fftshift``).
+
+Per-lane shifts (``per-lane-*``)
+--------------------------------
+Lanes are spread over numba ``prange`` lanes of work ("threads" below, to
+keep them apart from the array's lanes), each thread owning one scratch row
+of ``cap`` words. A contiguous lane of at most ``COPY_LANE_BYTES`` that fits
+the scratch row is copied into it with one memcpy and written back rotated
+with two (``per-lane-copy``: the lane stays in cache in between). A longer
+contiguous lane is rotated with memmoves (``per-lane-shift``): save ``d = min(k, n - k)`` words, memmove the rest, restore
+(``d <= cap``); longer rotations first take Gries--Mills block swaps through a
+``tile`` of the same scratch until ``d`` fits; with no scratch at all, three
+reversals. Contiguous lanes of at most ``SMALL_LANE_WORDS`` words are copied
+into the thread's scratch row and written back rotated by a plain loop (one
+call per lane would cost more than the bytes). A lane that is strided in
+memory is gathered into the scratch row and written back rotated when it
+fits (``per-lane-strided-gather``), else reversed three times in place
+(``per-lane-strided-reversal``: no scratch, twice the traffic).
+
+Multi-axis rolls in one pass (``multi-axis-cycles``)
+----------------------------------------------------
+View the C-ordered array as ``(outer, n0, block)``: ``n0`` is the first
+rolled axis, ``outer`` the axes before it, ``block`` everything after it
+(``blk`` words). numpy.roll makes destination block ``j`` equal to source
+block ``(j - s0) mod n0``, itself rolled over the remaining axes. The block
+permutation has ``g = gcd(n0, s0)`` cycles of ``n0 / g`` blocks; walking a
+cycle moves each block once, *rolling it while it is copied* (rows of the
+block copied to their rolled row with their own rotation: two memcpys per
+row), so every byte is read once and written once (2N), plus one block per
+cycle through scratch (the cycle's first block, saved before it is
+overwritten). Cycles are spread over threads, one scratch block per thread;
+when there are fewer cycles than threads, each cycle is cut into pieces
+whose first blocks are all saved first (the seams), so one cycle still uses
+every thread.
+
+Scratch bound: ``slots * blk`` words, ``slots`` at most ``2 * threads``, and
+never more than the budget (``max_scratch_bytes`` or ``rotate._cpu.
+SCRATCH_BYTES``, 8 MiB): the planner drops threads to fit, and when even one
+block does not fit (a huge trailing block, e.g. a 3-D roll whose planes are
+larger than the budget) it returns None and the caller plans one pass per
+axis instead, which ``plan()`` shows as one step per axis.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from . import _cpu
+from ._cpu import _move, _shift_serial, _swap_tiled
+from ._plan import Step
+from ._validate import word_view_params
+
+# Contiguous lanes up to this many words are rotated by a copy loop through
+# the thread's scratch row rather than by memmove calls.
+SMALL_LANE_WORDS = 32
+# Contiguous lanes up to this many bytes that fit the scratch row go through it
+# whole (memcpy out, two memcpys back: the lane stays in cache between them).
+COPY_LANE_BYTES = 16 << 10
+# Block copies of rows up to this many words use element loops, not memmove.
+SMALL_ROW_WORDS = 16
+
+_LANE_ROW = 0  # contiguous lanes: memmove / Gries--Mills per lane
+_LANE_SMALL = 1  # contiguous short lanes: copy loop through scratch
+_LANE_STRIDED = 2  # strided lanes: gather through scratch, else reversal
+_LANE_COPY = 3  # contiguous cache-sized lanes: memcpy into scratch, two memcpys back
+
+
+# ---------------------------------------------------------------------------
+# compiled kernels
+# ---------------------------------------------------------------------------
+
+
+@njit(cache=True, inline="always")
+def _reverse_words(buf, lo, n, e, stride):
+    """Reverse ``n`` elements of ``e`` words, ``stride`` words apart, starting at ``buf[lo]``."""
+    i = 0
+    j = n - 1
+    while i < j:
+        a = lo + i * stride
+        b = lo + j * stride
+        for w in range(e):
+            x = buf[a + w]
+            buf[a + w] = buf[b + w]
+            buf[b + w] = x
+        i += 1
+        j -= 1
+
+
+@njit(cache=True, inline="always")
+def _rotate_contiguous(buf, lo, n, k, scratch, s0, cap, tile):
+    """Rotate ``buf[lo:lo+n]`` left by ``k`` (words) with at most ``cap`` words of scratch at ``s0``."""
+    while 0 < k < n:
+        d = min(k, n - k)
+        if d <= cap:
+            _shift_serial(buf, lo, n, k, scratch, s0)
+            return
+        if tile == 0:  # no scratch at all: three reversals
+            _reverse_words(buf, lo, k, 1, 1)
+            _reverse_words(buf, lo + k, n - k, 1, 1)
+            _reverse_words(buf, lo, n, 1, 1)
+            return
+        if k <= n - k:
+            _swap_tiled(buf, lo, lo + n - k, k, scratch, s0, tile)
+            n -= k
+        else:
+            m = n - k
+            _swap_tiled(buf, lo, lo + k, m, scratch, s0, tile)
+            lo += m
+            n -= m
+            k -= m
+
+
+@njit(parallel=True, cache=True)
+def _roll_lanes(buf, origin, n, stride, e, dims, dim_strides, shifts, mode, threads, scratch, slot, cap, tile):
+    """Roll lane ``l`` (elements of ``e`` words, ``stride`` words apart) right by ``shifts[l]``.
+
+    Lane ``l`` is the C-order multi-index over ``dims`` (the other axes), its
+    first word at ``origin + sum(index_i * dim_strides_i)``; shifts are any int64 (reduced here).
+    Thread ``t`` owns ``cap`` words of scratch at ``t * slot``.
+    """
+    lanes = shifts.shape[0]
+    per = (lanes + threads - 1) // threads
+    for t in prange(threads):
+        s0 = t * slot
+        for lane in range(t * per, min(lanes, (t + 1) * per)):
+            sh = shifts[lane] % n
+            if sh == 0:
+                continue
+            if dims.shape[0] == 1:  # lanes evenly spaced (the planner merges what it can): no divisions
+                lo = origin + lane * dim_strides[0]
+            else:
+                lo = origin
+                rest = lane
+                for d in range(dims.shape[0] - 1, -1, -1):
+                    lo += (rest % dims[d]) * dim_strides[d]
+                    rest //= dims[d]
+            if mode == _LANE_ROW:
+                _rotate_contiguous(buf, lo, n * e, (n - sh) * e, scratch, s0, cap, tile)
+            elif mode == _LANE_COPY:
+                words = n * e
+                k = (n - sh) * e
+                _move(scratch, s0, buf, lo, words)
+                _move(buf, lo, scratch, s0 + k, words - k)
+                _move(buf, lo + words - k, scratch, s0, k)
+            elif mode == _LANE_SMALL:
+                words = n * e
+                k = (n - sh) * e
+                for i in range(words):
+                    scratch[s0 + i] = buf[lo + i]
+                for i in range(words - k):
+                    buf[lo + i] = scratch[s0 + k + i]
+                for i in range(k):
+                    buf[lo + words - k + i] = scratch[s0 + i]
+            elif n * e <= cap:
+                for i in range(n):
+                    for w in range(e):
+                        scratch[s0 + i * e + w] = buf[lo + i * stride + w]
+                for i in range(n):
+                    src = i - sh
+                    if src < 0:
+                        src += n
+                    for w in range(e):
+                        buf[lo + i * stride + w] = scratch[s0 + src * e + w]
+            else:
+                k = n - sh
+                _reverse_words(buf, lo, k, e, stride)
+                _reverse_words(buf, lo + k * stride, n - k, e, stride)
+                _reverse_words(buf, lo, n, e, stride)
+
+
+@njit(parallel=True, cache=True)
+def _roll_small_lanes(buf, origin, words, pitch, shifts, n, threads, scratch, slot):
+    """Evenly spaced contiguous lanes of ``words`` words (``words / n`` per element): a copy loop each.
+
+    Its own kernel: inside the general one LLVM kept the short loops slow.
+    """
+    lanes = shifts.shape[0]
+    e = words // n
+    per = (lanes + threads - 1) // threads
+    for t in prange(threads):
+        s0 = t * slot
+        for lane in range(t * per, min(lanes, (t + 1) * per)):
+            sh = (shifts[lane] % n) * e
+            if sh == 0:
+                continue
+            lo = origin + lane * pitch
+            for i in range(words):
+                scratch[s0 + i] = buf[lo + i]
+            for i in range(words):
+                j = i - sh
+                if j < 0:
+                    j += words
+                buf[lo + i] = scratch[s0 + j]
+
+
+@njit(cache=True, inline="always")
+def _copy_block_rolled(dst, doff, src, soff, row_dims, row_shifts, rowlen, rshift):
+    """``dst[doff:doff+blk]`` = the block at ``src[soff:]`` rolled: rows permuted, each row rotated.
+
+    The block is ``prod(row_dims)`` rows of ``rowlen`` words; destination row
+    ``r`` (C-order multi-index ``i``) is source row ``(i - row_shifts) mod
+    row_dims``, shifted right by ``rshift`` words. The two ranges never overlap.
+    """
+    rows = 1
+    for d in range(row_dims.shape[0]):
+        rows *= row_dims[d]
+    for r in range(rows):
+        rest = r
+        sr = 0
+        mult = 1
+        for d in range(row_dims.shape[0] - 1, -1, -1):
+            dim = row_dims[d]
+            i = rest % dim - row_shifts[d]
+            rest //= dim
+            if i < 0:
+                i += dim
+            sr += i * mult
+            mult *= dim
+        dlo = doff + r * rowlen
+        slo = soff + sr * rowlen
+        if rowlen <= SMALL_ROW_WORDS:
+            for x in range(rshift):
+                dst[dlo + x] = src[slo + rowlen - rshift + x]
+            for x in range(rowlen - rshift):
+                dst[dlo + rshift + x] = src[slo + x]
+        else:
+            _move(dst, dlo, src, slo + rowlen - rshift, rshift)
+            _move(dst, dlo + rshift, src, slo, rowlen - rshift)
+
+
+@njit(parallel=True, cache=True)
+def _roll_cycles(buf, outer, n0, s0, blk, row_dims, row_shifts, rowlen, rshift, pieces_per_cycle, threads,
+                 scratch):
+    """numpy.roll of the ``(outer, n0, blk)`` word array by ``s0`` along n0, each block rolled while moved.
+
+    ``pieces_per_cycle == 0``: each thread walks whole cycles with one scratch
+    block (slot ``t``). Otherwise every cycle is cut into that many pieces,
+    each piece's first block is saved to its own slot first, and pieces run
+    in parallel; a piece's last block comes from the next piece's slot.
+    """
+    g = math.gcd(n0, s0)
+    cycle_len = n0 // g
+    units = outer * g
+    if pieces_per_cycle == 0:
+        per = (units + threads - 1) // threads
+        for t in prange(threads):
+            slot = t * blk
+            for u in range(t * per, min(units, (t + 1) * per)):
+                base = (u // g) * n0 * blk
+                j = u % g
+                _move(scratch, slot, buf, base + j * blk, blk)
+                for _ in range(cycle_len - 1):
+                    src = j - s0
+                    if src < 0:
+                        src += n0
+                    _copy_block_rolled(buf, base + j * blk, buf, base + src * blk, row_dims, row_shifts, rowlen,
+                                       rshift)
+                    j = src
+                _copy_block_rolled(buf, base + j * blk, scratch, slot, row_dims, row_shifts, rowlen, rshift)
+    else:
+        q = pieces_per_cycle
+        pieces = units * q
+        for p in prange(pieces):  # the seams: every piece's first block, before anything moves
+            u = p // q
+            first = (p % q) * cycle_len // q
+            j = (u % g - first * s0) % n0
+            _move(scratch, p * blk, buf, (u // g) * n0 * blk + j * blk, blk)
+        for p in prange(pieces):
+            u = p // q
+            piece = p % q
+            first = piece * cycle_len // q
+            last = (piece + 1) * cycle_len // q
+            base = (u // g) * n0 * blk
+            j = (u % g - first * s0) % n0
+            for _ in range(first, last - 1):
+                src = j - s0
+                if src < 0:
+                    src += n0
+                _copy_block_rolled(buf, base + j * blk, buf, base + src * blk, row_dims, row_shifts, rowlen, rshift)
+                j = src
+            nxt = u * q + (piece + 1) % q
+            _copy_block_rolled(buf, base + j * blk, scratch, nxt * blk, row_dims, row_shifts, rowlen, rshift)
+
+
+# ---------------------------------------------------------------------------
+# planning (pure Python) and runners
+# ---------------------------------------------------------------------------
+
+
+def _budget(max_scratch_bytes) -> int:
+    return _cpu.SCRATCH_BYTES if max_scratch_bytes is None else int(max_scratch_bytes)
+
+
+def _word_for(itemsize: int, strides) -> int:
+    word = 8
+    while word > 1 and (itemsize % word or any(s % word for s in strides)):
+        word //= 2
+    return word
+
+
+def lane_layout(shape, strides, itemsize: int, axis: int):
+    """``(word, e, n, stride, dims, dim_strides, mode)`` for lanes along ``axis`` (strides in words)."""
+    word = _word_for(itemsize, [s for s, d in zip(strides, shape) if d > 1])
+    e = itemsize // word
+    n = int(shape[axis])
+    stride = int(strides[axis]) // word if n > 1 else e
+    dims = tuple(int(d) for i, d in enumerate(shape) if i != axis)
+    dim_strides = tuple(int(s) // word for i, s in enumerate(strides) if i != axis)
+    if stride == e:
+        mode = _LANE_SMALL if n * e <= SMALL_LANE_WORDS else _LANE_ROW
+    else:
+        mode = _LANE_STRIDED
+    return word, e, n, stride, dims, dim_strides, mode
+
+
+def _merge_dims(dims, dim_strides):
+    """Merge neighbouring dims that are evenly spaced (C order kept), so lane offsets need fewer divisions."""
+    out_dims, out_strides = [], []
+    for d, s in zip(dims, dim_strides):
+        if d == 1:  # no offset to add, whatever its stride
+            continue
+        if out_dims and out_strides[-1] == s * d:
+            out_dims[-1] *= d
+            out_strides[-1] = s
+        else:
+            out_dims.append(d)
+            out_strides.append(s)
+    return tuple(out_dims) or (1,), tuple(out_strides) or (0,)
+
+
+def plan_lanes(shape, strides, itemsize: int, axis: int, max_scratch_bytes=None) -> Step:
+    """Plan :func:`run_lanes` for the lanes of an array along ``axis`` (``shape[axis] >= 2``)."""
+    word, e, n, stride, dims, dim_strides, mode = lane_layout(shape, strides, itemsize, axis)
+    dims, dim_strides = _merge_dims(dims, dim_strides)
+    lanes = math.prod(dims)
+    total = lanes * n * itemsize
+    threads = _cpu._lanes(total, max(1, lanes))
+    lane_words = n * e
+    cap = min(_budget(max_scratch_bytes) // word // threads, lane_words)
+    tile = min(max(1, _cpu.TILE_BYTES // word), cap)
+    # Threads' scratch rows on separate cache lines: sharing one made two threads slower than one.
+    slot = cap if threads == 1 else -(-cap * word // 128) * 128 // word
+    if threads * slot * word > _budget(max_scratch_bytes):
+        slot = cap
+    if mode == _LANE_SMALL and cap < lane_words:
+        mode = _LANE_ROW
+    if mode == _LANE_ROW and lane_words <= cap and lane_words * word <= COPY_LANE_BYTES:
+        mode = _LANE_COPY
+    if mode == _LANE_COPY:
+        name = "per-lane-copy"
+        moved = 4 * total
+    elif mode == _LANE_ROW:
+        name = "per-lane-shift"
+        moved = 2 * total + 2 * lanes * min(cap, lane_words // 2) * word  # at most, when every d fits
+    elif mode == _LANE_SMALL:
+        name = "per-lane-small-copy"
+        moved = 4 * total
+    elif cap >= lane_words:
+        name = "per-lane-strided-gather"
+        moved = 4 * total
+    else:
+        name = "per-lane-strided-reversal"
+        moved = 4 * total
+    details = {"runner": "lanes", "mode": mode, "word": word, "e": e, "n": n, "stride": stride,
+               "dims": dims, "dim_strides": dim_strides, "threads": threads, "cap": cap, "slot": slot, "tile": tile}
+    return Step(axis, 0, lanes, n * itemsize, 0, word, name, threads * slot * word, moved, strided=mode == _LANE_STRIDED,
+                details=details)
+
+
+def run_lanes(flat: np.ndarray, origin: int, shifts: np.ndarray, step: Step) -> None:
+    """Run a :func:`plan_lanes` step on the word array ``flat`` (the lanes' span, lane origin in words).
+
+    ``shifts`` are int64, one per lane in C order of the other axes (numpy.roll shifts, any value).
+    """
+    d = step.details
+    scratch = _cpu.scratch_array(d["threads"] * d["slot"], flat.dtype)
+    if d["mode"] == _LANE_SMALL and len(d["dims"]) == 1:
+        _cpu.call_parallel(_roll_small_lanes, flat, origin, d["n"] * d["e"], d["dim_strides"][0], shifts, d["n"],
+                           d["threads"], scratch, d["slot"])
+        return
+    _cpu.call_parallel(_roll_lanes, flat, origin, d["n"], d["stride"], d["e"], np.array(d["dims"], np.int64),
+                       np.array(d["dim_strides"], np.int64), shifts, d["mode"], d["threads"], scratch, d["slot"],
+                       d["cap"], d["tile"])
+
+
+def plan_multiaxis(info, rotations, max_scratch_bytes=None):
+    """One Step rolling every axis of ``rotations`` in one pass, or None when it cannot.
+
+    ``rotations``: ``[(axis, length, shift)]`` with ``0 < shift < length``, at
+    least two axes. None for layouts that are not C- or F-contiguous and for
+    blocks larger than the scratch budget (the caller plans per axis).
+    """
+    if len(rotations) < 2 or rotations[0][0] is None:
+        return None
+    if info.c_contiguous:
+        shape, c_axis = list(info.shape), {axis: axis for axis, _, _ in rotations}
+    elif info.f_contiguous:
+        shape, c_axis = list(info.shape[::-1]), {axis: info.ndim - 1 - axis for axis, _, _ in rotations}
+    else:
+        return None
+    word = word_view_params(info.itemsize)
+    e = info.itemsize // word
+    shifts = [0] * len(shape)
+    for axis, _length, s in rotations:
+        shifts[c_axis[axis]] = s
+    moving = [i for i, s in enumerate(shifts) if s]
+    first, last = moving[0], moving[-1]
+    outer = math.prod(shape[:first])
+    n0 = shape[first]
+    inner = math.prod(shape[last + 1:]) * e
+    blk = math.prod(shape[first + 1:]) * e
+    row_dims = tuple(shape[first + 1:last])
+    row_shifts = tuple(shifts[first + 1:last])
+    rowlen = shape[last] * inner
+    rshift = shifts[last] * inner
+    g = math.gcd(n0, shifts[first])
+    cycle_len = n0 // g
+    units = outer * g
+    total = outer * n0 * blk * word
+    threads = _cpu._lanes(total, max(1, n0))
+    budget_words = _budget(max_scratch_bytes) // word
+    if blk > budget_words:
+        return None
+    if units >= threads:
+        q, slots = 0, threads
+        while slots > 1 and slots * blk > budget_words:
+            slots -= 1
+        threads = slots
+    else:
+        q = min(cycle_len, -(-threads // units))
+        while q > 1 and units * q * blk > budget_words:
+            q -= 1
+        slots = units * q
+        if slots * blk > budget_words:  # several cycles, one slot each, do not fit: walk them one thread at a time
+            q, slots, threads = 0, 1, 1
+    axes = tuple(axis for axis, _, _ in rotations)
+    details = {"runner": "multi-axis", "outer": outer, "n0": n0, "s0": shifts[first], "blk": blk,
+               "row_dims": row_dims, "row_shifts": row_shifts, "rowlen": rowlen, "rshift": rshift,
+               "pieces_per_cycle": q, "threads": threads, "slots": slots, "cycles": units}
+    moved = 2 * total + 2 * slots * blk * word if q else 2 * total + 2 * units * blk * word
+    return Step(axes, tuple(s for _, _, s in rotations), outer * n0, blk * word, (rowlen - rshift) * word, word,
+                "multi-axis-cycles", slots * blk * word, moved, details=details)
+
+
+def run_multiaxis(buf: np.ndarray, step: Step) -> None:
+    """Run a :func:`plan_multiaxis` step on the array's memory as a flat word array."""
+    d = step.details
+    scratch = _cpu.scratch_array(d["slots"] * d["blk"], buf.dtype)
+    _cpu.call_parallel(_roll_cycles, buf, d["outer"], d["n0"], d["s0"], d["blk"], np.array(d["row_dims"], np.int64),
+                       np.array(d["row_shifts"], np.int64), d["rowlen"], d["rshift"], d["pieces_per_cycle"],
+                       d["threads"], scratch)

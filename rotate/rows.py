@@ -1,0 +1,258 @@
+"""Per-lane shifts and in-place fftshift: ``roll_rows``, ``fftshift``, ``ifftshift``.
+
+Thin public functions (validate, plan, execute) over the kernels in
+rotate/_rows.py, using the same array recognition, checks and plan objects
+as :func:`rotate.roll`.
+
+>>> import numpy as np, rotate
+>>> x = np.arange(12).reshape(3, 4)
+>>> rotate.roll_rows(x, [0, 1, -1])
+array([[ 0,  1,  2,  3],
+       [ 7,  4,  5,  6],
+       [ 9, 10, 11,  8]])
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _api, _arrays, _cpu, _rows
+from ._plan import Plan
+from ._validate import as_index, normalize_axis
+
+__all__ = ["roll_rows", "plan_roll_rows", "fftshift", "ifftshift"]
+
+Axes = Optional[Union[int, Sequence[int]]]
+
+
+def roll_rows(a: Any, shifts: Any, axis: int = -1, *, max_scratch_bytes: Optional[int] = None) -> Any:
+    """Roll every 1-D lane of ``a`` along ``axis`` by its own shift, in place.
+
+    Lane ``i`` (an index into ``a.shape`` without ``axis``) becomes
+    ``numpy.roll(lane, shifts[i])``: the same direction and modulo rules as
+    :func:`numpy.roll`, with one shift per lane. No second array and no index
+    array: the data moves in place, lanes in parallel.
+
+    Parameters
+    ----------
+    a : numpy.ndarray
+        A writeable numpy array (or PyTorch CPU tensor), any fixed-size dtype,
+        C- or F-contiguous or a strided view. GPU arrays are refused for now
+        (``TypeError``).
+    shifts : int or array of ints
+        One shift per lane: an integer array (or a scalar, or a list of
+        Python ints of any size) that broadcasts to ``a.shape`` without
+        ``axis``. Positive shifts move elements toward larger indices.
+    axis : int, optional
+        The axis along which lanes run (default: the last).
+    max_scratch_bytes : int, optional
+        Upper bound on temporary memory (default ``rotate._cpu.SCRATCH_BYTES``,
+        8 MiB). Shifts that are not already an int64 array of the lanes'
+        shape are converted once (8 bytes per lane).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``a`` itself, rolled.
+
+    Raises
+    ------
+    TypeError
+        Non-integer ``shifts`` (floats, bools, strings), ``shifts`` on a GPU
+        while ``a`` is on the host, a GPU ``a``, object dtypes.
+    ValueError
+        ``shifts`` whose shape does not broadcast to ``a.shape`` without
+        ``axis``; a read-only ``a``.
+    numpy.exceptions.AxisError
+        ``axis`` out of range.
+
+    Examples
+    --------
+    >>> import numpy as np, rotate
+    >>> signals = np.array([[1, 2, 3, 4, 5],
+    ...                     [1, 2, 3, 4, 5]])
+    >>> rotate.roll_rows(signals, [2, -1])
+    array([[4, 5, 1, 2, 3],
+           [2, 3, 4, 5, 1]])
+    >>> cols = np.arange(6).reshape(3, 2)
+    >>> rotate.roll_rows(cols, [1, 7], axis=0)    # one shift per column; 7 = 1 (mod 3)
+    array([[4, 5],
+           [0, 1],
+           [2, 3]])
+    """
+    prepared = [_prepare_lanes(part, shifts, axis, max_scratch_bytes) for part in _api._parts(a)]
+    for target, step, lane_shifts in prepared:  # everything checked: now move
+        if step is not None:
+            _run_lanes(target, step, lane_shifts)
+    return a
+
+
+def plan_roll_rows(a: Any, shifts: Any, axis: int = -1, *, max_scratch_bytes: Optional[int] = None) -> Plan:
+    """Say what :func:`roll_rows` would do, without doing it (same checks, same errors).
+
+    Examples
+    --------
+    >>> import numpy as np, rotate
+    >>> p = rotate.plan_roll_rows(np.zeros((1000, 512), np.float32), np.arange(1000))
+    >>> p.algorithm, p.bytes_moved >= p.ideal_bytes, p.scratch_bytes <= 8 << 20
+    ('per-lane-copy', True, True)
+    >>> rotate.plan_roll_rows(np.zeros((10, 1 << 20), np.uint8), 3).algorithm
+    'per-lane-shift'
+    """
+    plans = []
+    for part in _api._parts(a):  # a masked array's mask, a padded struct's fields: each rolls alike
+        target, step, _ = _prepare_lanes(part, shifts, axis, max_scratch_bytes)
+        plans.append(Plan("cpu", tuple(target.shape), target.dtype, () if step is None else (step,)))
+    return _api._merge_plans(a, plans)
+
+
+def fftshift(a: Any, axes: Axes = None, *, stream: Any = None, max_scratch_bytes: Optional[int] = None) -> Any:
+    """Shift the zero-frequency component to the centre, in place, with numpy.fft.fftshift's semantics.
+
+    ``rotate.roll(a, [a.shape[ax] // 2 for ax in axes], axes)``: on the CPU
+    every axis moves in one pass for C- and F-contiguous arrays (see
+    :func:`rotate.plan`, one ``multi-axis-cycles`` step); strided views and
+    GPU arrays take one pass per axis (one step per axis in the plan).
+
+    Parameters
+    ----------
+    a : array
+        As for :func:`rotate.roll` (numpy arrays, CUDA device arrays).
+    axes : int or sequence of ints, optional
+        Axes to shift; None (default) shifts all of them.
+    stream, max_scratch_bytes
+        As for :func:`rotate.roll`.
+
+    Returns
+    -------
+    array
+        ``a`` itself.
+
+    Examples
+    --------
+    >>> import numpy as np, rotate
+    >>> freqs = np.fft.fftfreq(5, d=0.2)
+    >>> rotate.fftshift(freqs)
+    array([-2., -1.,  0.,  1.,  2.])
+    >>> x = np.arange(6).reshape(2, 3)
+    >>> rotate.fftshift(x)
+    array([[5, 3, 4],
+           [2, 0, 1]])
+    >>> rotate.plan(x, (1, 1), axis=(0, 1)).algorithm
+    'multi-axis-cycles'
+    """
+    axes, shape = _fft_axes(a, axes)
+    return _api.roll(a, [shape[ax] // 2 for ax in axes], axes, stream=stream, max_scratch_bytes=max_scratch_bytes)
+
+
+def ifftshift(a: Any, axes: Axes = None, *, stream: Any = None, max_scratch_bytes: Optional[int] = None) -> Any:
+    """The inverse of :func:`fftshift`, in place (differs from it for odd lengths).
+
+    Examples
+    --------
+    >>> import numpy as np, rotate
+    >>> x = np.array([-2., -1., 0., 1., 2.])
+    >>> rotate.ifftshift(x)
+    array([ 0.,  1.,  2., -2., -1.])
+    """
+    axes, shape = _fft_axes(a, axes)
+    return _api.roll(a, [-(shape[ax] // 2) for ax in axes], axes, stream=stream,
+                     max_scratch_bytes=max_scratch_bytes)
+
+
+# --- internals -------------------------------------------------------------
+
+
+def _fft_axes(a: Any, axes: Axes):
+    """numpy.fft's axes: None means all; ints normalised (AxisError out of range)."""
+    shape = tuple(int(n) for n in getattr(a, "shape", ()))
+    if not hasattr(a, "shape"):
+        _api._inspect(a)  # the same TypeError rotate.roll gives (lists, scalars)
+    if axes is None:
+        return tuple(range(len(shape))), shape
+    if isinstance(axes, (list, tuple)):
+        items = axes
+    elif isinstance(axes, np.ndarray) and axes.ndim == 1:
+        items = axes.tolist()
+    else:
+        items = [axes]
+    return tuple(normalize_axis(as_index(ax, "axes"), len(shape)) for ax in items), shape
+
+
+def _prepare_lanes(part: Any, shifts: Any, axis: Any, max_scratch_bytes: Any):
+    """Validate one array and plan it: (numpy target, Step or None, int64 shifts per lane)."""
+    if _arrays.is_device_array(part):  # say so first, GPU or not: describing it would need a GPU
+        raise TypeError(
+            "roll_rows runs on the CPU backend only for now; a is a CUDA array. "
+            "The one-launch GPU kernel is not available yet (issue #9). Until then, roll a host "
+            "copy (h = a.get() / a.cpu().numpy(); rotate.roll_rows(h, shifts); copy back), or use "
+            "rotate.roll per lane"
+        )
+    backend, target, info = _api._inspect(part)
+    if backend.name != "cpu":
+        raise TypeError(
+            f"roll_rows runs on the CPU backend only for now; a is a {backend.name} array. "
+            f"The one-launch GPU kernel is not available yet (issue #9). Until then, roll a host "
+            f"copy (h = a.get() / a.cpu().numpy(); rotate.roll_rows(h, shifts); copy back), or use "
+            f"rotate.roll per lane"
+        )
+    axis = normalize_axis(as_index(axis, "axis"), info.ndim)
+    scratch = _api._check_scratch(max_scratch_bytes)
+    n = info.shape[axis]
+    lane_shape = info.shape[:axis] + info.shape[axis + 1:]
+    lane_shifts = _lane_shifts(shifts, lane_shape, n, axis, info.shape)
+    if n <= 1 or info.size == 0:
+        return target, None, lane_shifts
+    step = _rows.plan_lanes(info.shape, info.strides, info.itemsize, axis, scratch)
+    return target, step, lane_shifts
+
+
+def _lane_shifts(shifts: Any, lane_shape: tuple, n: int, axis: int, shape: tuple) -> np.ndarray:
+    """``shifts`` broadcast to one int64 per lane (C order), reduced to ``[0, n)``."""
+    if _arrays.is_device_array(shifts):
+        raise TypeError(
+            f"shifts is a GPU array ({type(shifts).__name__}) but a is a host array; pass shifts "
+            f"on the host (a numpy array or Python ints, e.g. shifts.get() or shifts.cpu().numpy())"
+        )
+    if isinstance(shifts, (str, bytes)) or shifts is None:
+        raise TypeError(f"shifts must be an integer or an array of integers, got {shifts!r}; "
+                        f"pass e.g. shifts=3 or shifts=np.array([...], dtype=np.int64)")
+    arr = np.asarray(shifts)
+    if arr.dtype.kind == "O":  # Python ints too large for int64, or mixed objects: each checked and reduced
+        flat = [as_index(v, "shifts") % n if n else 0 for v in arr.reshape(-1).tolist()]
+        arr = np.array(flat, dtype=np.int64).reshape(arr.shape)
+    elif arr.dtype.kind not in "iu":
+        raise TypeError(
+            f"shifts must be integers, got an array of dtype {arr.dtype}; numpy.roll shifts by whole "
+            f"elements, so round and convert first (e.g. np.rint(shifts).astype(np.int64))"
+        )
+    try:
+        fits = np.broadcast_shapes(arr.shape, lane_shape) == lane_shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"shifts has shape {arr.shape}, which does not broadcast to a.shape {shape} without axis "
+            f"{axis}, i.e. {lane_shape}; give one shift per lane (shape {lane_shape}) or a shape that "
+            f"broadcasts to it"
+        )
+    if n == 0:
+        arr = np.zeros(arr.shape, np.int64)
+    elif arr.dtype.kind == "u" and arr.dtype.itemsize == 8:  # may exceed int64: reduce here
+        arr = np.mod(arr, np.uint64(n)).astype(np.int64)
+    # The kernels reduce int64 shifts modulo n themselves: an int64 array of the
+    # lanes' shape in C order is used as it is, without a copy.
+    if arr.shape != lane_shape:
+        arr = np.broadcast_to(arr, lane_shape)
+    return np.ascontiguousarray(arr, dtype=np.int64).reshape(-1)
+
+
+def _run_lanes(target: np.ndarray, step, lane_shifts: np.ndarray) -> None:
+    word = step.details["word"]
+    address = target.__array_interface__["data"][0]
+    low = address + sum((n - 1) * st for n, st in zip(target.shape, target.strides) if st < 0)
+    high = address + sum((n - 1) * st for n, st in zip(target.shape, target.strides) if st > 0) + target.itemsize
+    flat = np.asarray(_cpu._WordSpan(target, low, (high - low) // word, word))
+    _rows.run_lanes(flat, (address - low) // word, lane_shifts, step)

@@ -1,0 +1,327 @@
+"""rotate.roll_rows, rotate.fftshift/ifftshift and one-pass multi-axis rolls on the CPU.
+
+Oracles: a Python loop of ``numpy.roll`` over the lanes (roll_rows),
+``numpy.fft.fftshift``/``ifftshift`` and ``numpy.roll`` (multi-axis). Arrays
+are random non-zero bytes inside a buffer with poisoned guard bytes; strided
+views leave gaps that must stay untouched too, so the whole buffer is
+compared byte for byte with what the oracle says it should hold. Scratch is
+poisoned before every kernel runs and counted against the plan.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, note
+from hypothesis import strategies as st
+
+import rotate
+from rotate import _arrays
+from rotate import _cpu, _rows
+
+from test_roll import DTYPES, HUGE
+
+ROOT = Path(__file__).resolve().parents[1]
+GUARD = 32
+POISON = 0xA5
+LANE_DIMS = [1, 2, 3, 5, 7, 8, 13, 16, 31, 33, 64, 127, 130]
+
+
+def void(a):
+    return a.view(np.dtype((np.void, a.dtype.itemsize)))
+
+
+def expect(expected_raw, view, a, oracle):
+    """Write ``oracle(a)`` into ``expected_raw`` through ``view``. Bytes outside every field of a
+    padded structured dtype are never moved (rotate rolls field by field), so such dtypes get the
+    oracle of each field and keep their padding."""
+    if a.dtype.names is not None and _arrays.has_gaps(a.dtype):
+        for name in a.dtype.names:
+            void(view(expected_raw)[name])[...] = oracle(a[name])
+    else:
+        void(view(expected_raw))[...] = oracle(a)
+
+
+def build(seed, base_shape, dtype, order, view_kind):
+    """(raw buffer, view into it, function making the same view of another buffer)."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(base_shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.full(2 * GUARD + nbytes, POISON, np.uint8)
+    raw[GUARD:GUARD + nbytes] = np.random.default_rng(seed).integers(1, 256, nbytes, dtype=np.uint8)
+
+    def view(buf):
+        flat = buf[GUARD:GUARD + nbytes].view(dtype)
+        base = flat.reshape(base_shape) if order == "C" else flat.reshape(base_shape[::-1]).T
+        if view_kind == "every-other":
+            return base[::2]
+        if view_kind == "reversed":
+            return base[::-1]
+        return base
+
+    return raw, view(raw), view
+
+
+@contextlib.contextmanager
+def tunables(lanes=None, poison_scratch=True, allocated=None):
+    """Force ``lanes`` threads of work on tiny arrays; poison and count scratch."""
+    saved = (_cpu.LANES, _cpu.MIN_LANE_BYTES, _cpu.scratch_array)
+
+    def scratch_array(words, dtype):
+        if allocated is not None:
+            allocated.append(words * np.dtype(dtype).itemsize)
+        return np.full(words * np.dtype(dtype).itemsize, POISON, np.uint8).view(dtype)
+
+    try:
+        _cpu.LANES = lanes
+        _cpu.MIN_LANE_BYTES = 1 if lanes else saved[1]
+        if poison_scratch:
+            _cpu.scratch_array = scratch_array
+        yield
+    finally:
+        _cpu.LANES, _cpu.MIN_LANE_BYTES, _cpu.scratch_array = saved
+
+
+def lanes_oracle(a, shifts, axis):
+    """numpy.roll on every lane, one Python loop iteration per lane."""
+    moved = np.moveaxis(void(a).copy(), axis, -1)
+    lane_shape = moved.shape[:-1]
+    sh = np.broadcast_to(np.asarray(shifts, dtype=object), lane_shape)
+    out = moved.copy()
+    for idx in np.ndindex(*lane_shape):
+        out[idx] = np.roll(moved[idx], int(sh[idx]))
+    return np.moveaxis(out, -1, axis)
+
+
+@st.composite
+def layouts(draw, min_ndim=1, max_ndim=4, max_size=2500):
+    ndim = draw(st.integers(min_ndim, max_ndim))
+    shape, size = [], 1
+    for _ in range(ndim):
+        d = draw(st.sampled_from([d for d in LANE_DIMS if d * size <= max_size]))
+        shape.append(d)
+        size *= d
+    order = draw(st.sampled_from("CF"))
+    view_kind = draw(st.sampled_from(["whole", "whole", "every-other", "reversed"]))
+    return tuple(shape), order, view_kind
+
+
+def shift_values(n):
+    return st.one_of(st.sampled_from([0, n, -n, 1, -1, n - 1, 1 - n, 2 * n + 1, HUGE, -HUGE, 2**63 - 1]),
+                     st.integers(-3 * n - 2, 3 * n + 2))
+
+
+@given(layout=layouts(), dtype=st.sampled_from(DTYPES), seed=st.integers(0, 2**32 - 1),
+       lanes=st.sampled_from([None, 2, 3]), scratch=st.sampled_from([None, None, 0, 8, 64, 1024]), data=st.data())
+def test_roll_rows_matches_a_loop_of_numpy_roll(layout, dtype, seed, lanes, scratch, data):
+    base_shape, order, view_kind = layout
+    raw, a, view = build(seed, base_shape, dtype, order, view_kind)
+    axis = data.draw(st.integers(-a.ndim, a.ndim - 1), label="axis")
+    n = a.shape[axis]
+    lane_shape = a.shape[:axis % a.ndim] + a.shape[axis % a.ndim + 1:]
+    form = data.draw(st.sampled_from(["full", "scalar", "broadcast", "list"]), label="shifts form")
+    if form == "scalar":
+        shifts = data.draw(shift_values(n))
+        oracle_shifts = shifts
+    else:
+        b_shape = lane_shape if form != "broadcast" else tuple(1 if data.draw(st.booleans()) else d for d in lane_shape)
+        count = int(np.prod(b_shape, dtype=np.int64))
+        values = data.draw(st.lists(shift_values(n), min_size=count, max_size=count))
+        oracle_shifts = np.array(values, dtype=object).reshape(b_shape)
+        if form == "list" or any(abs(v) >= 2**63 for v in values):
+            shifts = oracle_shifts.tolist() if b_shape else values[0]  # Python ints of any size
+        else:
+            shifts = np.array(values, dtype=data.draw(st.sampled_from([np.int64, np.int32, np.int16]))
+                              if all(abs(v) < 2**15 for v in values) else np.int64).reshape(b_shape)
+    note(f"shape={a.shape} strides={a.strides} dtype={a.dtype} axis={axis} shifts={shifts!r} lanes={lanes} "
+         f"scratch={scratch}")
+    expected_raw = raw.copy()
+    expect(expected_raw, view, a, lambda x: lanes_oracle(x, oracle_shifts, axis))
+    allocated = []
+    with tunables(lanes, allocated=allocated):
+        p = rotate.plan_roll_rows(a, shifts, axis, max_scratch_bytes=scratch)
+        note(str(p))
+        out = rotate.roll_rows(a, shifts, axis, max_scratch_bytes=scratch)
+    assert out is a
+    wrong = np.flatnonzero(raw != expected_raw)
+    assert wrong.size == 0, f"{wrong.size} bytes differ (guards at [0,{GUARD}) and the end); first {wrong[:8]}"
+    assert allocated == [s.scratch_bytes for s in p.steps]
+    if scratch is not None:
+        assert p.scratch_bytes <= scratch
+    assert p.bytes_moved >= p.ideal_bytes
+
+
+@pytest.mark.parametrize("n, rows", [(8, 100_000), (4096, 64), (100_003, 3)])
+def test_roll_rows_long_and_short_lanes(n, rows):
+    rng = np.random.default_rng(n)
+    a = rng.integers(1, 2**62, (rows, n), dtype=np.int64)
+    shifts = rng.integers(-3 * n, 3 * n, rows)
+    shifts[:3] = (0, n, -1)
+    expected = np.array([np.roll(r, s) for r, s in zip(a, shifts)])
+    with tunables(2):
+        rotate.roll_rows(a, shifts)
+    assert np.array_equal(a, expected)
+
+
+@given(layout=layouts(max_ndim=4), dtype=st.sampled_from(DTYPES), seed=st.integers(0, 2**32 - 1),
+       lanes=st.sampled_from([None, 2, 3]), data=st.data())
+def test_fftshift_and_ifftshift_match_numpy_fft(layout, dtype, seed, lanes, data):
+    base_shape, order, view_kind = layout
+    raw, a, view = build(seed, base_shape, dtype, order, view_kind)
+    axes = data.draw(st.one_of(st.none(), st.integers(-a.ndim, a.ndim - 1),
+                               st.lists(st.integers(-a.ndim, a.ndim - 1), min_size=1, max_size=a.ndim,
+                                        unique_by=lambda ax: ax % a.ndim)
+                               .map(tuple)), label="axes")
+    inverse = data.draw(st.booleans(), label="ifftshift")
+    ours, theirs = (rotate.ifftshift, np.fft.ifftshift) if inverse else (rotate.fftshift, np.fft.fftshift)
+    note(f"shape={a.shape} strides={a.strides} dtype={a.dtype} axes={axes} {ours.__name__} lanes={lanes}")
+    expected_raw = raw.copy()
+    expect(expected_raw, view, a, lambda x: theirs(void(x).copy(), axes=axes))
+    with tunables(lanes):
+        assert ours(a, axes) is a
+    wrong = np.flatnonzero(raw != expected_raw)
+    assert wrong.size == 0, f"{wrong.size} bytes differ; first {wrong[:8]}"
+
+
+@given(layout=layouts(min_ndim=2, max_ndim=4), dtype=st.sampled_from(DTYPES), seed=st.integers(0, 2**32 - 1),
+       lanes=st.sampled_from([None, 2, 3, 5]), data=st.data())
+def test_multi_axis_roll_is_one_pass_and_equals_numpy(layout, dtype, seed, lanes, data):
+    base_shape, order, view_kind = layout
+    view_kind = "whole" if data.draw(st.integers(0, 3)) else view_kind
+    raw, a, view = build(seed, base_shape, dtype, order, view_kind)
+    axes = data.draw(st.lists(st.integers(-a.ndim, a.ndim - 1), min_size=2, max_size=a.ndim,
+                              unique_by=lambda ax: ax % a.ndim).map(tuple), label="axes")
+    shifts = tuple(data.draw(shift_values(a.shape[ax]), label=f"shift {ax}") for ax in axes)
+    note(f"shape={a.shape} strides={a.strides} dtype={a.dtype} shifts={shifts} axes={axes} lanes={lanes}")
+    expected_raw = raw.copy()
+    expect(expected_raw, view, a, lambda x: np.roll(void(x).copy(), shifts, axes))
+    allocated = []
+    with tunables(lanes, allocated=allocated):
+        p = rotate.plan(a, shifts, axes)
+        note(str(p))
+        rotate.roll(a, shifts, axes)
+    wrong = np.flatnonzero(raw != expected_raw)
+    assert wrong.size == 0, f"{wrong.size} bytes differ; first {wrong[:8]}"
+    assert allocated == [s.scratch_bytes for s in p.steps]
+    moving = [ax for ax, s in zip(axes, shifts) if s % a.shape[ax]]
+    # Padded structured dtypes roll field by field (strided views), one pass per axis.
+    if len(moving) >= 2 and view_kind == "whole" and not (a.dtype.names and _arrays.has_gaps(a.dtype)):
+        assert len(p.steps) == 1 and p.algorithm == "multi-axis-cycles", str(p)
+        assert p.ideal_bytes == 2 * a.nbytes and p.bytes_moved >= p.ideal_bytes
+
+
+def test_multi_axis_plan_reports_one_pass_with_bounded_scratch():
+    a = np.zeros((2048, 1024), np.complex64)
+    p = rotate.plan(a, (1024, 512), axis=(0, 1))
+    assert len(p.steps) == 1 and p.algorithm == "multi-axis-cycles"
+    assert p.steps[0].axis == (0, 1) and p.steps[0].shift == (1024, 512)
+    assert p.scratch_bytes <= 2 * _cpu.SCRATCH_BYTES and p.scratch_bytes <= 64 * 1024 * 2
+    # Blocks larger than the budget: one pass per axis, and the plan says so with one step each.
+    p = rotate.plan(a, (3, 5), axis=(0, 1), max_scratch_bytes=1024)
+    assert len(p.steps) == 2 and "multi-axis" not in p.algorithm
+    b = np.arange(24 * 35).reshape(24, 35)
+    expected = np.roll(b, (3, 5), (0, 1))
+    rotate.roll(b, (3, 5), (0, 1), max_scratch_bytes=64)
+    assert np.array_equal(b, expected)
+
+
+def test_fftshift_of_a_2d_image_in_one_pass_without_a_copy():
+    image = np.fft.fft2(np.random.default_rng(0).standard_normal((257, 384))).astype(np.complex64)
+    expected = np.fft.fftshift(image)
+    ptr = image.__array_interface__["data"][0]
+    assert rotate.plan(image, (128, 192), (0, 1)).algorithm == "multi-axis-cycles"
+    assert rotate.fftshift(image) is image and image.__array_interface__["data"][0] == ptr
+    assert np.array_equal(image, expected)
+    rotate.ifftshift(image)
+    assert np.array_equal(image, np.fft.ifftshift(expected))
+
+
+# --- errors: clear, and nothing moves ------------------------------------------------
+
+
+class FakeDeviceArray:
+    """Exposes __cuda_array_interface__ without a GPU: rotate must refuse it before touching anything."""
+
+    def __init__(self, shape, typestr="<i8"):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (0, False), "version": 3,
+                                         "strides": None}
+
+
+ROW_ERRORS = [
+    ("shape mismatch", lambda a: (a, np.zeros(4, np.int64)), {}, ValueError, "does not broadcast"),
+    ("too many dims", lambda a: (a, np.zeros((1, 5, 1), np.int64)), {}, ValueError, "does not broadcast"),
+    ("float shifts", lambda a: (a, np.ones(5)), {}, TypeError, "must be integers"),
+    ("float scalar", lambda a: (a, 1.5), {}, TypeError, "must be integers"),
+    ("bool shifts", lambda a: (a, np.ones(5, bool)), {}, TypeError, "must be integers"),
+    ("str shifts", lambda a: (a, "3"), {}, TypeError, "shifts must be"),
+    ("None shifts", lambda a: (a, None), {}, TypeError, "shifts must be"),
+    ("float in list", lambda a: (a, [1, 2, 3, 4.5, 5]), {}, TypeError, "must be integers"),
+    ("huge float in object list", lambda a: (a, [10**30, 1.5, 0, 0, 0]), {}, TypeError, "shifts must be an integer"),
+    ("shifts on the GPU", lambda a: (a, FakeDeviceArray((5,))), {}, TypeError, "GPU array"),
+    ("axis out of range", lambda a: (a, 1), {"axis": 2}, np.exceptions.AxisError, "axis"),
+    ("axis float", lambda a: (a, 1), {"axis": 1.0}, TypeError, "axis must be an integer"),
+    ("negative scratch", lambda a: (a, 1), {"max_scratch_bytes": -1}, ValueError, "max_scratch_bytes"),
+    ("read-only", lambda a: (a.view(), 1), {}, ValueError, "read-only"),
+    ("list input", lambda a: (a.tolist(), 1), {}, TypeError, "numpy array"),
+    ("GPU array", lambda a: (FakeDeviceArray((5, 7)), 1), {}, TypeError, "not available yet"),
+]
+
+
+@pytest.mark.parametrize("name, make, kwargs, error, words", ROW_ERRORS, ids=[e[0] for e in ROW_ERRORS])
+def test_roll_rows_errors_are_clear_and_move_nothing(name, make, kwargs, error, words):
+    a = np.random.default_rng(0).integers(1, 100, (5, 7))
+    before = a.copy()
+    args = make(a)
+    if name == "read-only":
+        args[0].flags.writeable = False
+    for fn in (rotate.roll_rows, rotate.plan_roll_rows):
+        with pytest.raises(error, match=words):
+            fn(*args, **kwargs)
+    assert np.array_equal(a, before)
+
+
+def test_roll_rows_masked_array_mask_moves_with_its_data():
+    data = np.arange(12).reshape(3, 4)
+    m = np.ma.masked_array(data.copy(), mask=data % 5 == 0)
+    expected = np.ma.masked_array(lanes_oracle(data, [1, 2, 3], 1).view(data.dtype),
+                                  mask=lanes_oracle(data % 5 == 0, [1, 2, 3], 1).view(bool))
+    assert rotate.roll_rows(m, [1, 2, 3]) is m
+    assert np.array_equal(m.data, expected.data) and np.array_equal(m.mask, expected.mask)
+
+
+def test_fftshift_errors():
+    a = np.arange(12).reshape(3, 4)
+    with pytest.raises(np.exceptions.AxisError):
+        rotate.fftshift(a, axes=(0, 2))
+    with pytest.raises(TypeError, match="axes must be an integer"):
+        rotate.fftshift(a, axes=1.0)
+    with pytest.raises(TypeError, match="numpy array"):
+        rotate.fftshift([[1, 2], [3, 4]])
+    assert np.array_equal(a, np.arange(12).reshape(3, 4))
+
+
+def test_zero_length_and_noop_lanes():
+    for shape, axis in [((0, 5), 1), ((5, 0), 1), ((5, 1), 1), ((1, 5), 0)]:
+        a = np.ones(shape)
+        p = rotate.plan_roll_rows(a, 3, axis)
+        assert p.steps == () and p.algorithm == "noop"
+        assert rotate.roll_rows(a, 3, axis) is a
+    a = np.arange(10).reshape(2, 5)
+    before = a.copy()
+    assert rotate.roll_rows(a, [5, -10]) is a and np.array_equal(a, before)  # lanes rolled by 0 are skipped
+
+
+# --- the benchmark's numbers in docs/perf-cpu.md come from its JSON ----------------------
+
+
+def test_perf_cpu_rows_section_is_generated_from_the_committed_json():
+    spec = importlib.util.spec_from_file_location("rows_bench", ROOT / "benchmarks" / "rows_bench.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    data = json.loads((ROOT / "docs" / "results" / "cpu-rows-bench.json").read_text())
+    text = (ROOT / "docs" / "perf-cpu.md").read_text()
+    assert bench.render_docs(text, data) == text, "run python benchmarks/rows_bench.py --docs-only and commit"
