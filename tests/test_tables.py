@@ -38,16 +38,18 @@ def test_committed_docs_match_their_data():
 def test_gpu_e2e_table_from_a_format_2_result():
     """The end-to-end table renders a rotate.bench JSON (format 2) with a failed peer recorded."""
     tables = load_tables()
-    row = {"size_bytes": 1 << 30, "dtype": "uint8", "shift_label": "3", "algorithm": "short", "ms": 0.65,
+    row = {"size_bytes": 1 << 30, "dtype": "uint8", "shift_label": "3", "algorithm": "chain", "ms": 0.65,
            "pct_memcpy": 77.0, "sync_pct_memcpy": 70.0, "device_pct_memcpy": 80.0, "calls_back_to_back": 20,
            "cupy_ms": 0.8, "cupy_pct": 62.0, "cupy_device_pct": 63.0, "torch_error": "RuntimeError: no"}
     data = {"device": "H200", "environment": {"git_commit": "abc", "versions": {}, "gpu_knobs": {"gpu": "H200"}},
             "rows": [row, dict(row, size_bytes=4096, ms=0.2, pct_memcpy=1.0, cupy_ms=0.05)],
-            "small_arrays": [{"case": "torch.roll", "us_per_call": 11.0}, {"case": "cupy.roll", "error": "ImportError"}]}
+            "small_arrays": [{"case": "torch.roll", "us_per_call": 11.0}, {"case": "cupy.roll", "error": "ImportError"},
+                             {"case": "rotate.roll (torch tensor)", "us_per_call": 33.0}]}
     table = tables.gpu_e2e_table(json.loads(json.dumps(data)))
-    assert "| 1 GiB | uint8 | 3 | short | 77.0% (650.0 us) | 70.0% | 80.0% | 62% / 63% | n/a | rotate, 1.23x |" in table
+    assert "| 1 GiB | uint8 | 3 | chain | 77.0% (650.0 us) | 70.0% | 80.0% | 62% / 63% | n/a | rotate, 1.23x |" in table
     assert "cupy.roll, 4.00x" in table
     small = tables.gpu_small_table(data)
     assert "| torch.roll | 11.0 |" in small and "n/a: ImportError" in small
     how_fast = tables.readme_how_fast(None, None, data, None, None)
-    assert "77-77% of a" in how_fast and "uint8 at 4 KiB" in how_fast
+    assert "77-77% of a" in how_fast and "uint8 at 4 KiB" in how_fast and "costs 33-33 us" in how_fast
+    assert "uint8 shift 3 at 1 GiB" in how_fast  # where rotate beats both peers
