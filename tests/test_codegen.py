@@ -21,38 +21,14 @@ from numba.core import config  # noqa: E402
 if config.ENABLE_CUDASIM:
     pytest.skip("the CUDA simulator cannot compile PTX", allow_module_level=True)
 
-import os  # noqa: E402
+from _compiler import require_compiler  # noqa: E402
 
-from numba.cuda.cudadrv import nvvm as _nvvm  # noqa: E402
-
-if not _nvvm.is_available():
-    # The "codegen" extra installs libNVVM; CI installs it and sets ROTATE_REQUIRE_NVVM,
-    # so a missing library fails there instead of skipping.
-    if os.environ.get("ROTATE_REQUIRE_NVVM"):
-        raise RuntimeError("ROTATE_REQUIRE_NVVM is set but libNVVM is missing: pip install -e '.[codegen]'")
-    pytest.skip("libNVVM is not installed (pip install -e '.[codegen]')", allow_module_level=True)
+require_compiler()
 
 import numba.cuda.dispatcher as dispatcher  # noqa: E402
 from numba import cuda, types  # noqa: E402
 
 from rotate._cuda import _kernels  # noqa: E402
-
-
-def _nvvm_unavailable():
-    """Why libNVVM cannot be loaded here, or None when it can (checked once, before compiling)."""
-    try:
-        from numba.cuda.cudadrv import nvvm
-
-        nvvm.NVVM()
-    except Exception as exc:
-        return f"{type(exc).__name__}: {exc}"
-    return None
-
-
-_NO_NVVM = _nvvm_unavailable()
-if _NO_NVVM is not None:  # a compile error after this point is a failure, never a skip
-    pytest.skip(f"libNVVM is not importable (pip install -e '.[test]' brings it): {_NO_NVVM}",
-                allow_module_level=True)
 
 
 class _H200:

@@ -78,6 +78,9 @@ def no_gpu_cc90(monkeypatch):
 
     if config.ENABLE_CUDASIM:
         pytest.skip("the CUDA simulator cannot compile PTX")
+    from _compiler import require_compiler
+
+    require_compiler(module_level=False)
     import numba.cuda.dispatcher as dispatcher
 
     class Dev:

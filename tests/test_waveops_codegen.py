@@ -22,16 +22,9 @@ from numba.cuda.core import config as _cuda_config  # noqa: E402
 if _cuda_config.ENABLE_CUDASIM:
     pytest.skip("the CUDA simulator cannot compile PTX", allow_module_level=True)
 
-import os  # noqa: E402
+from _compiler import require_compiler  # noqa: E402
 
-from numba.cuda.cudadrv import nvvm as _nvvm  # noqa: E402
-
-if not _nvvm.is_available():
-    # The "codegen" extra installs libNVVM; CI installs it and sets ROTATE_REQUIRE_NVVM,
-    # so a missing library fails there instead of skipping.
-    if os.environ.get("ROTATE_REQUIRE_NVVM"):
-        raise RuntimeError("ROTATE_REQUIRE_NVVM is set but libNVVM is missing: pip install -e '.[codegen]'")
-    pytest.skip("libNVVM is not installed (pip install -e '.[codegen]')", allow_module_level=True)
+require_compiler()
 
 import numba.cuda.dispatcher as _dispatcher  # noqa: E402
 from numba import cuda  # noqa: E402
