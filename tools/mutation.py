@@ -62,7 +62,7 @@ MUTANTS = [
      "    if not 0 <= middle <= size:", "    if not 0 <= middle < size:"),
     # Since the backend protocol (main), plan cache keys come from each backend's plan_key.
     ("gpu-plan-cache-ignores-tunables", "rotate/_backends/cuda.py",
-     "        return (device, planner.device_shape(device), tuple(sorted(planner.settings.items())),",
+     "        return (device, planner.device_shape(device), planner.settings_key(),",
      "        return (device, planner.device_shape(device), (),"),
     ("cpu-plan-cache-ignores-tunables", "rotate/_cpu.py",
      "    return (num_threads(), SCRATCH_BYTES, TILE_BYTES, SMALL_ROW_BYTES, MIN_LANE_BYTES, LANES)",
