@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # fork test), the software wave. About a minute per mutant on 2 cores.
 TESTS = [
     "tests/test_errors.py", "tests/test_robustness.py", "tests/test_roll.py",
-    "tests/test_cpu_backend.py", "tests/test_waveops_cpu.py",
+    "tests/test_cpu_backend.py", "tests/test_waveops_cpu.py", "tests/test_schedule.py",
 ]
 DESELECT = "not processes or workqueue-threads or omp-fork"
 
@@ -106,6 +106,26 @@ MUTANTS = [
      '        _FORCE_SERIAL["on"] = True', '        _FORCE_SERIAL["on"] = False'),
     ("wave-width-128-accepted", "waveops/cpu.py",
      "        if not is_pow2(w) or w > MAX_WIDTH:", "        if not is_pow2(w) or w > 2 * MAX_WIDTH:"),
+    # The GPU chain schedule (rotate/_schedule.py), judged by tests/test_schedule.py: the
+    # byte-by-byte completeness check and the emulator under hostile interleavings.
+    ("schedule-ring-one-too-deep", "rotate/_schedule.py",
+     "        if step_r - step_w < ring:",
+     "        if step_r - step_w <= ring:"),
+    ("schedule-wait-on-a-later-lane", "rotate/_schedule.py",
+     "    if lane_r < lane_w and step_r <= step_w:",
+     "    if lane_r != lane_w and step_r <= step_w:"),
+    ("schedule-pre-span-not-aligned-up", "rotate/_schedule.py",
+     "    return align_down(head + lo) - head, align_up(head + hi) - head",
+     "    return align_down(head + lo) - head, align_down(head + hi) - head"),
+    ("schedule-reader-run-one-long", "rotate/_schedule.py",
+     "    end = z + (rx1 - x)  # the reader's destinations end (x wraps only at z == k, a tile end)",
+     "    end = z + (rx1 - x) + 1"),
+    ("schedule-chain-order-shifted", "rotate/_schedule.py",
+     "    return (c + s * p) % m",
+     "    return (c + s * p + 1) % m"),
+    ("schedule-pre-span-one-vector-short", "rotate/_schedule.py",
+     "            table[entry + T_VECS] = (hi - lo) // 16",
+     "            table[entry + T_VECS] = (hi - lo) // 16 - 1"),
     ("wave-pow2-check", "waveops/_core.py",
      "    return n > 0 and (n & (n - 1)) == 0", "    return n > 0 and (n & (n - 2)) == 0"),
 ]
