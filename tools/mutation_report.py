@@ -13,6 +13,11 @@ lines = [
     f"Latest run (docs/results/mutation.json): **{result['killed']} of {result['total']} killed "
     f"= {result['score']:.0f}%**.",
     "",
+    "The mutants were written by the developers who wrote the tests, so the score is an",
+    "upper bound: it shows these bug classes are caught, not that every one-line bug is.",
+    "The GPU kernels themselves are not mutated here (they run only under the simulator",
+    "or on a GPU); their schedule's index math and decision rule are.",
+    "",
     f"Tests: {', '.join('`' + t + '`' for t in result['tests'])} (`-k \"{result['deselect']}\"`).",
     "",
     "| mutant | file | result | seconds |",
