@@ -250,7 +250,7 @@ def _fixed_cases() -> list:
         Case((4, 5, 6), "float64", -2, (0, 2), offset=8),
         Case((300,), "uint8", 150, None, max_scratch=0),   # no scratch: exact halves swap
         Case((300,), "uint8", 101, None, max_scratch=0),   # no scratch: reversal (GPU)
-        Case((900,), "uint8", 333, None, offset=9, max_scratch=64),  # block swaps, then the short schedule
+        Case((900,), "uint8", 333, None, offset=9, max_scratch=64),  # block swaps, then the chain schedule
     ]
     return out
 

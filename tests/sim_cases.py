@@ -53,7 +53,7 @@ def check_fallback():
 @given(n=st.integers(40, 900), data=st.data(), offset=st.integers(0, 15), cap=st.integers(0, 400),
        seed=st.integers(0, 2**32 - 1))
 def check_block_swap(n, data, offset, cap, seed):
-    """Distances whose seam exceeds max_scratch_bytes: block swaps, then the short kernel."""
+    """Distances whose pre-reads exceed max_scratch_bytes: block swaps, then the chain kernel."""
     shift = data.draw(st.integers(1, n - 1))
     check_roll_case(CudaRunner(tile_bytes=64, threads=4, grid=3),
                     Case((n,), "uint8", shift, offset=offset, max_scratch=cap, seed=seed))

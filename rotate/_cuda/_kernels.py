@@ -428,7 +428,7 @@ def swap_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS):
     ``row_bytes`` bytes. Tiles cut the A range on its 16-byte grid; a block
     over-copies both source ranges into shared memory, then writes each side
     from the other as whole aligned vectors, realigned in registers (the
-    short kernel's write path). Tiles touch disjoint bytes, so no flags: this
+    chain kernel's write path). Tiles touch disjoint bytes, so no flags: this
     is the pass of the block-swap (Gries-Mills) fallback for distances whose
     seam does not fit the scratch.
     """
