@@ -257,6 +257,17 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         desc[d, F_PIECES] = count
 
     @cuda.jit(device=True)
+    def take_item(items, desc, d, lane, step, total_lanes, counters, cache, flags, table, rows, n, k, head0,
+                  lane_steps, lanes_row, scratch_row, table_heads, epoch):
+        """Thread 0: draw the block's next item into ring slot ``d`` (``items[d] = -1``: none left)."""
+        lane, step, valid = next_item(counters, lane, step, total_lanes, rows, n, lane_steps, lanes_row, head0)
+        items[d] = valid - 1
+        if valid:
+            describe(desc, d, lane, step, cache, flags, table, rows, n, k, head0, lane_steps, lanes_row,
+                     scratch_row, table_heads, epoch)
+        return lane, step
+
+    @cuda.jit(device=True)
     def start_copies(smem, buf, desc, d, data, scratch, tid):
         """Over-copy an item's source pieces, whole aligned vectors, into buffer ``buf`` (a vector index)."""
         for q in range(desc[d, F_PIECES]):
@@ -365,12 +376,8 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         step = int64(0)
         if tid == 0:
             for i in range(buffers - 1):
-                lane, step, valid = next_item(counters, lane, step, total_lanes, rows, n, lane_steps, lanes_row,
-                                              head0)
-                items[i] = valid - 1
-                if valid:
-                    describe(desc, i, lane, step, cache, flags, table, rows, n, k, head0, lane_steps, lanes_row,
-                             scratch_row, table_heads, epoch)
+                lane, step = take_item(items, desc, i, lane, step, total_lanes, counters, cache, flags, table,
+                                       rows, n, k, head0, lane_steps, lanes_row, scratch_row, table_heads, epoch)
         cuda.syncthreads()
         for i in range(buffers - 1):
             if items[i] >= 0:
@@ -386,12 +393,8 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                 # "Read done" needs no fence: the copies have landed, and a
                 # load that has returned cannot be changed by a later store.
                 store_relaxed(flags, desc[oldest, F_ROW] * m_max + desc[oldest, F_TILE], uint32(epoch))
-                lane, step, valid = next_item(counters, lane, step, total_lanes, rows, n, lane_steps, lanes_row,
-                                              head0)
-                items[free] = valid - 1
-                if valid:
-                    describe(desc, free, lane, step, cache, flags, table, rows, n, k, head0, lane_steps, lanes_row,
-                             scratch_row, table_heads, epoch)
+                lane, step = take_item(items, desc, free, lane, step, total_lanes, counters, cache, flags, table,
+                                       rows, n, k, head0, lane_steps, lanes_row, scratch_row, table_heads, epoch)
             cuda.syncthreads()
             if items[free] >= 0:  # its copies fly while the oldest waits and writes
                 start_copies(smem, free * vecs_per_buffer, desc, free, data, scratch, tid)
