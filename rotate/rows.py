@@ -27,7 +27,8 @@ __all__ = ["roll_rows", "plan_roll_rows", "fftshift", "ifftshift"]
 Axes = Optional[Union[int, Sequence[int]]]
 
 
-def roll_rows(a: Any, shifts: Any, axis: int = -1, *, max_scratch_bytes: Optional[int] = None) -> Any:
+def roll_rows(a: Any, shifts: Any, axis: int = -1, *, stream: Any = None,
+              max_scratch_bytes: Optional[int] = None) -> Any:
     """Roll every 1-D lane of ``a`` along ``axis`` by its own shift, in place.
 
     Lane ``i`` (an index into ``a.shape`` without ``axis``) becomes
@@ -83,9 +84,16 @@ def roll_rows(a: Any, shifts: Any, axis: int = -1, *, max_scratch_bytes: Optiona
            [2, 3]])
     """
     prepared = [_prepare_lanes(part, shifts, axis, max_scratch_bytes) for part in _api._parts(a)]
-    for target, step, lane_shifts in prepared:  # everything checked: now move
-        if step is not None:
+    handles = [backend.resolve_stream(target, stream) for backend, target, _, _, _ in prepared]
+    for (backend, target, info, step, lane_shifts), handle in zip(prepared, handles):  # all checked: now move
+        if step is None:
+            continue
+        if backend.name == "cpu":
             _run_lanes(target, step, lane_shifts)
+        else:
+            from ._cuda import launch
+
+            launch.run_lanes(target, info, step, handle, *lane_shifts)
     return a
 
 
@@ -103,8 +111,8 @@ def plan_roll_rows(a: Any, shifts: Any, axis: int = -1, *, max_scratch_bytes: Op
     """
     plans = []
     for part in _api._parts(a):  # a masked array's mask, a padded struct's fields: each rolls alike
-        target, step, _ = _prepare_lanes(part, shifts, axis, max_scratch_bytes)
-        plans.append(Plan("cpu", tuple(target.shape), target.dtype, () if step is None else (step,)))
+        backend, _, info, step, _ = _prepare_lanes(part, shifts, axis, max_scratch_bytes)
+        plans.append(Plan(backend.name, info.shape, info.dtype, () if step is None else (step,)))
     return _api._merge_plans(a, plans)
 
 
@@ -182,31 +190,101 @@ def _fft_axes(a: Any, axes: Axes):
 
 
 def _prepare_lanes(part: Any, shifts: Any, axis: Any, max_scratch_bytes: Any):
-    """Validate one array and plan it: (numpy target, Step or None, int64 shifts per lane)."""
-    if _arrays.is_device_array(part):  # say so first, GPU or not: describing it would need a GPU
-        raise TypeError(
-            "roll_rows runs on the CPU backend only for now; a is a CUDA array. "
-            "The one-launch GPU kernel is not available yet (issue #9). Until then, roll a host "
-            "copy (h = a.get() / a.cpu().numpy(); rotate.roll_rows(h, shifts); copy back), or use "
-            "rotate.roll per lane"
-        )
+    """Validate one array and plan it: (backend, target, info, Step or None, shifts as the runner takes them)."""
     backend, target, info = _api._inspect(part)
-    if backend.name != "cpu":
-        raise TypeError(
-            f"roll_rows runs on the CPU backend only for now; a is a {backend.name} array. "
-            f"The one-launch GPU kernel is not available yet (issue #9). Until then, roll a host "
-            f"copy (h = a.get() / a.cpu().numpy(); rotate.roll_rows(h, shifts); copy back), or use "
-            f"rotate.roll per lane"
-        )
     axis = normalize_axis(as_index(axis, "axis"), info.ndim)
     scratch = _api._check_scratch(max_scratch_bytes)
     n = info.shape[axis]
     lane_shape = info.shape[:axis] + info.shape[axis + 1:]
+    if backend.name != "cpu":
+        return _prepare_device_lanes(backend, target, info, shifts, axis, n, lane_shape)
     lane_shifts = _lane_shifts(shifts, lane_shape, n, axis, info.shape)
     if n <= 1 or info.size == 0:
-        return target, None, lane_shifts
+        return backend, target, info, None, lane_shifts
     step = _rows.plan_lanes(info.shape, info.strides, info.itemsize, axis, scratch)
-    return target, step, lane_shifts
+    return backend, target, info, step, lane_shifts
+
+
+def _prepare_device_lanes(backend, target, info, shifts, axis: int, n: int, lane_shape: tuple):
+    """The GPU side of :func:`_prepare_lanes`: lanes must be back to back in memory."""
+    from ._cuda import planner
+
+    if info.ndim <= 1 or (info.c_contiguous and axis == info.ndim - 1):
+        order = "C"
+    elif info.f_contiguous and axis == 0:
+        order = "F"
+    else:
+        raise ValueError(
+            f"roll_rows on the GPU needs each lane contiguous in memory (axis -1 of a C-contiguous array "
+            f"or axis 0 of an F-contiguous one); got axis {axis} of an array of shape {info.shape} and "
+            f"strides {info.strides}. Move the axis last first, e.g. x = cupy.ascontiguousarray("
+            f"cupy.moveaxis(a, {axis}, -1)); rotate.roll_rows(x, shifts); then copy back"
+        )
+    rows = info.size // n if n else 0
+    if _arrays.is_device_array(shifts):
+        device_shifts, stride = _device_shifts(shifts, lane_shape, order, info)
+        host_shifts = None
+    else:
+        host_shifts = _lane_shifts(shifts, lane_shape, n, axis, info.shape)
+        if order == "F" and len(lane_shape) > 1:  # lanes lie in memory in F order of their indices
+            host_shifts = np.ascontiguousarray(host_shifts.reshape(lane_shape).ravel(order="F"))
+        device_shifts, stride = None, 1
+    if n <= 1 or info.size == 0:
+        return backend, target, info, None, None
+    step = planner.plan_lane_panels(axis, rows, n, info.itemsize, info.pointer)
+    if step is None:
+        step = planner.plan_lane_chains(axis, rows, n, info.itemsize, info.pointer)
+    return backend, target, info, step, (host_shifts, device_shifts, stride)
+
+
+def _device_shifts(shifts: Any, lane_shape: tuple, order: str, info):
+    """A device array of shifts as the lane kernel reads it: (its CUDA-array-interface view, stride)."""
+    view = _arrays.device_view(shifts)
+    sinfo = _arrays.describe_device(view)
+    if sinfo.dtype != np.dtype(np.int64):
+        raise TypeError(
+            f"shifts on the GPU must be int64, got {sinfo.dtype}; convert on the device first "
+            f"(shifts.astype('int64') for CuPy, shifts.long() for PyTorch)"
+        )
+    size = int(np.prod(sinfo.shape, dtype=np.int64))
+    try:
+        fits = np.broadcast_shapes(sinfo.shape, lane_shape) == lane_shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"shifts has shape {sinfo.shape}, which does not broadcast to the lanes' shape {lane_shape} "
+            f"(a.shape {info.shape} without axis); give one shift per lane"
+        )
+    if size == 1:
+        stride = 0
+    elif tuple(sinfo.shape) == tuple(lane_shape) and (
+            sinfo.c_contiguous if order == "C" or sum(d > 1 for d in lane_shape) <= 1 else sinfo.f_contiguous):
+        stride = 1
+    else:
+        raise ValueError(
+            f"shifts on the GPU must hold one shift per lane in the lanes' memory order (shape "
+            f"{lane_shape}, {order}-contiguous) or a single shift; got shape {sinfo.shape} with strides "
+            f"{sinfo.strides}. Broadcast and copy it on the device first, e.g. "
+            f"cupy.ascontiguousarray(cupy.broadcast_to(shifts, {lane_shape}))"
+        )
+    _check_same_device(sinfo.pointer, info.pointer)
+    return view, stride
+
+
+def _check_same_device(shifts_pointer: int, a_pointer: int) -> None:
+    from ._cuda._memops import SIMULATED
+
+    if SIMULATED:
+        return
+    from ._cuda import launch
+
+    got, want = launch.pointer_device(shifts_pointer), launch.pointer_device(a_pointer)
+    if got != want:
+        raise ValueError(
+            f"shifts is on GPU {got} but a is on GPU {want}; move shifts to a's device first "
+            f"(e.g. shifts.to(a.device) for PyTorch, cupy.asarray(shifts) under a's device for CuPy)"
+        )
 
 
 def _lane_shifts(shifts: Any, lane_shape: tuple, n: int, axis: int, shape: tuple) -> np.ndarray:

@@ -72,7 +72,30 @@ def check_block_swap_rows_at_every_offset():
     assert "block-swap" in seen, seen
 
 
+def check_rows_fixed():
+    """roll_rows (lane-panels), multi-axis roll and fftshift (row-cycles): the shared table."""
+    from rows_cases import FIXED_ROWS_CASES, CudaRowsRunner, check_rows_case
+
+    seen = set()
+    for grid in (1, 3):  # one resident block must finish too: every wait is on an earlier ticket
+        runner = CudaRowsRunner(constants={"MIN_CYCLE_ROW": 16}, threads=32, grid=grid)
+        for case in FIXED_ROWS_CASES[:: 1 if grid == 3 else 3]:
+            seen.add(check_rows_case(runner, case).algorithm)
+    assert {"lane-panels", "row-cycles"} <= seen, seen
+
+
+@settings(deadline=None, max_examples=EXAMPLES // 2, database=None)
+@given(data=st.data(), threads=st.sampled_from([4, 32]), grid=st.integers(1, 4))
+def check_rows_random(data, threads, grid):
+    from rows_cases import CudaRowsRunner, check_rows_case, rows_cases
+
+    case = data.draw(rows_cases(max_bytes=600))
+    check_rows_case(CudaRowsRunner(constants={"MIN_CYCLE_ROW": 16}, threads=threads, grid=grid), case)
+
+
 if __name__ == "__main__":
+    check_rows_fixed()
+    check_rows_random()
     check_fallback()
     check_block_swap_rows_at_every_offset()
     check_block_swap()

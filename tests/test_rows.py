@@ -267,7 +267,7 @@ ROW_ERRORS = [
     ("negative scratch", lambda a: (a, 1), {"max_scratch_bytes": -1}, ValueError, "max_scratch_bytes"),
     ("read-only", lambda a: (a.view(), 1), {}, ValueError, "read-only"),
     ("list input", lambda a: (a.tolist(), 1), {}, TypeError, "numpy array"),
-    ("GPU array", lambda a: (FakeDeviceArray((5, 7)), 1), {}, TypeError, "not available yet"),
+    ("GPU array without a GPU", lambda a: (FakeDeviceArray((5, 7)), 1), {}, RuntimeError, "no usable CUDA GPU"),
 ]
 
 

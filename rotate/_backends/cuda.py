@@ -38,6 +38,19 @@ class CudaBackend(RowBackend):
                 planner.SCRATCH_FRACTION, planner.MIN_SCRATCH, planner.MAX_SWAP_PASSES,
                 planner.MAX_SWAP_ROWS, max_scratch_bytes)
 
+    def plan_steps(self, info, rotations, max_scratch_bytes):
+        # Several axes of a C- or F-contiguous array: one pass (row-cycles) where rows fit a block.
+        if len(rotations) >= 2 and rotations[0][0] is not None and (info.c_contiguous or info.f_contiguous):
+            from .._cuda import planner
+
+            flip = not info.c_contiguous  # an F-contiguous array is its transpose, C-ordered
+            shape = info.shape[::-1] if flip else info.shape
+            c_shifts = {(info.ndim - 1 - axis if flip else axis): s for axis, _, s in rotations}
+            step = planner.plan_row_cycles(shape, info.itemsize, c_shifts, info.pointer, max_scratch_bytes)
+            if step is not None:
+                return (step,)
+        return super().plan_steps(info, rotations, max_scratch_bytes)
+
     def plan_step(self, info, axis, shift, rows, seg_bytes, left_bytes, word, max_scratch_bytes):
         from .._cuda import planner
 

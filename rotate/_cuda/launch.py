@@ -370,3 +370,120 @@ RUNNERS = {
     "block-swap": _run_block_swap,
     "reversal": _run_reversal,
 }
+
+
+# --- per-lane shifts and one-pass multi-axis rolls -------------------------
+
+def _set_dynamic_smem(cufunc, nbytes: int) -> None:
+    """Let the kernel take ``nbytes`` of dynamic shared memory (above 48 KiB needs the opt-in)."""
+    from numba.cuda.cudadrv.driver import binding, driver
+
+    attr = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    driver.cuKernelSetAttribute(attr, int(nbytes), cufunc.handle, cufunc.device.id)
+
+
+@_kernels.functools.lru_cache(maxsize=None)
+def _compiled_lanes(which: str, unit: int, threads: int, args: int, device: int):
+    """A kernel of rotate/_cuda/_lanes.py compiled for int64 arguments, its cuda.core handle,
+    allowed the most dynamic shared memory a block can have (on ``device``)."""
+    from . import _lanes
+
+    kernel = (_lanes.panel_kernel if which == "panel" else _lanes.cycle_kernel)(unit, threads)
+    if SIMULATED:
+        return kernel, None
+    compiled = kernel.compile("void(" + ", ".join(["int64"] * args) + ")")
+    cufunc = compiled._codelibrary.get_cufunc()
+    _set_dynamic_smem(cufunc, _lanes.MAX_BLOCK_SMEM)
+    return kernel, cufunc.kernel
+
+
+def _launch_core(handle: int, grid: int, block: int, smem: int, kernel, *args) -> None:
+    from cuda.core import LaunchConfig, launch
+
+    ref = _stream_refs.get(handle)
+    if ref is None:
+        ref = _stream_refs[handle] = _StreamRef(handle)
+    launch(ref, LaunchConfig(grid=grid, block=block, shmem_size=smem), kernel, *args)
+
+
+def run_row_cycles(target: Any, info, step, handle: int) -> None:
+    """Launch one ``row-cycles`` step (a multi-axis roll in one pass)."""
+    d = step.details
+    if info.pointer % 16 != d["head0"]:
+        raise AssertionError("internal error: a row-cycles plan run on an array at another 16-byte offset")
+    device = planner._device_id()
+    unit = d["unit_bytes"]
+    nseg = d["segments"]
+    flags, pre, counters, epoch = scratch_for(handle, device).reserve(nseg, d["_pre_bytes"])
+    scalars = (nseg, step.seg_bytes, step.seg_bytes // unit, d["row_shift_bytes"] // unit, d["head0"], d["_slot"],
+               d["_buf_vecs"], *d["lead"], *d["lead_shifts"], epoch)
+    kernel, cu_kernel = _compiled_lanes("cycle", unit, d["block"], 21, device)
+    if SIMULATED:
+        data = _sim_bytes(target, step.rows * step.seg_bytes)
+        kernel[d["grid"], d["block"], 0, d["smem_bytes"]](data, pre, flags, counters, _device_table(d["_table"]),
+                                                        *scalars)
+        return
+    pre_address, flags_address, counters_address = scratch_for(handle, device).addresses
+    _launch_core(handle, d["grid"], d["block"], d["smem_bytes"], cu_kernel, info.pointer, pre_address, flags_address,
+                 counters_address, _device_table_address(d["_table"]), *scalars)
+
+
+def run_lane_panels(target: Any, info, step, handle: int, shifts: Any, shift_stride: int) -> None:
+    """Launch one ``lane-panels`` step: lane ``i`` rolled by ``shifts[i * shift_stride]`` (int64, on the device)."""
+    d = step.details
+    if info.pointer % 16 != d["head0"]:
+        raise AssertionError("internal error: a lane-panels plan run on an array at another 16-byte offset")
+    unit = d["unit_bytes"]
+    n = d["_n"]
+    scalars = (step.rows, step.seg_bytes, n, step.word_bytes // unit, shift_stride, d["panel_rows"], d["head0"],
+               d["_buf_vecs"])
+    kernel, cu_kernel = _compiled_lanes("panel", unit, d["block"], 10, planner._device_id())
+    if SIMULATED:
+        data = _sim_bytes(target, step.rows * step.seg_bytes)
+        flat = getattr(shifts, "_ary", shifts).reshape(-1)  # a 0-d array of one shift too
+        kernel[d["grid"], d["block"], 0, d["smem_bytes"]](data, flat, *scalars)
+        return
+    _launch_core(handle, d["grid"], d["block"], d["smem_bytes"], cu_kernel, info.pointer, _address(shifts), *scalars)
+
+
+RUNNERS["row-cycles"] = run_row_cycles
+
+
+def pointer_device(pointer: int) -> int:
+    """The ordinal of the device that holds ``pointer``."""
+    from cuda.bindings import driver
+
+    err, ordinal = driver.cuPointerGetAttribute(
+        driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, pointer)
+    if int(err) != 0:
+        raise ValueError(f"address {pointer:#x} is not device memory CUDA knows (error {err})")
+    return int(ordinal)
+
+
+def run_lanes(target: Any, info, step, handle: int, host_shifts, device_shifts, stride: int) -> None:
+    """Run a ``roll_rows`` step: ``lane-panels`` in one launch, or ``lane-chains`` (one per lane)."""
+    if step.algorithm == "lane-panels":
+        if device_shifts is None:
+            if SIMULATED:
+                device_shifts = cuda.to_device(host_shifts)
+            else:
+                device_shifts = cuda.to_device(host_shifts, stream=_numba_stream(handle))
+        run_lane_panels(target, info, step, handle, device_shifts, stride)
+        return
+    if host_shifts is None:  # lanes too long for a block: the shifts decide each lane's plan on the host
+        host = device_shifts.copy_to_host() if hasattr(device_shifts, "copy_to_host") else \
+            cuda.as_cuda_array(device_shifts).copy_to_host()
+        host_shifts = np.broadcast_to(host.reshape(-1), (step.rows,)) if stride == 0 else host.reshape(-1)
+    import dataclasses
+
+    n = step.details["_n"] if "_n" in step.details else step.seg_bytes // step.word_bytes
+    item = step.word_bytes
+    for lane in range(step.rows):
+        s = int(host_shifts[lane]) % n
+        if not s:
+            continue
+        pointer = info.pointer + lane * step.seg_bytes
+        sub = planner.plan_step(None, s, 1, step.seg_bytes, (n - s) * item, item, pointer, None)
+        lane_info = dataclasses.replace(info, shape=(n,), strides=(item,), pointer=pointer)
+        lane_target = _SimSlice(target, lane * step.seg_bytes, step.seg_bytes) if SIMULATED else target
+        RUNNERS[sub.algorithm](lane_target, lane_info, sub, handle)

@@ -385,3 +385,160 @@ def _plan_reversal(axis, shift, rows, seg, left, word, pointer, cap) -> Step:
 register_schedule("chain", _plan_chain_schedule)
 register_schedule("block-swap", _plan_block_swap)
 register_schedule("reversal", _plan_reversal)
+
+
+# --- per-lane shifts and one-pass multi-axis rolls (rotate/_cuda/_lanes.py) ---
+
+def lane_unit(itemsize: int, head0: int) -> int:
+    """The widest unit (1..16 bytes, a power of two) items and the array's 16-byte offset are made of."""
+    unit = 16
+    while unit > 1 and (itemsize % unit or head0 % unit):
+        unit //= 2
+    return unit
+
+
+def _blocks_for_smem(smem: int, threads: int) -> int:
+    _, smem_per_sm = device_shape(_device_id())
+    return max(1, min(smem_per_sm // (smem + 1024), 2048 // threads, 32))
+
+
+def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) -> Optional[Step]:
+    """``roll_rows`` of ``rows`` back-to-back lanes of ``n`` items: panels of whole lanes, one launch.
+
+    None when one lane and its staging do not fit a block's shared memory
+    (lanes longer than about 113 KiB): those take one chain launch per lane.
+    """
+    from . import _lanes as L
+
+    seg = n * itemsize
+    head0 = pointer % 16
+    unit = lane_unit(itemsize, head0)
+    threads = settings["threads"]
+    panel_rows = max(1, min(L.MAX_PANEL_ROWS, L.PANEL_BYTES // seg, rows))
+    smem = L.panel_smem_bytes(panel_rows * seg, panel_rows)
+    if smem > L.MAX_BLOCK_SMEM:
+        return None
+    panels = S.ceil_div(rows, panel_rows)
+    sms, _ = device_shape(_device_id())
+    grid = settings["grid"] or sms * _blocks_for_smem(smem, threads)
+    return Step(
+        axis, 0, rows, seg, 0, itemsize,
+        algorithm="lane-panels",
+        scratch_bytes=0,
+        bytes_moved=2 * rows * seg,
+        details={
+            "schedule": "lane-panels",
+            "block": threads,
+            "grid": max(1, min(grid, panels)),
+            "panel_rows": panel_rows,
+            "unit_bytes": unit,
+            "smem_bytes": smem,
+            "head0": head0,
+            "co_resident": False,  # panels are disjoint: no block waits for another
+            "_n": n,
+            "_buf_vecs": L.buffer_vecs(panel_rows * seg),
+        },
+    )
+
+
+def plan_lane_chains(axis: int, rows: int, n: int, itemsize: int, pointer: int) -> Step:
+    """``roll_rows`` of lanes too long for a block: one chain launch per lane (shifts read on the host)."""
+    seg = n * itemsize
+    return Step(
+        axis, 0, rows, seg, 0, itemsize,
+        algorithm="lane-chains",
+        scratch_bytes=default_cap(1, seg),
+        bytes_moved=2 * rows * seg,
+        details={
+            "schedule": "lane-chains",
+            "launches": rows,
+            "head0": pointer % 16,
+            "reason": "lanes longer than a block's shared memory: one chain launch per lane; "
+                      "shifts on the device are copied to the host first (one synchronisation)",
+        },
+    )
+
+
+#: Cycle-kernel tables above this many segments: one pass per axis instead.
+MAX_SEGMENTS = 1 << 17
+#: Rows shorter than this: one pass per axis (a step per row costs more than its bytes).
+MIN_CYCLE_ROW = 2048
+
+
+def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
+                    cap: Optional[int]) -> Optional[Step]:
+    """A multi-axis roll of a C-ordered array in one pass (``row-cycles``), or None.
+
+    ``c_shifts`` maps C-order axes to shifts in ``(0, length)``. The axes up
+    to the last rolled one index rows; the last rolled axis and everything
+    after it form a row, rolled while it moves. None when a row (twice, with
+    its staging) does not fit a block's shared memory, is shorter than
+    MIN_CYCLE_ROW, the leading axes do not fold into MAX_LEAD radices, the
+    table is too large or the pre-reads exceed ``cap``.
+    """
+    from . import _lanes as L
+
+    last = max(c_shifts)
+    block = int(np.prod(shape[last + 1:], dtype=np.int64)) * itemsize
+    seg = shape[last] * block
+    head0 = pointer % 16
+    unit = lane_unit(itemsize, head0)
+    smem = L.cycle_smem_bytes(seg)
+    if seg < MIN_CYCLE_ROW or smem > L.MAX_BLOCK_SMEM:
+        return None
+    lead, offs = [], []  # fold the leading axes; adjacent unrolled ones merge
+    for ax in range(last):
+        s = c_shifts.get(ax, 0)
+        if shape[ax] == 1:
+            continue
+        if s == 0 and lead and offs[-1] == 0:
+            lead[-1] *= shape[ax]
+        else:
+            lead.append(shape[ax])
+            offs.append(s)
+    if len(lead) > L.MAX_LEAD:
+        return None
+    rows = int(np.prod(lead, dtype=np.int64)) if lead else 1
+    threads = settings["threads"]
+    sms, _ = device_shape(_device_id())
+    grid = settings["grid"] or sms * _blocks_for_smem(smem, threads)
+    slot = S.align_up(seg + 32)
+    cap = default_cap(rows, seg) if cap is None else cap
+    piece = max(4, S.ceil_div(rows, 2 * grid))
+    while True:
+        table = L.segment_table(tuple(lead), tuple(offs), piece)
+        nseg = len(table) // 3
+        cut = int(np.count_nonzero(table[2::3] != np.arange(nseg)))
+        pre_bytes = nseg * slot if cut else 0  # slots are indexed by segment
+        if nseg <= MAX_SEGMENTS and pre_bytes <= cap:
+            break
+        if piece >= rows:
+            return None
+        piece *= 2
+    dims = (1,) * (L.MAX_LEAD - len(lead)) + tuple(lead)
+    shifts = (0,) * (L.MAX_LEAD - len(offs)) + tuple(offs)
+    return Step(
+        None, 0, rows, seg, 0, itemsize,
+        algorithm="row-cycles",
+        scratch_bytes=pre_bytes + 4 * nseg + table.nbytes + 64,
+        bytes_moved=2 * rows * seg + 2 * cut * seg,
+        details={
+            "schedule": "row-cycles",
+            "block": threads,
+            "grid": max(1, min(grid, 2 * nseg)),
+            "segments": nseg,
+            "cut_segments": cut,
+            "piece_rows": piece,
+            "unit_bytes": unit,
+            "smem_bytes": smem,
+            "head0": head0,
+            "lead": dims,
+            "lead_shifts": shifts,
+            "row_shift_bytes": c_shifts[last] * block,
+            "co_resident": False,  # every wait is on an earlier ticket (a pre-read)
+            "_table": table,
+            "_slot": slot,
+            "_pre_bytes": pre_bytes,
+            "_buf_vecs": L.buffer_vecs(seg),
+        },
+    )

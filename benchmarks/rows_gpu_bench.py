@@ -1,0 +1,157 @@
+"""Benchmark roll_rows, fftshift and one-pass multi-axis rolls on the GPU, as users time them.
+
+Each case: the whole call (20 back-to-back calls between two CUDA events,
+host work included), one synchronised call at a time, and the device time
+alone, each as % of a device-to-device memcpy of the same bytes timed in the
+same run (rotate/bench.py's timers). Peers timed the same way, out of place:
+
+* ``roll_rows``: the gather people write today, ``torch.gather(x, 1, idx)``
+  and ``cupy.take_along_axis(x, idx, 1)`` with ``idx = (arange(n) - shift) %
+  n`` built beforehand (not timed; 8 index bytes per element);
+* ``fftshift``: ``torch.fft.fftshift``, ``cupy.fft.fftshift``;
+* multi-axis ``roll``: ``torch.roll``, ``cupy.roll`` over the same axes.
+
+Every rotate result is checked against the peer's once. Writes JSON with the
+commit, versions and knobs (``--json``).
+
+Run (GPU): ``python benchmarks/rows_gpu_bench.py --json docs/results/gpu-rows-h200.json``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+GIB = 1 << 30
+
+# (function, shape, dtype, extra): sizes of 1 and 4 GiB and the issue's 8192 x 8192 complex64 image.
+CASES = [
+    ("roll_rows", (262144, 1024), "float32", None),     # lanes of 4 KiB, 1 GiB
+    ("roll_rows", (65536, 4096), "float32", None),      # lanes of 16 KiB
+    ("roll_rows", (16384, 16384), "float32", None),     # lanes of 64 KiB
+    ("roll_rows", (1 << 20, 256), "float32", None),     # lanes of 1 KiB
+    ("roll_rows", (1 << 24, 16), "float32", None),      # lanes of 64 B
+    ("roll_rows", (262144, 4096), "float32", None),     # lanes of 16 KiB, 4 GiB
+    ("roll_rows", (4096, 262144), "uint8", None),       # lanes of 256 KiB: beyond a block (lane-chains)
+    ("fftshift", (8192, 8192), "complex64", None),      # 512 MiB
+    ("fftshift", (16384, 8192), "complex64", None),     # 1 GiB
+    ("fftshift", (65536, 8192), "complex64", None),     # 4 GiB
+    ("fftshift", (8191, 8193), "complex64", None),      # odd sides
+    ("fftshift", (512, 512, 512), "complex64", None),   # 3-D, 1 GiB
+    ("roll", (16384, 8192), "complex64", ((1001, 77), (0, 1))),
+    ("roll", (32768, 8192), "float32", ((5, -3), (0, 1))),
+]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--json")
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--only", default="", help="comma-separated case indices")
+    args = parser.parse_args(argv)
+
+    import torch
+    from numba import cuda
+
+    import rotate
+    from rotate import bench
+    from rotate._provenance import environment
+
+    try:
+        import cupy
+    except ImportError:
+        cupy = None
+    stream = cuda.default_stream()
+    timers = (*bench._whole_call_timers(cuda, stream), bench._events_timer(cuda, stream))
+    rows = []
+    chosen = [int(i) for i in args.only.split(",") if i] or range(len(CASES))
+    for index in chosen:
+        function, shape, dtype, extra = CASES[index]
+        tdtype = getattr(torch, dtype)
+        nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        gen = torch.Generator(device="cuda").manual_seed(index)
+        if dtype == "uint8":
+            x = torch.randint(0, 256, shape, dtype=torch.uint8, device="cuda", generator=gen)
+        else:
+            x = torch.rand(shape, dtype=tdtype, device="cuda", generator=gen)
+        original = x.clone()
+        copy, _keep = bench._memcpy(cuda, nbytes, stream)
+        memcpy_ms = timers[2](copy, args.repeat)
+        peers = {}
+        if function == "roll_rows":
+            n = shape[-1]
+            shifts = torch.randint(-n, n, shape[:-1], device="cuda", dtype=torch.int64, generator=gen)
+            idx = (torch.arange(n, device="cuda") - shifts[:, None]) % n
+            call = lambda: rotate.roll_rows(x, shifts)  # noqa: E731
+            plan = rotate.plan_roll_rows(x, shifts)
+            peers["torch.gather"] = lambda: torch.gather(x, 1, idx)
+            want = torch.gather(original, 1, idx)
+            if cupy is not None:
+                cx, cidx = cupy.asarray(x), cupy.asarray(idx)
+                peers["cupy.take_along_axis"] = lambda: cupy.take_along_axis(cx, cidx, 1)
+            del idx
+        elif function == "fftshift":
+            call = lambda: rotate.fftshift(x)  # noqa: E731
+            plan = rotate.plan(x, [s // 2 for s in shape], tuple(range(len(shape))))
+            want = torch.fft.fftshift(original)
+            peers["torch.fft.fftshift"] = lambda: torch.fft.fftshift(x)
+            if cupy is not None:
+                cx = cupy.asarray(x)
+                peers["cupy.fft.fftshift"] = lambda: cupy.fft.fftshift(cx)
+        else:
+            shift, axes = extra
+            call = lambda: rotate.roll(x, shift, axes)  # noqa: E731
+            plan = rotate.plan(x, shift, axes)
+            want = torch.roll(original, shift, axes)
+            peers["torch.roll"] = lambda: torch.roll(x, shift, axes)
+            if cupy is not None:
+                cx = cupy.asarray(x)
+                peers["cupy.roll"] = lambda: cupy.roll(cx, shift, axes)
+        call()
+        torch.cuda.synchronize()
+        correct = bool(torch.equal(x, want))
+        del want
+        x.copy_(original)
+        del original
+        result = {"function": function, "shape": list(shape), "dtype": dtype, "nbytes": nbytes,
+                  "args": None if extra is None else [list(extra[0]), list(extra[1])],
+                  "algorithm": plan.algorithm, "scratch_bytes": plan.scratch_bytes,
+                  "traffic_over_2n": plan.bytes_moved / (2 * nbytes), "correct": correct,
+                  "memcpy_ms": memcpy_ms,
+                  "details": {k: v for k, v in plan.steps[0].details.items() if not k.startswith("_")
+                              and isinstance(v, (int, float, str, bool))} if plan.steps else {}}
+        # Rolling back and forth keeps the data meaningful; every call moves every byte either way.
+        result.update(bench._with_pct(bench._time_all_ways(call, timers, args.repeat), memcpy_ms))
+        result["peers"] = {}
+        for name, peer in peers.items():
+            try:
+                result["peers"][name] = bench._with_pct(bench._time_all_ways(peer, timers, args.repeat), memcpy_ms)
+            except Exception as exc:  # out of memory for the gather's index or output
+                result["peers"][name] = {"error": f"{type(exc).__name__}: {str(exc)[:120]}"}
+            torch.cuda.empty_cache()
+            if cupy is not None:
+                cupy.get_default_memory_pool().free_all_blocks()
+        peer_text = ", ".join(f"{k} {v.get('pct_memcpy', float('nan')):.0f}%" for k, v in result["peers"].items())
+        print(f"[{index}] {function} {shape} {dtype}: {plan.algorithm} correct={correct} whole "
+              f"{result['pct_memcpy']:.1f}% (sync {result['sync_pct_memcpy']:.1f}%) device "
+              f"{result['device_pct_memcpy']:.1f}% of memcpy ({memcpy_ms:.3f} ms); peers: {peer_text}", flush=True)
+        rows.append(result)
+        del x, copy, _keep
+        peers.clear()
+        torch.cuda.empty_cache()
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(
+            {"benchmark": "rows_gpu_bench", "environment": environment(), "repeat": args.repeat,
+             "cases": rows}, indent=1, default=str))
+    return 0 if all(r["correct"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,438 @@
+"""CUDA kernels for per-lane shifts (``roll_rows``) and one-pass multi-axis rolls (``fftshift``).
+
+Both move whole lanes through shared memory: a lane (a row of ``seg`` bytes)
+is staged raw into shared memory with asynchronous 16-byte copies, then
+written back *gathering* each destination unit from its rotated source
+position in shared memory, as whole aligned 16-byte stores. Every byte is
+read once and written once.
+
+``panel_kernel`` (``roll_rows``, algorithm ``lane-panels``)
+    Consecutive lanes, as many as fit a panel of ``PANEL_BYTES``, are one
+    work item; lane ``i`` is rolled by ``shifts[i * shift_stride]`` (an int64
+    array on the device, reduced modulo the lane length on the device, so a
+    device array of shifts is never read by the host). Items are disjoint:
+    no flags. Two panels are in flight per block (the next one's copies fly
+    while the current one is written).
+
+``cycle_kernel`` (multi-axis ``roll``, ``fftshift``; algorithm ``row-cycles``)
+    A C-ordered array viewed as ``R`` rows of ``seg`` bytes: the row index
+    is a mixed-radix number over the leading (rolled or not) axes, and
+    numpy.roll makes destination row ``d`` equal to source row
+    ``source_row(d)`` rolled by the last rolled axis's shift. The row
+    permutation splits into cycles; each cycle is cut into *segments*
+    (``(first row, steps, next segment)``, a table built on the host by
+    :func:`segment_table`). A segment's block writes its rows in cycle order,
+    each from the row it reads next, so every row is read by the block that
+    writes it one step later. The one row a segment reads but does not own
+    (the next segment's first row, which that segment overwrites first) is
+    saved before anyone writes it: in shared memory when the cycle is one
+    segment (the block saves its own first row), else by a pre-read ticket
+    into global scratch.
+
+Deadlock freedom (cycle kernel): tickets ``0 .. nseg - 1`` are pre-reads and
+wait for nothing; ticket ``nseg + g`` walks segment ``g`` and waits only for
+the pre-read flags of segments ``g`` and ``next(g)``, tickets smaller than
+its own. A ticket is only taken by a running block, so every awaited ticket
+is held by a running block that does not wait: the launch finishes with any
+number of resident blocks, one included (docs/design.md).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from numba import cuda, int64, njit, uint8, uint16, uint32, uint64
+from numba.extending import register_jitable
+
+from ._memops import (SIMULATED, atomic_add_u64, commit_copies, copies_waiter, copy16_async, load16,
+                      load16_shared, load_acquire, load_i64, store16, store8, store_relaxed, store_u64)
+
+THREADS = 256
+#: Bytes of lanes one panel item of ``roll_rows`` holds (short lanes are packed).
+PANEL_BYTES = 16 * 1024
+#: Lanes one panel holds at most (their shifts sit in shared memory too).
+MAX_PANEL_ROWS = 2048
+#: The most dynamic shared memory a block may ask for on Hopper (bytes).
+MAX_BLOCK_SMEM = 227 * 1024
+#: Leading (row-index) axes the cycle kernel walks at most.
+MAX_LEAD = 4
+
+wait_all = copies_waiter(0)
+wait_but_one = copies_waiter(1)
+
+
+def buffer_vecs(nbytes: int) -> int:
+    """16-byte vectors a staging buffer for ``nbytes`` bytes at any head offset needs."""
+    return (nbytes + 15 + 15) // 16 + 1
+
+
+def panel_smem_bytes(panel_bytes: int, panel_rows: int) -> int:
+    """Dynamic shared memory of the panel kernel: two staging buffers and two shift tables."""
+    return 2 * 16 * buffer_vecs(panel_bytes) + 2 * 4 * panel_rows
+
+
+def cycle_smem_bytes(seg: int) -> int:
+    """Dynamic shared memory of the cycle kernel: the saved first row and the staging buffer."""
+    return 2 * 16 * buffer_vecs(seg)
+
+
+def log2_unit(unit: int) -> int:
+    return {1: 0, 2: 1, 4: 2, 8: 3, 16: 4}[unit]
+
+
+# --- index math shared by the host planner, the emulator and the kernels ---
+
+
+@register_jitable
+def source_row(d, n0, n1, n2, n3, s0, s1, s2, s3):
+    """The source row of destination row ``d``: each digit ``i`` of ``d`` (radices ``n0..n3``, ``n3``
+    least significant) becomes ``(i - s) mod n`` (numpy.roll moves element ``i - s`` to ``i``)."""
+    src = int64(0)
+    scale = int64(1)
+    rest = d
+    for axis in range(3, -1, -1):
+        if axis == 3:
+            n, s = n3, s3
+        elif axis == 2:
+            n, s = n2, s2
+        elif axis == 1:
+            n, s = n1, s1
+        else:
+            n, s = n0, s0
+        i = rest % n
+        rest = rest // n
+        i -= s
+        if i < 0:
+            i += n
+        src += i * scale
+        scale *= n
+    return src
+
+
+@njit(cache=True)
+def _cycles(rows, n0, n1, n2, n3, s0, s1, s2, s3):
+    """Each cycle of ``source_row`` as (first row, length), and the walk order of all rows."""
+    seen = np.zeros(rows, np.bool_)
+    order = np.empty(rows, np.int64)
+    starts = []
+    lengths = []
+    at = 0
+    for r in range(rows):
+        if seen[r]:
+            continue
+        length = 0
+        d = r
+        while not seen[d]:
+            seen[d] = True
+            order[at + length] = d
+            length += 1
+            d = source_row(d, n0, n1, n2, n3, s0, s1, s2, s3)
+        starts.append(at)
+        lengths.append(length)
+        at += length
+    return np.array(starts, np.int64), np.array(lengths, np.int64), order
+
+
+def segment_table(lead: tuple, shifts: tuple, piece: int):
+    """The cycle kernel's segments as an int64 table of ``(first row, steps, next)`` triples.
+
+    ``lead`` are the leading radices (outermost first, at most MAX_LEAD),
+    ``shifts`` their numpy.roll shifts in ``[0, n)``. Cycles longer than
+    ``piece`` rows are cut into segments of at most ``piece`` steps; a cycle
+    of one segment has ``next`` equal to itself.
+    """
+    dims = (1,) * (MAX_LEAD - len(lead)) + tuple(lead)
+    offs = (0,) * (MAX_LEAD - len(shifts)) + tuple(shifts)
+    rows = int(np.prod(dims))
+    starts, lengths, order = _cycles(rows, *dims, *offs)
+    return _cut(starts, lengths, order, int(piece))
+
+
+@njit(cache=True)
+def _cut(starts, lengths, order, piece):
+    count = 0
+    for length in lengths:
+        count += (length + piece - 1) // piece
+    table = np.empty(3 * count, np.int64)
+    g = 0
+    for c in range(len(starts)):
+        pieces = (lengths[c] + piece - 1) // piece
+        for j in range(pieces):
+            first = j * piece
+            table[3 * g] = order[starts[c] + first]
+            table[3 * g + 1] = min(piece, lengths[c] - first)
+            table[3 * g + 2] = g - j + (j + 1) % pieces
+            g += 1
+    return table
+
+
+# --- the kernels -----------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def _movers(unit: int, threads: int):
+    """Device functions moving units of ``unit`` bytes: staging and the gathering write."""
+    shift_bits = log2_unit(unit)
+    units_per_vec = 16 // unit
+
+    @cuda.jit(device=True)
+    def stage(sm32, buf_vec, src, src_pos, src_head, nbytes, tid):
+        """Start copying bytes ``[src_pos, src_pos + nbytes)`` of ``src`` (whole aligned vectors) to
+        shared memory from vector ``buf_vec``: byte ``x`` of the range lands at ``16 * buf_vec +
+        src_head + x``. One copy group per call."""
+        v_lo = src_pos - src_head
+        vecs = (src_head + nbytes + 15) >> 4
+        for v in range(tid, vecs, threads):
+            copy16_async(sm32, 4 * (buf_vec + v), src, v_lo + 16 * v)
+        commit_copies()
+
+    @cuda.jit(device=True)
+    def unit_source(sm32, shifts_word, shift_row, rho, p, n_units):
+        """Unit index (within its row) whose value destination unit ``p >> shift_bits`` of row ``rho`` takes."""
+        if shifts_word >= 0:
+            s = int64(sm32[shifts_word + rho])
+        else:
+            s = shift_row
+        j = (p >> shift_bits) - s
+        if j < 0:
+            j += n_units
+        return j
+
+    @cuda.jit(device=True)
+    def gather_write(sm8, sm16, sm32, buf_byte, dst, dst_pos, dst_head, nbytes, seg, n_units, shift_row,
+                     shifts_word, tid):
+        """Write bytes ``[dst_pos, dst_pos + nbytes)`` of ``dst`` (rows of ``seg`` bytes) from the
+        staged rows at shared byte ``buf_byte`` (row ``rho``'s byte ``x`` there), each row rolled
+        right by its shift in units (``shift_row``, or word ``shifts_word + rho`` of shared memory
+        when ``shifts_word >= 0``)."""
+        v_lo = dst_pos - dst_head
+        vecs = (dst_head + nbytes + 15) >> 4
+        for v in range(tid, vecs, threads):
+            q = 16 * v - dst_head
+            if q >= 0 and q + 16 <= nbytes:
+                rho = int64(0) if nbytes <= seg else q // seg
+                p = q - rho * seg
+                w0 = uint32(0)
+                w1 = uint32(0)
+                w2 = uint32(0)
+                w3 = uint32(0)
+                for k in range(units_per_vec):
+                    j = unit_source(sm32, shifts_word, shift_row, rho, p, n_units)
+                    sb = buf_byte + rho * seg + (j << shift_bits)
+                    if unit == 1:
+                        value = uint32(sm8[sb]) << uint32(8 * (k & 3))
+                        word = k >> 2
+                    elif unit == 2:
+                        value = uint32(sm16[sb >> 1]) << uint32(16 * (k & 1))
+                        word = k >> 1
+                    else:
+                        value = uint32(0)
+                        word = -1
+                    if unit <= 2:
+                        if word == 0:
+                            w0 |= value
+                        elif word == 1:
+                            w1 |= value
+                        elif word == 2:
+                            w2 |= value
+                        else:
+                            w3 |= value
+                    elif unit == 4:
+                        if k == 0:
+                            w0 = sm32[sb >> 2]
+                        elif k == 1:
+                            w1 = sm32[sb >> 2]
+                        elif k == 2:
+                            w2 = sm32[sb >> 2]
+                        else:
+                            w3 = sm32[sb >> 2]
+                    elif unit == 8:
+                        if k == 0:
+                            w0 = sm32[sb >> 2]
+                            w1 = sm32[(sb >> 2) + 1]
+                        else:
+                            w2 = sm32[sb >> 2]
+                            w3 = sm32[(sb >> 2) + 1]
+                    else:
+                        words = load16_shared(sm32, sb >> 2)
+                        w0 = words[0]
+                        w1 = words[1]
+                        w2 = words[2]
+                        w3 = words[3]
+                    p += unit
+                    if p == seg:
+                        p = 0
+                        rho += 1
+                store16(dst, v_lo + 16 * v, w0, w1, w2, w3)
+            else:  # a vector the range only partly covers: its bytes one by one
+                for b in range(16):
+                    x = q + b
+                    if x >= 0 and x < nbytes:
+                        rho = int64(0) if nbytes <= seg else x // seg
+                        p = x - rho * seg
+                        j = unit_source(sm32, shifts_word, shift_row, rho, p, n_units)
+                        sb = buf_byte + rho * seg + (j << shift_bits) + (p & (unit - 1))
+                        store8(dst, v_lo + 16 * v + b, uint32(sm8[sb]))
+
+    return stage, gather_write
+
+
+@functools.lru_cache(maxsize=None)
+def panel_kernel(unit: int, threads: int = THREADS):
+    """``kernel(data, shifts, rows, seg, n, m, shift_stride, panel_rows, head0, buf_vecs)``.
+
+    Rolls each of ``rows`` lanes of ``seg`` bytes (``n`` items of ``m`` units
+    of ``unit`` bytes) right by ``shifts[lane * shift_stride] mod n`` items;
+    ``panel_rows`` lanes per item, ``buf_vecs`` vectors per staging buffer.
+    Launch with ``panel_smem_bytes`` of dynamic shared memory.
+    """
+    stage, gather_write = _movers(unit, threads)
+    jit_options = {} if SIMULATED else {"launch_bounds": threads}
+
+    @cuda.jit(device=True)
+    def load_shifts(sm32, word0, shifts, row0, count, n, m, shift_stride, tid):
+        for r in range(tid, count, threads):
+            s = load_i64(shifts, (row0 + r) * shift_stride) % n  # Python's modulo: in [0, n)
+            sm32[word0 + r] = uint32(s * m)
+
+    @cuda.jit(**jit_options)
+    def kernel(data, shifts, rows, seg, n, m, shift_stride, panel_rows, head0, buf_vecs):
+        sm8 = cuda.shared.array(0, uint8)
+        sm16 = cuda.shared.array(0, uint16)
+        sm32 = cuda.shared.array(0, uint32)
+        tid = cuda.threadIdx.x
+        panels = (rows + panel_rows - 1) // panel_rows
+        n_units = n * m
+        shift_words = 8 * buf_vecs  # the two shift tables follow the two buffers
+        panel = int64(cuda.blockIdx.x)
+        if panel < panels:
+            row0 = panel * panel_rows
+            count = min(panel_rows, rows - row0)
+            load_shifts(sm32, shift_words, shifts, row0, count, n, m, shift_stride, tid)
+            stage(sm32, 0, data, row0 * seg, (head0 + row0 * seg) & 15, count * seg, tid)
+        buf = 0
+        while panel < panels:
+            following = panel + cuda.gridDim.x
+            other = 1 - buf
+            if following < panels:  # its copies fly while this panel is written
+                row1 = following * panel_rows
+                count1 = min(panel_rows, rows - row1)
+                load_shifts(sm32, shift_words + other * panel_rows, shifts, row1, count1, n, m, shift_stride,
+                            tid)
+                stage(sm32, other * buf_vecs, data, row1 * seg, (head0 + row1 * seg) & 15, count1 * seg, tid)
+            else:
+                commit_copies()
+            wait_but_one()
+            cuda.syncthreads()
+            row0 = panel * panel_rows
+            count = min(panel_rows, rows - row0)
+            lo = row0 * seg
+            head = (head0 + lo) & 15
+            gather_write(sm8, sm16, sm32, 16 * buf * buf_vecs + head, data, lo, head, count * seg, seg, n_units,
+                         int64(0), int64(shift_words + buf * panel_rows), tid)
+            cuda.syncthreads()  # the buffer is staged again two panels on
+            panel = following
+            buf = other
+
+    return kernel
+
+
+@functools.lru_cache(maxsize=None)
+def cycle_kernel(unit: int, threads: int = THREADS):
+    """``kernel(data, scratch, flags, counters, table, nseg, seg, n_units, shift_units, head0,
+    slot_bytes, buf_vecs, n0, n1, n2, n3, s0, s1, s2, s3, epoch)``.
+
+    Walks the segments of ``table`` (see the module docstring); row ``d`` is
+    written with row ``source_row(d)`` rolled right by ``shift_units``
+    units. ``scratch`` holds one ``slot_bytes`` slot per segment (pre-reads
+    of cut cycles), ``flags`` one "pre-read done" flag per segment (set to
+    ``epoch``), ``counters[0]`` the tickets and ``counters[2]`` the finished
+    blocks (the last block out rewinds both). Launch with
+    ``cycle_smem_bytes(seg)`` of dynamic shared memory.
+    """
+    stage, gather_write = _movers(unit, threads)
+    jit_options = {} if SIMULATED else {"launch_bounds": threads}
+
+    @cuda.jit(device=True)
+    def wait_flag(flags, index, epoch, tid):
+        if tid == 0:
+            while load_acquire(flags, index) != epoch:
+                pass
+        cuda.syncthreads()
+
+    @cuda.jit(**jit_options)
+    def kernel(data, scratch, flags, counters, table, nseg, seg, n_units, shift_units, head0, slot_bytes,
+               buf_vecs, n0, n1, n2, n3, s0, s1, s2, s3, epoch):
+        sm8 = cuda.shared.array(0, uint8)
+        sm16 = cuda.shared.array(0, uint16)
+        sm32 = cuda.shared.array(0, uint32)
+        ctrl = cuda.shared.array(1, int64)
+        tid = cuda.threadIdx.x
+        saved = 0  # buffer 0: a one-segment cycle's first row; buffer 1: the row being moved
+        moving = buf_vecs
+        while True:
+            if tid == 0:
+                ctrl[0] = int64(atomic_add_u64(counters, 0, uint64(1)))
+            cuda.syncthreads()
+            ticket = ctrl[0]
+            cuda.syncthreads()
+            if ticket >= 2 * nseg:
+                break
+            if ticket < nseg:
+                # A cut cycle's segment: its first row goes to scratch before anyone writes it.
+                if load_i64(table, 3 * ticket + 2) != ticket:
+                    first = load_i64(table, 3 * ticket)
+                    head = (head0 + first * seg) & 15
+                    v_lo = first * seg - head
+                    for v in range(tid, (head + seg + 15) >> 4, threads):
+                        words = load16(data, v_lo + 16 * v)
+                        store16(scratch, ticket * slot_bytes + 16 * v, words[0], words[1], words[2], words[3])
+                    cuda.syncthreads()
+                    if tid == 0:
+                        cuda.threadfence()  # the copies are visible before the flag says so
+                        store_relaxed(flags, ticket, uint32(epoch))
+                continue
+            g = ticket - nseg
+            d = load_i64(table, 3 * g)
+            steps = load_i64(table, 3 * g + 1)
+            following = load_i64(table, 3 * g + 2)
+            whole = following == g
+            if whole:  # save the first row in shared memory; its copies fly with the next row's
+                stage(sm32, saved, data, d * seg, (head0 + d * seg) & 15, seg, tid)
+            else:
+                wait_flag(flags, g, epoch, tid)  # the first row is in scratch: it may be overwritten
+            for step in range(steps):
+                dst = d * seg
+                dst_head = (head0 + dst) & 15
+                src = source_row(d, n0, n1, n2, n3, s0, s1, s2, s3)
+                src_head = (head0 + src * seg) & 15
+                if step == steps - 1:  # the next segment's first row, saved earlier
+                    if whole:
+                        wait_all()
+                        cuda.syncthreads()
+                        gather_write(sm8, sm16, sm32, 16 * saved + src_head, data, dst, dst_head, seg, seg,
+                                     n_units, shift_units, int64(-1), tid)
+                    else:
+                        wait_flag(flags, following, epoch, tid)
+                        stage(sm32, moving, scratch, following * slot_bytes + src_head, src_head, seg, tid)
+                        wait_all()
+                        cuda.syncthreads()
+                        gather_write(sm8, sm16, sm32, 16 * moving + src_head, data, dst, dst_head, seg, seg,
+                                     n_units, shift_units, int64(-1), tid)
+                else:
+                    stage(sm32, moving, data, src * seg, src_head, seg, tid)
+                    wait_all()
+                    cuda.syncthreads()
+                    gather_write(sm8, sm16, sm32, 16 * moving + src_head, data, dst, dst_head, seg, seg, n_units,
+                                 shift_units, int64(-1), tid)
+                cuda.syncthreads()  # the buffer is staged again next step
+                d = src
+
+        if tid == 0:
+            finished = atomic_add_u64(counters, 2, uint64(1))
+            if finished == cuda.gridDim.x - 1:  # last block out: rewind the dispensers
+                store_u64(counters, 0, uint64(0))
+                store_u64(counters, 2, uint64(0))
+
+    return kernel

@@ -1,0 +1,241 @@
+"""Shared cases and test body for ``roll_rows``, multi-axis ``roll`` and ``fftshift`` on every backend.
+
+The CPU tests (tests/test_rows.py), the CUDA simulator (tests/sim_cases.py)
+and the GPU tests (tests/test_gpu_rows.py) run the same ``check_rows_case``
+over the same table: random bytes ``offset`` bytes past an aligned address,
+poisoned guard bytes on both sides, compared byte for byte with numpy (a
+Python loop of ``numpy.roll`` per lane; ``numpy.roll`` over several axes;
+``numpy.fft.fftshift``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+from hypothesis import strategies as st
+
+from cases import GUARD, POISON, void
+
+FUNCTIONS = ("roll_rows", "roll", "fftshift", "ifftshift")
+
+
+@dataclass(frozen=True)
+class RowsCase:
+    """One call: ``function(a, shifts, axis)`` on random bytes ``offset`` bytes past an aligned address.
+
+    ``shifts``: roll_rows' per-lane shifts (a nested tuple or an int), or
+    roll's shift tuple; ``axis``: roll_rows' axis, roll's axes, fftshift's
+    axes. ``device_shifts``: on a GPU, pass roll_rows' shifts as an int64
+    device array. ``order``: "C" or "F".
+    """
+
+    function: str
+    shape: tuple
+    dtype: str
+    shifts: Any = 0
+    axis: Any = -1
+    offset: int = 0
+    seed: int = 0
+    order: str = "C"
+    device_shifts: bool = False
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+
+    def array(self) -> np.ndarray:
+        raw = np.random.default_rng(self.seed).integers(1, 256, self.nbytes, dtype=np.uint8)
+        flat = raw.view(self.dtype)
+        return flat.reshape(self.shape, order=self.order)
+
+    def buffer(self) -> np.ndarray:
+        pre = np.full(GUARD + self.offset, POISON, np.uint8)
+        post = np.full(GUARD, POISON ^ 0xFF, np.uint8)
+        return np.concatenate([pre, np.random.default_rng(self.seed).integers(1, 256, self.nbytes, dtype=np.uint8),
+                               post])
+
+    @property
+    def start(self) -> int:
+        return GUARD + self.offset
+
+    def shift_array(self) -> np.ndarray:
+        return np.asarray(self.shifts, dtype=np.int64)
+
+    def expected(self) -> np.ndarray:
+        """What numpy gives, as the array's bytes in memory order."""
+        a = void(self.array())
+        if self.function == "roll_rows":
+            axis = self.axis % a.ndim
+            moved = np.moveaxis(a, axis, -1)
+            lanes = moved.reshape(-1, moved.shape[-1]) if moved.size else moved.reshape(0, max(1, moved.shape[-1]))
+            shifts = np.broadcast_to(self.shift_array(), moved.shape[:-1]).reshape(-1)
+            out = np.array([np.roll(lane, int(s)) for lane, s in zip(lanes, shifts)]).reshape(moved.shape)
+            out = np.moveaxis(out, -1, axis)
+        elif self.function == "roll":
+            out = np.roll(a, self.shifts, self.axis)
+        elif self.function == "fftshift":
+            out = np.fft.fftshift(a, self.axis)
+        else:
+            out = np.fft.ifftshift(a, self.axis)
+        return np.frombuffer(np.asarray(out).tobytes(order=self.order), np.uint8)
+
+    def reproduce(self) -> str:
+        return f"check_rows_case(runner, {self!r})"
+
+
+def view_of(buffer, case: RowsCase):
+    flat = buffer[case.start:case.start + case.nbytes].view(np.dtype(case.dtype))
+    if case.order == "F" and len(case.shape) > 1:
+        return flat.reshape(case.shape[::-1]).T
+    return flat.reshape(case.shape) if len(case.shape) != 1 else flat
+
+
+def call(case: RowsCase, a, shifts):
+    import rotate
+
+    if case.function == "roll_rows":
+        return rotate.roll_rows(a, shifts, case.axis), rotate.plan_roll_rows(a, shifts, case.axis)
+    if case.function == "roll":
+        return rotate.roll(a, case.shifts, case.axis), rotate.plan(a, case.shifts, case.axis)
+    axes = case.axis
+    shape = case.shape
+    ax = tuple(range(len(shape))) if axes is None else ((axes,) if isinstance(axes, int) else tuple(axes))
+    sign = 1 if case.function == "fftshift" else -1
+    plan = rotate.plan(a, [sign * (shape[i] // 2) for i in ax], ax)
+    return getattr(rotate, case.function)(a, case.axis), plan
+
+
+def check_rows_case(runner, case: RowsCase):
+    """Run ``case`` through ``runner``; check the bytes, the guards and the plan. Returns the plan."""
+    try:
+        raw = case.buffer()
+        got, plan = runner.run(raw, case)
+        start, stop = case.start, case.start + case.nbytes
+        assert plan.backend == runner.backend, (plan.backend, runner.backend)
+        assert (got[:start] == raw[:start]).all(), "bytes before the array changed"
+        assert (got[stop:] == raw[stop:]).all(), "bytes after the array changed"
+        want = case.expected()
+        wrong = np.flatnonzero(got[start:stop] != want)
+        assert wrong.size == 0, (f"{wrong.size} of {case.nbytes} bytes differ from numpy; first at byte {wrong[0]}: "
+                                 f"got {got[start + wrong[0]]:#x}, want {want[wrong[0]]:#x}; plan {plan}")
+        assert plan.bytes_moved >= plan.ideal_bytes
+        return plan
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n  reproduce: {case.reproduce()} with runner {type(runner).__name__}") from None
+
+
+class CpuRowsRunner:
+    backend = "cpu"
+
+    def run(self, raw: np.ndarray, case: RowsCase):
+        buf = raw.copy()
+        view = view_of(buf, case)
+        out, plan = call(case, view, case.shift_array() if case.function == "roll_rows" else None)
+        assert out is view
+        return buf, plan
+
+
+class CudaRowsRunner:
+    """Device arrays (a GPU or the simulator); ``settings`` are planner overrides, ``module`` constants too."""
+
+    backend = "cuda"
+
+    def __init__(self, constants: Optional[dict] = None, **settings):
+        self.settings = settings
+        self.constants = constants or {}
+
+    def run(self, raw: np.ndarray, case: RowsCase):
+        from numba import cuda
+
+        from rotate._cuda import planner
+
+        buf = cuda.to_device(raw)
+        view = view_of(buf, case)
+        shifts = None
+        if case.function == "roll_rows":
+            shifts = case.shift_array()
+            if case.device_shifts:
+                shifts = cuda.to_device(shifts)
+        with planner.override(**self.settings), _constants(planner, self.constants):
+            out, plan = call(case, view, shifts)
+        assert out is view
+        cuda.synchronize()
+        return buf.copy_to_host(), plan
+
+
+@contextlib.contextmanager
+def _constants(module, values):
+    saved = {name: getattr(module, name) for name in values}
+    try:
+        for name, value in values.items():
+            setattr(module, name, value)
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(module, name, value)
+
+
+def _fixed() -> list:
+    out = []
+    rng = np.random.default_rng(7)
+    for dtype in ("uint8", "int16", "float32", "float64", "complex128", "V3"):
+        for offset in (0, 1, 4, 8):
+            for shape in ((5, 13), (3, 64), (1, 31), (7,), (2, 3, 11)):
+                lanes = shape[:-1]
+                shifts = rng.integers(-3 * shape[-1], 3 * shape[-1], size=lanes) if lanes else int(rng.integers(-40, 40))
+                shifts = tuple(np.asarray(shifts).tolist()) if lanes and len(lanes) == 1 else (
+                    np.asarray(shifts).tolist() if lanes else shifts)
+                shifts = _freeze(shifts)
+                out.append(RowsCase("roll_rows", shape, dtype, shifts, -1, offset, seed=len(out)))
+                out.append(RowsCase("roll_rows", shape, dtype, shifts, -1, offset, seed=len(out), device_shifts=True))
+        out.append(RowsCase("roll_rows", (6, 9), dtype, _freeze(list(range(-4, 5))), 0, 0, order="F", seed=len(out)))
+        out.append(RowsCase("roll_rows", (4, 5), dtype, 3, -1, 0, seed=len(out)))
+        for shape, shifts, axes in (((6, 10), (3, 5), (0, 1)), ((5, 7), (2, -3), (0, 1)), ((9, 40), (20, 7), (0, 1)),
+                                    ((4, 3, 8), (1, 2, 3), (0, 1, 2)), ((3, 4, 5), (1, 2), (0, 1)),
+                                    ((2, 5, 3, 6), (1, 2, 7), (0, 1, 3)), ((33, 16), (1, 3), (0, 1))):
+            out.append(RowsCase("roll", shape, dtype, shifts, axes, 0 if dtype == "complex128" else 3, seed=len(out)))
+        out.append(RowsCase("fftshift", (7, 9), dtype, None, None, 0, seed=len(out)))
+        out.append(RowsCase("ifftshift", (5, 4, 3), dtype, None, None, 0, seed=len(out)))
+        out.append(RowsCase("fftshift", (8, 6), dtype, None, None, 0, order="F", seed=len(out)))
+    return out
+
+
+def _freeze(value):
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+FIXED_ROWS_CASES = _fixed()
+
+
+@st.composite
+def rows_cases(draw, max_bytes=4096, dtypes=("uint8", "int16", "float32", "float64", "complex128")):
+    """Random roll_rows / multi-axis roll / fftshift cases of at most ``max_bytes`` bytes."""
+    dtype = draw(st.sampled_from(dtypes))
+    item = np.dtype(dtype).itemsize
+    ndim = draw(st.integers(1, 3))
+    budget = max(1, max_bytes // item)
+    shape = []
+    for _ in range(ndim):
+        shape.append(draw(st.integers(1, max(1, min(40, budget)))))
+        budget = max(1, budget // shape[-1])
+    shape = tuple(shape)
+    function = draw(st.sampled_from(FUNCTIONS))
+    offset = draw(st.sampled_from([0, 0, 1, 2, 4, 8, 15]))
+    seed = draw(st.integers(0, 2**31))
+    if function == "roll_rows":
+        lanes = shape[:-1]
+        n = shape[-1]
+        shifts = draw(st.lists(st.integers(-3 * n - 2, 3 * n + 2), min_size=int(np.prod(lanes)),
+                               max_size=int(np.prod(lanes))))
+        shifts = _freeze(np.asarray(shifts, np.int64).reshape(lanes).tolist()) if lanes else shifts[0]
+        return RowsCase(function, shape, dtype, shifts, -1, offset, seed, device_shifts=draw(st.booleans()))
+    if function == "roll":
+        axes = tuple(sorted(set(draw(st.lists(st.integers(0, ndim - 1), min_size=1, max_size=ndim)))))
+        shifts = tuple(draw(st.integers(-60, 60)) for _ in axes)
+        return RowsCase(function, shape, dtype, shifts, axes, offset, seed, order=draw(st.sampled_from("CF")))
+    return RowsCase(function, shape, dtype, None, None, offset, seed, order=draw(st.sampled_from("CF")))
