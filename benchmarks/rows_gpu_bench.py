@@ -73,84 +73,93 @@ def main(argv=None) -> int:
     rows = []
     chosen = [int(i) for i in args.only.split(",") if i] or range(len(CASES))
     for index in chosen:
-        function, shape, dtype, extra = CASES[index]
-        tdtype = getattr(torch, dtype)
-        nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
-        gen = torch.Generator(device="cuda").manual_seed(index)
-        if dtype == "uint8":
-            x = torch.randint(0, 256, shape, dtype=torch.uint8, device="cuda", generator=gen)
-        else:
-            x = torch.rand(shape, dtype=tdtype, device="cuda", generator=gen)
-        original = x.clone()
-        copy, _keep = bench._memcpy(cuda, nbytes, stream)
-        memcpy_ms = timers[2](copy, args.repeat)
-        peers = {}
-        if function == "roll_rows":
-            n = shape[-1]
-            shifts = torch.randint(-n, n, shape[:-1], device="cuda", dtype=torch.int64, generator=gen)
-            idx = (torch.arange(n, device="cuda") - shifts[:, None]) % n
-            call = lambda: rotate.roll_rows(x, shifts)  # noqa: E731
-            plan = rotate.plan_roll_rows(x, shifts)
-            peers["torch.gather"] = lambda: torch.gather(x, 1, idx)
-            want = torch.gather(original, 1, idx)
-            if cupy is not None:
-                cx, cidx = cupy.asarray(x), cupy.asarray(idx)
-                peers["cupy.take_along_axis"] = lambda: cupy.take_along_axis(cx, cidx, 1)
-            del idx
-        elif function == "fftshift":
-            call = lambda: rotate.fftshift(x)  # noqa: E731
-            plan = rotate.plan(x, [s // 2 for s in shape], tuple(range(len(shape))))
-            want = torch.fft.fftshift(original)
-            peers["torch.fft.fftshift"] = lambda: torch.fft.fftshift(x)
-            if cupy is not None:
-                cx = cupy.asarray(x)
-                peers["cupy.fft.fftshift"] = lambda: cupy.fft.fftshift(cx)
-        else:
-            shift, axes = extra
-            call = lambda: rotate.roll(x, shift, axes)  # noqa: E731
-            plan = rotate.plan(x, shift, axes)
-            want = torch.roll(original, shift, axes)
-            peers["torch.roll"] = lambda: torch.roll(x, shift, axes)
-            if cupy is not None:
-                cx = cupy.asarray(x)
-                peers["cupy.roll"] = lambda: cupy.roll(cx, shift, axes)
-        call()
-        torch.cuda.synchronize()
-        correct = bool(torch.equal(x, want))
-        del want
-        x.copy_(original)
-        del original
-        result = {"function": function, "shape": list(shape), "dtype": dtype, "nbytes": nbytes,
-                  "args": None if extra is None else [list(extra[0]), list(extra[1])],
-                  "algorithm": plan.algorithm, "scratch_bytes": plan.scratch_bytes,
-                  "traffic_over_2n": plan.bytes_moved / (2 * nbytes), "correct": correct,
-                  "memcpy_ms": memcpy_ms,
-                  "details": {k: v for k, v in plan.steps[0].details.items() if not k.startswith("_")
-                              and isinstance(v, (int, float, str, bool))} if plan.steps else {}}
-        # Rolling back and forth keeps the data meaningful; every call moves every byte either way.
-        result.update(bench._with_pct(bench._time_all_ways(call, timers, args.repeat), memcpy_ms))
-        result["peers"] = {}
-        for name, peer in peers.items():
-            try:
-                result["peers"][name] = bench._with_pct(bench._time_all_ways(peer, timers, args.repeat), memcpy_ms)
-            except Exception as exc:  # out of memory for the gather's index or output
-                result["peers"][name] = {"error": f"{type(exc).__name__}: {str(exc)[:120]}"}
+        try:
+            rows.append(_case(index, args, torch, cuda, cupy, rotate, bench, timers, stream))
+        except Exception as exc:  # one failing case must not lose the others' numbers
+            print(f"[{index}] {CASES[index]}: {type(exc).__name__}: {exc}", flush=True)
+            rows.append({"case": index, "error": f"{type(exc).__name__}: {exc}"})
             torch.cuda.empty_cache()
-            if cupy is not None:
-                cupy.get_default_memory_pool().free_all_blocks()
-        peer_text = ", ".join(f"{k} {v.get('pct_memcpy', float('nan')):.0f}%" for k, v in result["peers"].items())
-        print(f"[{index}] {function} {shape} {dtype}: {plan.algorithm} correct={correct} whole "
-              f"{result['pct_memcpy']:.1f}% (sync {result['sync_pct_memcpy']:.1f}%) device "
-              f"{result['device_pct_memcpy']:.1f}% of memcpy ({memcpy_ms:.3f} ms); peers: {peer_text}", flush=True)
-        rows.append(result)
-        del x, copy, _keep
-        peers.clear()
+        if args.json:
+            pathlib.Path(args.json).write_text(json.dumps(
+                {"benchmark": "rows_gpu_bench", "environment": environment(), "repeat": args.repeat,
+                 "cases": rows}, indent=1, default=str))
+    return 0 if all(r.get("correct") for r in rows) else 1
+
+
+def _case(index, args, torch, cuda, cupy, rotate, bench, timers, stream):
+    function, shape, dtype, extra = CASES[index]
+    tdtype = getattr(torch, dtype)
+    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    gen = torch.Generator(device="cuda").manual_seed(index)
+    if dtype == "uint8":
+        x = torch.randint(0, 256, shape, dtype=torch.uint8, device="cuda", generator=gen)
+    else:
+        x = torch.rand(shape, dtype=tdtype, device="cuda", generator=gen)
+    original = x.clone()
+    copy, _keep = bench._memcpy(cuda, nbytes, stream)
+    memcpy_ms = timers[2](copy, args.repeat)
+    peers = {}
+    if function == "roll_rows":
+        n = shape[-1]
+        shifts = torch.randint(-n, n, shape[:-1], device="cuda", dtype=torch.int64, generator=gen)
+        idx = (torch.arange(n, device="cuda") - shifts[:, None]) % n
+        call = lambda: rotate.roll_rows(x, shifts)  # noqa: E731
+        plan = rotate.plan_roll_rows(x, shifts)
+        peers["torch.gather"] = lambda: torch.gather(x, 1, idx)
+        want = torch.gather(original, 1, idx)
+        if cupy is not None:
+            cx, cidx = cupy.asarray(x), cupy.asarray(idx)
+            peers["cupy.take_along_axis"] = lambda: cupy.take_along_axis(cx, cidx, 1)
+        del idx
+    elif function == "fftshift":
+        call = lambda: rotate.fftshift(x)  # noqa: E731
+        plan = rotate.plan(x, [s // 2 for s in shape], tuple(range(len(shape))))
+        want = torch.fft.fftshift(original)
+        peers["torch.fft.fftshift"] = lambda: torch.fft.fftshift(x)
+        if cupy is not None:
+            cx = cupy.asarray(x)
+            peers["cupy.fft.fftshift"] = lambda: cupy.fft.fftshift(cx)
+    else:
+        shift, axes = extra
+        call = lambda: rotate.roll(x, shift, axes)  # noqa: E731
+        plan = rotate.plan(x, shift, axes)
+        want = torch.roll(original, shift, axes)
+        peers["torch.roll"] = lambda: torch.roll(x, shift, axes)
+        if cupy is not None:
+            cx = cupy.asarray(x)
+            peers["cupy.roll"] = lambda: cupy.roll(cx, shift, axes)
+    call()
+    torch.cuda.synchronize()
+    correct = bool(torch.equal(x, want))
+    del want
+    x.copy_(original)
+    del original
+    result = {"function": function, "shape": list(shape), "dtype": dtype, "nbytes": nbytes,
+              "args": None if extra is None else [list(extra[0]), list(extra[1])],
+              "algorithm": plan.algorithm, "scratch_bytes": plan.scratch_bytes,
+              "traffic_over_2n": plan.bytes_moved / (2 * nbytes), "correct": correct,
+              "memcpy_ms": memcpy_ms,
+              "details": {k: v for k, v in plan.steps[0].details.items() if not k.startswith("_")
+                          and isinstance(v, (int, float, str, bool))} if plan.steps else {}}
+    # Rolling back and forth keeps the data meaningful; every call moves every byte either way.
+    result.update(bench._with_pct(bench._time_all_ways(call, timers, args.repeat), memcpy_ms))
+    result["peers"] = {}
+    for name, peer in peers.items():
+        try:
+            result["peers"][name] = bench._with_pct(bench._time_all_ways(peer, timers, args.repeat), memcpy_ms)
+        except Exception as exc:  # out of memory for the gather's index or output
+            result["peers"][name] = {"error": f"{type(exc).__name__}: {str(exc)[:120]}"}
         torch.cuda.empty_cache()
-    if args.json:
-        pathlib.Path(args.json).write_text(json.dumps(
-            {"benchmark": "rows_gpu_bench", "environment": environment(), "repeat": args.repeat,
-             "cases": rows}, indent=1, default=str))
-    return 0 if all(r["correct"] for r in rows) else 1
+        if cupy is not None:
+            cupy.get_default_memory_pool().free_all_blocks()
+    peer_text = ", ".join(f"{k} {v.get('pct_memcpy', float('nan')):.0f}%" for k, v in result["peers"].items())
+    print(f"[{index}] {function} {shape} {dtype}: {plan.algorithm} correct={correct} whole "
+          f"{result['pct_memcpy']:.1f}% (sync {result['sync_pct_memcpy']:.1f}%) device "
+          f"{result['device_pct_memcpy']:.1f}% of memcpy ({memcpy_ms:.3f} ms); peers: {peer_text}", flush=True)
+    del x, copy, _keep
+    peers.clear()
+    torch.cuda.empty_cache()
+    return result
 
 
 if __name__ == "__main__":

@@ -89,7 +89,18 @@ class RowsCase:
 def view_of(buffer, case: RowsCase):
     flat = buffer[case.start:case.start + case.nbytes].view(np.dtype(case.dtype))
     if case.order == "F" and len(case.shape) > 1:
-        return flat.reshape(case.shape[::-1]).T
+        if isinstance(flat, np.ndarray) or not hasattr(flat, "__cuda_array_interface__") or \
+                hasattr(flat, "_ary"):  # numpy, or the simulator's arrays (numpy inside)
+            return flat.reshape(case.shape[::-1]).T
+        from numba import cuda  # numba's .T of a device array copies; build the F-ordered view instead
+
+        dtype = np.dtype(case.dtype)
+        strides, step = [], dtype.itemsize
+        for n in case.shape:
+            strides.append(step)
+            step *= n
+        cai = dict(flat.__cuda_array_interface__, shape=tuple(case.shape), strides=tuple(strides))
+        return cuda.from_cuda_array_interface(cai, owner=flat, sync=False)
     return flat.reshape(case.shape) if len(case.shape) != 1 else flat
 
 

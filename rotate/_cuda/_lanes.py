@@ -53,8 +53,9 @@ THREADS = 256
 PANEL_BYTES = 16 * 1024
 #: Lanes one panel holds at most (their shifts sit in shared memory too).
 MAX_PANEL_ROWS = 2048
-#: The most dynamic shared memory a block may ask for on Hopper (bytes).
-MAX_BLOCK_SMEM = 227 * 1024
+#: The most dynamic shared memory the planner gives a block: Hopper's opt-in limit
+#: (227 KiB) less room for the kernels' static shared memory.
+MAX_BLOCK_SMEM = 226 * 1024
 #: Leading (row-index) axes the cycle kernel walks at most.
 MAX_LEAD = 4
 

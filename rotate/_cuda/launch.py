@@ -374,12 +374,14 @@ RUNNERS = {
 
 # --- per-lane shifts and one-pass multi-axis rolls -------------------------
 
-def _set_dynamic_smem(cufunc, nbytes: int) -> None:
-    """Let the kernel take ``nbytes`` of dynamic shared memory (above 48 KiB needs the opt-in)."""
+def _set_dynamic_smem(cufunc) -> None:
+    """Let the kernel take all the dynamic shared memory a block may opt in to, less its static part
+    (above 48 KiB needs the opt-in; asking for more than the device allows is an error)."""
     from numba.cuda.cudadrv.driver import binding, driver
 
+    optin = int(getattr(cufunc.device, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN", 48 * 1024))
     attr = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-    driver.cuKernelSetAttribute(attr, int(nbytes), cufunc.handle, cufunc.device.id)
+    driver.cuKernelSetAttribute(attr, optin - int(cufunc.attrs.shared), cufunc.handle, cufunc.device.id)
 
 
 @_kernels.functools.lru_cache(maxsize=None)
@@ -393,7 +395,7 @@ def _compiled_lanes(which: str, unit: int, threads: int, args: int, device: int)
         return kernel, None
     compiled = kernel.compile("void(" + ", ".join(["int64"] * args) + ")")
     cufunc = compiled._codelibrary.get_cufunc()
-    _set_dynamic_smem(cufunc, _lanes.MAX_BLOCK_SMEM)
+    _set_dynamic_smem(cufunc)
     return kernel, cufunc.kernel
 
 
