@@ -78,7 +78,7 @@ def check_rows_fixed():
 
     seen = set()
     for grid in (1, 3):  # one resident block must finish too: every wait is on an earlier ticket
-        runner = CudaRowsRunner(constants={"MIN_CYCLE_ROW": 16}, threads=32, grid=grid)
+        runner = CudaRowsRunner(constants={"MIN_CYCLE_ROW": 16}, lane_threads=32, grid=grid)
         for case in FIXED_ROWS_CASES[:: 1 if grid == 3 else 3]:
             seen.add(check_rows_case(runner, case).algorithm)
     assert {"lane-panels", "row-cycles"} <= seen, seen
@@ -90,7 +90,7 @@ def check_rows_random(data, threads, grid):
     from rows_cases import CudaRowsRunner, check_rows_case, rows_cases
 
     case = data.draw(rows_cases(max_bytes=600))
-    check_rows_case(CudaRowsRunner(constants={"MIN_CYCLE_ROW": 16}, threads=threads, grid=grid), case)
+    check_rows_case(CudaRowsRunner(constants={"MIN_CYCLE_ROW": 16}, lane_threads=threads, grid=grid), case)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,9 @@ from ._memops import (SIMULATED, atomic_add_u64, commit_copies, copies_waiter, c
                       load16_shared, load_acquire, load_i64, store16, store8, store_relaxed, store_u64)
 
 THREADS = 256
+#: The cycle kernel's block: one or two blocks fit an SM (a row and its staging
+#: take up to 226 KiB), so the warps that hide latency must come from one block.
+CYCLE_THREADS = 1024
 #: Bytes of lanes one panel item of ``roll_rows`` holds (short lanes are packed).
 PANEL_BYTES = 16 * 1024
 #: Lanes one panel holds at most (their shifts sit in shared memory too).
@@ -212,7 +215,7 @@ def _movers(unit: int, threads: int):
         for v in range(tid, vecs, threads):
             q = 16 * v - dst_head
             if q >= 0 and q + 16 <= nbytes:
-                rho = int64(0) if nbytes <= seg else q // seg
+                rho = int64(0) if nbytes <= seg else int64(uint32(q) // uint32(seg))  # a panel < 4 GiB
                 p = q - rho * seg
                 w0 = uint32(0)
                 w1 = uint32(0)
@@ -270,7 +273,7 @@ def _movers(unit: int, threads: int):
                 for b in range(16):
                     x = q + b
                     if x >= 0 and x < nbytes:
-                        rho = int64(0) if nbytes <= seg else x // seg
+                        rho = int64(0) if nbytes <= seg else int64(uint32(x) // uint32(seg))
                         p = x - rho * seg
                         j = unit_source(sm32, shifts_word, shift_row, rho, p, n_units)
                         sb = buf_byte + rho * seg + (j << shift_bits) + (p & (unit - 1))

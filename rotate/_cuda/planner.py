@@ -27,6 +27,7 @@ settings = {
     "min_blocks": 0,  # >0: ask ptxas to fit this many blocks per SM (caps registers)
     "grid": None,  # None: fill the GPU (blocks per SM x SMs)
     "lane_steps": None,  # None: one lane per resident block; an int forces the lane length
+    "lane_threads": None,  # roll_rows / row-cycles block size; None: each kernel's default
 }
 
 #: Default scratch bound: the larger of this fraction of the array and MIN_SCRATCH.
@@ -413,7 +414,7 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
     seg = n * itemsize
     head0 = pointer % 16
     unit = lane_unit(itemsize, head0)
-    threads = settings["threads"]
+    threads = settings["lane_threads"] or L.THREADS
     panel_rows = max(1, min(L.MAX_PANEL_ROWS, L.PANEL_BYTES // seg, rows))
     smem = L.panel_smem_bytes(panel_rows * seg, panel_rows)
     if smem > L.MAX_BLOCK_SMEM:
@@ -499,7 +500,7 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     if len(lead) > L.MAX_LEAD:
         return None
     rows = int(np.prod(lead, dtype=np.int64)) if lead else 1
-    threads = settings["threads"]
+    threads = settings["lane_threads"] or L.CYCLE_THREADS
     sms, _ = device_shape(_device_id())
     grid = settings["grid"] or sms * _blocks_for_smem(smem, threads)
     slot = S.align_up(seg + 32)
