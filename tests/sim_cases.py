@@ -84,6 +84,22 @@ def check_rows_fixed():
     assert {"lane-panels", "row-cycles"} <= seen, seen
 
 
+def check_rows_long_lanes():
+    """Lanes too long for a block (the limit shrunk to 600 bytes here): a chain launch per run of
+    lanes with equal shifts; one buffer for lanes of about 300 to 570 bytes."""
+    from rows_cases import CudaRowsRunner, RowsCase, check_rows_case
+
+    runner = CudaRowsRunner(constants={"MAX_LANE_SMEM": 600}, lane_threads=8, threads=4, tile_bytes=64, grid=3)
+    seen = set()
+    for shape, dtype, shifts, device in (((4, 700), "uint8", (3, 3, -7, 0), False),
+                                         ((3, 100), "float32", (1, 50, 99), True),
+                                         ((5, 70), "uint16", 9, True)):
+        case = RowsCase("roll_rows", shape, dtype, shifts, -1, 3, seed=len(seen), device_shifts=device)
+        plan = check_rows_case(runner, case)
+        seen.add((plan.algorithm, plan.steps[0].details.get("buffers")))
+    assert ("lane-chains", None) in seen and ("lane-panels", 1) in seen, seen
+
+
 @settings(deadline=None, max_examples=EXAMPLES // 2, database=None)
 @given(data=st.data(), threads=st.sampled_from([4, 32]), grid=st.integers(1, 4))
 def check_rows_random(data, threads, grid):
@@ -94,6 +110,7 @@ def check_rows_random(data, threads, grid):
 
 
 if __name__ == "__main__":
+    check_rows_long_lanes()
     check_rows_fixed()
     check_rows_random()
     check_fallback()

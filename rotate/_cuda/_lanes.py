@@ -45,6 +45,8 @@ import numpy as np
 from numba import cuda, int64, njit, uint8, uint16, uint32, uint64
 from numba.extending import register_jitable
 
+from .. import _schedule as S
+
 from ._memops import (SIMULATED, atomic_add_u64, commit_copies, copies_waiter, copy16_async, load16,
                       load16_shared, load_acquire, load_i64, store16, store8, store_relaxed, store_u64)
 
@@ -71,9 +73,9 @@ def buffer_vecs(nbytes: int) -> int:
     return (nbytes + 15 + 15) // 16 + 1
 
 
-def panel_smem_bytes(panel_bytes: int, panel_rows: int) -> int:
-    """Dynamic shared memory of the panel kernel: two staging buffers and two shift tables."""
-    return 2 * 16 * buffer_vecs(panel_bytes) + 2 * 4 * panel_rows
+def panel_smem_bytes(panel_bytes: int, panel_rows: int, buffers: int = 2) -> int:
+    """Dynamic shared memory of the panel kernel: its staging buffers and their shift tables."""
+    return buffers * (16 * buffer_vecs(panel_bytes) + 4 * panel_rows)
 
 
 def cycle_smem_bytes(seg: int) -> int:
@@ -217,6 +219,27 @@ def _movers(unit: int, threads: int):
             if q >= 0 and q + 16 <= nbytes:
                 rho = int64(0) if nbytes <= seg else int64(uint32(q) // uint32(seg))  # a panel < 4 GiB
                 p = q - rho * seg
+                if p + 16 <= seg:  # the vector lies in one row: is its source one run too?
+                    src = p + (unit_source(sm32, shifts_word, shift_row, rho, int64(0), n_units) << shift_bits)
+                    if src >= seg:
+                        src -= seg
+                    if src + 16 <= seg:  # yes: two aligned shared loads and four funnel shifts
+                        sb = buf_byte + rho * seg + src
+                        r = sb & 15
+                        w = (sb - r) >> 2
+                        lo_words = load16_shared(sm32, w)
+                        if r == 0:
+                            store16(dst, v_lo + 16 * v, lo_words[0], lo_words[1], lo_words[2], lo_words[3])
+                        else:
+                            hi_words = load16_shared(sm32, w + 4)
+                            u0, u1, u2, u3, u4 = S.window5(
+                                r >> 2, uint64(lo_words[0]), uint64(lo_words[1]), uint64(lo_words[2]),
+                                uint64(lo_words[3]), uint64(hi_words[0]), uint64(hi_words[1]),
+                                uint64(hi_words[2]), uint64(hi_words[3]))
+                            bs = r & 3
+                            store16(dst, v_lo + 16 * v, uint32(S.funnel(u0, u1, bs)), uint32(S.funnel(u1, u2, bs)),
+                                    uint32(S.funnel(u2, u3, bs)), uint32(S.funnel(u3, u4, bs)))
+                        continue
                 w0 = uint32(0)
                 w1 = uint32(0)
                 w2 = uint32(0)
@@ -284,11 +307,13 @@ def _movers(unit: int, threads: int):
 
 @functools.lru_cache(maxsize=None)
 def panel_kernel(unit: int, threads: int = THREADS):
-    """``kernel(data, shifts, rows, seg, n, m, shift_stride, panel_rows, head0, buf_vecs)``.
+    """``kernel(data, shifts, rows, seg, n, m, shift_stride, panel_rows, head0, buf_vecs, buffers)``.
 
     Rolls each of ``rows`` lanes of ``seg`` bytes (``n`` items of ``m`` units
     of ``unit`` bytes) right by ``shifts[lane * shift_stride] mod n`` items;
-    ``panel_rows`` lanes per item, ``buf_vecs`` vectors per staging buffer.
+    ``panel_rows`` lanes per item, ``buf_vecs`` vectors per staging buffer,
+    ``buffers`` (2: the next panel's copies fly while one is written; 1: a
+    lane too long for two).
     Launch with ``panel_smem_bytes`` of dynamic shared memory.
     """
     stage, gather_write = _movers(unit, threads)
@@ -301,14 +326,14 @@ def panel_kernel(unit: int, threads: int = THREADS):
             sm32[word0 + r] = uint32(s * m)
 
     @cuda.jit(**jit_options)
-    def kernel(data, shifts, rows, seg, n, m, shift_stride, panel_rows, head0, buf_vecs):
+    def kernel(data, shifts, rows, seg, n, m, shift_stride, panel_rows, head0, buf_vecs, buffers):
         sm8 = cuda.shared.array(0, uint8)
         sm16 = cuda.shared.array(0, uint16)
         sm32 = cuda.shared.array(0, uint32)
         tid = cuda.threadIdx.x
         panels = (rows + panel_rows - 1) // panel_rows
         n_units = n * m
-        shift_words = 8 * buf_vecs  # the two shift tables follow the two buffers
+        shift_words = 4 * buffers * buf_vecs  # the shift tables follow the buffers
         panel = int64(cuda.blockIdx.x)
         if panel < panels:
             row0 = panel * panel_rows
@@ -318,16 +343,19 @@ def panel_kernel(unit: int, threads: int = THREADS):
         buf = 0
         while panel < panels:
             following = panel + cuda.gridDim.x
-            other = 1 - buf
-            if following < panels:  # its copies fly while this panel is written
-                row1 = following * panel_rows
-                count1 = min(panel_rows, rows - row1)
-                load_shifts(sm32, shift_words + other * panel_rows, shifts, row1, count1, n, m, shift_stride,
-                            tid)
-                stage(sm32, other * buf_vecs, data, row1 * seg, (head0 + row1 * seg) & 15, count1 * seg, tid)
-            else:
-                commit_copies()
-            wait_but_one()
+            other = 1 - buf if buffers == 2 else buf
+            if buffers == 2:
+                if following < panels:  # its copies fly while this panel is written
+                    row1 = following * panel_rows
+                    count1 = min(panel_rows, rows - row1)
+                    load_shifts(sm32, shift_words + other * panel_rows, shifts, row1, count1, n, m, shift_stride,
+                                tid)
+                    stage(sm32, other * buf_vecs, data, row1 * seg, (head0 + row1 * seg) & 15, count1 * seg, tid)
+                else:
+                    commit_copies()
+                wait_but_one()
+            else:  # one buffer (a lane too long for two): the next panel is staged after this one is written
+                wait_all()
             cuda.syncthreads()
             row0 = panel * panel_rows
             count = min(panel_rows, rows - row0)
@@ -335,7 +363,12 @@ def panel_kernel(unit: int, threads: int = THREADS):
             head = (head0 + lo) & 15
             gather_write(sm8, sm16, sm32, 16 * buf * buf_vecs + head, data, lo, head, count * seg, seg, n_units,
                          int64(0), int64(shift_words + buf * panel_rows), tid)
-            cuda.syncthreads()  # the buffer is staged again two panels on
+            cuda.syncthreads()  # the buffer is staged again
+            if buffers == 1 and following < panels:
+                row1 = following * panel_rows
+                count1 = min(panel_rows, rows - row1)
+                load_shifts(sm32, shift_words, shifts, row1, count1, n, m, shift_stride, tid)
+                stage(sm32, 0, data, row1 * seg, (head0 + row1 * seg) & 15, count1 * seg, tid)
             panel = following
             buf = other
 

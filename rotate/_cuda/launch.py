@@ -438,8 +438,8 @@ def run_lane_panels(target: Any, info, step, handle: int, shifts: Any, shift_str
     unit = d["unit_bytes"]
     n = d["_n"]
     scalars = (step.rows, step.seg_bytes, n, step.word_bytes // unit, shift_stride, d["panel_rows"], d["head0"],
-               d["_buf_vecs"])
-    kernel, cu_kernel = _compiled_lanes("panel", unit, d["block"], 10, planner._device_id())
+               d["_buf_vecs"], d["buffers"])
+    kernel, cu_kernel = _compiled_lanes("panel", unit, d["block"], 11, planner._device_id())
     if SIMULATED:
         data = _sim_bytes(target, step.rows * step.seg_bytes)
         flat = getattr(shifts, "_ary", shifts).reshape(-1)  # a 0-d array of one shift too
@@ -463,7 +463,8 @@ def pointer_device(pointer: int) -> int:
 
 
 def run_lanes(target: Any, info, step, handle: int, host_shifts, device_shifts, stride: int) -> None:
-    """Run a ``roll_rows`` step: ``lane-panels`` in one launch, or ``lane-chains`` (one per lane)."""
+    """Run a ``roll_rows`` step: ``lane-panels`` in one launch, or ``lane-chains`` (a launch per run of
+    lanes with equal shifts)."""
     if step.algorithm == "lane-panels":
         if device_shifts is None:
             if SIMULATED:
@@ -473,19 +474,30 @@ def run_lanes(target: Any, info, step, handle: int, host_shifts, device_shifts, 
         run_lane_panels(target, info, step, handle, device_shifts, stride)
         return
     if host_shifts is None:  # lanes too long for a block: the shifts decide each lane's plan on the host
-        host = device_shifts.copy_to_host() if hasattr(device_shifts, "copy_to_host") else \
-            cuda.as_cuda_array(device_shifts).copy_to_host()
+        if SIMULATED:
+            host = np.asarray(getattr(device_shifts, "_ary", device_shifts))
+        else:  # on the call's stream, after whatever the caller queued there
+            numba_stream = _numba_stream(handle)
+            host = cuda.as_cuda_array(device_shifts).copy_to_host(stream=numba_stream)
+            numba_stream.synchronize()
         host_shifts = np.broadcast_to(host.reshape(-1), (step.rows,)) if stride == 0 else host.reshape(-1)
     import dataclasses
 
-    n = step.details["_n"] if "_n" in step.details else step.seg_bytes // step.word_bytes
+    n = step.seg_bytes // step.word_bytes
     item = step.word_bytes
-    for lane in range(step.rows):
-        s = int(host_shifts[lane]) % n
-        if not s:
-            continue
-        pointer = info.pointer + lane * step.seg_bytes
-        sub = planner.plan_step(None, s, 1, step.seg_bytes, (n - s) * item, item, pointer, None)
-        lane_info = dataclasses.replace(info, shape=(n,), strides=(item,), pointer=pointer)
-        lane_target = _SimSlice(target, lane * step.seg_bytes, step.seg_bytes) if SIMULATED else target
-        RUNNERS[sub.algorithm](lane_target, lane_info, sub, handle)
+    shifts = np.asarray(host_shifts, np.int64) % n
+    lane = 0
+    while lane < step.rows:  # one chain launch per run of lanes with the same shift
+        end = lane + 1
+        while end < step.rows and shifts[end] == shifts[lane]:
+            end += 1
+        s = int(shifts[lane])
+        if s:
+            pointer = info.pointer + lane * step.seg_bytes
+            sub = planner.plan_step(None, s, end - lane, step.seg_bytes, (n - s) * item, item, pointer, None)
+            lane_info = dataclasses.replace(info, shape=(end - lane, n), strides=(step.seg_bytes, item),
+                                            pointer=pointer)
+            lane_target = _SimSlice(target, lane * step.seg_bytes, (end - lane) * step.seg_bytes) \
+                if SIMULATED else target
+            RUNNERS[sub.algorithm](lane_target, lane_info, sub, handle)
+        lane = end

@@ -407,7 +407,7 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
     """``roll_rows`` of ``rows`` back-to-back lanes of ``n`` items: panels of whole lanes, one launch.
 
     None when one lane and its staging do not fit a block's shared memory
-    (lanes longer than about 113 KiB): those take one chain launch per lane.
+    (lanes longer than about 226 KiB): those take chain launches.
     """
     from . import _lanes as L
 
@@ -416,8 +416,13 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
     unit = lane_unit(itemsize, head0)
     threads = settings["lane_threads"] or L.THREADS
     panel_rows = max(1, min(L.MAX_PANEL_ROWS, L.PANEL_BYTES // seg, rows))
-    smem = L.panel_smem_bytes(panel_rows * seg, panel_rows)
-    if smem > L.MAX_BLOCK_SMEM:
+    for buffers in (2, 1):  # two panels in flight per block if a lane allows, else one
+        while panel_rows > 1 and L.panel_smem_bytes(panel_rows * seg, panel_rows, buffers) > MAX_LANE_SMEM:
+            panel_rows //= 2
+        smem = L.panel_smem_bytes(panel_rows * seg, panel_rows, buffers)
+        if smem <= MAX_LANE_SMEM:
+            break
+    else:
         return None
     panels = S.ceil_div(rows, panel_rows)
     sms, _ = device_shape(_device_id())
@@ -432,6 +437,7 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
             "block": threads,
             "grid": max(1, min(grid, panels)),
             "panel_rows": panel_rows,
+            "buffers": buffers,
             "unit_bytes": unit,
             "smem_bytes": smem,
             "head0": head0,
@@ -443,7 +449,8 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
 
 
 def plan_lane_chains(axis: int, rows: int, n: int, itemsize: int, pointer: int) -> Step:
-    """``roll_rows`` of lanes too long for a block: one chain launch per lane (shifts read on the host)."""
+    """``roll_rows`` of lanes too long for a block: one chain launch per run of lanes with equal shifts
+    (shifts read on the host)."""
     seg = n * itemsize
     return Step(
         axis, 0, rows, seg, 0, itemsize,
@@ -452,14 +459,17 @@ def plan_lane_chains(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
         bytes_moved=2 * rows * seg,
         details={
             "schedule": "lane-chains",
-            "launches": rows,
+            "launches_at_most": rows,
             "head0": pointer % 16,
-            "reason": "lanes longer than a block's shared memory: one chain launch per lane; "
-                      "shifts on the device are copied to the host first (one synchronisation)",
+            "reason": "lanes longer than a block's shared memory: one chain launch per run of lanes "
+                      "with equal shifts; shifts on the device are copied to the host first (one "
+                      "synchronisation)",
         },
     )
 
 
+#: Shared memory the lane kernels may ask for per block (rotate/_cuda/_lanes.py).
+MAX_LANE_SMEM = 226 * 1024
 #: Cycle-kernel tables above this many segments: one pass per axis instead.
 MAX_SEGMENTS = 1 << 17
 #: Rows shorter than this: one pass per axis (a step per row costs more than its bytes).
@@ -485,7 +495,7 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     head0 = pointer % 16
     unit = lane_unit(itemsize, head0)
     smem = L.cycle_smem_bytes(seg)
-    if seg < MIN_CYCLE_ROW or smem > L.MAX_BLOCK_SMEM:
+    if seg < MIN_CYCLE_ROW or smem > MAX_LANE_SMEM:
         return None
     lead, offs = [], []  # fold the leading axes; adjacent unrolled ones merge
     for ax in range(last):
