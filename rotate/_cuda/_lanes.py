@@ -51,9 +51,6 @@ from ._memops import (SIMULATED, atomic_add_u64, commit_copies, copies_waiter, c
                       load16_shared, load_acquire, load_i64, store16, store8, store_relaxed, store_u64)
 
 THREADS = 256
-#: The cycle kernel's block: one or two blocks fit an SM (a row and its staging
-#: take up to 226 KiB), so the warps that hide latency must come from one block.
-CYCLE_THREADS = 1024
 #: Bytes of lanes one panel item of ``roll_rows`` holds (short lanes are packed).
 PANEL_BYTES = 16 * 1024
 #: Lanes one panel holds at most (their shifts sit in shared memory too).
@@ -79,8 +76,16 @@ def panel_smem_bytes(panel_bytes: int, panel_rows: int, buffers: int = 2) -> int
 
 
 def cycle_smem_bytes(seg: int) -> int:
-    """Dynamic shared memory of the cycle kernel: the saved first row and the staging buffer."""
-    return 2 * 16 * buffer_vecs(seg)
+    """Dynamic shared memory of the cycle kernel: the saved first row and two staging buffers."""
+    return 3 * 16 * buffer_vecs(seg)
+
+
+def cycle_threads(seg: int) -> int:
+    """The cycle kernel's block: about four 16-byte vectors of a row a thread, 128 to 1024 threads."""
+    threads = 128
+    while threads < 1024 and threads * 64 < seg:
+        threads *= 2
+    return threads
 
 
 def log2_unit(unit: int) -> int:
@@ -398,6 +403,21 @@ def cycle_kernel(unit: int, threads: int = THREADS):
                 pass
         cuda.syncthreads()
 
+    @cuda.jit(device=True)
+    def stage_source(sm32, buf, data, scratch, flags, src, last, whole, following, seg, head0, slot_bytes, epoch,
+                     tid):
+        """Stage the source row of a step (one copy group): ``src`` from the array, or for a
+        segment's last step the next segment's first row (nothing, when it is in ``saved``; from
+        scratch once its pre-read is published)."""
+        head = (head0 + src * seg) & 15
+        if not last:
+            stage(sm32, buf, data, src * seg, head, seg, tid)
+        elif whole:
+            commit_copies()
+        else:
+            wait_flag(flags, following, epoch, tid)
+            stage(sm32, buf, scratch, following * slot_bytes + head, head, seg, tid)
+
     @cuda.jit(**jit_options)
     def kernel(data, scratch, flags, counters, table, nseg, seg, n_units, shift_units, head0, slot_bytes,
                buf_vecs, n0, n1, n2, n3, s0, s1, s2, s3, epoch):
@@ -406,8 +426,9 @@ def cycle_kernel(unit: int, threads: int = THREADS):
         sm32 = cuda.shared.array(0, uint32)
         ctrl = cuda.shared.array(1, int64)
         tid = cuda.threadIdx.x
-        saved = 0  # buffer 0: a one-segment cycle's first row; buffer 1: the row being moved
-        moving = buf_vecs
+        saved = 0  # buffer 0: a one-segment cycle's first row; buffers 1, 2: rows being moved
+        current = buf_vecs
+        upcoming = 2 * buf_vecs
         while True:
             if tid == 0:
                 ctrl[0] = int64(atomic_add_u64(counters, 0, uint64(1)))
@@ -435,36 +456,33 @@ def cycle_kernel(unit: int, threads: int = THREADS):
             steps = load_i64(table, 3 * g + 1)
             following = load_i64(table, 3 * g + 2)
             whole = following == g
-            if whole:  # save the first row in shared memory; its copies fly with the next row's
+            if whole:  # save the first row in shared memory; its copies fly with the next rows'
                 stage(sm32, saved, data, d * seg, (head0 + d * seg) & 15, seg, tid)
             else:
                 wait_flag(flags, g, epoch, tid)  # the first row is in scratch: it may be overwritten
+            # Two moving buffers: step i+1's source row is staged while step i's row is written
+            # (it is neither step i's row nor step i's source, so nothing orders them).
+            src = source_row(d, n0, n1, n2, n3, s0, s1, s2, s3)
+            stage_source(sm32, current, data, scratch, flags, src, steps == 1, whole, following, seg, head0,
+                         slot_bytes, epoch, tid)
             for step in range(steps):
-                dst = d * seg
-                dst_head = (head0 + dst) & 15
-                src = source_row(d, n0, n1, n2, n3, s0, s1, s2, s3)
-                src_head = (head0 + src * seg) & 15
-                if step == steps - 1:  # the next segment's first row, saved earlier
-                    if whole:
-                        wait_all()
-                        cuda.syncthreads()
-                        gather_write(sm8, sm16, sm32, 16 * saved + src_head, data, dst, dst_head, seg, seg,
-                                     n_units, shift_units, int64(-1), tid)
-                    else:
-                        wait_flag(flags, following, epoch, tid)
-                        stage(sm32, moving, scratch, following * slot_bytes + src_head, src_head, seg, tid)
-                        wait_all()
-                        cuda.syncthreads()
-                        gather_write(sm8, sm16, sm32, 16 * moving + src_head, data, dst, dst_head, seg, seg,
-                                     n_units, shift_units, int64(-1), tid)
+                after = source_row(src, n0, n1, n2, n3, s0, s1, s2, s3)
+                if step + 1 < steps:
+                    stage_source(sm32, upcoming, data, scratch, flags, after, step + 2 == steps, whole,
+                                 following, seg, head0, slot_bytes, epoch, tid)
                 else:
-                    stage(sm32, moving, data, src * seg, src_head, seg, tid)
-                    wait_all()
-                    cuda.syncthreads()
-                    gather_write(sm8, sm16, sm32, 16 * moving + src_head, data, dst, dst_head, seg, seg, n_units,
-                                 shift_units, int64(-1), tid)
-                cuda.syncthreads()  # the buffer is staged again next step
+                    commit_copies()  # an empty group keeps the count: this step's group is the older one
+                wait_but_one()
+                cuda.syncthreads()
+                dst = d * seg
+                src_head = (head0 + src * seg) & 15
+                from_buffer = saved if whole and step == steps - 1 else current
+                gather_write(sm8, sm16, sm32, 16 * from_buffer + src_head, data, dst, (head0 + dst) & 15, seg, seg,
+                             n_units, shift_units, int64(-1), tid)
+                cuda.syncthreads()  # the buffer is staged again two steps on
                 d = src
+                src = after
+                current, upcoming = upcoming, current
 
         if tid == 0:
             finished = atomic_add_u64(counters, 2, uint64(1))

@@ -482,8 +482,9 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
 
     ``c_shifts`` maps C-order axes to shifts in ``(0, length)``. The axes up
     to the last rolled one index rows; the last rolled axis and everything
-    after it form a row, rolled while it moves. None when a row (twice, with
-    its staging) does not fit a block's shared memory, is shorter than
+    after it form a row, rolled while it moves. None when three rows (a
+    saved first row, two staging buffers) do not fit a block's shared
+    memory (rows above about 75 KiB), a row is shorter than
     MIN_CYCLE_ROW, the leading axes do not fold into MAX_LEAD radices, the
     table is too large or the pre-reads exceed ``cap``.
     """
@@ -510,7 +511,7 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     if len(lead) > L.MAX_LEAD:
         return None
     rows = int(np.prod(lead, dtype=np.int64)) if lead else 1
-    threads = settings["lane_threads"] or L.CYCLE_THREADS
+    threads = settings["lane_threads"] or L.cycle_threads(seg)
     sms, _ = device_shape(_device_id())
     grid = settings["grid"] or sms * _blocks_for_smem(smem, threads)
     slot = S.align_up(seg + 32)
