@@ -58,6 +58,8 @@ MAX_PANEL_ROWS = 2048
 #: The most dynamic shared memory the planner gives a block: Hopper's opt-in limit
 #: (227 KiB) less room for the kernels' static shared memory.
 MAX_BLOCK_SMEM = 226 * 1024
+#: Rows (lanes) from this many bytes take the two-loads-and-funnel gather.
+FAST_GATHER_ROW = 2048
 #: Leading (row-index) axes the cycle kernel walks at most.
 MAX_LEAD = 4
 
@@ -224,7 +226,10 @@ def _movers(unit: int, threads: int):
             if q >= 0 and q + 16 <= nbytes:
                 rho = int64(0) if nbytes <= seg else int64(uint32(q) // uint32(seg))  # a panel < 4 GiB
                 p = q - rho * seg
-                if p + 16 <= seg:  # the vector lies in one row: is its source one run too?
+                # Rows of at least FAST_GATHER_ROW bytes: the vector lies in one row (is its source one
+                # run too?). Shorter rows leave a warp's vectors in rows of different shifts, whose
+                # realignment branches would diverge: those take the unit-by-unit gather.
+                if seg >= FAST_GATHER_ROW and p + 16 <= seg:
                     src = p + (unit_source(sm32, shifts_word, shift_row, rho, int64(0), n_units) << shift_bits)
                     if src >= seg:
                         src -= seg
