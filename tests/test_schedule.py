@@ -192,3 +192,15 @@ def test_gries_mills_swaps_then_rotation_equal_numpy(n, data, fits):
     assert sub_k == 0 or min(sub_k, sub_n - sub_k) <= fits
     a[lo:lo + sub_n] = np.roll(a[lo:lo + sub_n], -sub_k)
     np.testing.assert_array_equal(a, np.roll(np.arange(n), -k))
+
+
+def test_block_swap_planning_gives_up_after_its_pass_limit():
+    """A 1-byte distance with no scratch would take n block swaps, each asking whether the rest
+    fits, on the host (the GPU test run sat in this loop for minutes): the planner stops early."""
+    from rotate._cuda import planner
+
+    asked = []
+    swaps, _ = planner.gries_mills(1_000_003, 1_000_002, lambda n, k: asked.append((n, k)) or False,
+                                   planner.MAX_SWAP_PASSES)
+    assert len(swaps) == planner.MAX_SWAP_PASSES + 1
+    assert len(asked) <= planner.MAX_SWAP_PASSES + 2

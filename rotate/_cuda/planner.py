@@ -38,8 +38,12 @@ MAX_SWAP_PASSES = 16
 MAX_SWAP_ROWS = 64
 
 
-def gries_mills(n: int, k: int, fits):
+def gries_mills(n: int, k: int, fits, max_swaps: Optional[int] = None):
     """Block swaps that reduce "rotate n bytes left by k" until ``fits(n', k')``.
+
+    Stops after ``max_swaps + 1`` swaps when ``max_swaps`` is given (the
+    caller gives up past ``max_swaps``): a shift of 1 byte would otherwise
+    take ``n`` swaps, each asking ``fits``, on the host.
 
     Returns ``(swaps, (lo, sub_n, sub_k))``: swap ``[a, a + m)`` with
     ``[b, b + m)`` for each ``(a, b, m)`` in order, then rotate
@@ -49,6 +53,8 @@ def gries_mills(n: int, k: int, fits):
     swaps = []
     lo, sub_n, sub_k = 0, n, k
     while sub_k and not fits(sub_n, sub_k):
+        if max_swaps is not None and len(swaps) > max_swaps:
+            break
         if sub_k <= sub_n - sub_k:
             # [A B1 B2], |A| = |B2| = sub_k: swap A and B2; A is final at the end.
             swaps.append((lo, lo + sub_n - sub_k, sub_k))
@@ -333,7 +339,8 @@ def _plan_block_swap(axis, shift, rows, seg, left, word, pointer, cap) -> Option
     # shrink the problem until they do, then the chain schedule finishes it;
     # when that takes too many passes (or rows), three reversals: no scratch, 4N.
     if rows <= MAX_SWAP_ROWS:
-        swaps, (lo, sub_n, sub_k) = gries_mills(seg, left, lambda n, k: plan_chain(1, n, k, 0, cap) is not None)
+        swaps, (lo, sub_n, sub_k) = gries_mills(seg, left, lambda n, k: plan_chain(1, n, k, 0, cap) is not None,
+                                                MAX_SWAP_PASSES)
         if len(swaps) <= MAX_SWAP_PASSES:
             # Every row runs its own final chain step: rows whose start sits at
             # another offset from a 16-byte boundary need a plan for that offset.
