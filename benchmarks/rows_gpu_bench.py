@@ -111,7 +111,6 @@ def _case(index, args, torch, cuda, cupy, rotate, bench, timers, stream):
         if cupy is not None:
             cx, cidx = cupy.asarray(x), cupy.asarray(idx)
             peers["cupy.take_along_axis"] = lambda: cupy.take_along_axis(cx, cidx, 1)
-        del idx
     elif function == "fftshift":
         call = lambda: rotate.fftshift(x)  # noqa: E731
         plan = rotate.plan(x, [s // 2 for s in shape], tuple(range(len(shape))))

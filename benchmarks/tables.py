@@ -105,10 +105,10 @@ def _env_line(data) -> str:
             f"{data['rows'][0].get('calls_back_to_back', 20) if data.get('rows') else 20} calls back to back")
 
 
-def gpu_e2e_table(data) -> str:
+def gpu_e2e_table(data, source: str = "gpu-e2e-h200.json") -> str:
     if data is None:
         return E2E_MISSING
-    lines = [f"Source: `docs/results/gpu-e2e-h200.json` ({_env_line(data)}). % of a device-to-device "
+    lines = [f"Source: `docs/results/{source}` ({_env_line(data)}). % of a device-to-device "
              f"memcpy measured in the same run; *whole call* = CUDA events around the Python calls, "
              f"host work included.", "",
              "| size | dtype | shift | algorithm | whole call, back to back | one call at a time | device only "
@@ -136,16 +136,96 @@ def gpu_e2e_table(data) -> str:
     return "\n".join(lines)
 
 
-def gpu_small_table(data) -> str:
+def gpu_small_table(data, source: str = "gpu-e2e-h200.json") -> str:
     if data is None:
         return E2E_MISSING
     rows = data.get("small_arrays") or []
     if not rows:
         return "The committed run has no small-array table (`--no-small`)."
-    lines = ["| call (4 KiB array) | us per call |", "|---|---|"]
+    commit = str(data.get("environment", {}).get("git_commit", "?"))[:12]
+    lines = [f"Source: `docs/results/{source}` (commit `{commit}`).", "",
+             "| call (4 KiB array) | us per call |", "|---|---|"]
     for r in rows:
         lines.append(f"| {r['case']} | {_num(r.get('us_per_call'), '.1f', 'n/a: ' + r.get('error', '')[:60])} |")
     return "\n".join(lines)
+
+
+def _pct(entry, key="pct_memcpy") -> str:
+    if not entry or key not in entry:
+        return "n/a" if not entry or "error" not in entry else "failed"
+    return f"{entry[key]:.0f}%"
+
+
+def gpu_rows_table(data) -> str:
+    """roll_rows, fftshift and multi-axis roll on the GPU (benchmarks/rows_gpu_bench.py), with peers."""
+    if data is None:
+        return "(no result yet: run benchmarks/rows_gpu_bench.py on a GPU)"
+    env = data.get("environment", {})
+    versions = env.get("versions", {})
+    lines = [f"Source: `docs/results/gpu-rows-h200.json` (commit `{str(env.get('git_commit', '?'))[:12]}`, "
+             f"numba-cuda {versions.get('numba-cuda')}, torch {versions.get('torch')}, cupy "
+             f"{versions.get('cupy')}). % of a device-to-device memcpy of the same bytes in the same run; "
+             f"*whole call* = 20 calls back to back between CUDA events, host work included. Peers are out of "
+             f"place (a second array; the gathers also an int64 index per element).", "",
+             "| call | shape | dtype | size | algorithm | traffic / 2N | whole call | one at a time | device | "
+             "peers (whole call) | faster |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in data["cases"]:
+        if "error" in r:
+            lines.append(f"| case {r.get('case')} | | | | failed: {r['error'][:60]} | | | | | | |")
+            continue
+        call = r["function"] + (f" {tuple(r['args'][0])}, axes {tuple(r['args'][1])}" if r.get("args") else "")
+        peers = {k: v for k, v in r["peers"].items() if "ms" in v}
+        peer_text = ", ".join(f"{k} {_pct(v)}" for k, v in r["peers"].items())
+        best = min(peers, key=lambda k: peers[k]["ms"]) if peers else None
+        verdict = "n/a" if best is None else (
+            f"rotate, {peers[best]['ms'] / r['ms']:.2f}x" if r["ms"] <= peers[best]["ms"]
+            else f"{best}, {r['ms'] / peers[best]['ms']:.2f}x")
+        lines.append(f"| {call} | {tuple(r['shape'])} | {r['dtype']} | {size_label(r['nbytes'])} | {r['algorithm']} | "
+                     f"{r['traffic_over_2n']:.3f} | {_pct(r)} | {_pct(r, 'sync_pct_memcpy')} | "
+                     f"{_pct(r, 'device_pct_memcpy')} | {peer_text} | {verdict} |")
+    return "\n".join(lines)
+
+
+def readme_rows(data, quick) -> str:
+    """README's GPU paragraph for roll_rows / fftshift / multi-axis rolls, from gpu-rows-h200.json."""
+    if data is None:
+        return "(no GPU result for roll_rows and fftshift yet)"
+    ok = [r for r in data["cases"] if "error" not in r]
+
+    def span(rows, key="pct_memcpy"):
+        values = [r[key] for r in rows if key in r]
+        if not values:
+            return "n/a"
+        fmt = ".1f" if min(values) < 1 else ".0f"
+        low, high = format(min(values), fmt), format(max(values), fmt)
+        return f"{low}%" if low == high else f"{low}-{high}%"
+
+    def peer_span(rows, name):
+        values = [r["peers"][name]["pct_memcpy"] for r in rows if "pct_memcpy" in r["peers"].get(name, {})]
+        return f"{min(values):.0f}-{max(values):.0f}%" if values else "n/a"
+
+    lanes = [r for r in ok if r["algorithm"] == "lane-panels"]
+    chains = [r for r in ok if r["algorithm"] == "lane-chains"]
+    cycles = [r for r in ok if r["algorithm"] == "row-cycles"]
+    ratios = [r["peers"]["cupy.take_along_axis"]["ms"] / r["ms"] for r in lanes
+              if "ms" in r["peers"].get("cupy.take_along_axis", {})]
+    commit = str(data.get("environment", {}).get("git_commit", "?"))[:12]
+    text = (f"On the same GPU (docs/results/gpu-rows-h200.json, commit `{commit}`, whole call), `roll_rows` "
+            f"moves lanes of 64 B to 128 KiB in one pass at **{span(lanes)} of memcpy**, "
+            f"{min(ratios):.1f}-{max(ratios):.1f}x faster than the `cupy.take_along_axis` gather "
+            f"({peer_span(lanes, 'cupy.take_along_axis')}, plus 8 index bytes per element); lanes beyond "
+            f"a block's shared memory take one chain launch per run of equal shifts and are slow "
+            f"({span(chains)}). `fftshift` and multi-axis `roll` run in one pass (`row-cycles`) at "
+            f"{span(cycles)}; `cupy.fft.fftshift` ({peer_span(cycles, 'cupy.fft.fftshift')}, out of "
+            f"place) is faster, `torch.fft.fftshift` ({peer_span(cycles, 'torch.fft.fftshift')}) is "
+            f"slower. The 85% goal is not met yet.")
+    if quick is not None and quick.get("small_arrays"):
+        calls = [r["us_per_call"] for r in quick["small_arrays"] if r["case"].startswith("rotate.roll")
+                 and r.get("us_per_call")]
+        qcommit = str(quick.get("environment", {}).get("git_commit", "?"))[:12]
+        text += (f" Host work per call on a 4 KiB array, measured again at `{qcommit}`: "
+                 f"{min(calls):.1f}-{max(calls):.1f} us (goal 20 us).")
+    return "\n".join(_wrap(text))
 
 
 # --- CPU ----------------------------------------------------------------------------
@@ -346,6 +426,13 @@ def blocks() -> dict:
         ("README.md", "numbers", "readme-how-fast"): readme_how_fast(bench, longdist, e2e, cpu, overhead),
         ("docs/perf-notes.md", "table", "chain-history"): chain_history_table(),
         ("docs/perf-notes.md", "table", "dist"): dist_table(load("dist-h200x2.json")),
+        ("docs/perf-notes.md", "table", "gpu-rows"): gpu_rows_table(load("gpu-rows-h200.json")),
+        ("README.md", "numbers", "readme-rows"): readme_rows(load("gpu-rows-h200.json"),
+                                                             load("gpu-e2e-quick-h200.json")),
+        ("docs/perf-notes.md", "table", "gpu-e2e-quick"): gpu_e2e_table(load("gpu-e2e-quick-h200.json"),
+                                                                        "gpu-e2e-quick-h200.json"),
+        ("docs/perf-notes.md", "table", "gpu-small-quick"): gpu_small_table(load("gpu-e2e-quick-h200.json"),
+                                                                            "gpu-e2e-quick-h200.json"),
     }
     if bench is not None:
         out[("docs/perf-notes.md", "table", "gpu-device-1gib")] = gpu_device_table(bench["rows"], GiB)

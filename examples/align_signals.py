@@ -14,7 +14,10 @@ which allocates an index array (8 bytes per element, twice the float32
 data) plus the output. The script measures both with tracemalloc (numpy
 reports its allocations there) and checks they agree.
 
-    python examples/align_signals.py [--rows 2000] [--length 4096]
+On a machine with a CUDA GPU it then aligns the same signals on the GPU,
+lags passed as a device array (``--cpu-only`` skips that).
+
+    python examples/align_signals.py [--rows 2000] [--length 4096] [--cpu-only]
 """
 
 import argparse
@@ -60,6 +63,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=2000)
     parser.add_argument("--length", type=int, default=4096)
+    parser.add_argument("--cpu-only", action="store_true", help="skip the GPU part")
     args = parser.parse_args()
 
     reference, signals, true_lags = make_signals(args.rows, args.length)
@@ -80,6 +84,34 @@ def main() -> None:
     print(f"  rotate.roll_rows (in place):      peak {inplace_peak / mib:8.1f} MiB extra, {inplace_s * 1e3:6.1f} ms")
     print(f"  memory saved: {(gather_peak - inplace_peak) / mib:.1f} MiB "
           f"({gather_peak / max(inplace_peak, 1):.0f}x less)")
+    if not args.cpu_only:
+        align_on_gpu(reference, gathered, true_lags, args.rows, args.length)
+
+
+def align_on_gpu(reference, expected, lags, rows, length) -> None:
+    """The same alignment on a GPU, lags on the device too (read there: no host round trip)."""
+    try:
+        from numba import cuda
+        from numba.core import config
+
+        if config.ENABLE_CUDASIM or not cuda.is_available():
+            print("no CUDA GPU: skipped the GPU part")
+            return
+    except ImportError:
+        print("numba-cuda not installed: skipped the GPU part")
+        return
+    _, signals, _ = make_signals(rows, length)  # the same signals, rebuilt on the host
+    device = cuda.to_device(signals)
+    device_lags = cuda.to_device(np.ascontiguousarray(-lags, dtype=np.int64))
+    free_before = cuda.current_context().get_memory_info()[0]
+    rotate.roll_rows(device, device_lags)
+    cuda.synchronize()
+    free_after = cuda.current_context().get_memory_info()[0]
+    assert np.array_equal(device.copy_to_host(), expected), "GPU roll_rows differs from the gather"
+    gather_bytes = signals.size * 8 + signals.nbytes  # an int64 index per element and the output
+    print(f"GPU: {rotate.plan_roll_rows(device, device_lags).algorithm}, rows aligned in place; device memory "
+          f"taken by the call: {max(free_before - free_after, 0) / (1 << 20):.1f} MiB (a gather would take "
+          f"{gather_bytes / (1 << 20):.1f} MiB)")
 
 
 if __name__ == "__main__":

@@ -3,8 +3,9 @@
 numpy.fft.fftshift(x) is numpy.roll(x, [n // 2 for n in x.shape], axes):
 the zero-frequency term moves to the centre. rotate.fftshift does it in
 place, without a second array, on the CPU (numpy; every axis in one pass)
-or the GPU (CuPy, PyTorch or numba device arrays; one pass per axis for
-now). ``--cpu-only`` skips the GPU part.
+or the GPU (CuPy, PyTorch or numba device arrays; one pass where a row
+fits a block, else one per axis: the plan says). ``--cpu-only`` skips the
+GPU part.
 
     python examples/fftshift_inplace.py [--cpu-only]
 """
@@ -40,9 +41,11 @@ def main(cpu_only: bool) -> None:
         print("numba-cuda not installed: skipped the GPU part")
         return
     device = cuda.to_device(spectrum)
+    plan = rotate.plan(device, [n // 2 for n in spectrum.shape], (0, 1))
     rotate.fftshift(device)
     assert np.array_equal(device.copy_to_host(), expected)
-    print("GPU: in-place fftshift of the same spectrum equals numpy.fft.fftshift")
+    print(f"GPU: in-place fftshift of the same spectrum equals numpy.fft.fftshift ({plan.algorithm}, "
+          f"{len(plan.steps)} pass{'es' if len(plan.steps) > 1 else ''})")
 
 
 if __name__ == "__main__":

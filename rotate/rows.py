@@ -38,16 +38,23 @@ def roll_rows(a: Any, shifts: Any, axis: int = -1, *, stream: Any = None,
 
     Parameters
     ----------
-    a : numpy.ndarray
+    a : array
         A writeable numpy array (or PyTorch CPU tensor), any fixed-size dtype,
-        C- or F-contiguous or a strided view. GPU arrays are refused for now
-        (``TypeError``).
+        C- or F-contiguous or a strided view; or a CUDA device array (numba,
+        CuPy, PyTorch, anything with ``__cuda_array_interface__`` or DLPack)
+        whose lanes are contiguous: ``axis`` the last axis of a C-contiguous
+        array or the first of an F-contiguous one (one launch, ``lane-panels``).
     shifts : int or array of ints
         One shift per lane: an integer array (or a scalar, or a list of
         Python ints of any size) that broadcasts to ``a.shape`` without
-        ``axis``. Positive shifts move elements toward larger indices.
+        ``axis``. Positive shifts move elements toward larger indices. With
+        a GPU ``a`` it may also be an int64 device array on ``a``'s device,
+        one shift per lane in the lanes' memory order (or a single shift); the
+        kernel reads it there, so the host never waits for it.
     axis : int, optional
         The axis along which lanes run (default: the last).
+    stream : optional
+        GPU only: the CUDA stream to run on (as for :func:`rotate.roll`).
     max_scratch_bytes : int, optional
         Upper bound on temporary memory (default ``rotate._cpu.SCRATCH_BYTES``,
         8 MiB). Shifts that are not already an int64 array of the lanes'
@@ -62,10 +69,14 @@ def roll_rows(a: Any, shifts: Any, axis: int = -1, *, stream: Any = None,
     ------
     TypeError
         Non-integer ``shifts`` (floats, bools, strings), ``shifts`` on a GPU
-        while ``a`` is on the host, a GPU ``a``, object dtypes.
+        while ``a`` is on the host, GPU ``shifts`` that are not int64, object
+        dtypes, ``stream=`` with a host array.
     ValueError
         ``shifts`` whose shape does not broadcast to ``a.shape`` without
-        ``axis``; a read-only ``a``.
+        ``axis``; a read-only ``a``; GPU lanes that are not contiguous; GPU
+        ``shifts`` on another device.
+    RuntimeError
+        A device array on a machine without a usable CUDA GPU.
     numpy.exceptions.AxisError
         ``axis`` out of range.
 
@@ -119,10 +130,12 @@ def plan_roll_rows(a: Any, shifts: Any, axis: int = -1, *, max_scratch_bytes: Op
 def fftshift(a: Any, axes: Axes = None, *, stream: Any = None, max_scratch_bytes: Optional[int] = None) -> Any:
     """Shift the zero-frequency component to the centre, in place, with numpy.fft.fftshift's semantics.
 
-    ``rotate.roll(a, [a.shape[ax] // 2 for ax in axes], axes)``: on the CPU
-    every axis moves in one pass for C- and F-contiguous arrays (see
-    :func:`rotate.plan`, one ``multi-axis-cycles`` step); strided views and
-    GPU arrays take one pass per axis (one step per axis in the plan).
+    ``rotate.roll(a, [a.shape[ax] // 2 for ax in axes], axes)``: every axis
+    moves in one pass for C- and F-contiguous arrays (see :func:`rotate.plan`:
+    one ``multi-axis-cycles`` step on the CPU, one ``row-cycles`` step on the
+    GPU where a row, from the last shifted axis on, is 2 KiB to ~75 KiB);
+    strided views and other GPU layouts take one pass per axis (one step per
+    axis in the plan).
 
     Parameters
     ----------

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, note
+from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 import rotate
@@ -325,3 +325,37 @@ def test_perf_cpu_rows_section_is_generated_from_the_committed_json():
     data = json.loads((ROOT / "docs" / "results" / "cpu-rows-bench.json").read_text())
     text = (ROOT / "docs" / "perf-cpu.md").read_text()
     assert bench.render_docs(text, data) == text, "run python benchmarks/rows_bench.py --docs-only and commit"
+
+
+# --- the shared rows table (tests/rows_cases.py), also run by the simulator and the GPU ---
+
+from rows_cases import FIXED_ROWS_CASES, CpuRowsRunner, check_rows_case, rows_cases  # noqa: E402
+
+_CPU_ROWS = CpuRowsRunner()
+
+
+@pytest.mark.parametrize("case", [c for c in FIXED_ROWS_CASES if not c.device_shifts], ids=repr)
+def test_shared_rows_cases_cpu(case):
+    check_rows_case(_CPU_ROWS, case)
+
+
+@settings(deadline=None, max_examples=60)
+@given(case=rows_cases())
+def test_random_shared_rows_cases_cpu(case):
+    check_rows_case(_CPU_ROWS, case)
+
+
+def test_the_rows_harness_catches_a_wrong_roll(monkeypatch):
+    """check_rows_case is not vacuous: a roll_rows that skips the last lane fails it."""
+    import rotate
+    from rows_cases import RowsCase
+
+    real = rotate.roll_rows
+
+    def skips_last_lane(a, shifts, axis=-1, **kw):
+        real(a[:-1], np.asarray(shifts)[:-1], axis, **kw)
+        return a
+
+    monkeypatch.setattr(rotate, "roll_rows", skips_last_lane)
+    with pytest.raises(AssertionError, match="differ from numpy"):
+        check_rows_case(_CPU_ROWS, RowsCase("roll_rows", (3, 7), "uint8", (1, 2, 3)))
