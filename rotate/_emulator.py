@@ -286,3 +286,126 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
                 f"rings {[b.ring for b in live]} phases {[b.phase for b in live]}"
             )
     return mem
+
+
+# --- the row-cycles schedule (rotate/_cuda/_lanes.py: cycle_kernel) -----------------
+
+
+def emulate_row_cycles(data: np.ndarray, lead: tuple, lead_shifts: tuple, row_shift: int, piece: int,
+                       blocks: int, policy: str = "random", seed: int = 0) -> np.ndarray:
+    """Roll ``data`` (``R`` rows of ``seg`` bytes, uint8) as the row-cycles kernel does, under a hostile scheduler.
+
+    Runs the kernel's own index math (``segment_table``, ``source_row``) and
+    its protocol with ``blocks`` virtual blocks: pre-read tickets copy a cut
+    cycle's first row to scratch and publish a flag; walk tickets stage the
+    segment's first row (one-segment cycles) and each step's source row
+    with asynchronous copies that land (read memory) whenever the scheduler
+    picks, in any order, at the latest when the block waits for them (as
+    ``cp.async.wait_group`` does: a group and every older group of the
+    block; the saved first row is the oldest); a step writes its row,
+    rolled right by ``row_shift`` bytes, once its source has landed. Raises
+    ``Deadlock`` if no block can move while work remains. Returns the result.
+    """
+    from ._cuda._lanes import MAX_LEAD, segment_table, source_row
+
+    rng = random.Random(seed)
+    mem = data.copy()
+    dims = (1,) * (MAX_LEAD - len(lead)) + tuple(lead)
+    offs = (0,) * (MAX_LEAD - len(lead_shifts)) + tuple(lead_shifts)
+    table = segment_table(tuple(lead), tuple(lead_shifts), piece)
+    nseg = len(table) // 3
+    scratch: dict = {}
+    flags: set = set()
+    counter = [0]
+    pending: list = []  # (block, key, read, order): copies in flight; ``read()`` runs when one lands
+    landed: dict = {}
+    issued = [0]
+
+    def source(d):
+        return int(source_row(d, *dims, *offs))
+
+    def copy(block, key, read):
+        issued[0] += 1
+        pending.append((block, key, read, issued[0]))
+
+    def arrived(block, key):
+        """``cp.async.wait_group``: a group has landed once it and every older group of the block have."""
+        if (block, key) not in landed:
+            return False
+        order = landed[(block, key)][1]
+        return not any(p[0] == block and p[3] < order for p in pending)
+
+    def block_program(b):
+        while True:
+            ticket = counter[0]
+            counter[0] += 1
+            yield "go"
+            if ticket >= 2 * nseg:
+                return
+            if ticket < nseg:  # a pre-read: waits for nothing but its own copy
+                if table[3 * ticket + 2] != ticket:
+                    first = int(table[3 * ticket])
+                    copy(b, ("pre", ticket), lambda first=first: mem[first].copy())
+                    while not arrived(b, ("pre", ticket)):
+                        yield "wait"
+                    scratch[ticket] = landed.pop((b, ("pre", ticket)))[0]
+                    flags.add(ticket)
+                    yield "go"
+                continue
+            g = ticket - nseg
+            d, steps, following = (int(x) for x in table[3 * g:3 * g + 3])
+            whole = following == g
+            if whole:
+                copy(b, ("saved", g), lambda d=d: mem[d].copy())
+            else:
+                while g not in flags:
+                    yield "wait"
+            src = source(d)
+
+            def stage(key, row, last):
+                if not last:
+                    copy(b, key, lambda row=row: mem[row].copy())
+                elif not whole:
+                    while following not in flags:
+                        yield "wait"
+                    copy(b, key, lambda: scratch[following].copy())
+
+            yield from stage(("step", g, 0), src, steps == 1)
+            for step in range(steps):
+                after = source(src)
+                if step + 1 < steps:
+                    yield from stage(("step", g, step + 1), after, step + 2 == steps)
+                key = ("saved", g) if whole and step == steps - 1 else ("step", g, step)
+                while not arrived(b, key):
+                    yield "wait"
+                mem[d] = np.roll(landed.pop((b, key))[0], row_shift)
+                yield "go"
+                d, src = src, after
+
+    live = {b: block_program(b) for b in range(blocks)}
+    idle = 0
+    while live or pending:
+        if pending and (not live or rng.random() < 0.3 or idle > blocks):
+            b, key, read, order = pending.pop(rng.randrange(len(pending)))
+            landed[(b, key)] = (read(), order)
+            idle = 0
+            continue
+        order = sorted(live)
+        if policy == "random":
+            b = rng.choice(order)
+        elif policy == "highest":
+            b = order[-1]
+        elif policy == "lowest":
+            b = order[0]
+        else:  # newest: the block that took the latest ticket moves first
+            b = order[(counter[0] + idle) % len(order)]
+        try:
+            state = next(live[b])
+        except StopIteration:
+            del live[b]
+            idle = 0
+            continue
+        idle = idle + 1 if state == "wait" else 0
+        if idle > 50 * blocks + 100 and not pending:
+            raise Deadlock(f"row-cycles: blocks {sorted(live)} all wait; flags {sorted(flags)} of {nseg}")
+    return mem
