@@ -77,3 +77,22 @@ def test_swap_kernel_moves_128_bit_words_without_local_memory(swap_ptx):
     assert "cp.async.cg.shared.global" in swap_ptx
     assert swap_ptx.count("st.global.v4.u32") >= 2 and swap_ptx.count("ld.shared.v4.u32") >= 2
     assert "ld.local" not in swap_ptx and "st.local" not in swap_ptx
+
+
+@pytest.mark.parametrize("unit", [1, 2, 4, 8, 16])
+@pytest.mark.parametrize("which", ["panel", "cycle"])
+def test_lane_kernels_compile_for_every_unit(monkeypatch, which, unit):
+    """roll_rows' lane panels and the row-cycles kernel: 128-bit copies in and stores out, the
+    realigning gather's 128-bit shared loads, flag polls that cannot be hoisted, no local memory."""
+    from rotate._cuda import _lanes
+
+    monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
+    threads = 256 if which == "panel" else 1024  # the largest block each is launched with
+    kernel = (_lanes.panel_kernel if which == "panel" else _lanes.cycle_kernel)(unit, threads)
+    sig = (types.int64,) * (11 if which == "panel" else 21)  # what launch.run_lane_panels / run_row_cycles pass
+    text, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), launch_bounds=threads)
+    assert "cp.async.cg.shared.global" in text and "cp.async.wait_group" in text
+    assert "st.global.v4.u32" in text and "ld.shared.v4.u32" in text
+    assert "ld.local" not in text and "st.local" not in text
+    if which == "cycle":
+        assert "ld.acquire.gpu.global.u32" in text and "atom.global.add.u64" in text
