@@ -462,6 +462,17 @@ def pointer_device(pointer: int) -> int:
     return int(ordinal)
 
 
+@_kernels.functools.lru_cache(maxsize=1024)
+def _lane_chain_step(device: int, settings_key: tuple, shift: int, rows: int, seg: int, item: int, head: int):
+    """The chain step of a run of ``rows`` lanes rolled by ``shift``, planned once (per device and settings).
+
+    Keyed like rotate._api's plan cache: everything the planner reads. The
+    pointer only matters through its offset from a 16-byte boundary.
+    """
+    n = seg // item
+    return planner.plan_step(None, shift, rows, seg, (n - shift) * item, item, head, None)
+
+
 def run_lanes(target: Any, info, step, handle: int, host_shifts, device_shifts, stride: int) -> None:
     """Run a ``roll_rows`` step: ``lane-panels`` in one launch, or ``lane-chains`` (a launch per run of
     lanes with equal shifts)."""
@@ -494,7 +505,8 @@ def run_lanes(target: Any, info, step, handle: int, host_shifts, device_shifts, 
         s = int(shifts[lane])
         if s:
             pointer = info.pointer + lane * step.seg_bytes
-            sub = planner.plan_step(None, s, end - lane, step.seg_bytes, (n - s) * item, item, pointer, None)
+            sub = _lane_chain_step(planner._device_id(), planner.settings_key(), s, end - lane, step.seg_bytes,
+                                   item, pointer % 16)
             lane_info = dataclasses.replace(info, shape=(end - lane, n), strides=(step.seg_bytes, item),
                                             pointer=pointer)
             lane_target = _SimSlice(target, lane * step.seg_bytes, (end - lane) * step.seg_bytes) \
