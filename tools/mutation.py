@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TESTS = [
     "tests/test_errors.py", "tests/test_robustness.py", "tests/test_roll.py",
     "tests/test_cpu_backend.py", "tests/test_waveops_cpu.py", "tests/test_schedule.py",
+    "tests/test_lanes_schedule.py",
 ]
 DESELECT = "not processes or workqueue-threads or omp-fork"
 
@@ -126,6 +127,16 @@ MUTANTS = [
     ("schedule-pre-span-one-vector-short", "rotate/_schedule.py",
      "            table[entry + T_VECS] = (hi - lo) // 16",
      "            table[entry + T_VECS] = (hi - lo) // 16 - 1"),
+    # The GPU row-cycles schedule's index math (rotate/_cuda/_lanes.py), judged by
+    # tests/test_lanes_schedule.py: the segment table's coverage and the emulator.
+    ("cycles-source-row-inverted", "rotate/_cuda/_lanes.py",
+     "        i -= s\n", "        i += s\n"),
+    ("cycles-cut-cycle-looks-whole", "rotate/_cuda/_lanes.py",
+     "            table[3 * g + 2] = g - j + (j + 1) % pieces",
+     "            table[3 * g + 2] = g - j + j % pieces"),
+    ("cycles-segment-one-step-short", "rotate/_cuda/_lanes.py",
+     "            table[3 * g + 1] = min(piece, lengths[c] - first)",
+     "            table[3 * g + 1] = max(1, min(piece, lengths[c] - first) - 1)"),
     ("wave-pow2-check", "waveops/_core.py",
      "    return n > 0 and (n & (n - 1)) == 0", "    return n > 0 and (n & (n - 2)) == 0"),
 ]
