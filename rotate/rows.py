@@ -210,7 +210,7 @@ def _prepare_lanes(part: Any, shifts: Any, axis: Any, max_scratch_bytes: Any):
     n = info.shape[axis]
     lane_shape = info.shape[:axis] + info.shape[axis + 1:]
     if backend.name != "cpu":
-        return _prepare_device_lanes(backend, target, info, shifts, axis, n, lane_shape)
+        return _prepare_device_lanes(backend, target, info, shifts, axis, n, lane_shape, scratch)
     lane_shifts = _lane_shifts(shifts, lane_shape, n, axis, info.shape)
     if n <= 1 or info.size == 0:
         return backend, target, info, None, lane_shifts
@@ -218,7 +218,8 @@ def _prepare_lanes(part: Any, shifts: Any, axis: Any, max_scratch_bytes: Any):
     return backend, target, info, step, lane_shifts
 
 
-def _prepare_device_lanes(backend, target, info, shifts, axis: int, n: int, lane_shape: tuple):
+def _prepare_device_lanes(backend, target, info, shifts, axis: int, n: int, lane_shape: tuple,
+                          max_scratch_bytes: Optional[int]):
     """The GPU side of :func:`_prepare_lanes`: lanes must be back to back in memory."""
     from ._cuda import planner
 
@@ -246,7 +247,7 @@ def _prepare_device_lanes(backend, target, info, shifts, axis: int, n: int, lane
         return backend, target, info, None, None
     step = planner.plan_lane_panels(axis, rows, n, info.itemsize, info.pointer)
     if step is None:
-        step = planner.plan_lane_chains(axis, rows, n, info.itemsize, info.pointer)
+        step = planner.plan_lane_chains(axis, rows, n, info.itemsize, info.pointer, max_scratch_bytes)
     return backend, target, info, step, (host_shifts, device_shifts, stride)
 
 

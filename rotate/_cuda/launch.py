@@ -463,14 +463,15 @@ def pointer_device(pointer: int) -> int:
 
 
 @_kernels.functools.lru_cache(maxsize=1024)
-def _lane_chain_step(device: int, settings_key: tuple, shift: int, rows: int, seg: int, item: int, head: int):
+def _lane_chain_step(device: int, settings_key: tuple, shift: int, rows: int, seg: int, item: int, head: int,
+                     max_scratch_bytes):
     """The chain step of a run of ``rows`` lanes rolled by ``shift``, planned once (per device and settings).
 
     Keyed like rotate._api's plan cache: everything the planner reads. The
     pointer only matters through its offset from a 16-byte boundary.
     """
     n = seg // item
-    return planner.plan_step(None, shift, rows, seg, (n - shift) * item, item, head, None)
+    return planner.plan_step(None, shift, rows, seg, (n - shift) * item, item, head, max_scratch_bytes)
 
 
 def run_lanes(target: Any, info, step, handle: int, host_shifts, device_shifts, stride: int) -> None:
@@ -506,7 +507,7 @@ def run_lanes(target: Any, info, step, handle: int, host_shifts, device_shifts, 
         if s:
             pointer = info.pointer + lane * step.seg_bytes
             sub = _lane_chain_step(planner._device_id(), planner.settings_key(), s, end - lane, step.seg_bytes,
-                                   item, pointer % 16)
+                                   item, pointer % 16, step.details.get("max_scratch_bytes"))
             lane_info = dataclasses.replace(info, shape=(end - lane, n), strides=(step.seg_bytes, item),
                                             pointer=pointer)
             lane_target = _SimSlice(target, lane * step.seg_bytes, (end - lane) * step.seg_bytes) \

@@ -455,17 +455,19 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
     )
 
 
-def plan_lane_chains(axis: int, rows: int, n: int, itemsize: int, pointer: int) -> Step:
+def plan_lane_chains(axis: int, rows: int, n: int, itemsize: int, pointer: int,
+                     max_scratch_bytes: Optional[int] = None) -> Step:
     """``roll_rows`` of lanes too long for a block: one chain launch per run of lanes with equal shifts
     (shifts read on the host)."""
     seg = n * itemsize
     return Step(
         axis, 0, rows, seg, 0, itemsize,
         algorithm="lane-chains",
-        scratch_bytes=default_cap(1, seg),
+        scratch_bytes=default_cap(1, seg) if max_scratch_bytes is None else max_scratch_bytes,
         bytes_moved=2 * rows * seg,
         details={
             "schedule": "lane-chains",
+            "max_scratch_bytes": max_scratch_bytes,
             "launches_at_most": rows,
             "head0": pointer % 16,
             "reason": "lanes longer than a block's shared memory: one chain launch per run of lanes "
