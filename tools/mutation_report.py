@@ -16,7 +16,7 @@ lines = [
     "The mutants were written by the developers who wrote the tests, so the score is an",
     "upper bound: it shows these bug classes are caught, not that every one-line bug is.",
     "The GPU kernels themselves are not mutated here (they run only under the simulator",
-    "or on a GPU); their schedule's index math and decision rule are.",
+    "or on a GPU); their schedules' index math and decision rules are (the chain schedule and the row cycles).",
     "",
     f"Tests: {', '.join('`' + t + '`' for t in result['tests'])} (`-k \"{result['deselect']}\"`).",
     "",
