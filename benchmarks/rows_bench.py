@@ -69,7 +69,14 @@ def cases(nbytes: int):
     """(function, shape, dtype, description). Shapes hold ``nbytes`` (or a little less for odd sides)."""
     f32, c64 = np.dtype(np.float32), np.dtype(np.complex64)
     out = []
-    for row_bytes in (32, 4096, 32768, 4 << 20):
+    # Short rows: every item size of the gate's question (1, 2, 4, 8, 16 bytes), rows of 4 B to 256 B,
+    # and an odd row length (3 float32: 12 B rows).
+    for n, dtype in ((4, np.uint8), (4, np.uint16), (4, np.uint32), (3, np.float32), (8, np.float32),
+                     (2, np.complex128), (8, np.float64), (8, np.complex128), (64, np.float32)):
+        dtype = np.dtype(dtype)
+        row_bytes = n * dtype.itemsize
+        out.append(("roll_rows", (nbytes // row_bytes, n), dtype, f"rows of {row_bytes} B"))
+    for row_bytes in (4096, 32768, 4 << 20):
         out.append(("roll_rows", (nbytes // row_bytes, row_bytes // 4), f32, f"rows of {row_bytes} B"))
     side = int((nbytes // 8 // 2) ** 0.5)
     out.append(("fftshift", (2 * side, side), c64, "2-D, even sides"))

@@ -19,10 +19,14 @@ with two (``per-lane-copy``: the lane stays in cache in between). A longer
 contiguous lane is rotated with memmoves (``per-lane-shift``): save ``d = min(k, n - k)`` words, memmove the rest, restore
 (``d <= cap``); longer rotations first take Gries--Mills block swaps through a
 ``tile`` of the same scratch until ``d`` fits; with no scratch at all, three
-reversals. Contiguous lanes of at most ``SMALL_LANE_WORDS`` words are copied
-into the thread's scratch row and written back rotated by a plain loop (one
-call per lane would cost more than the bytes). A lane that is strided in
-memory is gathered into the scratch row and written back rotated when it
+reversals. Contiguous lanes of at most ``SMALL_LANE_BYTES`` bytes are moved as
+words of the widest size up to 8 bytes that divides the lane and the lane
+pitch (a lane of 4 uint8 is one uint32), many lanes per call: a lane that is
+one word is rotated in a register (``per-lane-word-rotate``: bit rotation, no
+scratch); a longer one is copied twice into the thread's scratch row and the
+rotated window written back (``per-lane-small-copy``), with a funnel shift
+across word boundaries when an element is narrower than the word. A lane that
+is strided in memory is gathered into the scratch row and written back rotated when it
 fits (``per-lane-strided-gather``), else reversed three times in place
 (``per-lane-strided-reversal``: no scratch, twice the traffic).
 
@@ -62,9 +66,13 @@ from ._cpu import _move, _shift_serial, _swap_tiled
 from ._plan import Step
 from ._validate import word_view_params
 
-# Contiguous lanes up to this many words are rotated by a copy loop through
-# the thread's scratch row rather than by memmove calls.
-SMALL_LANE_WORDS = 32
+# Contiguous lanes up to this many bytes are rotated by the short-lane kernels
+# (word rotation in a register, or a copy loop through the thread's scratch row)
+# rather than by memmove calls.
+SMALL_LANE_BYTES = 256
+# Short lanes of two words or more: their shifts are reduced this many lanes
+# ahead, into the thread's scratch row (fewer when the budget is tight).
+SHIFT_BLOCK = 64
 # Contiguous lanes up to this many bytes that fit the scratch row go through it
 # whole (memcpy out, two memcpys back: the lane stays in cache between them).
 COPY_LANE_BYTES = 16 << 10
@@ -72,7 +80,7 @@ COPY_LANE_BYTES = 16 << 10
 SMALL_ROW_WORDS = 16
 
 _LANE_ROW = 0  # contiguous lanes: memmove / Gries--Mills per lane
-_LANE_SMALL = 1  # contiguous short lanes: copy loop through scratch
+_LANE_SMALL = 1  # contiguous short lanes: word rotation, or copy loop through scratch
 _LANE_STRIDED = 2  # strided lanes: gather through scratch, else reversal
 _LANE_COPY = 3  # contiguous cache-sized lanes: memcpy into scratch, two memcpys back
 
@@ -154,15 +162,6 @@ def _roll_lanes(buf, origin, n, stride, e, dims, dim_strides, shifts, mode, thre
                 _move(scratch, s0, buf, lo, words)
                 _move(buf, lo, scratch, s0 + k, words - k)
                 _move(buf, lo + words - k, scratch, s0, k)
-            elif mode == _LANE_SMALL:
-                words = n * e
-                k = (n - sh) * e
-                for i in range(words):
-                    scratch[s0 + i] = buf[lo + i]
-                for i in range(words - k):
-                    buf[lo + i] = scratch[s0 + k + i]
-                for i in range(k):
-                    buf[lo + words - k + i] = scratch[s0 + i]
             elif n * e <= cap:
                 for i in range(n):
                     for w in range(e):
@@ -180,29 +179,184 @@ def _roll_lanes(buf, origin, n, stride, e, dims, dim_strides, shifts, mode, thre
                 _reverse_words(buf, lo, n, e, stride)
 
 
-@njit(parallel=True, cache=True)
-def _roll_small_lanes(buf, origin, words, pitch, shifts, n, threads, scratch, slot):
-    """Evenly spaced contiguous lanes of ``words`` words (``words / n`` per element): a copy loop each.
+# Short lanes. Indices below are cast to unsigned (``_U``): numba wraps a
+# negative signed index around, and that check in every access made these loops
+# several times slower. Each loop lives in its own compiled function called
+# from the parallel kernel: inlined into the prange body, the same loops ran
+# 3-4x slower (measured, numba 0.68). Lanes are ``words`` words of ``2**wshift``
+# bytes, ``pitch`` words apart; ``shifts`` are numpy.roll shifts of any int64
+# value, reduced a block of lanes at a time ahead of the moves (a reduction in
+# the same iteration put its latency in front of every lane's loads).
 
-    Its own kernel: inside the general one LLVM kept the short loops slow.
+_U = np.uint64
+_EXACT = 1 << 52  # |s| below this: a float64 quotient s * (1/n) is off by at most one
+_CHECK_BLOCK = 256  # one-word lanes: shifts checked for |s| >= _EXACT this many at a time
+
+
+@njit(cache=True, inline="always")
+def _reduce_near(s, n, inv):
+    """``s mod n`` in ``[0, n)`` for ``|s| < 2**52`` (``inv = 1.0 / n``): no division, no branch."""
+    r = s - np.int64(np.float64(s) * inv) * n
+    r += n & (r >> 63)
+    r -= n & ((n - 1 - r) >> 63)
+    return r
+
+
+@njit(cache=True, inline="always")
+def _reduce_shift(s, n, inv):
+    """``s mod n`` in ``[0, n)`` as numpy.roll takes it, for any int64 ``s``."""
+    if _U(s) + _U(_EXACT) < _U(2 * _EXACT):
+        return _reduce_near(s, n, inv)
+    return s % n
+
+
+@njit(cache=True, inline="always")
+def _all_near(shifts, first, m):
+    far = False
+    for i in range(m):
+        far |= _U(shifts[_U(first + i)]) + _U(_EXACT) >= _U(2 * _EXACT)
+    return not far
+
+
+@njit(cache=True, inline="always")
+def _rotate_in_words(buf, at0, pitch, shifts, first, m, n, inv, item_bits, top, near):
+    one = _U(1)
+    for i in range(m):
+        s = shifts[_U(first + i)]
+        r = _U((_reduce_near(s, n, inv) if near else _reduce_shift(s, n, inv)) * item_bits)
+        at = _U(at0 + i * pitch)
+        x = _U(buf[at])
+        buf[at] = (x << r) | ((x >> one) >> (top - r))  # two shifts: no shift by the full width when r == 0
+
+
+@njit(cache=True)
+def _lanes_in_one_word(buf, lo, pitch, shifts, first, count, n, item_bits, top):
+    """Lanes of one word each (``top + 1`` bits): numpy.roll by ``s`` is a left bit rotation by ``s * item_bits``."""
+    inv = 1.0 / n
+    for start in range(0, count, _CHECK_BLOCK):
+        m = min(_CHECK_BLOCK, count - start)
+        if _all_near(shifts, first + start, m):  # the loop without a division vectorises
+            _rotate_in_words(buf, lo + start * pitch, pitch, shifts, first + start, m, n, inv, item_bits, top, True)
+        else:
+            _rotate_in_words(buf, lo + start * pitch, pitch, shifts, first + start, m, n, inv, item_bits, top, False)
+
+
+@njit(cache=True)
+def _byte_shifts(scratch, at, shifts, first, m, n, inv, itemsize):
+    """``scratch[at:at+m]`` = each lane's roll in bytes (below ``SMALL_LANE_BYTES``: fits any word)."""
+    if _all_near(shifts, first, m):
+        for i in range(m):
+            scratch[_U(at + i)] = _reduce_near(shifts[_U(first + i)], n, inv) * itemsize
+    else:
+        for i in range(m):
+            scratch[_U(at + i)] = _reduce_shift(shifts[_U(first + i)], n, inv) * itemsize
+
+
+@njit(cache=True, inline="always")
+def _copy_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, words, scratch, s0, block, funnel):
+    """Each lane twice into scratch, then its rotated window back: ``w[j - q]`` for word ``j``.
+
+    Rolling right by ``b`` bytes shifts the lane, read as one little-endian
+    integer, left by ``8 b`` bits. With ``8 b = q * bits + r``, word ``j`` of
+    the result is ``(w[j-q] << r) | (w[j-q-1] >> (bits - r))``; ``r`` is 0
+    when elements are whole words (``funnel`` False: a plain copy). The
+    lanes' byte shifts go ``block`` at a time to ``scratch[s0 + 2*words:]``.
+    """
+    one = _U(1)
+    low = (1 << wshift) - 1
+    inv = 1.0 / n
+    bs0 = s0 + 2 * words
+    for start in range(0, count, block):
+        m = min(block, count - start)
+        _byte_shifts(scratch, bs0, shifts, first + start, m, n, inv, itemsize)
+        for i in range(m):
+            b = np.int64(scratch[_U(bs0 + i)])
+            at = lo + (start + i) * pitch
+            for j in range(words):
+                v = buf[_U(at + j)]
+                scratch[_U(s0 + j)] = v
+                scratch[_U(s0 + words + j)] = v
+            src = s0 + words - (b >> wshift)
+            if funnel:
+                r = _U((b & low) << 3)
+                rest = top - r
+                for j in range(words):
+                    hi = _U(scratch[_U(src + j)])
+                    lw = _U(scratch[_U(src + j - 1)])
+                    buf[_U(at + j)] = (hi << r) | ((lw >> one) >> rest)
+            else:
+                for j in range(words):
+                    buf[_U(at + j)] = scratch[_U(src + j)]
+
+
+@njit(cache=True)
+def _lanes_of_words(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, words, scratch, s0, block):
+    """Elements of whole words: :func:`_copy_lanes` without the funnel (loop counts fixed for 2-4 words)."""
+    if words == 2:  # counts known at compile time: runtime-count loops cost 1.2-2.4x per lane at 2-4 words
+        _copy_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, 2, scratch, s0, block, False)
+    elif words == 3:
+        _copy_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, 3, scratch, s0, block, False)
+    elif words == 4:
+        _copy_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, 4, scratch, s0, block, False)
+    else:
+        _copy_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, words, scratch, s0, block, False)
+
+
+@njit(cache=True)
+def _lanes_funnel(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, words, scratch, s0, block):
+    """Elements narrower than a word: :func:`_copy_lanes` with the funnel (loop counts fixed for 2-4 words)."""
+    if words == 2:
+        _copy_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, 2, scratch, s0, block, True)
+    elif words == 3:
+        _copy_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, 3, scratch, s0, block, True)
+    elif words == 4:
+        _copy_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, 4, scratch, s0, block, True)
+    else:
+        _copy_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, words, scratch, s0, block, True)
+
+
+@njit(cache=True)
+def _short_lane_run(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, words, scratch, s0, block):
+    """``count`` evenly spaced short lanes from word ``lo``, shifts from ``shifts[first]``."""
+    top = _U((8 << wshift) - 1)
+    if words == 1:
+        _lanes_in_one_word(buf, lo, pitch, shifts, first, count, n, itemsize * 8, top)
+    elif itemsize & ((1 << wshift) - 1) == 0:
+        _lanes_of_words(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, words, scratch, s0, block)
+    else:
+        _lanes_funnel(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, words, scratch, s0, block)
+
+
+@njit(parallel=True, cache=True)
+def _roll_short_lanes(buf, origin, words, dims, dim_strides, shifts, n, itemsize, wshift, threads, scratch, slot,
+                      block):
+    """Roll every short contiguous lane (``words`` words of ``2**wshift`` bytes) right by its shift.
+
+    Lane ``l`` is the C-order multi-index over ``dims``, its first word at
+    ``origin + sum(index_i * dim_strides_i)``. Each thread takes a run of
+    lanes and walks it one innermost row of lanes at a time (one set of
+    divisions per row, not per lane); thread ``t`` owns ``2 * words + block``
+    words of scratch at ``t * slot`` (none when a lane is one word).
     """
     lanes = shifts.shape[0]
-    e = words // n
     per = (lanes + threads - 1) // threads
+    nd = dims.shape[0]
+    inner = dims[nd - 1]
+    pitch = dim_strides[nd - 1]
     for t in prange(threads):
-        s0 = t * slot
-        for lane in range(t * per, min(lanes, (t + 1) * per)):
-            sh = (shifts[lane] % n) * e
-            if sh == 0:
-                continue
-            lo = origin + lane * pitch
-            for i in range(words):
-                scratch[s0 + i] = buf[lo + i]
-            for i in range(words):
-                j = i - sh
-                if j < 0:
-                    j += words
-                buf[lo + i] = scratch[s0 + j]
+        lane = t * per
+        last = min(lanes, lane + per)
+        while lane < last:
+            j = lane % inner
+            lo = origin + j * pitch
+            rest = lane // inner
+            for d in range(nd - 2, -1, -1):
+                lo += (rest % dims[d]) * dim_strides[d]
+                rest //= dims[d]
+            count = min(last - lane, inner - j)
+            _short_lane_run(buf, lo, pitch, shifts, lane, count, n, itemsize, wshift, words, scratch, t * slot,
+                            block)
+            lane += count
 
 
 @njit(cache=True, inline="always")
@@ -319,7 +473,7 @@ def lane_layout(shape, strides, itemsize: int, axis: int):
     dims = tuple(int(d) for i, d in enumerate(shape) if i != axis)
     dim_strides = tuple(int(s) // word for i, s in enumerate(strides) if i != axis)
     if stride == e:
-        mode = _LANE_SMALL if n * e <= SMALL_LANE_WORDS else _LANE_ROW
+        mode = _LANE_SMALL if n * itemsize <= SMALL_LANE_BYTES else _LANE_ROW
     else:
         mode = _LANE_STRIDED
     return word, e, n, stride, dims, dim_strides, mode
@@ -347,6 +501,11 @@ def plan_lanes(shape, strides, itemsize: int, axis: int, max_scratch_bytes=None)
     lanes = math.prod(dims)
     total = lanes * n * itemsize
     threads = _cpu._lanes(total, max(1, lanes))
+    if mode == _LANE_SMALL:
+        step = _plan_short_lanes(axis, n, itemsize, word, dims, dim_strides, lanes, threads, max_scratch_bytes)
+        if step is not None:
+            return step
+        mode = _LANE_ROW  # not even two copies of the lane fit the budget
     lane_words = n * e
     cap = min(_budget(max_scratch_bytes) // word // threads, lane_words)
     tile = min(max(1, _cpu.TILE_BYTES // word), cap)
@@ -354,8 +513,6 @@ def plan_lanes(shape, strides, itemsize: int, axis: int, max_scratch_bytes=None)
     slot = cap if threads == 1 else -(-cap * word // 128) * 128 // word
     if threads * slot * word > _budget(max_scratch_bytes):
         slot = cap
-    if mode == _LANE_SMALL and cap < lane_words:
-        mode = _LANE_ROW
     if mode == _LANE_ROW and lane_words <= cap and lane_words * word <= COPY_LANE_BYTES:
         mode = _LANE_COPY
     if mode == _LANE_COPY:
@@ -364,9 +521,6 @@ def plan_lanes(shape, strides, itemsize: int, axis: int, max_scratch_bytes=None)
     elif mode == _LANE_ROW:
         name = "per-lane-shift"
         moved = 2 * total + 2 * lanes * min(cap, lane_words // 2) * word  # at most, when every d fits
-    elif mode == _LANE_SMALL:
-        name = "per-lane-small-copy"
-        moved = 4 * total
     elif cap >= lane_words:
         name = "per-lane-strided-gather"
         moved = 4 * total
@@ -379,6 +533,43 @@ def plan_lanes(shape, strides, itemsize: int, axis: int, max_scratch_bytes=None)
                 details=details)
 
 
+def _plan_short_lanes(axis, n, itemsize, word, dims, dim_strides, lanes, threads, max_scratch_bytes):
+    """The short-lane step (lanes of at most ``SMALL_LANE_BYTES``), or None when its scratch does not fit.
+
+    The kernels move words of ``lane_word`` bytes: the widest up to 8 that
+    divides the lane's bytes and every lane pitch, wider than the element when
+    it can be (4 uint8 lanes are uint32 words), so one-word lanes need no
+    scratch and others need, per thread, two copies of the lane and the byte
+    shifts of ``block`` lanes (``SHIFT_BLOCK``, at least 1).
+    """
+    lane_bytes = n * itemsize
+    byte_strides = [s * word for s in dim_strides]
+    lane_word = _word_for(lane_bytes, byte_strides)
+    words = lane_bytes // lane_word
+    least = 0 if words == 1 else 2 * words + 1
+    budget_words = _budget(max_scratch_bytes) // lane_word
+    while threads > 1 and threads * least > budget_words:
+        threads -= 1
+    if least > budget_words:
+        return None
+    block = 0 if words == 1 else min(SHIFT_BLOCK, budget_words // threads - 2 * words)
+    need = 0 if words == 1 else 2 * words + block
+    # Threads' scratch rows on separate cache lines: sharing one made two threads slower than one.
+    slot = need if threads == 1 else -(-need * lane_word // 128) * 128 // lane_word
+    if threads * slot > budget_words:
+        slot = need
+    total = lanes * lane_bytes
+    if words == 1:
+        name, moved = "per-lane-word-rotate", 2 * total
+    else:  # scratch: two copies written, one read back (the funnel reads two words per word)
+        name = "per-lane-small-copy"
+        moved = (5 if itemsize % lane_word == 0 else 6) * total + 2 * lanes * lane_word  # + byte shifts
+    details = {"runner": "lanes", "mode": _LANE_SMALL, "word": lane_word, "words": words, "n": n,
+               "itemsize": itemsize, "dims": dims, "dim_strides": tuple(s // lane_word for s in byte_strides),
+               "threads": threads, "slot": slot, "block": block}
+    return Step(axis, 0, lanes, lane_bytes, 0, lane_word, name, threads * slot * lane_word, moved, details=details)
+
+
 def run_lanes(flat: np.ndarray, origin: int, shifts: np.ndarray, step: Step) -> None:
     """Run a :func:`plan_lanes` step on the word array ``flat`` (the lanes' span, lane origin in words).
 
@@ -386,9 +577,10 @@ def run_lanes(flat: np.ndarray, origin: int, shifts: np.ndarray, step: Step) -> 
     """
     d = step.details
     scratch = _cpu.scratch_array(d["threads"] * d["slot"], flat.dtype)
-    if d["mode"] == _LANE_SMALL and len(d["dims"]) == 1:
-        _cpu.call_parallel(_roll_small_lanes, flat, origin, d["n"] * d["e"], d["dim_strides"][0], shifts, d["n"],
-                           d["threads"], scratch, d["slot"])
+    if d["mode"] == _LANE_SMALL:
+        _cpu.call_parallel(_roll_short_lanes, flat, origin, d["words"], np.array(d["dims"], np.int64),
+                           np.array(d["dim_strides"], np.int64), shifts, d["n"], d["itemsize"],
+                           d["word"].bit_length() - 1, d["threads"], scratch, d["slot"], d["block"])
         return
     _cpu.call_parallel(_roll_lanes, flat, origin, d["n"], d["stride"], d["e"], np.array(d["dims"], np.int64),
                        np.array(d["dim_strides"], np.int64), shifts, d["mode"], d["threads"], scratch, d["slot"],

@@ -24,7 +24,7 @@ import rotate
 from rotate import _arrays
 from rotate import _cpu, _rows
 
-from test_roll import DTYPES, HUGE
+from test_roll import DTYPES, HUGE, STRUCT9
 
 ROOT = Path(__file__).resolve().parents[1]
 GUARD = 32
@@ -165,6 +165,126 @@ def test_roll_rows_long_and_short_lanes(n, rows):
     with tunables(2):
         rotate.roll_rows(a, shifts)
     assert np.array_equal(a, expected)
+
+
+# --- short lanes (<= SMALL_LANE_BYTES): words wider than the element, one-word lanes, funnel shifts ----
+
+SHORT_DTYPES = [np.dtype(np.uint8), np.dtype(np.int16), np.dtype(np.float32), np.dtype(np.float64),
+                np.dtype(np.complex128), np.dtype("S3"), STRUCT9]
+SHORT_NS = [2, 3, 4, 5, 7, 8, 16, 31, 32, 49]  # 49: 49 * (1/49) < 1 in float64, the reduction's upper correction
+# (base shape without the lane axis, how the array is laid out, axis); see short_lane_array
+SHORT_LAYOUTS = [
+    ((300,), "C", -1),  # back to back
+    ((300,), "F", 0),  # F order, lanes along axis 0: contiguous, pitch n
+    ((6, 50), "C", -1),  # lanes over two dims, merged into one
+    ((6, 50), "step", -1),  # every other lane of a middle dim of 101: two dims the kernel walks row by row
+    ((6, 50), "reversed", -1),  # negative pitch
+    ((300,), "offset", -1),  # one byte into the buffer: wide words unaligned
+    ((300,), "padded", -1),  # lanes with a gap after each: pitch wider than the lane
+]
+
+
+def short_lane_array(seed, outer, n, dtype, layout):
+    """(raw buffer, lanes view into it, function making the same view of another buffer)."""
+    outer = tuple(outer)
+    lead = 1 if layout == "offset" else 0
+    pad = 1 if layout == "padded" else 0
+    base = outer[:-1] + (outer[-1] * 2 + 1 if layout == "step" else outer[-1], n + pad)
+    count = int(np.prod(base))
+    nbytes = count * dtype.itemsize
+    raw = np.full(2 * GUARD + nbytes + lead, POISON, np.uint8)
+    raw[GUARD + lead:GUARD + lead + nbytes] = np.random.default_rng(seed).integers(1, 256, nbytes, dtype=np.uint8)
+
+    def view(buf):
+        flat = buf[GUARD + lead:GUARD + lead + nbytes].view(dtype)
+        if layout == "F":
+            return flat.reshape(base)[..., :n].T  # an F-ordered array, lanes along axis 0
+        a = flat.reshape(base)[..., :n]
+        if layout == "step":
+            return a[..., :-1:2, :]
+        if layout == "reversed":
+            return a[::-1, ::-1]
+        return a
+
+    return raw, view(raw), view
+
+
+@pytest.mark.parametrize("dtype, n", [(d, n) for d in SHORT_DTYPES for n in SHORT_NS if d.itemsize * n <= 256],
+                         ids=lambda v: str(v))
+@pytest.mark.parametrize("outer, layout, axis", SHORT_LAYOUTS, ids=[f"{o}-{lay}" for o, lay, _ in SHORT_LAYOUTS])
+def test_short_lanes_match_numpy_roll_for_every_item_size(dtype, n, outer, layout, axis):
+    """Every lane shift from -3n-2 to 3n+2 and the int64 extremes, on 1, 2 and 3 threads; guards and gaps untouched.
+
+    The extremes are the first two lanes only, so the first block of shifts
+    takes the division and the later blocks the division-free reduction.
+    """
+    raw, a, view = short_lane_array(n * 1000 + dtype.itemsize, outer, n, dtype, layout)
+    lane_shape = a.shape[:axis % a.ndim] + a.shape[axis % a.ndim + 1:]
+    count = int(np.prod(lane_shape))
+    near = np.arange(-3 * n - 2, 3 * n + 3, dtype=np.int64)
+    shifts = np.concatenate([[2**63 - 1, -2**63], np.resize(np.roll(near, n), count - 2)]).reshape(lane_shape)
+    assert a.shape[axis] == n and dtype.itemsize * n <= _rows.SMALL_LANE_BYTES
+    for lanes in (None, 2, 3):
+        raw_now = raw.copy()
+        a_now = view(raw_now)
+        expected_raw = raw_now.copy()
+        expect(expected_raw, view, a_now, lambda x: lanes_oracle(x, shifts.astype(object), axis))
+        allocated = []
+        with tunables(lanes, allocated=allocated):
+            p = rotate.plan_roll_rows(a_now, shifts, axis)
+            assert rotate.roll_rows(a_now, shifts, axis) is a_now
+        wrong = np.flatnonzero(raw_now != expected_raw)
+        assert wrong.size == 0, f"{p}: {wrong.size} bytes differ; first {wrong[:8]}"
+        assert allocated == [s.scratch_bytes for s in p.steps]
+        (step,) = p.steps
+        lane_bytes = n * dtype.itemsize
+        if layout in ("C", "reversed", "offset") and lane_bytes in (2, 4, 8):
+            assert step.algorithm == "per-lane-word-rotate" and step.word_bytes == lane_bytes, str(p)
+            assert step.scratch_bytes == 0 and p.bytes_moved == p.ideal_bytes
+        else:
+            assert step.algorithm in ("per-lane-word-rotate", "per-lane-small-copy"), str(p)
+        if layout == "step":  # lane offsets from two dims that do not merge
+            assert len(step.details["dims"]) == 2, str(p)
+        assert lane_bytes % step.word_bytes == 0 and step.word_bytes >= np.gcd(dtype.itemsize, 8)
+
+
+def test_short_lane_shift_reduction_is_numpys_modulo():
+    """The division-free reduction (float64 quotient, one correction each way) against Python's %."""
+    for n in range(1, 300):
+        inv = 1.0 / n
+        for s in [0, 1, -1, n - 1, n, n + 1, -n, -n - 1, 7 * n, -7 * n, 12345 * n - 1, 2**52 - 1, -(2**52) + 1,
+                  2**52, -(2**52) - 1, (2**52 // n) * n, -(2**52 // n) * n, 2**63 - 1, -(2**63)]:
+            assert _rows._reduce_shift(s, n, inv) == s % n, (s, n)
+            if abs(s) < 2**52:
+                assert _rows._reduce_near(s, n, inv) == s % n, (s, n)
+
+
+@pytest.mark.parametrize("dtype, n, budget, algorithm", [
+    (np.uint8, 8, 0, "per-lane-word-rotate"),  # one word: no scratch needed
+    (np.uint16, 4, 0, "per-lane-word-rotate"),
+    (np.float32, 8, 0, "per-lane-shift"),  # no scratch at all: three reversals
+    (np.float32, 8, 71, "per-lane-copy"),  # one copy of 32 B fits; two and one lane's shift (8 B words) do not
+    (np.float32, 8, 72, "per-lane-small-copy"),  # shifts reduced one lane at a time
+    (np.float32, 8, 100, "per-lane-small-copy"),
+    (np.uint8, 3, 7, "per-lane-small-copy"),
+    (np.uint8, 3, 6, "per-lane-copy"),
+])
+def test_short_lanes_within_a_scratch_budget(dtype, n, budget, algorithm):
+    rng = np.random.default_rng(n)
+    a = rng.integers(1, 100, (999, n)).astype(dtype)
+    shifts = rng.integers(-2 * n, 2 * n, 999)
+    expected = np.array([np.roll(r, s) for r, s in zip(a, shifts)])
+    for lanes in (None, 3):
+        allocated = []
+        b = a.copy()
+        with tunables(lanes, allocated=allocated):
+            p = rotate.plan_roll_rows(b, shifts, max_scratch_bytes=budget)
+            rotate.roll_rows(b, shifts, max_scratch_bytes=budget)
+        assert p.scratch_bytes <= budget and (lanes or p.algorithm == algorithm), str(p)
+        if p.algorithm in ("per-lane-word-rotate", "per-lane-small-copy"):
+            assert p.algorithm == algorithm  # threads dropped to fit, never the kernel
+        assert allocated == [p.scratch_bytes]
+        assert np.array_equal(b, expected)
 
 
 @given(layout=layouts(max_ndim=4), dtype=st.sampled_from(DTYPES), seed=st.integers(0, 2**32 - 1),
