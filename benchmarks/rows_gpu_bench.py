@@ -79,7 +79,7 @@ def main(argv=None) -> int:
         except Exception as exc:  # one failing case must not lose the others' numbers
             print(f"[{index}] {CASES[index]}: {type(exc).__name__}: {exc}", flush=True)
             rows.append({"case": index, "error": f"{type(exc).__name__}: {exc}"})
-            torch.cuda.empty_cache()
+        torch.cuda.empty_cache()
         if args.json:
             pathlib.Path(args.json).write_text(json.dumps(
                 {"benchmark": "rows_gpu_bench", "environment": environment(), "repeat": args.repeat,
@@ -156,10 +156,7 @@ def _case(index, args, torch, cuda, cupy, rotate, bench, timers, stream):
     print(f"[{index}] {function} {shape} {dtype}: {plan.algorithm} correct={correct} whole "
           f"{result['pct_memcpy']:.1f}% (sync {result['sync_pct_memcpy']:.1f}%) device "
           f"{result['device_pct_memcpy']:.1f}% of memcpy ({memcpy_ms:.3f} ms); peers: {peer_text}", flush=True)
-    del x, copy, _keep
-    peers.clear()
-    torch.cuda.empty_cache()
-    return result
+    return result  # the arrays go with this frame; the caller empties the cache
 
 
 if __name__ == "__main__":

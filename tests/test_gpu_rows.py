@@ -6,7 +6,6 @@ tests/sim_cases.py). Same body as the CPU tests: tests/rows_cases.py.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
