@@ -35,9 +35,10 @@ Algorithms (``d = min(k, seg - k)``)
     Near ``seg/2`` this is ~1x memcpy instead of ~1.5x.  Scratch
     ``lanes * (e + tile)`` words, within the same budget.
 ``small-rows-copy``
-    Rows of at most ``SMALL_ROW_BYTES``: copy the row into a per-lane scratch
-    row and write it back rotated, one tight loop per row; rows are split over
-    lanes.  Avoids per-row call overhead for e.g. 10**6 rows of 8 words.
+    Rows of at most ``SMALL_ROW_BYTES``: copy the row twice into a per-lane
+    scratch row and write the window at ``k`` back, one loop each (unsigned
+    indices, compile-time counts for 2-8 words); rows are split over lanes.
+    Avoids per-row call overhead for e.g. 10**6 rows of 8 words.
 
 Many rows of larger segments are spread over lanes (each row rotated serially
 with the algorithms above); few long rows are rotated one after another, each
@@ -311,20 +312,53 @@ def _rotate_rows_lanes(buf, rows, seg, ops, scratch, lanes, lane_scratch, tile):
                     _shift_serial(buf, row_lo + ops[o, 1], ops[o, 2], ops[o, 3], scratch, scratch_lo)
 
 
+# Short rows, one shift for all. Indices are cast to unsigned (``_U``): numba
+# wraps a negative signed index around, and that check in every access kept
+# the loops from vectorising. The loops live in their own compiled function
+# called from the prange body (inlined there, the same loops ran 3-4x slower
+# in rotate._rows), with loop counts fixed at compile time for common rows.
+
+_U = np.uint64
+
+
+@njit(cache=True, inline="always")
+def _small_rows_copy(buf, r0, r1, seg, k, scratch, s0):
+    """Rows ``r0..r1-1``: each copied twice into ``scratch[s0:s0+2*seg]``, the window at ``k`` written back."""
+    for r in range(r0, r1):
+        at = _U(r * seg)
+        for j in range(seg):
+            v = buf[_U(at + j)]
+            scratch[_U(s0 + j)] = v
+            scratch[_U(s0 + seg + j)] = v
+        src = _U(s0 + k)
+        for j in range(seg):
+            buf[_U(at + j)] = scratch[_U(src + j)]
+
+
+@njit(cache=True)
+def _small_rows_run(buf, r0, r1, seg, k, scratch, s0):
+    """:func:`_small_rows_copy` with the row length a compile-time constant for 2-8 words."""
+    if seg == 2:  # counts known at compile time: the loops unroll and vectorise
+        _small_rows_copy(buf, r0, r1, 2, k, scratch, s0)
+    elif seg == 3:
+        _small_rows_copy(buf, r0, r1, 3, k, scratch, s0)
+    elif seg == 4:
+        _small_rows_copy(buf, r0, r1, 4, k, scratch, s0)
+    elif seg == 6:
+        _small_rows_copy(buf, r0, r1, 6, k, scratch, s0)
+    elif seg == 8:
+        _small_rows_copy(buf, r0, r1, 8, k, scratch, s0)
+    else:
+        _small_rows_copy(buf, r0, r1, seg, k, scratch, s0)
+
+
 @njit(parallel=True, cache=True)
 def _rotate_small_rows(buf, rows, seg, k, scratch, lanes, lane_stride):
-    """Short rows: copy each row to a lane's scratch row, write it back rotated."""
+    """Short rows: each row twice into a lane's scratch row, its rotated window written back."""
     rows_per_lane = (rows + lanes - 1) // lanes
     for lane in prange(lanes):
-        s0 = lane * lane_stride
-        for r in range(lane * rows_per_lane, min(rows, (lane + 1) * rows_per_lane)):
-            row_lo = r * seg
-            for i in range(seg):
-                scratch[s0 + i] = buf[row_lo + i]
-            for i in range(seg - k):
-                buf[row_lo + i] = scratch[s0 + k + i]
-            for i in range(k):
-                buf[row_lo + seg - k + i] = scratch[s0 + i]
+        _small_rows_run(buf, lane * rows_per_lane, min(rows, (lane + 1) * rows_per_lane), seg, k, scratch,
+                        lane * lane_stride)
 
 
 @njit(cache=True, inline="always")
@@ -501,8 +535,9 @@ def _plan_rows_lanes(rows: int, seg: int, k: int, itemsize: int, budget: int, ma
         lanes = _lanes(total_bytes, rows, max_lanes)
         # Lanes' scratch rows 128 bytes apart: sharing a cache line between
         # threads made 2 lanes slower than 1 (false sharing).
-        lane_stride = seg if lanes == 1 else -(-seg * itemsize // 128) * 128 // itemsize
-        return "small-rows-copy", lanes * lane_stride, 4 * rows * seg, ("small", lanes, lane_stride)
+        # Each lane's scratch row holds two copies of a row (read back as one window).
+        lane_stride = 2 * seg if lanes == 1 else -(-2 * seg * itemsize // 128) * 128 // itemsize
+        return "small-rows-copy", lanes * lane_stride, 5 * rows * seg, ("small", lanes, lane_stride)
     seg_bytes = seg * itemsize
     if rows > 1 and (rows >= 8 * _lanes(total_bytes, rows, max_lanes) or seg_bytes <= (1 << 20)):
         lanes = _lanes(total_bytes, rows, max_lanes)
@@ -747,14 +782,7 @@ def _rotate_rows_serial(buf, rows, seg, ops, scratch, tile):
 @njit(cache=True)
 def _rotate_small_rows_serial(buf, rows, seg, k, scratch):
     """One lane of ``_rotate_small_rows``: waking a thread pool costs more than these rows."""
-    for r in range(rows):
-        row_lo = r * seg
-        for i in range(seg):
-            scratch[i] = buf[row_lo + i]
-        for i in range(seg - k):
-            buf[row_lo + i] = scratch[k + i]
-        for i in range(k):
-            buf[row_lo + seg - k + i] = scratch[i]
+    _small_rows_run(buf, 0, rows, seg, k, scratch, 0)
 
 
 def _get_num_threads_fast():
