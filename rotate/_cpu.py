@@ -563,7 +563,11 @@ def _plan_rows_lanes(rows: int, seg: int, k: int, itemsize: int, budget: int, ma
         # Lanes' scratch rows 128 bytes apart: sharing a cache line between
         # threads made 2 lanes slower than 1 (false sharing).
         # Each lane's scratch row holds two copies of a row (read back as one window).
-        lane_stride = 2 * seg if lanes == 1 else -(-2 * seg * itemsize // 128) * 128 // itemsize
+        # Rows 128 bytes past a multiple of 128: the scratch array itself is only
+        # 16-byte aligned, and a row filling its 128 bytes exactly then shared a
+        # cache line with the next lane's (false sharing: (10**6, 8) float64 took
+        # 11 ms instead of 3, depending on where malloc put the scratch).
+        lane_stride = 2 * seg if lanes == 1 else (-(-2 * seg * itemsize // 128) + 1) * 128 // itemsize
         return "small-rows-copy", lanes * lane_stride, 5 * rows * seg, ("small", lanes, lane_stride)
     seg_bytes = seg * itemsize
     if rows > 1 and (rows >= 8 * _lanes(total_bytes, rows, max_lanes) or seg_bytes <= (1 << 20)):
