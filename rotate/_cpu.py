@@ -35,9 +35,13 @@ Algorithms (``d = min(k, seg - k)``)
     Near ``seg/2`` this is ~1x memcpy instead of ~1.5x.  Scratch
     ``lanes * (e + tile)`` words, within the same budget.
 ``small-rows-copy``
-    Rows of at most ``SMALL_ROW_BYTES``: copy the row into a per-lane scratch
-    row and write it back rotated, one tight loop per row; rows are split over
-    lanes.  Avoids per-row call overhead for e.g. 10**6 rows of 8 words.
+    Rows of at most ``SMALL_ROW_BYTES``: copy the row twice into a per-lane
+    scratch row and write the window at ``k`` back, one loop each (unsigned
+    indices, compile-time counts for 2-8 words); rows are split over lanes.
+    Avoids per-row call overhead for e.g. 10**6 rows of 8 words.
+``small-rows-word-rotate``
+    Rows of 2, 4 or 8 bytes made of narrower words (8 uint8, 2 float32): each
+    row is one wider word, rotated by a bit rotation in a register; no scratch.
 
 Many rows of larger segments are spread over lanes (each row rotated serially
 with the algorithms above); few long rows are rotated one after another, each
@@ -311,20 +315,75 @@ def _rotate_rows_lanes(buf, rows, seg, ops, scratch, lanes, lane_scratch, tile):
                     _shift_serial(buf, row_lo + ops[o, 1], ops[o, 2], ops[o, 3], scratch, scratch_lo)
 
 
+# Short rows, one shift for all. Indices are cast to unsigned (``_U``): numba
+# wraps a negative signed index around, and that check in every access kept
+# the loops from vectorising. The loops live in their own compiled function
+# called from the prange body (inlined there, the same loops ran 3-4x slower
+# in rotate._rows), with loop counts fixed at compile time for common rows.
+
+_U = np.uint64
+
+
+@njit(cache=True, inline="always")
+def _small_rows_copy(buf, r0, r1, seg, k, scratch, s0):
+    """Rows ``r0..r1-1``: each copied twice into ``scratch[s0:s0+2*seg]``, the window at ``k`` written back."""
+    for r in range(r0, r1):
+        at = _U(r * seg)
+        for j in range(seg):
+            v = buf[_U(at + j)]
+            scratch[_U(s0 + j)] = v
+            scratch[_U(s0 + seg + j)] = v
+        src = _U(s0 + k)
+        for j in range(seg):
+            buf[_U(at + j)] = scratch[_U(src + j)]
+
+
+@njit(cache=True)
+def _small_rows_run(buf, r0, r1, seg, k, scratch, s0):
+    """:func:`_small_rows_copy` with the row length a compile-time constant for 2-8 words."""
+    if seg == 2:  # counts known at compile time: the loops unroll and vectorise
+        _small_rows_copy(buf, r0, r1, 2, k, scratch, s0)
+    elif seg == 3:
+        _small_rows_copy(buf, r0, r1, 3, k, scratch, s0)
+    elif seg == 4:
+        _small_rows_copy(buf, r0, r1, 4, k, scratch, s0)
+    elif seg == 6:
+        _small_rows_copy(buf, r0, r1, 6, k, scratch, s0)
+    elif seg == 8:
+        _small_rows_copy(buf, r0, r1, 8, k, scratch, s0)
+    else:
+        _small_rows_copy(buf, r0, r1, seg, k, scratch, s0)
+
+
+@njit(cache=True)
+def _word_rows_run(buf, r0, r1, r, bits):
+    """Rows ``r0..r1-1``, one word each: element rotation left by ``k`` is a right bit rotation by ``r``."""
+    for i in range(r0, r1):
+        x = _U(buf[_U(i)])
+        buf[_U(i)] = (x >> r) | (x << (bits - r))  # 0 < r < bits: no shift by the full width
+
+
 @njit(parallel=True, cache=True)
-def _rotate_small_rows(buf, rows, seg, k, scratch, lanes, lane_stride):
-    """Short rows: copy each row to a lane's scratch row, write it back rotated."""
+def _rotate_word_rows(buf, rows, r, bits, lanes):
+    """Rows of one word (8 uint8 as one uint64): a bit rotation in a register, no scratch."""
     rows_per_lane = (rows + lanes - 1) // lanes
     for lane in prange(lanes):
-        s0 = lane * lane_stride
-        for r in range(lane * rows_per_lane, min(rows, (lane + 1) * rows_per_lane)):
-            row_lo = r * seg
-            for i in range(seg):
-                scratch[s0 + i] = buf[row_lo + i]
-            for i in range(seg - k):
-                buf[row_lo + i] = scratch[s0 + k + i]
-            for i in range(k):
-                buf[row_lo + seg - k + i] = scratch[s0 + i]
+        _word_rows_run(buf, lane * rows_per_lane, min(rows, (lane + 1) * rows_per_lane), _U(r), _U(bits))
+
+
+@njit(cache=True)
+def _rotate_word_rows_serial(buf, rows, r, bits):
+    """One lane of ``_rotate_word_rows``."""
+    _word_rows_run(buf, 0, rows, _U(r), _U(bits))
+
+
+@njit(parallel=True, cache=True)
+def _rotate_small_rows(buf, rows, seg, k, scratch, lanes, lane_stride):
+    """Short rows: each row twice into a lane's scratch row, its rotated window written back."""
+    rows_per_lane = (rows + lanes - 1) // lanes
+    for lane in prange(lanes):
+        _small_rows_run(buf, lane * rows_per_lane, min(rows, (lane + 1) * rows_per_lane), seg, k, scratch,
+                        lane * lane_stride)
 
 
 @njit(cache=True, inline="always")
@@ -499,10 +558,17 @@ def _plan_rows_lanes(rows: int, seg: int, k: int, itemsize: int, budget: int, ma
     tile = max(1, TILE_BYTES // itemsize)
     if seg * itemsize <= SMALL_ROW_BYTES:
         lanes = _lanes(total_bytes, rows, max_lanes)
+        if seg * itemsize in (2, 4, 8):  # the row is one machine word: rotate it in a register
+            return "small-rows-word-rotate", 0, 2 * rows * seg, ("word", lanes)
         # Lanes' scratch rows 128 bytes apart: sharing a cache line between
         # threads made 2 lanes slower than 1 (false sharing).
-        lane_stride = seg if lanes == 1 else -(-seg * itemsize // 128) * 128 // itemsize
-        return "small-rows-copy", lanes * lane_stride, 4 * rows * seg, ("small", lanes, lane_stride)
+        # Each lane's scratch row holds two copies of a row (read back as one window).
+        # Rows 128 bytes past a multiple of 128: the scratch array itself is only
+        # 16-byte aligned, and a row filling its 128 bytes exactly then shared a
+        # cache line with the next lane's (false sharing: (10**6, 8) float64 took
+        # 11 ms instead of 3, depending on where malloc put the scratch).
+        lane_stride = 2 * seg if lanes == 1 else (-(-2 * seg * itemsize // 128) + 1) * 128 // itemsize
+        return "small-rows-copy", lanes * lane_stride, 5 * rows * seg, ("small", lanes, lane_stride)
     seg_bytes = seg * itemsize
     if rows > 1 and (rows >= 8 * _lanes(total_bytes, rows, max_lanes) or seg_bytes <= (1 << 20)):
         lanes = _lanes(total_bytes, rows, max_lanes)
@@ -747,14 +813,7 @@ def _rotate_rows_serial(buf, rows, seg, ops, scratch, tile):
 @njit(cache=True)
 def _rotate_small_rows_serial(buf, rows, seg, k, scratch):
     """One lane of ``_rotate_small_rows``: waking a thread pool costs more than these rows."""
-    for r in range(rows):
-        row_lo = r * seg
-        for i in range(seg):
-            scratch[i] = buf[row_lo + i]
-        for i in range(seg - k):
-            buf[row_lo + i] = scratch[k + i]
-        for i in range(k):
-            buf[row_lo + seg - k + i] = scratch[i]
+    _small_rows_run(buf, 0, rows, seg, k, scratch, 0)
 
 
 def _get_num_threads_fast():
@@ -818,6 +877,9 @@ def plan_rows_details(rows: int, seg: int, k: int, itemsize: int, max_scratch_by
                "threads": num_threads(), "max_scratch_bytes": bound}
     if runner[0] == "small":
         details.update(runner="small-rows" if lanes > 1 else "small-rows-serial", lane_scratch=runner[2], ops=())
+    elif runner[0] == "word":  # the buffer is re-viewed as one word of row_word bytes a row
+        details.update(runner="word-rows" if lanes > 1 else "word-rows-serial", lane_scratch=0, ops=(),
+                       row_word=seg * itemsize)
     else:
         ops = tuple(tuple(int(v) for v in op) for op in runner[3])
         details["tile"] = runner[4]  # the tile shrinks to fit a tight scratch bound
@@ -850,7 +912,7 @@ def word_view(a: np.ndarray, word: int) -> np.ndarray:
 
 # Runners that never enter a parallel region: safe under every threading layer
 # and in a forked child as they are, so they take neither the lock nor a twin.
-_SERIAL_RUNNERS = {"small-rows-serial", "rows-serial"}
+_SERIAL_RUNNERS = {"small-rows-serial", "rows-serial", "word-rows-serial"}
 
 
 def run_rows(buf: np.ndarray, step) -> None:
@@ -867,7 +929,16 @@ def run_rows(buf: np.ndarray, step) -> None:
     if runner == "reversal":  # no scratch fits the bound: the rows as a strided grid, reversed in place
         _run_strided_details(buf.reshape(rows, seg), d["strided"])
         return
-    scratch = scratch_array(d["scratch_words"], buf.dtype)
+    scratch = scratch_array(d["scratch_words"], buf.dtype)  # none for word rows, but allocated (and counted) alike
+    if runner in ("word-rows", "word-rows-serial"):  # each row one word, bit-rotated
+        rows_buf = buf[:rows * seg].view(_WORDS[d["row_word"]])
+        bits = 8 * d["row_word"]
+        with _kernels(parallel=runner == "word-rows") as kernels:
+            if runner == "word-rows":
+                kernels["_rotate_word_rows"](rows_buf, rows, 8 * word * k, bits, d["lanes"])
+            else:
+                kernels["_rotate_word_rows_serial"](rows_buf, rows, 8 * word * k, bits)
+        return
     with _kernels(parallel=runner not in _SERIAL_RUNNERS) as kernels:
         if runner == "small-rows-serial":
             kernels["_rotate_small_rows_serial"](buf, rows, seg, k, scratch)
@@ -934,7 +1005,7 @@ def _run_strided_details(a: np.ndarray, d: dict) -> None:
 # ---------------------------------------------------------------------------
 
 _PARALLEL_KERNELS = ("_swap_shift_lanes", "_rotate_segment_lanes", "_rotate_rows_lanes",
-                     "_rotate_small_rows", "_roll_strided_words")
+                     "_rotate_small_rows", "_rotate_word_rows", "_roll_strided_words")
 _serial_kernels: dict = {}
 _lock = threading.Lock()
 # Set in a forked child whose parent had started GNU OpenMP's threads.
@@ -998,7 +1069,7 @@ def _serial_twin(name: str):
     return twin
 
 
-_SERIAL_KERNELS = ("_rotate_rows_serial", "_rotate_small_rows_serial")
+_SERIAL_KERNELS = ("_rotate_rows_serial", "_rotate_small_rows_serial", "_rotate_word_rows_serial")
 
 
 @contextlib.contextmanager

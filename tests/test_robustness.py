@@ -29,7 +29,7 @@ ROOT = HERE.parent
 as_strided = np.lib.stride_tricks.as_strided
 
 KNOWN_CPU_ALGORITHMS = {
-    "small-rows-copy", "buffered-shift", "block-swap", "block-swap+buffered-shift",
+    "small-rows-copy", "small-rows-word-rotate", "buffered-shift", "block-swap", "block-swap+buffered-shift",
     "block-swap+fused-shift", "reversal", "strided-buffered-shift", "strided-reversal",
     "multi-axis-cycles",  # several axes in one pass (rotate._rows)
 }
