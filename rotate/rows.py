@@ -261,11 +261,7 @@ def _device_shifts(shifts: Any, lane_shape: tuple, order: str, info):
             f"(shifts.astype('int64') for CuPy, shifts.long() for PyTorch)"
         )
     size = int(np.prod(sinfo.shape, dtype=np.int64))
-    try:
-        fits = np.broadcast_shapes(sinfo.shape, lane_shape) == lane_shape
-    except ValueError:
-        fits = False
-    if not fits:
+    if not _broadcasts_to(sinfo.shape, lane_shape):
         raise ValueError(
             f"shifts has shape {sinfo.shape}, which does not broadcast to the lanes' shape {lane_shape} "
             f"(a.shape {info.shape} without axis); give one shift per lane"
@@ -301,6 +297,13 @@ def _check_same_device(shifts_pointer: int, a_pointer: int) -> None:
         )
 
 
+def _broadcasts_to(shape: tuple, lane_shape: tuple) -> bool:
+    try:
+        return np.broadcast_shapes(tuple(shape), lane_shape) == lane_shape
+    except ValueError:
+        return False
+
+
 def _lane_shifts(shifts: Any, lane_shape: tuple, n: int, axis: int, shape: tuple) -> np.ndarray:
     """``shifts`` broadcast to one int64 per lane (C order), reduced to ``[0, n)``."""
     if _arrays.is_device_array(shifts):
@@ -320,11 +323,7 @@ def _lane_shifts(shifts: Any, lane_shape: tuple, n: int, axis: int, shape: tuple
             f"shifts must be integers, got an array of dtype {arr.dtype}; numpy.roll shifts by whole "
             f"elements, so round and convert first (e.g. np.rint(shifts).astype(np.int64))"
         )
-    try:
-        fits = np.broadcast_shapes(arr.shape, lane_shape) == lane_shape
-    except ValueError:
-        fits = False
-    if not fits:
+    if not _broadcasts_to(arr.shape, lane_shape):
         raise ValueError(
             f"shifts has shape {arr.shape}, which does not broadcast to a.shape {shape} without axis "
             f"{axis}, i.e. {lane_shape}; give one shift per lane (shape {lane_shape}) or a shape that "

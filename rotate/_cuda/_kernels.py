@@ -45,6 +45,25 @@ def smem_bytes(tile_bytes: int, buffers: int = BUFFERS) -> int:
     return buffers * buffer_vecs(tile_bytes) * 16 + buffers * (DESC_FIELDS + 1) * 8 + (ENTRY_BATCH + 3) * 8
 
 
+@cuda.jit(device=True)
+def store_realigned(smem, w, r, data, pos):
+    """Store to ``data[pos:pos + 16]`` the 16 bytes that start ``r`` bytes into shared word ``w``
+    (a multiple of 4): one 16-byte shared load when ``r == 0``, else two, a 5-word window chosen
+    by branch and four funnel shifts. Both the chain kernel's and the lane kernels' writes."""
+    lo_words = load16_shared(smem, w)
+    if r == 0:
+        store16(data, pos, lo_words[0], lo_words[1], lo_words[2], lo_words[3])
+    else:
+        hi_words = load16_shared(smem, w + 4)
+        u0, u1, u2, u3, u4 = S.window5(
+            r >> 2, uint64(lo_words[0]), uint64(lo_words[1]), uint64(lo_words[2]),
+            uint64(lo_words[3]), uint64(hi_words[0]), uint64(hi_words[1]),
+            uint64(hi_words[2]), uint64(hi_words[3]))
+        bs = r & 3
+        store16(data, pos, uint32(S.funnel(u0, u1, bs)), uint32(S.funnel(u1, u2, bs)),
+                uint32(S.funnel(u2, u3, bs)), uint32(S.funnel(u3, u4, bs)))
+
+
 @functools.lru_cache(maxsize=None)
 def _write_moved(threads: int, write_iters: int):
     """The write path both tiled kernels share: realign in registers, store 16-byte vectors."""
@@ -69,20 +88,7 @@ def _write_moved(threads: int, write_iters: int):
             if v < d_vecs:
                 p = d_lo + 16 * v
                 if p >= lo and p + 16 <= hi:
-                    w = 4 * (q0 + v)
-                    lo_words = load16_shared(smem, w)
-                    if r == 0:
-                        store16(data, row_pos + p, lo_words[0], lo_words[1], lo_words[2], lo_words[3])
-                    else:
-                        hi_words = load16_shared(smem, w + 4)
-                        u0, u1, u2, u3, u4 = S.window5(
-                            r >> 2, uint64(lo_words[0]), uint64(lo_words[1]), uint64(lo_words[2]),
-                            uint64(lo_words[3]), uint64(hi_words[0]), uint64(hi_words[1]),
-                            uint64(hi_words[2]), uint64(hi_words[3]))
-                        bs = r & 3
-                        store16(data, row_pos + p,
-                                uint32(S.funnel(u0, u1, bs)), uint32(S.funnel(u1, u2, bs)),
-                                uint32(S.funnel(u2, u3, bs)), uint32(S.funnel(u3, u4, bs)))
+                    store_realigned(smem, 4 * (q0 + v), r, data, row_pos + p)
                 else:
                     for b in range(16):
                         x = p + b

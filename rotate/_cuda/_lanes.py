@@ -45,8 +45,8 @@ import numpy as np
 from numba import cuda, int64, njit, uint8, uint16, uint32, uint64
 from numba.extending import register_jitable
 
-from .. import _schedule as S
 
+from ._kernels import store_realigned
 from ._memops import (SIMULATED, atomic_add_u64, commit_copies, copies_waiter, copy16_async, load16,
                       load16_shared, load_acquire, load_i64, store16, store8, store_relaxed, store_u64)
 
@@ -236,19 +236,7 @@ def _movers(unit: int, threads: int):
                     if src + 16 <= seg:  # yes: two aligned shared loads and four funnel shifts
                         sb = buf_byte + rho * seg + src
                         r = sb & 15
-                        w = (sb - r) >> 2
-                        lo_words = load16_shared(sm32, w)
-                        if r == 0:
-                            store16(dst, v_lo + 16 * v, lo_words[0], lo_words[1], lo_words[2], lo_words[3])
-                        else:
-                            hi_words = load16_shared(sm32, w + 4)
-                            u0, u1, u2, u3, u4 = S.window5(
-                                r >> 2, uint64(lo_words[0]), uint64(lo_words[1]), uint64(lo_words[2]),
-                                uint64(lo_words[3]), uint64(hi_words[0]), uint64(hi_words[1]),
-                                uint64(hi_words[2]), uint64(hi_words[3]))
-                            bs = r & 3
-                            store16(dst, v_lo + 16 * v, uint32(S.funnel(u0, u1, bs)), uint32(S.funnel(u1, u2, bs)),
-                                    uint32(S.funnel(u2, u3, bs)), uint32(S.funnel(u3, u4, bs)))
+                        store_realigned(sm32, (sb - r) >> 2, r, dst, v_lo + 16 * v)
                         continue
                 w0 = uint32(0)
                 w1 = uint32(0)
