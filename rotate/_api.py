@@ -176,6 +176,8 @@ def _parts(a: Any) -> list:
     """The arrays a call moves: a masked array's data and mask, a multi-field view's fields."""
     if type(a) is np.ndarray and a.dtype.names is None:  # the common case, without a call
         return [a]
+    if not isinstance(a, np.ndarray):  # device arrays: one part (only numpy arrays have masks and fields)
+        return [a]
     return _arrays.rolled_parts(a)
 
 
@@ -231,18 +233,48 @@ _fast_plans: dict = {}
 _FAST_PLANS_MAX = 1024
 
 
+# The quick path (device arrays): a call whose array a backend can describe
+# cheaply (``quick_describe``: layout key, pointer, current stream) and whose
+# exact arguments, layout and address went down the full path before reuses
+# that call's description and plan; only the plan key (device, settings) is
+# checked again. Keyed by the full address, so the ArrayInfo is reused as is;
+# the same layout at a new address is described again (``_quick_layouts``
+# keeps the plan, a new ArrayInfo is built).
+_quick_calls: dict = {}
+_quick_layouts: dict = {}
+
+
 def _prepare(part: Any, shift: Any, axis: Any, middle: Optional[int], max_scratch_bytes: Any, stream: Any):
     """Validate and plan one array: (backend, target, info, plan, resolved stream)."""
-    backend, target, info = _inspect(part)
     fast = (type(shift) is int and (axis is None or type(axis) is int)
             and (middle is None or type(middle) is int)
             and (max_scratch_bytes is None or type(max_scratch_bytes) is int))
+    quick = None
+    if fast and type(part) is not np.ndarray:
+        quick = _backends.quick_describe(part)
+        if quick is not None:
+            backend, (layout, pointer, default_stream) = quick
+            args = (layout, shift, axis, middle, max_scratch_bytes)
+            hit = _quick_calls.get((pointer, args))
+            if hit is None:
+                hit = _quick_layouts.get((pointer & 15, args))
+                if hit is not None:
+                    template = hit[0]
+                    hit = (_arrays.ArrayInfo(template.shape, template.strides, template.dtype, template.kind,
+                                             pointer, template.readonly), hit[1], hit[2])
+                    _remember(_quick_calls, (pointer, args), hit)
+            if hit is not None and hit[1] == backend.plan_key(hit[0], max_scratch_bytes):
+                return backend, part, hit[0], hit[2], backend.quick_stream(default_stream, stream)
+    backend, target, info = _inspect(part)
     if fast:
         key = (backend.name, info.shape, info.strides, info.dtype, info.pointer % 16, shift, axis, middle,
                max_scratch_bytes)
         hit = _fast_plans.get(key)
         if hit is not None and hit[0] == backend.plan_key(info, max_scratch_bytes):
-            return backend, target, info, hit[1], backend.resolve_stream(target, stream)
+            resolved = backend.resolve_stream(target, stream)
+            if quick is not None and target is part and info.pointer == pointer:
+                _remember_quick(pointer, args, (info, hit[0], hit[1]))
+            return backend, target, info, hit[1], resolved
     scratch = _check_scratch(max_scratch_bytes)
     if middle is not None:
         shifts = {None: -_check_middle(middle, info.size)}
@@ -253,10 +285,22 @@ def _prepare(part: Any, shift: Any, axis: Any, middle: Optional[int], max_scratc
                      tuple(sorted(shifts.items(), key=repr)), scratch, plan_key)
     resolved = backend.resolve_stream(target, stream)
     if fast:
-        if len(_fast_plans) >= _FAST_PLANS_MAX:
-            _fast_plans.clear()
-        _fast_plans[key] = (plan_key, p)
+        _remember(_fast_plans, key, (plan_key, p))
+        if quick is not None and target is part and info.pointer == pointer:
+            _remember_quick(pointer, args, (info, plan_key, p))
     return backend, target, info, p, resolved
+
+
+def _remember_quick(pointer: int, args: tuple, entry: tuple) -> None:
+    """Let later calls with these arguments take the quick path (only after the full path passed)."""
+    _remember(_quick_calls, (pointer, args), entry)
+    _remember(_quick_layouts, (pointer & 15, args), entry)
+
+
+def _remember(cache: dict, key, value) -> None:
+    if len(cache) >= _FAST_PLANS_MAX:
+        cache.clear()
+    cache[key] = value
 
 
 def _make_plan(backend, info, shifts: dict, max_scratch_bytes: Optional[int]) -> Plan:

@@ -146,6 +146,79 @@ def test_cupy_array():
     np.testing.assert_array_equal(cupy.asnumpy(c), np.roll(host, 777 - 10))
 
 
+def _quick_path_libraries():
+    """(name, make from host, to host, stream context factory, synchronise) for each installed library."""
+    libs = [("numba", cuda.to_device, lambda d: d.copy_to_host(), None, cuda.synchronize)]
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            libs.append(("torch", lambda h: torch.from_numpy(h.copy()).cuda(), lambda t: t.cpu().numpy(),
+                         lambda: torch.cuda.stream(torch.cuda.Stream()), torch.cuda.synchronize))
+    except ImportError:
+        pass
+    try:
+        import cupy
+
+        libs.append(("cupy", cupy.asarray, cupy.asnumpy, lambda: cupy.cuda.Stream(non_blocking=True),
+                     cupy.cuda.runtime.deviceSynchronize))
+    except ImportError:
+        pass
+    return libs
+
+
+@pytest.mark.parametrize("lib", _quick_path_libraries(), ids=lambda lib: lib[0])
+def test_repeated_calls_take_the_quick_path_correctly(lib):
+    # Issue #8's quick path: after the first call the description and plan are
+    # reused; every call must still run on the library's current stream, at
+    # the array's address, with a plan that follows the settings.
+    from rotate import _api
+    from rotate._cuda import planner
+
+    name, make, to_host, stream_context, synchronise = lib
+    rng = np.random.default_rng(11)
+    host = rng.integers(0, 2**31, 65_537).astype(np.float32)
+    a, b = make(host), make(host[::-1].copy())  # the same layout at two addresses
+    total = 0
+    for shift in (3, 3, 3, -70, 3, 40_000):
+        rotate.roll(a, shift)
+        rotate.roll(b, shift)
+        total += shift
+    synchronise()
+    np.testing.assert_array_equal(to_host(a), np.roll(host, total))
+    np.testing.assert_array_equal(to_host(b), np.roll(host[::-1], total))
+    assert any(key[0] == _quick_key_pointer(a) for key in _api._quick_calls)  # the quick path was taken
+    with planner.override(tile_bytes=4096):
+        rotate.roll(a, 5)
+        total += 5
+    synchronise()
+    np.testing.assert_array_equal(to_host(a), np.roll(host, total))
+    if stream_context is not None:  # a non-default current stream: the quick path asks for it each call
+        context = stream_context()
+        with context:
+            for _ in range(3):
+                rotate.roll(a, 1000)
+        total += 3000
+        synchronise()
+        np.testing.assert_array_equal(to_host(a), np.roll(host, total))
+
+
+def _quick_key_pointer(a):
+    from rotate import _arrays
+
+    return _arrays.quick_device(a)[1]
+
+
+def test_numba_array_bound_to_a_stream_runs_on_it():
+    host = np.arange(100_003, dtype=np.int32)
+    stream = cuda.stream()
+    d = cuda.to_device(host, stream=stream)
+    for _ in range(3):
+        rotate.roll(d, 7)
+    stream.synchronize()
+    np.testing.assert_array_equal(d.copy_to_host(), np.roll(host, 21))
+
+
 def test_readonly_and_noncontiguous_device_arrays_are_refused_untouched():
     host = np.arange(1000, dtype=np.int32)
     dev = cuda.to_device(host.reshape(10, 100))

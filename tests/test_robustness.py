@@ -586,3 +586,86 @@ def test_waveops_cpu_rotate_refuses_bad_widths(width):
     lanes = np.arange(512, dtype=np.int32)
     with pytest.raises(ValueError, match="power of two"):
         cpu.rotate(lanes, 1, width=width)
+
+
+# --- the quick path of repeated device calls (issue #8; no GPU: the device is stubbed) -----
+
+class _FakeDeviceArray:
+    """A CUDA Array Interface exporter whose memory is never touched (only _prepare runs)."""
+
+    def __init__(self, n, pointer=1 << 32, readonly=False, stream=None, typestr="<f4", strides=None):
+        self.n, self.pointer, self.readonly, self.cai_stream, self.typestr = n, pointer, readonly, stream, typestr
+        self.strides = strides
+        self.reads = 0
+
+    @property
+    def __cuda_array_interface__(self):
+        self.reads += 1
+        return {"shape": (self.n,), "strides": self.strides, "data": (self.pointer, self.readonly),
+                "typestr": self.typestr, "stream": self.cai_stream, "version": 3}
+
+
+@pytest.fixture
+def quick_device(gpu_planner, monkeypatch):
+    from rotate._cuda import _memops
+
+    if _memops.SIMULATED:
+        pytest.skip("the simulator's arrays take the full path")
+    monkeypatch.setattr(_arrays, "_device_usable", True)
+    monkeypatch.setattr(_api, "_quick_calls", {})
+    monkeypatch.setattr(_api, "_quick_layouts", {})
+    return gpu_planner
+
+
+def test_quick_path_reuses_the_full_description_and_plan(quick_device):
+    a = _FakeDeviceArray(1 << 20, stream=7)
+    full = _api._prepare(a, 3, None, None, None, None)
+    reads = a.reads
+    again = _api._prepare(a, 3, None, None, None, None)
+    assert a.reads == reads + 1  # one interface read: no second description
+    assert again[2] is full[2] and again[3] is full[3]  # the same ArrayInfo and Plan objects
+    assert again[3] == rotate.plan(a, 3)
+    assert again[4] == full[4] == 7  # the interface's stream, as the full path resolves it
+    moved = _FakeDeviceArray(1 << 20, pointer=(1 << 33) + 16, stream=7)  # same layout, same 16-byte offset
+    m = _api._prepare(moved, 3, None, None, None, None)
+    assert m[2].pointer == moved.pointer and m[3] is full[3]
+    odd = _FakeDeviceArray(1 << 20, pointer=(1 << 33) + 4)  # another offset: planned on its own
+    assert _api._prepare(odd, 3, None, None, None, None)[2].pointer == odd.pointer
+    assert _api._prepare(a, 3, None, None, None, 0)[4] == 0  # stream= wins over the current stream
+
+
+def test_quick_path_replans_when_a_setting_changes(quick_device):
+    a = _FakeDeviceArray(1 << 20)
+    first = _api._prepare(a, 12345, None, None, None, None)[3]
+    with quick_device.override(grid=8, tile_bytes=4096):
+        under = _api._prepare(a, 12345, None, None, None, None)[3]
+        assert under.tile_bytes == 4096 and under == rotate.plan(a, 12345)
+    assert _api._prepare(a, 12345, None, None, None, None)[3] == first
+
+
+def test_quick_path_never_caches_a_refusal(quick_device):
+    ro = _FakeDeviceArray(1 << 20, readonly=True)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="read-only"):
+            _api._prepare(ro, 3, None, None, None, None)
+    bad = _FakeDeviceArray(1 << 20, typestr="|O8")
+    for _ in range(2):
+        with pytest.raises(TypeError):
+            _api._prepare(bad, 3, None, None, None, None)
+    a = _FakeDeviceArray(1 << 20)
+    for _ in range(2):
+        with pytest.raises(TypeError, match="stream"):
+            _api._prepare(a, 3, None, None, None, "not a stream")
+
+
+def test_quick_path_is_learnt_when_another_array_planned_the_layout(quick_device):
+    # The full path's own plan cache (by layout) answered the first call for b
+    # (its interface spells the same layout another way: explicit strides);
+    # b's later calls must still take the quick path.
+    a, b = _FakeDeviceArray(4096), _FakeDeviceArray(4096, pointer=1 << 34, strides=(4,))
+    _api._prepare(a, 3, None, None, None, None)
+    _api._prepare(b, 3, None, None, None, None)
+    reads = b.reads
+    _api._prepare(b, 3, None, None, None, None)
+    assert b.reads == reads + 1
+    assert any(key[0] == b.pointer for key in _api._quick_calls)

@@ -29,6 +29,18 @@ The protocol
     Called while validating, before anything moves.
 ``execute(target, info, plan, stream)``
     Runs exactly ``plan.steps`` (never plans again) on the resolved stream.
+
+Optional, for the quick path of repeated calls (issue #8):
+
+``quick_describe(a) -> (layout_key, pointer, default_stream) | None``
+    Cheap: a key that determines ``describe(a)``'s ArrayInfo apart from the
+    pointer, the pointer, and the stream ``resolve_stream(a, None)`` would
+    give. None sends the call down the full path. The API runs the full
+    path (every check) the first time a key is seen and reuses its
+    description, plan and stream rules after that.
+``quick_stream(default_stream, stream)``
+    ``resolve_stream`` for a quick call: ``default_stream`` when ``stream``
+    is None.
 """
 
 from __future__ import annotations
@@ -100,6 +112,20 @@ def register(backend: Backend, *, before: Optional[str] = None) -> None:
     if before is not None:
         index = next(i for i, b in enumerate(_registry) if b.name == before)
     _registry.insert(index, backend)
+    _quick[:] = [b for b in _registry if getattr(b, "quick_describe", None) is not None]
+
+
+_quick: list = []  # the registered backends that have quick_describe, in registry order
+
+
+def quick_describe(a: Any):
+    """``(backend, (layout_key, pointer, default_stream))`` from the first backend whose
+    ``quick_describe`` takes ``a``; None when none does."""
+    for b in _quick:
+        described = b.quick_describe(a)
+        if described is not None:
+            return b, described
+    return None
 
 
 def backends() -> tuple:

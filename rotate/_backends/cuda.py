@@ -12,6 +12,38 @@ from .. import _arrays
 from . import RowBackend
 
 
+# Modules imported on first use (numpy-only users never import numba.cuda), then
+# held here: an import statement inside a per-call function costs ~0.3 us each.
+_modules: dict = {}
+
+
+def _planner():
+    module = _modules.get("planner")
+    if module is None:
+        from .._cuda import planner as module
+
+        _modules["planner"] = module
+    return module
+
+
+def _launch():
+    module = _modules.get("launch")
+    if module is None:
+        from .._cuda import launch as module
+
+        _modules["launch"] = module
+    return module
+
+
+def _simulated() -> bool:
+    flag = _modules.get("simulated")
+    if flag is None:
+        from .._cuda._memops import SIMULATED as flag
+
+        _modules["simulated"] = flag
+    return flag
+
+
 class CudaBackend(RowBackend):
     name = "cuda"
     device_kind = "cuda"
@@ -30,9 +62,18 @@ class CudaBackend(RowBackend):
         _arrays.check_device_usable()  # numba's raw CudaSupportError would not say what to do
         return view, info
 
-    def plan_key(self, info, max_scratch_bytes: Optional[int]) -> tuple:
-        from .._cuda import planner
+    def quick_describe(self, a: Any):
+        if _simulated():
+            return None  # the simulator's arrays take the full path (they have no device address)
+        return _arrays.quick_device(a)
 
+    def quick_stream(self, default_stream: int, stream: Any) -> int:
+        if stream is None:
+            return default_stream
+        return _launch().stream_handle(stream)
+
+    def plan_key(self, info, max_scratch_bytes: Optional[int]) -> tuple:
+        planner = _planner()
         device = planner._device_id()
         return (device, planner.device_shape(device), planner.settings_key(),
                 planner.SCRATCH_FRACTION, planner.MIN_SCRATCH, planner.MAX_SWAP_PASSES,
@@ -59,11 +100,7 @@ class CudaBackend(RowBackend):
     def resolve_stream(self, target: Any, stream: Any):
         # The raw handle, resolved once before anything moves (a bad stream=
         # is refused here); execute() launches on it as given.
-        from .._cuda import launch
-
-        return launch.resolve_stream(target, stream)
+        return _launch().resolve_stream(target, stream)
 
     def execute(self, target: Any, info, plan, stream: Any) -> None:
-        from .._cuda import launch
-
-        launch.execute(target, info, plan, stream)
+        _launch().execute(target, info, plan, stream)

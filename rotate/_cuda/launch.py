@@ -24,8 +24,11 @@ from ._memops import SIMULATED
 
 
 def execute(target: Any, info, plan, stream: Any = None) -> None:
-    """Run every step of ``plan`` on ``target`` (an object with __cuda_array_interface__)."""
-    handle = resolve_stream(target, stream)
+    """Run every step of ``plan`` on ``target`` (an object with __cuda_array_interface__).
+
+    ``stream`` is normally the handle ``resolve_stream`` gave while validating.
+    """
+    handle = stream if type(stream) is int else resolve_stream(target, stream)
     for step in plan.steps:
         RUNNERS[step.algorithm](target, info, step, handle)
 
@@ -89,7 +92,7 @@ def resolve_stream(target: Any, stream: Any) -> int:
 
 
 class _StreamRef:
-    """A handle as ``cuda.core``'s launch takes it (the ``__cuda_stream__`` protocol)."""
+    """A handle in the ``__cuda_stream__`` protocol, for a ``cuda.core`` without ``Stream.from_handle``."""
 
     __slots__ = ("handle",)
 
@@ -100,7 +103,28 @@ class _StreamRef:
         return (0, self.handle)
 
 
+#: ``cuda.core`` Stream objects wrapping the raw handles launches run on (not
+#: owning them). ``launch`` converts a foreign ``__cuda_stream__`` object on
+#: every call (7.1 us a launch, and deprecated); a cached Stream launches in
+#: 5.0 us (docs/results/launch-floor-h200.json).
 _stream_refs: dict = {}
+MAX_STREAM_REFS = 64
+
+
+def core_stream(handle: int):
+    """The cached ``cuda.core`` Stream for a raw stream handle."""
+    stream = _stream_refs.get(handle)
+    if stream is None:
+        try:
+            from cuda.core import Stream
+
+            stream = Stream.from_handle(handle)
+        except (ImportError, AttributeError):
+            stream = _StreamRef(handle)
+        if len(_stream_refs) >= MAX_STREAM_REFS:
+            _stream_refs.clear()
+        _stream_refs[handle] = stream
+    return stream
 
 
 def _numba_stream(handle: int):
@@ -126,10 +150,13 @@ class Scratch:
         self._epochs = itertools.count(1)
         self._grow = threading.Lock()
         self.addresses = (0, 0, 0)
+        # What fits without growing, as plain ints: a device array's .size is a
+        # Python property, and reserve runs on every call.
+        self._flag_capacity = -1
+        self._pre_capacity = -1
 
     def reserve(self, flag_count: int, pre_bytes: int):
-        if self.counters is None or self.flags is None or self.flags.size < flag_count or \
-                self.pre is None or self.pre.size < pre_bytes:
+        if flag_count > self._flag_capacity or pre_bytes > self._pre_capacity:
             with self._grow:
                 if self.counters is None:
                     self.counters = cuda.to_device(np.zeros(4, np.uint64))
@@ -151,6 +178,8 @@ class Scratch:
     def _remember_addresses(self):
         if not SIMULATED:  # what a launch passes, read once per allocation
             self.addresses = (_address(self.pre), _address(self.flags), _address(self.counters))
+        self._flag_capacity = int(self.flags.size)
+        self._pre_capacity = int(self.pre.size)
 
     @property
     def nbytes(self) -> int:
@@ -190,6 +219,7 @@ def release_scratch() -> int:
         _scratch.clear()
         _device_tables.clear()
         _prepared.clear()  # they hold the freed tables' addresses
+        _stream_refs.clear()  # a destroyed stream's handle may come back as another stream's
     return released
 
 
@@ -273,9 +303,7 @@ def _prepare_launch(step, device: int, handle: int):
 
     d = step.details
     _, cu_kernel = _compiled_chain(d["tile_bytes"], d["block"], d["buffers"], d.get("min_blocks", 0))
-    ref = _stream_refs.get(handle)
-    if ref is None:
-        ref = _stream_refs[handle] = _StreamRef(handle)
+    ref = core_stream(handle)
     config = LaunchConfig(grid=d["grid"], block=d["block"])
     prepared = (step, launch, ref, config, cu_kernel, _device_table_address(d["_table"]),
                 (step.rows, step.seg_bytes, step.left_bytes),
@@ -402,10 +430,7 @@ def _compiled_lanes(which: str, unit: int, threads: int, args: int, device: int)
 def _launch_core(handle: int, grid: int, block: int, smem: int, kernel, *args) -> None:
     from cuda.core import LaunchConfig, launch
 
-    ref = _stream_refs.get(handle)
-    if ref is None:
-        ref = _stream_refs[handle] = _StreamRef(handle)
-    launch(ref, LaunchConfig(grid=grid, block=block, shmem_size=smem), kernel, *args)
+    launch(core_stream(handle), LaunchConfig(grid=grid, block=block, shmem_size=smem), kernel, *args)
 
 
 def run_row_cycles(target: Any, info, step, handle: int) -> None:
