@@ -136,7 +136,7 @@ def _whole_call_timers(cuda, stream, calls: int = 20):
         for _ in range(warmup):
             fn()
         samples = []
-        for _ in range(max(repeat, 5)):
+        for _ in range(max(2 * repeat, 20)):  # single calls vary more than batches of 20: more samples
             cuda.synchronize()
             start, stop = cuda.event(), cuda.event()
             start.record(stream)
