@@ -258,12 +258,33 @@ def quick_device(a: Any) -> Optional[tuple]:
     if kind == _QUICK_CUPY:
         stream = int(sys.modules["cupy"].cuda.get_current_stream().ptr)
     else:
-        own = getattr(a, "stream", None)  # numba arrays bound to a stream: the full path resolves it
+        own = getattr(a, "stream", None)  # numba arrays carry theirs (cuda.as_cuda_array of a CuPy array, too)
         if own is not None and not isinstance(own, (int, np.integer)):
-            return None
-        stream = cai.get("stream") or 0
-        stream = int(stream) if stream > 2 else 0  # CAI v3: 1 legacy default, 2 per-thread default
+            stream = _bound_stream_handle(own)
+            if stream is None:
+                return None
+        else:
+            stream = cai.get("stream") or 0
+            stream = int(stream) if stream > 2 else 0  # CAI v3: 1 legacy default, 2 per-thread default
     return layout, int(data[0] or 0), stream
+
+
+_bound_streams: dict = {}  # id(stream object) -> (the object, its raw handle)
+
+
+def _bound_stream_handle(stream: Any) -> Optional[int]:
+    """The raw handle of a stream object an array is bound to (``__cuda_stream__``), cached by identity."""
+    entry = _bound_streams.get(id(stream))
+    if entry is not None and entry[0] is stream:
+        return entry[1]
+    export = getattr(stream, "__cuda_stream__", None)
+    if export is None:
+        return None  # the full path knows the older spellings
+    handle = int((export() if callable(export) else export)[1])
+    if len(_bound_streams) >= 64:
+        _bound_streams.clear()
+    _bound_streams[id(stream)] = (stream, handle)
+    return handle
 
 
 _typestr_dtypes: dict = {}

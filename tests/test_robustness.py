@@ -669,3 +669,15 @@ def test_quick_path_is_learnt_when_another_array_planned_the_layout(quick_device
     _api._prepare(b, 3, None, None, None, None)
     assert b.reads == reads + 1
     assert any(key[0] == b.pointer for key in _api._quick_calls)
+
+
+def test_quick_path_runs_on_the_stream_an_array_is_bound_to(quick_device):
+    class BoundStream:
+        def __cuda_stream__(self):
+            return (0, 0xABC0)
+
+    a = _FakeDeviceArray(1 << 20, stream=7)
+    a.stream = BoundStream()  # like a numba array made on a stream: it wins over the interface's
+    assert _api._prepare(a, 3, None, None, None, None)[4] == 0xABC0
+    assert _api._prepare(a, 3, None, None, None, None)[4] == 0xABC0
+    assert _arrays.quick_device(a)[2] == 0xABC0
