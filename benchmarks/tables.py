@@ -186,6 +186,19 @@ def gpu_rows_table(data) -> str:
     return "\n".join(lines)
 
 
+def small_arrays_sentence(data, source: str) -> str:
+    """The host cost of a call on a 4 KiB array, with the peers' from the same run."""
+    small = {r["case"]: r.get("us_per_call") for r in data.get("small_arrays") or []}
+    ours = [us for case, us in small.items() if case.startswith("rotate") and us]
+    if not ours:
+        return ""
+    commit = str(data.get("environment", {}).get("git_commit", "?"))[:12]
+    peers = ", ".join(f"`{name}` {small[name]:.1f} us" for name in ("torch.roll", "cupy.roll") if small.get(name))
+    return (f"A call on a 4 KiB array (numba, CuPy or torch) costs {min(ours):.1f}-{max(ours):.1f} us of "
+            f"host work (docs/results/{source}, commit `{commit}`; the goal is 20 us)"
+            + (f"; in the same run {peers} a call." if peers else "."))
+
+
 def readme_rows(data, quick) -> str:
     """README's GPU paragraph for roll_rows / fftshift / multi-axis rolls, from gpu-rows-h200.json."""
     if data is None:
@@ -219,12 +232,6 @@ def readme_rows(data, quick) -> str:
             f"{span(cycles)}; `cupy.fft.fftshift` ({peer_span(cycles, 'cupy.fft.fftshift')}, out of "
             f"place) is faster, `torch.fft.fftshift` ({peer_span(cycles, 'torch.fft.fftshift')}) is "
             f"slower. The 85% goal is not met yet.")
-    if quick is not None and quick.get("small_arrays"):
-        calls = [r["us_per_call"] for r in quick["small_arrays"] if r["case"].startswith("rotate.roll")
-                 and r.get("us_per_call")]
-        qcommit = str(quick.get("environment", {}).get("git_commit", "?"))[:12]
-        text += (f" Host work per call on a 4 KiB array, measured again at `{qcommit}`: "
-                 f"{min(calls):.1f}-{max(calls):.1f} us (goal 20 us).")
     return "\n".join(_wrap(text))
 
 
@@ -289,7 +296,7 @@ def cpu_call_overhead_table(data, before=None) -> str:
 
 # --- README ---------------------------------------------------------------------------
 
-def readme_how_fast(bench, longdist, e2e, cpu, overhead) -> str:
+def readme_how_fast(bench, longdist, e2e, cpu, overhead, quick=None) -> str:
     parts = []
     if e2e is not None:
         rows = [r for r in e2e["rows"] if r["algorithm"] == "chain"]
@@ -319,11 +326,8 @@ def readme_how_fast(bench, longdist, e2e, cpu, overhead) -> str:
                          + ", ".join(f"{d} at {s}" for s, d in slower[:12])
                          + (" and more" if len(slower) > 12 else "")
                          + " (`cupy.roll` runs float32 at 98% of memcpy; it also allocates a second array).")
-        small = e2e.get("small_arrays") or []
-        per_call = [r["us_per_call"] for r in small if str(r.get("case", "")).startswith("rotate")]
-        if per_call:
-            parts.append(f"A call on a 4 KiB array costs {min(per_call):.0f}-{max(per_call):.0f} us of host "
-                         f"work (the goal is 20 us).")
+        parts.append(small_arrays_sentence(quick if quick is not None and quick.get("small_arrays") else e2e,
+                                           "gpu-e2e-quick-h200.json" if quick is not None else "gpu-e2e-h200.json"))
     if cpu is not None:
         rows = [r for block in cpu["dtypes"].values() for r in block["rows"]]
         copy = sorted(r["ours"] / r["copy"] for r in rows)
@@ -423,7 +427,8 @@ def blocks() -> dict:
         ("docs/perf-notes.md", "table", "gpu-small"): gpu_small_table(e2e),
         ("docs/perf-notes.md", "table", "cpu-bench"): cpu_bench_table(cpu),
         ("docs/perf-notes.md", "table", "cpu-call-overhead"): cpu_call_overhead_table(overhead, before),
-        ("README.md", "numbers", "readme-how-fast"): readme_how_fast(bench, longdist, e2e, cpu, overhead),
+        ("README.md", "numbers", "readme-how-fast"): readme_how_fast(bench, longdist, e2e, cpu, overhead,
+                                                                     load("gpu-e2e-quick-h200.json")),
         ("docs/perf-notes.md", "table", "chain-history"): chain_history_table(),
         ("docs/perf-notes.md", "table", "dist"): dist_table(load("dist-h200x2.json")),
         ("docs/perf-notes.md", "table", "gpu-rows"): gpu_rows_table(load("gpu-rows-h200.json")),

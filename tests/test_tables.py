@@ -51,5 +51,6 @@ def test_gpu_e2e_table_from_a_format_2_result():
     small = tables.gpu_small_table(data)
     assert "| torch.roll | 11.0 |" in small and "n/a: ImportError" in small
     how_fast = tables.readme_how_fast(None, None, data, None, None)
-    assert "77-77% of a" in how_fast and "uint8 at 4 KiB" in how_fast and "costs 33-33 us" in how_fast
+    assert "77-77% of a" in how_fast and "uint8 at 4 KiB" in how_fast and "costs 33.0-33.0 us" in how_fast
+    assert "`torch.roll` 11.0 us a call" in how_fast  # the peers of the same run
     assert "uint8 shift 3 at 1 GiB" in how_fast  # where rotate beats both peers
