@@ -55,17 +55,8 @@ def gries_mills(n: int, k: int, fits, max_swaps: Optional[int] = None):
     while sub_k and not fits(sub_n, sub_k):
         if max_swaps is not None and len(swaps) > max_swaps:
             break
-        if sub_k <= sub_n - sub_k:
-            # [A B1 B2], |A| = |B2| = sub_k: swap A and B2; A is final at the end.
-            swaps.append((lo, lo + sub_n - sub_k, sub_k))
-            sub_n -= sub_k
-        else:
-            # [A1 A2 B], |A1| = |B| = m: swap A1 and B; B is final at the front.
-            m = sub_n - sub_k
-            swaps.append((lo, lo + sub_k, m))
-            lo, sub_n, sub_k = lo + m, sub_n - m, sub_k - m
-        if sub_k == sub_n:
-            sub_k = 0
+        a, b, m, lo, sub_n, sub_k = S.swap_step(lo, sub_n, sub_k)  # the lane-swaps kernel's step too
+        swaps.append((a, b, m))
     return swaps, (lo, sub_n, sub_k)
 
 
