@@ -16,7 +16,7 @@ swap kernel (below), which stages and writes with the same helpers.
     while the current one is written).
 
 ``swap_kernel`` (``roll_rows`` of lanes beyond a block's shared memory; algorithm ``lane-swaps``)
-    One block rotates a whole lane, drawn by ticket, its shift read on the
+    One block rotates a whole lane (lanes grid-strided), its shift read on the
     device as above: Gries-Mills block swaps until the small side fits the
     saved-side buffer, then that side saved in shared memory and the rest
     streamed by its length through 16 KiB panels (read ahead, written
@@ -397,14 +397,14 @@ def panel_kernel(unit: int, threads: int = THREADS):
 
 @functools.lru_cache(maxsize=None)
 def swap_kernel(threads: int = THREADS, panel_bytes: int = PANEL_BYTES):
-    """``kernel(data, shifts, counters, rows, seg, n, item, shift_stride, head0, save_bytes)``.
+    """``kernel(data, shifts, rows, seg, n, item, shift_stride, head0, save_bytes)``.
 
     ``roll_rows`` of lanes too long for a block's shared memory
     (``lane-swaps``): rolls each of ``rows`` lanes of ``seg`` bytes (``n``
     items of ``item`` bytes) right by ``shifts[lane * shift_stride] mod n``
-    items, a whole lane per block. Blocks draw lanes from the ticket
-    ``counters[0]`` (``counters[2]`` counts finished blocks; the last one out
-    rewinds both). Per lane, as "rotate left by ``k`` bytes":
+    items, a whole lane per block, lanes grid-strided over the blocks (no
+    ticket: no scratch, and many lanes average out their unequal costs).
+    Per lane, as "rotate left by ``k`` bytes":
 
     * while the small side ``min(k, seg' - k)`` exceeds ``save_bytes``, a
       Gries-Mills block swap (``rotate._schedule.swap_step``): both regions
@@ -502,18 +502,10 @@ def swap_kernel(threads: int = THREADS, panel_bytes: int = PANEL_BYTES):
             write_moved(sm32, saved_vec, saved_al, data, row_pos, head, put + x0, put + x1, save - put, tid)
 
     @cuda.jit(**jit_options)
-    def kernel(data, shifts, counters, rows, seg, n, item, shift_stride, head0, save_bytes):
+    def kernel(data, shifts, rows, seg, n, item, shift_stride, head0, save_bytes):
         sm32 = cuda.shared.array(0, uint32)
-        ctrl = cuda.shared.array(1, int64)
         tid = cuda.threadIdx.x
-        while True:
-            if tid == 0:
-                ctrl[0] = int64(atomic_add_u64(counters, 0, uint64(1)))
-            cuda.syncthreads()
-            lane = ctrl[0]
-            cuda.syncthreads()
-            if lane >= rows:
-                break
+        for lane in range(int64(cuda.blockIdx.x), rows, int64(cuda.gridDim.x)):
             s = load_i64(shifts, lane * shift_stride) % n  # Python's modulo: in [0, n)
             if s == 0:
                 continue
@@ -531,12 +523,6 @@ def swap_kernel(threads: int = THREADS, panel_bytes: int = PANEL_BYTES):
                 move(sm32, data, row_pos, head, src, dst, moved, tid)
                 put_saved(sm32, data, row_pos, head, saved_al, save, count, put, tid)
                 cuda.syncthreads()  # the saved side's buffer is the next lane's swap buffer
-
-        if tid == 0:
-            finished = atomic_add_u64(counters, 2, uint64(1))
-            if finished == cuda.gridDim.x - 1:  # last block out: rewind the dispensers
-                store_u64(counters, 0, uint64(0))
-                store_u64(counters, 2, uint64(0))
 
     return kernel
 

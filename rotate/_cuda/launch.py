@@ -454,22 +454,19 @@ def run_lane_panels(target: Any, info, step, handle: int, shifts: Any, shift_str
 
 def run_lane_swaps(target: Any, info, step, handle: int, shifts: Any, shift_stride: int) -> None:
     """Launch one ``lane-swaps`` step: lane ``i`` rolled by ``shifts[i * shift_stride]`` (int64, on the
-    device), a block per lane by ticket."""
+    device), a block per lane."""
     d = step.details
     if info.pointer % 16 != d["head0"]:
         raise AssertionError("internal error: a lane-swaps plan run on an array at another 16-byte offset")
-    device = planner._device_id()
-    scratch = scratch_for(handle, device)
-    counters = scratch.reserve(0, 0)[2]  # the ticket dispenser; the last block out rewinds it
     scalars = (step.rows, step.seg_bytes, d["_n"], step.word_bytes, shift_stride, d["head0"], d["save_bytes"])
-    kernel, cu_kernel = _compiled_lanes("swap", 1, d["block"], 10, device, d["panel_bytes"])
+    kernel, cu_kernel = _compiled_lanes("swap", 1, d["block"], 9, planner._device_id(), d["panel_bytes"])
     if SIMULATED:
         data = _sim_bytes(target, step.rows * step.seg_bytes)
         flat = getattr(shifts, "_ary", shifts).reshape(-1)
-        kernel[d["grid"], d["block"], 0, d["smem_bytes"]](data, flat, counters, *scalars)
+        kernel[d["grid"], d["block"], 0, d["smem_bytes"]](data, flat, *scalars)
         return
     _launch_core(handle, d["grid"], d["block"], d["smem_bytes"], cu_kernel, info.pointer, _address(shifts),
-                 scratch.addresses[2], *scalars)
+                 *scalars)
 
 
 RUNNERS["row-cycles"] = run_row_cycles

@@ -509,7 +509,7 @@ def _swap_traffic_compiled():
 def plan_lane_swaps(axis: int, rows: int, n: int, itemsize: int, pointer: int, host_shifts=None) -> Step:
     """``roll_rows`` of lanes too long for a block's shared memory, in one launch: ``lane-swaps``.
 
-    A block takes a whole lane by ticket and rotates it by itself (Gries-Mills
+    A block takes whole lanes (grid-strided) and rotates each by itself (Gries-Mills
     block swaps until the small side fits the saved-side buffer, then one
     streamed pass; rotate/_cuda/_lanes.py ``swap_kernel``), so no block waits
     for another. ``bytes_moved`` is exact for ``host_shifts`` (int64, one per
@@ -536,7 +536,7 @@ def plan_lane_swaps(axis: int, rows: int, n: int, itemsize: int, pointer: int, h
     return Step(
         axis, 0, rows, seg, 0, itemsize,
         algorithm="lane-swaps",
-        scratch_bytes=32,  # the ticket counters (4 x uint64, kept per stream)
+        scratch_bytes=0,
         bytes_moved=moved,
         details={
             "schedule": "lane-swaps",
@@ -549,8 +549,8 @@ def plan_lane_swaps(axis: int, rows: int, n: int, itemsize: int, pointer: int, h
             "launches": 1,
             "bytes_moved_is_bound": bound,
             "co_resident": False,  # a block rotates whole lanes by itself: no block waits for another
-            "reason": "lanes longer than a block's shared memory: a block per lane, by ticket, shifts read on "
-                      "the device (no synchronisation); lane-chains only for at most "
+            "reason": "lanes longer than a block's shared memory: a block per lane, shifts read on the device "
+                      "(no synchronisation); lane-chains only for at most "
                       f"{MAX_CHAIN_LANES} lanes of {MIN_CHAIN_LANE_BYTES >> 20} MiB or more with host shifts",
             "_n": n,
         },
