@@ -40,7 +40,7 @@ CASES = [
     ("roll_rows", (1 << 24, 16), "float32", None),      # lanes of 64 B
     ("roll_rows", (262144, 4096), "float32", None),     # lanes of 16 KiB, 4 GiB
     ("roll_rows", (8192, 131072), "uint8", None),       # lanes of 128 KiB: one panel buffer a block
-    ("roll_rows", (256, 1 << 22), "uint8", None),       # lanes of 4 MiB: beyond a block (lane-chains)
+    ("roll_rows", (256, 1 << 22), "uint8", None),       # lanes of 4 MiB: beyond a block (lane-swaps)
     ("fftshift", (8192, 8192), "complex64", None),      # 512 MiB
     ("fftshift", (16384, 8192), "complex64", None),     # 1 GiB
     ("fftshift", (65536, 8192), "complex64", None),     # 4 GiB

@@ -219,6 +219,14 @@ def readme_rows(data, quick) -> str:
 
     lanes = [r for r in ok if r["algorithm"] == "lane-panels"]
     chains = [r for r in ok if r["algorithm"] == "lane-chains"]
+    swaps = [r for r in ok if r["algorithm"] == "lane-swaps"]
+    if swaps:
+        beyond = f"lanes beyond a block's shared memory take one launch (`lane-swaps`) at {span(swaps)}"
+    elif chains:  # measured before lane-swaps replaced it
+        beyond = (f"lanes beyond a block's shared memory took one chain launch per run of equal shifts in that "
+                  f"run ({span(chains)}); they now take one launch (`lane-swaps`), not yet measured")
+    else:
+        beyond = "lanes beyond a block's shared memory (`lane-swaps`) were not measured"
     cycles = [r for r in ok if r["algorithm"] == "row-cycles"]
     ratios = [r["peers"]["cupy.take_along_axis"]["ms"] / r["ms"] for r in lanes
               if "ms" in r["peers"].get("cupy.take_along_axis", {})]
@@ -226,9 +234,7 @@ def readme_rows(data, quick) -> str:
     text = (f"On the same GPU (docs/results/gpu-rows-h200.json, commit `{commit}`, whole call), `roll_rows` "
             f"moves lanes of 64 B to 128 KiB in one pass at **{span(lanes)} of memcpy**, "
             f"{min(ratios):.1f}-{max(ratios):.1f}x faster than the `cupy.take_along_axis` gather "
-            f"({peer_span(lanes, 'cupy.take_along_axis')}, plus 8 index bytes per element); lanes beyond "
-            f"a block's shared memory take one chain launch per run of equal shifts and are slow "
-            f"({span(chains)}). `fftshift` and multi-axis `roll` run in one pass (`row-cycles`) at "
+            f"({peer_span(lanes, 'cupy.take_along_axis')}, plus 8 index bytes per element); {beyond}. `fftshift` and multi-axis `roll` run in one pass (`row-cycles`) at "
             f"{span(cycles)}; `cupy.fft.fftshift` ({peer_span(cycles, 'cupy.fft.fftshift')}, out of "
             f"place) is faster, `torch.fft.fftshift` ({peer_span(cycles, 'torch.fft.fftshift')}) is "
             f"slower. The 85% goal is not met yet.")

@@ -409,3 +409,46 @@ def emulate_row_cycles(data: np.ndarray, lead: tuple, lead_shifts: tuple, row_sh
         if idle > 50 * blocks + 100 and not pending:
             raise Deadlock(f"row-cycles: blocks {sorted(live)} all wait; flags {sorted(flags)} of {nseg}")
     return mem
+
+
+def emulate_lane_swaps(lane: np.ndarray, k: int, save: int, panel: int, head: int, late: bool) -> np.ndarray:
+    """One lane of ``lane-swaps`` (``rotate._cuda._lanes.swap_kernel``) rotated left by ``k`` bytes, on the CPU.
+
+    Walks the kernel's steps with its index math (``swap_step``,
+    ``saved_rotation``, ``tile_dest`` on a lane ``head`` bytes past a 16-byte
+    boundary). Each panel (a swap pair, or a move panel) is staged one panel
+    ahead of the one being written, as the kernel's copies are; an
+    asynchronous copy may read memory at any time until it is waited for, so
+    ``late`` reads each staged panel after the panel before it was written
+    (``late=False``: at once). Both must equal ``numpy.roll``: a panel whose
+    source overlaps the previous panel's destination gives different bytes.
+    Returns the rotated lane (a copy).
+    """
+    x = np.array(lane, copy=True)
+
+    def pipeline(items):
+        """Write each item's moves ``(src, dst, count)`` from bytes staged one item ahead."""
+        read = lambda item: [x[s:s + c].copy() for s, _, c in item]  # noqa: E731
+        staged = read(items[0]) if items else None
+        for i, item in enumerate(items):
+            ahead = read(items[i + 1]) if i + 1 < len(items) and not late else None
+            for (_, d, c), data in zip(item, staged):
+                x[d:d + c] = data
+            staged = read(items[i + 1]) if i + 1 < len(items) and late else ahead
+
+    lo, n = 0, len(x)
+    while k != 0 and min(k, n - k) > save:
+        a, b, m, lo, n, k = S.swap_step(lo, n, k)
+        grid = (head + a) & 15
+        tiles = [S.tile_dest(m, grid, panel, j) for j in range(S.tile_count(m, grid, panel))]
+        pipeline([[(a + x0, b + x0, x1 - x0), (b + x0, a + x0, x1 - x0)] for x0, x1 in tiles])
+    if k != 0:
+        save_at, count, src, dst, length, put = S.saved_rotation(lo, n, k)
+        saved = x[save_at:save_at + count].copy()  # its group is the oldest: landed before any write
+        grid = (head + dst) & 15
+        tiles = [S.tile_dest(length, grid, panel, j) for j in range(S.tile_count(length, grid, panel))]
+        if dst > src:  # moving up: walk the panels downwards
+            tiles.reverse()
+        pipeline([[(src + x0, dst + x0, x1 - x0)] for x0, x1 in tiles])
+        x[put:put + count] = saved
+    return x

@@ -43,7 +43,8 @@ def roll_rows(a: Any, shifts: Any, axis: int = -1, *, stream: Any = None,
         C- or F-contiguous or a strided view; or a CUDA device array (numba,
         CuPy, PyTorch, anything with ``__cuda_array_interface__`` or DLPack)
         whose lanes are contiguous: ``axis`` the last axis of a C-contiguous
-        array or the first of an F-contiguous one (one launch, ``lane-panels``).
+        array or the first of an F-contiguous one (one launch: ``lane-panels``,
+        or ``lane-swaps`` for lanes beyond a block's shared memory).
     shifts : int or array of ints
         One shift per lane: an integer array (or a scalar, or a list of
         Python ints of any size) that broadcasts to ``a.shape`` without
@@ -247,7 +248,7 @@ def _prepare_device_lanes(backend, target, info, shifts, axis: int, n: int, lane
         return backend, target, info, None, None
     step = planner.plan_lane_panels(axis, rows, n, info.itemsize, info.pointer)
     if step is None:
-        step = planner.plan_lane_chains(axis, rows, n, info.itemsize, info.pointer, max_scratch_bytes)
+        step = planner.plan_long_lanes(axis, rows, n, info.itemsize, info.pointer, max_scratch_bytes, host_shifts)
     return backend, target, info, step, (host_shifts, device_shifts, stride)
 
 

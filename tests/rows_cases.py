@@ -223,6 +223,51 @@ def _freeze(value):
 FIXED_ROWS_CASES = _fixed()
 
 
+#: Planner settings that send every lane to ``lane-swaps`` (``lane-panels``' shared memory limit
+#: shrunk below one staging buffer), with 64-byte panels and a saved side of at most 40 bytes: the
+#: long-lane path on lanes of a few hundred bytes, in the simulator and on a GPU alike.
+LONG_LANE_SETTINGS = dict(constants={"MAX_LANE_SMEM": 32}, swap_panel_bytes=64, swap_save_bytes=40)
+
+
+def _long_lanes() -> list:
+    """``lane-swaps`` cases for LONG_LANE_SETTINGS: small sides just below, at and above the saved-side
+    buffer (one block swap or many first), 0, negative and beyond-length shifts, halves, equal shifts,
+    item sizes 1-16, bases 0, 1 and 8 bytes past a 16-byte boundary, host and device shifts."""
+    out = []
+    rng = np.random.default_rng(9)
+    save = LONG_LANE_SETTINGS["swap_save_bytes"]
+    for dtype in ("uint8", "int16", "float32", "float64", "complex128"):
+        item = np.dtype(dtype).itemsize
+        n = -(-301 // item) | 1  # about 300 bytes, an odd count
+        c = save // item  # a shift of c items: small side exactly the buffer
+        shifts = (0, 1, -1, c - 1, c, c + 1, -c, -c - 1, n - c, n + c + 1, -3 * n - c, n // 2, n // 2 + 1,
+                  *rng.integers(-2 * n, 2 * n, 3).tolist())
+        for offset in (0, 1, 8):
+            out.append(RowsCase("roll_rows", (len(shifts), n), dtype, shifts, -1, offset, seed=len(out),
+                                device_shifts=offset == 1))
+    out.append(RowsCase("roll_rows", (5, 340), "uint8", 97, -1, 5, seed=len(out)))  # equal shifts
+    out.append(RowsCase("roll_rows", (5, 80), "float32", -5, -1, 4, seed=len(out), device_shifts=True))  # one shift
+    out.append(RowsCase("roll_rows", (2, 3, 150), "int16", ((1, 75, -21), (149, 0, 1000)), -1, 2, seed=len(out),
+                        device_shifts=True))
+    out.append(RowsCase("roll_rows", (40, 3), "float64", (6, -7, 20), 0, 8, order="F", seed=len(out)))
+    return out
+
+
+LONG_LANE_CASES = _long_lanes()
+
+
+@st.composite
+def long_lane_cases(draw, max_bytes=1200):
+    """Random ``roll_rows`` cases for the long-lane path (lanes of 2 bytes up to ``max_bytes``)."""
+    dtype = draw(st.sampled_from(["uint8", "int16", "float32", "float64", "complex128"]))
+    item = np.dtype(dtype).itemsize
+    n = draw(st.integers(2, max(2, max_bytes // item // 2)))
+    rows = draw(st.integers(1, max(1, min(6, max_bytes // (n * item)))))
+    shifts = tuple(draw(st.lists(st.integers(-3 * n, 3 * n), min_size=rows, max_size=rows)))
+    return RowsCase("roll_rows", (rows, n), dtype, shifts, -1, draw(st.integers(0, 15)), draw(st.integers(0, 2**31)),
+                    device_shifts=draw(st.booleans()))
+
+
 @st.composite
 def rows_cases(draw, max_bytes=4096, dtypes=("uint8", "int16", "float32", "float64", "complex128")):
     """Random roll_rows / multi-axis roll / fftshift cases of at most ``max_bytes`` bytes."""

@@ -85,19 +85,45 @@ def check_rows_fixed():
 
 
 def check_rows_long_lanes():
-    """Lanes too long for a block (the limit shrunk to 600 bytes here): a chain launch per run of
-    lanes with equal shifts; one buffer for lanes of about 300 to 570 bytes."""
-    from rows_cases import CudaRowsRunner, RowsCase, check_rows_case
+    """Lanes too long for a block (lane-panels' limit shrunk): lane-swaps, one launch, on the shared
+    long-lane table with grids of 1 and 3 blocks (no block waits for another, so one finishes too);
+    lane-chains for a few long lanes with host shifts (its thresholds lowered here); one panel
+    buffer for lanes of about 300 to 570 bytes."""
+    from rows_cases import LONG_LANE_CASES, LONG_LANE_SETTINGS, CudaRowsRunner, RowsCase, check_rows_case
 
-    runner = CudaRowsRunner(constants={"MAX_LANE_SMEM": 600}, lane_threads=8, threads=4, tile_bytes=64, grid=3)
     seen = set()
-    for shape, dtype, shifts, device in (((4, 700), "uint8", (3, 3, -7, 0), False),
-                                         ((3, 100), "float32", (1, 50, 99), True),
-                                         ((5, 70), "uint16", 9, True)):
+    for grid in (1, 3):
+        runner = CudaRowsRunner(lane_threads=8, grid=grid, **LONG_LANE_SETTINGS)
+        for case in LONG_LANE_CASES[grid - 1:: 3 if grid == 1 else 1]:  # the GPU tests run them all
+            plan = check_rows_case(runner, case)
+            assert plan.algorithm == "lane-swaps", plan
+            seen.add(plan.steps[0].details["bytes_moved_is_bound"])
+    assert seen == {True, False}, seen  # device shifts: a bound; host shifts: exact
+    runner = CudaRowsRunner(constants={"MAX_LANE_SMEM": 600, "MIN_CHAIN_LANE_BYTES": 0}, lane_threads=8, threads=4,
+                            tile_bytes=64, grid=3)
+    for shape, dtype, shifts, device, algorithm in (((4, 700), "uint8", (3, 3, -7, 0), False, "lane-chains"),
+                                                    ((4, 700), "uint8", (3, 3, -7, 0), True, "lane-swaps"),
+                                                    ((9, 700), "uint8", 5, False, "lane-swaps"),
+                                                    ((3, 100), "float32", (1, 50, 99), True, "lane-panels"),
+                                                    ((5, 70), "uint16", 9, True, "lane-panels")):
         case = RowsCase("roll_rows", shape, dtype, shifts, -1, 3, seed=len(seen), device_shifts=device)
         plan = check_rows_case(runner, case)
-        seen.add((plan.algorithm, plan.steps[0].details.get("buffers")))
-    assert ("lane-chains", None) in seen and ("lane-panels", 1) in seen, seen
+        assert plan.algorithm == algorithm, (case, plan)
+        if algorithm == "lane-panels" and case.nbytes // shape[0] > 300:
+            assert plan.steps[0].details["buffers"] == 1, plan
+
+
+@settings(deadline=None, max_examples=EXAMPLES // 4, database=None)
+@given(data=st.data(), threads=st.sampled_from([4, 8, 32]), grid=st.integers(1, 4),
+       panel=st.sampled_from([32, 48, 64, 128]), save=st.integers(1, 300))
+def check_rows_long_lanes_random(data, threads, grid, panel, save):
+    """lane-swaps with random panel and saved-side sizes, lanes of 2 bytes to 1.2 KB."""
+    from rows_cases import CudaRowsRunner, check_rows_case, long_lane_cases
+
+    case = data.draw(long_lane_cases())
+    runner = CudaRowsRunner(constants={"MAX_LANE_SMEM": 32}, lane_threads=threads, grid=grid, swap_panel_bytes=panel,
+                            swap_save_bytes=save)
+    assert check_rows_case(runner, case).algorithm == "lane-swaps"
 
 
 @settings(deadline=None, max_examples=EXAMPLES // 2, database=None)
@@ -111,6 +137,7 @@ def check_rows_random(data, threads, grid):
 
 if __name__ == "__main__":
     check_rows_long_lanes()
+    check_rows_long_lanes_random()
     check_rows_fixed()
     check_rows_random()
     check_fallback()

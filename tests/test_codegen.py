@@ -96,3 +96,19 @@ def test_lane_kernels_compile_for_every_unit(monkeypatch, which, unit):
     assert "ld.local" not in text and "st.local" not in text
     if which == "cycle":
         assert "ld.acquire.gpu.global.u32" in text and "atom.global.add.u64" in text
+
+
+@pytest.mark.parametrize("panel_bytes", [16 * 1024, 64])
+def test_swap_lane_kernel_compiles_to_128_bit_copies_and_stores(monkeypatch, panel_bytes):
+    """roll_rows' long lanes (lane-swaps): 128-bit copies in, realigned 128-bit stores out, no local
+    memory (also for the tests' 64-byte panels)."""
+    from rotate._cuda import _lanes
+
+    monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
+    kernel = _lanes.swap_kernel(_lanes.THREADS, panel_bytes)
+    sig = (types.int64,) * 9  # what launch.run_lane_swaps passes
+    text, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), launch_bounds=_lanes.THREADS)
+    assert len(re.findall(r"cp\.async\.cg\.shared\.global \[\w+\], \[%rd\d+\], 16;", text)) >= 1
+    assert "cp.async.wait_group 2;" in text and "cp.async.wait_group 1;" in text  # a swap pair, a move panel
+    assert text.count("st.global.v4.u32") >= 1 and text.count("ld.shared.v4.u32") >= 2
+    assert "ld.local" not in text and "st.local" not in text

@@ -15,13 +15,18 @@ from numba.core import config  # noqa: E402
 if config.ENABLE_CUDASIM or not cuda.is_available():
     pytest.skip("needs a CUDA GPU (the simulator runs tests/test_cuda_sim.py)", allow_module_level=True)
 
+import numpy as np  # noqa: E402
+
 import rotate  # noqa: E402
-from rows_cases import FIXED_ROWS_CASES, CudaRowsRunner, RowsCase, check_rows_case, rows_cases  # noqa: E402
+from rows_cases import (FIXED_ROWS_CASES, LONG_LANE_CASES, LONG_LANE_SETTINGS, CudaRowsRunner, RowsCase,  # noqa: E402
+                        check_rows_case, long_lane_cases, rows_cases)
 
 pytestmark = pytest.mark.gpu
 
 RUNNER = CudaRowsRunner()
 SMALL_ROWS = CudaRowsRunner(constants={"MIN_CYCLE_ROW": 16})  # row-cycles on short rows too
+LONG_LANES = CudaRowsRunner(**LONG_LANE_SETTINGS)  # lane-swaps on lanes of a few hundred bytes
+ONE_BLOCK_LONG_LANES = CudaRowsRunner(grid=1, **LONG_LANE_SETTINGS)
 
 
 @pytest.mark.parametrize("case", FIXED_ROWS_CASES, ids=repr)
@@ -36,10 +41,30 @@ def test_random_rows_cases(case):
     check_rows_case(SMALL_ROWS, case)
 
 
+@pytest.mark.parametrize("case", LONG_LANE_CASES, ids=repr)
+def test_long_lane_rows_cases(case):
+    for runner in (LONG_LANES, ONE_BLOCK_LONG_LANES):
+        assert check_rows_case(runner, case).algorithm == "lane-swaps"
+
+
+@settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(case=long_lane_cases(max_bytes=1 << 14))
+def test_random_long_lane_rows_cases(case):
+    assert check_rows_case(LONG_LANES, case).algorithm == "lane-swaps"
+
+
+def _random_shifts(rows, n, seed):
+    return tuple(np.random.default_rng(seed).integers(-2 * n, 2 * n, rows).tolist())
+
+
 LARGE = [
     RowsCase("roll_rows", (3000, 1021), "float32", tuple(range(-1500, 1500)), -1, 4),
     RowsCase("roll_rows", (100, 40000), "uint8", tuple(range(-50, 50)), -1, 3),          # 40 KB lanes
-    RowsCase("roll_rows", (7, 300001), "uint8", (1, -1, 0, 5, 150000, -299999, 7), -1, 0),  # lane-chains
+    RowsCase("roll_rows", (7, 300001), "uint8", (1, -1, 0, 5, 150000, -299999, 7), -1, 0),  # lane-swaps
+    RowsCase("roll_rows", (64, 1 << 22), "uint8", _random_shifts(64, 1 << 22, 1), -1, 0, device_shifts=True),
+    RowsCase("roll_rows", (300, 65537), "float32", _random_shifts(300, 65537, 2), -1, 4),   # 256 KiB lanes
+    RowsCase("roll_rows", (40, 50001), "complex128", _random_shifts(40, 50001, 3), -1, 8, device_shifts=True),
+    RowsCase("roll_rows", (2, 1 << 26), "uint8", (12345679, -3), -1, 1),                # lane-chains: 2 x 64 MiB
     RowsCase("roll_rows", (100000, 3), "int16", 1, -1, 2),
     RowsCase("roll_rows", (4096, 16), "complex128", 5, -1, 0, device_shifts=True),
     RowsCase("fftshift", (1023, 1025), "complex64", None, None, 0),
@@ -55,6 +80,43 @@ def test_large_rows_cases(case):
     plan = check_rows_case(RUNNER, case)
     if case.function != "roll_rows":
         assert plan.algorithm == "row-cycles", plan
+    elif case.nbytes // case.shape[0] > 226 * 1024:  # beyond lane-panels
+        few_huge = case.shape[0] <= 8 and case.nbytes // case.shape[0] >= 64 << 20 and not case.device_shifts
+        assert plan.algorithm == ("lane-chains" if few_huge else "lane-swaps"), plan
+
+
+@pytest.mark.parametrize("library", ["torch", "cupy", "numba"])
+def test_long_lanes_with_device_shifts_from_each_library(library):
+    """Lanes of 300 KB, shifts an int64 device array of torch, CuPy or numba: lane-swaps, one launch,
+    on the library's current stream (torch: a side stream)."""
+    rows, n = 6, 300007
+    rng = np.random.default_rng(5)
+    host = rng.integers(0, 256, (rows, n), dtype=np.uint8)
+    host_shifts = np.array([0, -1, 40000, n + 7, -(n // 2), 150001], np.int64)
+    want = np.stack([np.roll(r, int(s)) for r, s in zip(host, host_shifts)])
+    if library == "torch":
+        torch = pytest.importorskip("torch")
+        x = torch.from_numpy(host).cuda()
+        shifts = torch.from_numpy(host_shifts).cuda()
+        assert rotate.plan_roll_rows(x, shifts).algorithm == "lane-swaps"
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            rotate.roll_rows(x, shifts)
+        side.synchronize()
+        got = x.cpu().numpy()
+    elif library == "cupy":
+        cupy = pytest.importorskip("cupy")
+        x, shifts = cupy.asarray(host), cupy.asarray(host_shifts)
+        assert rotate.plan_roll_rows(x, shifts).algorithm == "lane-swaps"
+        rotate.roll_rows(x, shifts)
+        got = cupy.asnumpy(x)
+    else:
+        x, shifts = cuda.to_device(host), cuda.to_device(host_shifts)
+        assert rotate.plan_roll_rows(x, shifts).algorithm == "lane-swaps"
+        rotate.roll_rows(x, shifts)
+        got = x.copy_to_host()
+    assert np.array_equal(got, want)
 
 
 def test_roll_rows_on_the_callers_stream_and_library_arrays():

@@ -66,3 +66,37 @@ def test_the_emulator_catches_a_schedule_without_pre_reads(monkeypatch):
     x = np.arange(12 * 4, dtype=np.uint8).reshape(12, 4)
     got = E.emulate_row_cycles(x, (12,), (5,), 1, 3, 2, "random", 1)
     assert not np.array_equal(got, np.roll(x, (5, 1), (0, 1)))
+
+
+# --- lane-swaps (roll_rows' lanes beyond a block's shared memory) ---
+
+from rotate import _schedule as S  # noqa: E402
+
+
+@settings(deadline=None, max_examples=400)
+@given(n=st.integers(1, 600), data=st.data(), save=st.integers(1, 200), panel=st.sampled_from([32, 48, 64, 256]),
+       head=st.integers(0, 15), late=st.booleans(), seed=st.integers(0, 10**6))
+def test_lane_swaps_equal_numpy_whenever_the_staged_copies_land(n, data, save, panel, head, late, seed):
+    """The swap kernel's walk: block swaps, then the saved small side and the streamed rest, each
+    panel staged one ahead; a copy landing late (after the panel before it is written) or at once
+    gives numpy.roll, so no staged panel overlaps the one written meanwhile."""
+    k = data.draw(st.integers(0, n - 1))
+    note(f"n={n} k={k} save={save} panel={panel} head={head} late={late}")
+    lane = np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8)
+    assert np.array_equal(E.emulate_lane_swaps(lane, k, save, panel, head, late), np.roll(lane, -k))
+
+
+@settings(deadline=None, max_examples=300)
+@given(n=st.integers(2, 10**7), data=st.data(), save=st.integers(1, 1 << 17))
+def test_swap_traffic_is_two_n_when_the_small_side_fits_and_at_most_four_n(n, data, save):
+    k = data.draw(st.integers(1, n - 1))
+    traffic = S.swap_traffic(n, k, save)
+    if min(k, n - k) <= save:
+        assert traffic == 2 * n
+    assert 2 * n <= traffic <= 4 * n
+    lo, sub_n, sub_k, swapped = 0, n, k, 0
+    while sub_k and min(sub_k, sub_n - sub_k) > save:  # every swap is disjoint and inside the lane
+        a, b, m, lo, sub_n, sub_k = S.swap_step(lo, sub_n, sub_k)
+        assert 0 <= a and a + m <= b and b + m <= n and m > save
+        swapped += m
+    assert traffic == 4 * swapped + (2 * sub_n if sub_k else 0)

@@ -480,6 +480,41 @@ def test_gpu_plan_cache_key_includes_tunables(gpu_planner):
     assert a.tile_bytes == 8192 and b.tile_bytes == 4096
 
 
+def test_gpu_long_lanes_plan_one_launch_of_two_blocks_an_sm(gpu_planner):
+    """256 lanes of 4 MiB (issue #9): lane-swaps, one launch, shifts host or device; the plan says
+    grid, block, shared memory, scratch and bytes moved (exact for host shifts, a bound otherwise)."""
+    from rotate import _schedule as S
+    from rotate._cuda import _lanes as L
+
+    rows, n = 256, 1 << 22
+    assert gpu_planner.plan_lane_panels(1, rows, n, 1, 0) is None
+    shifts = np.random.default_rng(0).integers(-n, n, rows)
+    host = gpu_planner.plan_long_lanes(1, rows, n, 1, 3, None, shifts)
+    device = gpu_planner.plan_long_lanes(1, rows, n, 1, 3, None, None)
+    for step in (host, device):
+        d = step.details
+        assert step.algorithm == d["schedule"] == "lane-swaps" and d["launches"] == 1 and not d["co_resident"]
+        assert d["grid"] == min(rows, 132 * 2) and d["block"] == L.THREADS and d["head0"] == 3
+        assert 2 * (d["smem_bytes"] + 1024 + 64) <= 228 * 1024 and d["smem_bytes"] <= L.MAX_BLOCK_SMEM
+        assert L.swap_smem_bytes(d["panel_bytes"], d["save_bytes"]) == d["smem_bytes"]
+        assert 75 * 1024 < d["save_bytes"] < 90 * 1024 and d["panel_bytes"] == 16 * 1024
+        assert step.scratch_bytes == 0
+    want = sum(S.swap_traffic(n, (n - int(s) % n) % n, host.details["save_bytes"]) for s in shifts)
+    assert host.bytes_moved == want and not host.details["bytes_moved_is_bound"]
+    assert device.bytes_moved == 4 * rows * n >= want and device.details["bytes_moved_is_bound"]
+    # Lanes whose every small side fits the saved side: exactly 2N even for device shifts.
+    with gpu_planner.override(swap_save_bytes=120_000):
+        short = gpu_planner.plan_long_lanes(1, 10, 120_000, 2, 0, None, None)
+    assert short.bytes_moved == 2 * 10 * 240_000 and not short.details["bytes_moved_is_bound"]
+    # A few huge lanes with host shifts: a chain launch per run of equal shifts.
+    few = gpu_planner.plan_long_lanes(1, 2, 1 << 27, 1, 0, None, np.array([5, 5]))
+    assert few.algorithm == "lane-chains"
+    assert gpu_planner.plan_long_lanes(1, 2, 1 << 27, 1, 0, None, None).algorithm == "lane-swaps"
+    with gpu_planner.override(swap_save_bytes=1 << 20):
+        with pytest.raises(ValueError, match="swap_save_bytes"):
+            gpu_planner.plan_long_lanes(1, rows, n, 1, 0, None, None)
+
+
 # --- threads and processes under every threading layer ----------------------------------
 
 def _layers():

@@ -449,13 +449,19 @@ def test_perf_cpu_rows_section_is_generated_from_the_committed_json():
 
 # --- the shared rows table (tests/rows_cases.py), also run by the simulator and the GPU ---
 
-from rows_cases import FIXED_ROWS_CASES, CpuRowsRunner, check_rows_case, rows_cases  # noqa: E402
+from rows_cases import FIXED_ROWS_CASES, LONG_LANE_CASES, CpuRowsRunner, check_rows_case, rows_cases  # noqa: E402
 
 _CPU_ROWS = CpuRowsRunner()
 
 
 @pytest.mark.parametrize("case", [c for c in FIXED_ROWS_CASES if not c.device_shifts], ids=repr)
 def test_shared_rows_cases_cpu(case):
+    check_rows_case(_CPU_ROWS, case)
+
+
+@pytest.mark.parametrize("case", LONG_LANE_CASES, ids=repr)
+def test_long_lane_rows_cases_cpu(case):
+    """The GPU's long-lane table (lane-swaps there) on the CPU: the same cases against numpy."""
     check_rows_case(_CPU_ROWS, case)
 
 

@@ -1,10 +1,11 @@
 """CUDA kernels for per-lane shifts (``roll_rows``) and one-pass multi-axis rolls (``fftshift``).
 
-Both move whole lanes through shared memory: a lane (a row of ``seg`` bytes)
-is staged raw into shared memory with asynchronous 16-byte copies, then
-written back *gathering* each destination unit from its rotated source
-position in shared memory, as whole aligned 16-byte stores. Every byte is
-read once and written once.
+The panel and cycle kernels move whole lanes through shared memory: a lane
+(a row of ``seg`` bytes) is staged raw into shared memory with asynchronous
+16-byte copies, then written back *gathering* each destination unit from its
+rotated source position in shared memory, as whole aligned 16-byte stores.
+Every byte is read once and written once. Lanes too long for that take the
+swap kernel (below), which stages and writes with the same helpers.
 
 ``panel_kernel`` (``roll_rows``, algorithm ``lane-panels``)
     Consecutive lanes, as many as fit a panel of ``PANEL_BYTES``, are one
@@ -13,6 +14,13 @@ read once and written once.
     device array of shifts is never read by the host). Items are disjoint:
     no flags. Two panels are in flight per block (the next one's copies fly
     while the current one is written).
+
+``swap_kernel`` (``roll_rows`` of lanes beyond a block's shared memory; algorithm ``lane-swaps``)
+    One block rotates a whole lane (lanes grid-strided), its shift read on the
+    device as above: Gries-Mills block swaps until the small side fits the
+    saved-side buffer, then that side saved in shared memory and the rest
+    streamed by its length through 16 KiB panels (read ahead, written
+    behind). Lanes are disjoint: no block waits for another.
 
 ``cycle_kernel`` (multi-axis ``roll``, ``fftshift``; algorithm ``row-cycles``)
     A C-ordered array viewed as ``R`` rows of ``seg`` bytes: the row index
@@ -46,7 +54,8 @@ from numba import cuda, int64, njit, uint8, uint16, uint32, uint64
 from numba.extending import register_jitable
 
 
-from ._kernels import store_realigned
+from .. import _schedule as S
+from ._kernels import _write_moved, store_realigned
 from ._memops import (SIMULATED, atomic_add_u64, commit_copies, copies_waiter, copy16_async, load16,
                       load16_shared, load_acquire, load_i64, store16, store8, store_relaxed, store_u64)
 
@@ -65,6 +74,7 @@ MAX_LEAD = 4
 
 wait_all = copies_waiter(0)
 wait_but_one = copies_waiter(1)
+wait_but_two = copies_waiter(2)
 
 
 def buffer_vecs(nbytes: int) -> int:
@@ -75,6 +85,18 @@ def buffer_vecs(nbytes: int) -> int:
 def panel_smem_bytes(panel_bytes: int, panel_rows: int, buffers: int = 2) -> int:
     """Dynamic shared memory of the panel kernel: its staging buffers and their shift tables."""
     return buffers * (16 * buffer_vecs(panel_bytes) + 4 * panel_rows)
+
+
+def swap_smem_bytes(panel_bytes: int, save_bytes: int) -> int:
+    """Dynamic shared memory of the swap kernel: four panel buffers (two swap pairs), the saved small side
+    over the last two (it is never live during a swap)."""
+    panel_vecs = buffer_vecs(panel_bytes)
+    return 16 * (2 * panel_vecs + max(2 * panel_vecs, buffer_vecs(save_bytes)))
+
+
+def save_capacity(vecs: int) -> int:
+    """The most bytes ``vecs`` staging vectors hold at any head offset (``buffer_vecs``' inverse)."""
+    return 16 * vecs - 31
 
 
 def cycle_smem_bytes(seg: int) -> int:
@@ -369,6 +391,138 @@ def panel_kernel(unit: int, threads: int = THREADS):
                 stage(sm32, 0, data, row1 * seg, (head0 + row1 * seg) & 15, count1 * seg, tid)
             panel = following
             buf = other
+
+    return kernel
+
+
+@functools.lru_cache(maxsize=None)
+def swap_kernel(threads: int = THREADS, panel_bytes: int = PANEL_BYTES):
+    """``kernel(data, shifts, rows, seg, n, item, shift_stride, head0, save_bytes)``.
+
+    ``roll_rows`` of lanes too long for a block's shared memory
+    (``lane-swaps``): rolls each of ``rows`` lanes of ``seg`` bytes (``n``
+    items of ``item`` bytes) right by ``shifts[lane * shift_stride] mod n``
+    items, a whole lane per block, lanes grid-strided over the blocks (no
+    ticket: no scratch, and many lanes average out their unequal costs).
+    Per lane, as "rotate left by ``k`` bytes":
+
+    * while the small side ``min(k, seg' - k)`` exceeds ``save_bytes``, a
+      Gries-Mills block swap (``rotate._schedule.swap_step``): both regions
+      staged panel by panel (the next pair's copies fly while a pair is
+      written), each written from the other;
+    * then the small side is staged into shared memory, the rest moved by
+      its length through two panel buffers, walked away from the side it
+      moves towards (no byte is written before it is staged), and the saved
+      bytes written back (``rotate._schedule.saved_rotation``).
+
+    No block ever waits for another (``co_resident`` is False). Panels are
+    ``panel_bytes`` (a multiple of 16), cut on the destination's 16-byte
+    grid; writes are whole aligned 16-byte stores realigned in registers
+    (``_kernels._write_moved``), bytes at the ends one by one. Launch with
+    ``swap_smem_bytes(panel_bytes, save_bytes)`` of dynamic shared memory.
+    """
+    if panel_bytes % 16 or panel_bytes < 32:
+        raise ValueError(f"panel_bytes must be a multiple of 16 and >= 32, got {panel_bytes}")
+    stage, _ = _movers(1, threads)  # staging is byte-exact: no unit
+    write_moved = _write_moved(threads, -(-(panel_bytes // 16 + 1) // threads))
+    panel_vecs = buffer_vecs(panel_bytes)
+    saved_vec = 2 * panel_vecs  # the saved side overlaps the swaps' B buffers: never live at once
+    jit_options = {} if SIMULATED else {"launch_bounds": threads}
+
+    @cuda.jit(device=True)
+    def stage_at(sm32, buf_vec, data, row_pos, head, pos, nbytes, tid):
+        """Stage lane bytes ``[pos, pos + nbytes)`` (one copy group); returns where ``buf_vec`` starts in the
+        lane, as ``write_moved`` takes it."""
+        offset = (head + pos) & 15
+        stage(sm32, buf_vec, data, row_pos + pos, offset, nbytes, tid)
+        return pos - offset
+
+    @cuda.jit(device=True)
+    def swap(sm32, data, row_pos, head, a, b, m, tid):
+        """Swap lane bytes ``[a, a + m)`` and ``[b, b + m)`` (disjoint), panels cut on A's grid."""
+        grid_head = (head + a) & 15
+        count = S.tile_count(m, grid_head, panel_bytes)
+        x0, x1 = S.tile_dest(m, grid_head, panel_bytes, 0)
+        stage_at(sm32, 0, data, row_pos, head, a + x0, x1 - x0, tid)
+        stage_at(sm32, 2 * panel_vecs, data, row_pos, head, b + x0, x1 - x0, tid)
+        buf = 0
+        for j in range(count):
+            if j + 1 < count:  # the next pair's copies fly while this pair is written
+                y0, y1 = S.tile_dest(m, grid_head, panel_bytes, j + 1)
+                stage_at(sm32, (1 - buf) * panel_vecs, data, row_pos, head, a + y0, y1 - y0, tid)
+                stage_at(sm32, (3 - buf) * panel_vecs, data, row_pos, head, b + y0, y1 - y0, tid)
+                wait_but_two()
+            else:
+                wait_all()
+            cuda.syncthreads()
+            x0, x1 = S.tile_dest(m, grid_head, panel_bytes, j)
+            a_al = a + x0 - ((head + a + x0) & 15)
+            b_al = b + x0 - ((head + b + x0) & 15)
+            write_moved(sm32, (2 + buf) * panel_vecs, b_al, data, row_pos, head, a + x0, a + x1, b - a, tid)
+            write_moved(sm32, buf * panel_vecs, a_al, data, row_pos, head, b + x0, b + x1, a - b, tid)
+            cuda.syncthreads()  # the buffers are staged again
+            buf = 1 - buf
+
+    @cuda.jit(device=True)
+    def move(sm32, data, row_pos, head, src, dst, length, tid):
+        """Move lane bytes ``[src, src + length)`` to ``[dst, dst + length)`` (they may overlap).
+
+        Panels are walked away from the side the bytes move towards, so the
+        panel staged ahead (the next source) never overlaps the panel being
+        written, and every byte is staged before a later panel overwrites it.
+        Copy groups the caller started earlier (the saved side) are older, so
+        they have landed before the first write.
+        """
+        grid_head = (head + dst) & 15
+        count = S.tile_count(length, grid_head, panel_bytes)
+        down = dst < src
+        x0, x1 = S.tile_dest(length, grid_head, panel_bytes, 0 if down else count - 1)
+        stage_at(sm32, 0, data, row_pos, head, src + x0, x1 - x0, tid)
+        buf = 0
+        for i in range(count):
+            if i + 1 < count:
+                y0, y1 = S.tile_dest(length, grid_head, panel_bytes, i + 1 if down else count - 2 - i)
+                stage_at(sm32, (1 - buf) * panel_vecs, data, row_pos, head, src + y0, y1 - y0, tid)
+                wait_but_one()
+            else:
+                wait_all()
+            cuda.syncthreads()
+            x0, x1 = S.tile_dest(length, grid_head, panel_bytes, i if down else count - 1 - i)
+            src_al = src + x0 - ((head + src + x0) & 15)
+            write_moved(sm32, buf * panel_vecs, src_al, data, row_pos, head, dst + x0, dst + x1, src - dst, tid)
+            cuda.syncthreads()
+            buf = 1 - buf
+
+    @cuda.jit(device=True)
+    def put_saved(sm32, data, row_pos, head, saved_al, save, count, put, tid):
+        """Write the saved bytes (lane bytes ``[save, save + count)`` staged from ``saved_al``) to ``put``."""
+        grid_head = (head + put) & 15
+        for j in range(S.tile_count(count, grid_head, panel_bytes)):
+            x0, x1 = S.tile_dest(count, grid_head, panel_bytes, j)
+            write_moved(sm32, saved_vec, saved_al, data, row_pos, head, put + x0, put + x1, save - put, tid)
+
+    @cuda.jit(**jit_options)
+    def kernel(data, shifts, rows, seg, n, item, shift_stride, head0, save_bytes):
+        sm32 = cuda.shared.array(0, uint32)
+        tid = cuda.threadIdx.x
+        for lane in range(int64(cuda.blockIdx.x), rows, int64(cuda.gridDim.x)):
+            s = load_i64(shifts, lane * shift_stride) % n  # Python's modulo: in [0, n)
+            if s == 0:
+                continue
+            row_pos = lane * seg
+            head = (head0 + row_pos) & 15
+            lo = int64(0)
+            length = seg
+            k = (n - s) * item  # numpy.roll right by s items: left by n - s
+            while k != 0 and min(k, length - k) > save_bytes:
+                a, b, m, lo, length, k = S.swap_step(lo, length, k)
+                swap(sm32, data, row_pos, head, a, b, m, tid)
+            if k != 0:
+                save, count, src, dst, moved, put = S.saved_rotation(lo, length, k)
+                saved_al = stage_at(sm32, saved_vec, data, row_pos, head, save, count, tid)
+                move(sm32, data, row_pos, head, src, dst, moved, tid)
+                put_saved(sm32, data, row_pos, head, saved_al, save, count, put, tid)
+                cuda.syncthreads()  # the saved side's buffer is the next lane's swap buffer
 
     return kernel
 

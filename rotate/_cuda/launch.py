@@ -413,12 +413,16 @@ def _set_dynamic_smem(cufunc) -> None:
 
 
 @_kernels.functools.lru_cache(maxsize=None)
-def _compiled_lanes(which: str, unit: int, threads: int, args: int, device: int):
+def _compiled_lanes(which: str, unit: int, threads: int, args: int, device: int, panel_bytes: int = 0):
     """A kernel of rotate/_cuda/_lanes.py compiled for int64 arguments, its cuda.core handle,
-    allowed the most dynamic shared memory a block can have (on ``device``)."""
+    allowed the most dynamic shared memory a block can have (on ``device``). ``which``: "panel",
+    "cycle" (built per ``unit``) or "swap" (per ``panel_bytes``)."""
     from . import _lanes
 
-    kernel = (_lanes.panel_kernel if which == "panel" else _lanes.cycle_kernel)(unit, threads)
+    if which == "swap":
+        kernel = _lanes.swap_kernel(threads, panel_bytes)
+    else:
+        kernel = (_lanes.panel_kernel if which == "panel" else _lanes.cycle_kernel)(unit, threads)
     if SIMULATED:
         return kernel, None
     compiled = kernel.compile("void(" + ", ".join(["int64"] * args) + ")")
@@ -473,6 +477,23 @@ def run_lane_panels(target: Any, info, step, handle: int, shifts: Any, shift_str
     _launch_core(handle, d["grid"], d["block"], d["smem_bytes"], cu_kernel, info.pointer, _address(shifts), *scalars)
 
 
+def run_lane_swaps(target: Any, info, step, handle: int, shifts: Any, shift_stride: int) -> None:
+    """Launch one ``lane-swaps`` step: lane ``i`` rolled by ``shifts[i * shift_stride]`` (int64, on the
+    device), a block per lane."""
+    d = step.details
+    if info.pointer % 16 != d["head0"]:
+        raise AssertionError("internal error: a lane-swaps plan run on an array at another 16-byte offset")
+    scalars = (step.rows, step.seg_bytes, d["_n"], step.word_bytes, shift_stride, d["head0"], d["save_bytes"])
+    kernel, cu_kernel = _compiled_lanes("swap", 1, d["block"], 9, planner._device_id(), d["panel_bytes"])
+    if SIMULATED:
+        data = _sim_bytes(target, step.rows * step.seg_bytes)
+        flat = getattr(shifts, "_ary", shifts).reshape(-1)
+        kernel[d["grid"], d["block"], 0, d["smem_bytes"]](data, flat, *scalars)
+        return
+    _launch_core(handle, d["grid"], d["block"], d["smem_bytes"], cu_kernel, info.pointer, _address(shifts),
+                 *scalars)
+
+
 RUNNERS["row-cycles"] = run_row_cycles
 
 
@@ -500,24 +521,19 @@ def _lane_chain_step(device: int, settings_key: tuple, shift: int, rows: int, se
 
 
 def run_lanes(target: Any, info, step, handle: int, host_shifts, device_shifts, stride: int) -> None:
-    """Run a ``roll_rows`` step: ``lane-panels`` in one launch, or ``lane-chains`` (a launch per run of
-    lanes with equal shifts)."""
-    if step.algorithm == "lane-panels":
+    """Run a ``roll_rows`` step: ``lane-panels`` or ``lane-swaps`` in one launch (shifts read on the
+    device), or ``lane-chains`` (host shifts only: a launch per run of lanes with equal shifts)."""
+    if step.algorithm in ("lane-panels", "lane-swaps"):
         if device_shifts is None:
             if SIMULATED:
                 device_shifts = cuda.to_device(host_shifts)
             else:
                 device_shifts = cuda.to_device(host_shifts, stream=_numba_stream(handle))
-        run_lane_panels(target, info, step, handle, device_shifts, stride)
+        run = run_lane_panels if step.algorithm == "lane-panels" else run_lane_swaps
+        run(target, info, step, handle, device_shifts, stride)
         return
-    if host_shifts is None:  # lanes too long for a block: the shifts decide each lane's plan on the host
-        if SIMULATED:
-            host = np.asarray(getattr(device_shifts, "_ary", device_shifts))
-        else:  # on the call's stream, after whatever the caller queued there
-            numba_stream = _numba_stream(handle)
-            host = cuda.as_cuda_array(device_shifts).copy_to_host(stream=numba_stream)
-            numba_stream.synchronize()
-        host_shifts = np.broadcast_to(host.reshape(-1), (step.rows,)) if stride == 0 else host.reshape(-1)
+    if host_shifts is None:  # planner.plan_long_lanes gives lane-chains host shifts only
+        raise AssertionError("internal error: a lane-chains plan without host shifts")
     import dataclasses
 
     n = step.seg_bytes // step.word_bytes

@@ -28,6 +28,8 @@ settings = {
     "grid": None,  # None: fill the GPU (blocks per SM x SMs)
     "lane_steps": None,  # None: one lane per resident block; an int forces the lane length
     "lane_threads": None,  # roll_rows / row-cycles block size; None: each kernel's default
+    "swap_panel_bytes": 16 * 1024,  # lane-swaps: bytes a panel streams
+    "swap_save_bytes": None,  # lane-swaps: the largest small side saved; None: what fits two blocks an SM
 }
 
 #: Default scratch bound: the larger of this fraction of the array and MIN_SCRATCH.
@@ -55,17 +57,8 @@ def gries_mills(n: int, k: int, fits, max_swaps: Optional[int] = None):
     while sub_k and not fits(sub_n, sub_k):
         if max_swaps is not None and len(swaps) > max_swaps:
             break
-        if sub_k <= sub_n - sub_k:
-            # [A B1 B2], |A| = |B2| = sub_k: swap A and B2; A is final at the end.
-            swaps.append((lo, lo + sub_n - sub_k, sub_k))
-            sub_n -= sub_k
-        else:
-            # [A1 A2 B], |A1| = |B| = m: swap A1 and B; B is final at the front.
-            m = sub_n - sub_k
-            swaps.append((lo, lo + sub_k, m))
-            lo, sub_n, sub_k = lo + m, sub_n - m, sub_k - m
-        if sub_k == sub_n:
-            sub_k = 0
+        a, b, m, lo, sub_n, sub_k = S.swap_step(lo, sub_n, sub_k)  # the lane-swaps kernel's step too
+        swaps.append((a, b, m))
     return swaps, (lo, sub_n, sub_k)
 
 
@@ -414,7 +407,7 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
     """``roll_rows`` of ``rows`` back-to-back lanes of ``n`` items: panels of whole lanes, one launch.
 
     None when one lane and its staging do not fit a block's shared memory
-    (lanes longer than about 226 KiB): those take chain launches.
+    (lanes longer than about 226 KiB): those take ``plan_long_lanes``.
     """
     from . import _lanes as L
 
@@ -455,10 +448,119 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
     )
 
 
+#: ``roll_rows`` lanes beyond ``lane-panels`` with shifts on the host take ``lane-chains`` (one
+#: chain launch per run of lanes with equal shifts, each over the whole GPU) only when there are at
+#: most this many lanes of at least MIN_CHAIN_LANE_BYTES: ``lane-swaps`` gives a lane one block, so
+#: a handful of huge lanes would leave almost every SM idle, while a chain step per lane costs a
+#: host plan (milliseconds) that such lanes amortise. Reasoned, not measured (docs/perf-notes.md).
+MAX_CHAIN_LANES = 8
+MIN_CHAIN_LANE_BYTES = 64 << 20
+
+
+def plan_long_lanes(axis: int, rows: int, n: int, itemsize: int, pointer: int,
+                    max_scratch_bytes: Optional[int] = None, host_shifts=None) -> Step:
+    """``roll_rows`` of lanes too long for ``lane-panels``: ``lane-swaps`` (one launch, shifts read on the
+    device), or ``lane-chains`` for a few huge lanes whose shifts are on the host."""
+    seg = n * itemsize
+    if host_shifts is not None and rows <= MAX_CHAIN_LANES and seg >= MIN_CHAIN_LANE_BYTES:
+        return plan_lane_chains(axis, rows, n, itemsize, pointer, max_scratch_bytes)
+    return plan_lane_swaps(axis, rows, n, itemsize, pointer, host_shifts)
+
+
+def swap_sizes():
+    """``lane-swaps``' ``(panel_bytes, save_bytes, smem_bytes)`` for the current settings and device.
+
+    By default the saved side takes what is left of half an SM's shared
+    memory after four panel buffers (about 80 KiB on an H200): two blocks an
+    SM keep twice the bytes in flight, and for random shifts of 4 MiB lanes a
+    saved side of 80 KiB moves about 5% more bytes than one of 190 KiB (more
+    block swaps; ``rotate._schedule.swap_traffic``).
+    """
+    from . import _lanes as L
+
+    panel = int(settings["swap_panel_bytes"])
+    panel_vecs = L.buffer_vecs(panel)
+    save = settings["swap_save_bytes"]
+    if save is None:
+        _, smem_per_sm = device_shape(_device_id())
+        budget = min(MAX_LANE_SMEM, smem_per_sm // 2 - 1024 - 64)  # two blocks, the driver's 1 KiB, static
+        save = L.save_capacity(max(2 * panel_vecs, budget // 16 - 2 * panel_vecs))
+    smem = L.swap_smem_bytes(panel, int(save))
+    if smem > L.MAX_BLOCK_SMEM:
+        raise ValueError(f"GPU settings swap_panel_bytes={panel} and swap_save_bytes={save} need {smem} bytes "
+                         f"of shared memory a block, more than {L.MAX_BLOCK_SMEM}; choose smaller sizes")
+    return panel, int(save), smem
+
+
+@functools.lru_cache(maxsize=1)
+def _swap_traffic_compiled():
+    import numba
+
+    @numba.njit(cache=True)
+    def traffic(shifts, n, item, save):
+        total = 0
+        for s in shifts:  # a lane rolled by 0 counts 2 x its bytes, as in every plan (the kernel skips it)
+            total += max(2 * n * item, S.swap_traffic(n * item, ((n - s % n) % n) * item, save))
+        return total
+
+    return traffic
+
+
+def plan_lane_swaps(axis: int, rows: int, n: int, itemsize: int, pointer: int, host_shifts=None) -> Step:
+    """``roll_rows`` of lanes too long for a block's shared memory, in one launch: ``lane-swaps``.
+
+    A block takes whole lanes (grid-strided) and rotates each by itself (Gries-Mills
+    block swaps until the small side fits the saved-side buffer, then one
+    streamed pass; rotate/_cuda/_lanes.py ``swap_kernel``), so no block waits
+    for another. ``bytes_moved`` is exact for ``host_shifts`` (int64, one per
+    lane; a lane rolled by 0 counts 2 x its bytes, as in every plan, though
+    the kernel skips it); for shifts on the device it is a bound
+    (``bytes_moved_is_bound``):
+    2N when every small side fits the buffer, else 4N (each swapped byte
+    moves twice more, and swaps place at most the whole lane).
+    """
+    from . import _lanes as L
+
+    seg = n * itemsize
+    panel, save, smem = swap_sizes()
+    threads = settings["lane_threads"] or L.THREADS
+    sms, _ = device_shape(_device_id())
+    grid = settings["grid"] or sms * _blocks_for_smem(smem, threads)
+    if host_shifts is not None:
+        moved = int(_swap_traffic_compiled()(np.asarray(host_shifts, np.int64).reshape(-1), n, itemsize, save))
+        bound = False
+    else:
+        fits = (n // 2) * itemsize <= save  # the small side of any shift
+        moved = (2 if fits else 4) * rows * seg
+        bound = not fits
+    return Step(
+        axis, 0, rows, seg, 0, itemsize,
+        algorithm="lane-swaps",
+        scratch_bytes=0,
+        bytes_moved=moved,
+        details={
+            "schedule": "lane-swaps",
+            "block": threads,
+            "grid": max(1, min(grid, rows)),
+            "smem_bytes": smem,
+            "panel_bytes": panel,
+            "save_bytes": save,
+            "head0": pointer % 16,
+            "launches": 1,
+            "bytes_moved_is_bound": bound,
+            "co_resident": False,  # a block rotates whole lanes by itself: no block waits for another
+            "reason": "lanes longer than a block's shared memory: a block per lane, shifts read on the device "
+                      "(no synchronisation); lane-chains only for at most "
+                      f"{MAX_CHAIN_LANES} lanes of {MIN_CHAIN_LANE_BYTES >> 20} MiB or more with host shifts",
+            "_n": n,
+        },
+    )
+
+
 def plan_lane_chains(axis: int, rows: int, n: int, itemsize: int, pointer: int,
                      max_scratch_bytes: Optional[int] = None) -> Step:
-    """``roll_rows`` of lanes too long for a block: one chain launch per run of lanes with equal shifts
-    (shifts read on the host)."""
+    """``roll_rows`` of a few huge lanes with host shifts: one chain launch per run of lanes with equal
+    shifts, each spread over the whole GPU (see MAX_CHAIN_LANES)."""
     seg = n * itemsize
     return Step(
         axis, 0, rows, seg, 0, itemsize,
@@ -470,9 +572,9 @@ def plan_lane_chains(axis: int, rows: int, n: int, itemsize: int, pointer: int,
             "max_scratch_bytes": max_scratch_bytes,
             "launches_at_most": rows,
             "head0": pointer % 16,
-            "reason": "lanes longer than a block's shared memory: one chain launch per run of lanes "
-                      "with equal shifts; shifts on the device are copied to the host first (one "
-                      "synchronisation)",
+            "reason": f"at most {MAX_CHAIN_LANES} lanes of {MIN_CHAIN_LANE_BYTES >> 20} MiB or more, shifts on the "
+                      f"host: one chain launch per run of equal shifts uses the whole GPU, where lane-swaps "
+                      f"would give each lane one block",
         },
     )
 
