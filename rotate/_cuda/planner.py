@@ -497,6 +497,9 @@ CYCLE_VARIANTS = (None, "three-rows", "chunked", "chunked-scratch")
 #: Chunk sizes and ring depths the chunked row-cycles variant picks from.
 CYCLE_CHUNKS = (32768, 16384, 8192, 4096)
 CYCLE_RINGS = (2, 3, 4)
+#: Bytes staged ahead per SM that the chunked variant aims for before it prefers more blocks an SM
+#: (a prediction from Little's law, about 36 GB/s an SM x ~1.5 us; not measured).
+CYCLE_AHEAD_BYTES = 64 * 1024
 
 
 def _check_cycle_settings() -> None:
@@ -509,13 +512,16 @@ def _check_cycle_settings() -> None:
         raise ValueError(f"GPU setting cycle_ring must be 2, 3, 4 or None, got {ring!r}")
 
 
-def _cycle_stream_config(seg: int, limit: int, first_rows_in_smem: bool):
+def _cycle_stream_config(seg: int, limit: int, first_rows_in_smem: bool, max_blocks: int = 32):
     """``(chunk, ring, smem, threads, blocks per SM)`` of the chunked row-cycles variant, or None.
 
     Picks the most bytes staged ahead per SM (``(ring - 1) x chunk`` a block,
-    at most a row's worth, times the blocks that fit), then the least shared
-    memory. A prediction, not a measurement: ``cycle_chunk_bytes`` and
-    ``cycle_ring`` pin the choice for a sweep.
+    at most a row's worth, times the blocks that fit) up to
+    CYCLE_AHEAD_BYTES, then the most blocks an SM (their barriers and
+    writes overlap), then the least shared memory. A prediction, not a
+    measurement: ``cycle_chunk_bytes`` and ``cycle_ring`` pin the choice
+    for a sweep. ``max_blocks``: the walks an SM can have at most (few
+    segments leave SMs with one block or none, which then want deep rings).
     """
     from . import _lanes as L
 
@@ -528,8 +534,8 @@ def _cycle_stream_config(seg: int, limit: int, first_rows_in_smem: bool):
             if smem > limit:
                 continue
             threads = settings["lane_threads"] or L.cycle_stream_threads(chunk)
-            blocks = _blocks_for_smem(smem, threads)
-            score = ((ring - 1) * min(chunk, seg + 15) * blocks, -smem)
+            blocks = min(_blocks_for_smem(smem, threads), max_blocks)
+            score = (min((ring - 1) * min(chunk, seg + 15) * blocks, CYCLE_AHEAD_BYTES), blocks, -smem)
             if best is None or score > best[0]:
                 best = (score, (chunk, ring, smem, threads, blocks))
     return None if best is None else best[1]
@@ -609,6 +615,10 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
         if piece >= rows:
             return None
         piece *= 2
+    if stream is not None and nseg < sms * blocks:  # fewer walks than blocks: deeper rings, fewer blocks
+        stream = _cycle_stream_config(seg, limit, first_rows_in_smem, S.ceil_div(nseg, sms))
+        chunk, ring, smem, threads, blocks = stream
+        grid = settings["grid"] or sms * blocks
     dims = (1,) * (L.MAX_LEAD - len(lead)) + tuple(lead)
     shifts = (0,) * (L.MAX_LEAD - len(offs)) + tuple(offs)
     details = {
