@@ -14,7 +14,9 @@ same run (rotate/bench.py's timers). Peers timed the same way, out of place:
 Every rotate result is checked against the peer's once. Writes JSON with the
 commit, versions and knobs (``--json``).
 
-Run (GPU): ``python benchmarks/rows_gpu_bench.py --json docs/results/gpu-rows-h200.json``
+Run (GPU): ``python benchmarks/rows_gpu_bench.py --json docs/results/gpu-rows-h200.json``; ``--only 15,16,17``
+runs issue #9's long rows; ``--cycle-variant chunked --only 8,9,10`` measures the chunked row-cycles kernel
+on rows the three-row kernel takes by default (``--cycle-chunk``, ``--cycle-ring`` pin its configuration).
 """
 
 from __future__ import annotations
@@ -48,6 +50,10 @@ CASES = [
     ("fftshift", (512, 512, 512), "complex64", None),   # 3-D, 1 GiB
     ("roll", (16384, 8192), "complex64", ((1001, 77), (0, 1))),
     ("roll", (32768, 8192), "float32", ((5, -3), (0, 1))),
+    # Issue #9's long rows, beyond the three-row kernel (~75 KiB): row-cycles' chunked variant.
+    ("fftshift", (16384, 16384), "complex64", None),   # 2 GiB, 128 KiB rows: the first row in shared memory
+    ("roll", (8192, 20000), "float64", ((1001, 77), (0, 1))),  # 1.2 GiB, 160 KB rows, one cut cycle
+    ("roll", (2048, 262144), "uint8", ((1, 1000), (0, 1))),  # 512 MiB, 256 KiB rows: first rows in scratch
 ]
 
 
@@ -56,7 +62,20 @@ def main(argv=None) -> int:
     parser.add_argument("--json")
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--only", default="", help="comma-separated case indices")
+    parser.add_argument("--cycle-variant", choices=["three-rows", "chunked", "chunked-scratch"],
+                        help="force a row-cycles variant (default: the planner's: three rows where they fit)")
+    parser.add_argument("--cycle-chunk", type=int, help="the chunked variant's chunk bytes (a multiple of 16)")
+    parser.add_argument("--cycle-ring", type=int, choices=[2, 3, 4], help="the chunked variant's ring depth")
     args = parser.parse_args(argv)
+    from rotate._cuda import planner
+
+    forced = {k: v for k, v in (("cycle_variant", args.cycle_variant), ("cycle_chunk_bytes", args.cycle_chunk),
+                                ("cycle_ring", args.cycle_ring)) if v is not None}
+    with planner.override(**forced):
+        return _run(args)
+
+
+def _run(args) -> int:
 
     import torch
     from numba import cuda
@@ -82,7 +101,7 @@ def main(argv=None) -> int:
         torch.cuda.empty_cache()
         if args.json:
             pathlib.Path(args.json).write_text(json.dumps(
-                {"benchmark": "rows_gpu_bench", "environment": environment(), "repeat": args.repeat,
+                {"benchmark": "rows_gpu_bench", "environment": environment(gpu=True), "repeat": args.repeat,
                  "cases": rows}, indent=1, default=str))
     return 0 if all(r.get("correct") for r in rows) else 1
 
@@ -153,7 +172,9 @@ def _case(index, args, torch, cuda, cupy, rotate, bench, timers, stream):
         if cupy is not None:
             cupy.get_default_memory_pool().free_all_blocks()
     peer_text = ", ".join(f"{k} {v.get('pct_memcpy', float('nan')):.0f}%" for k, v in result["peers"].items())
-    print(f"[{index}] {function} {shape} {dtype}: {plan.algorithm} correct={correct} whole "
+    variant = plan.steps[0].details.get("variant") if plan.steps else None
+    print(f"[{index}] {function} {shape} {dtype}: {plan.algorithm}{f' ({variant})' if variant else ''} "
+          f"correct={correct} whole "
           f"{result['pct_memcpy']:.1f}% (sync {result['sync_pct_memcpy']:.1f}%) device "
           f"{result['device_pct_memcpy']:.1f}% of memcpy ({memcpy_ms:.3f} ms); peers: {peer_text}", flush=True)
     return result  # the arrays go with this frame; the caller empties the cache

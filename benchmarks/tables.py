@@ -180,7 +180,8 @@ def gpu_rows_table(data) -> str:
         verdict = "n/a" if best is None else (
             f"rotate, {peers[best]['ms'] / r['ms']:.2f}x" if r["ms"] <= peers[best]["ms"]
             else f"{best}, {r['ms'] / peers[best]['ms']:.2f}x")
-        lines.append(f"| {call} | {tuple(r['shape'])} | {r['dtype']} | {size_label(r['nbytes'])} | {r['algorithm']} | "
+        algorithm = r["algorithm"] + (" (chunked)" if r.get("details", {}).get("variant") == "chunked" else "")
+        lines.append(f"| {call} | {tuple(r['shape'])} | {r['dtype']} | {size_label(r['nbytes'])} | {algorithm} | "
                      f"{r['traffic_over_2n']:.3f} | {_pct(r)} | {_pct(r, 'sync_pct_memcpy')} | "
                      f"{_pct(r, 'device_pct_memcpy')} | {peer_text} | {verdict} |")
     return "\n".join(lines)

@@ -268,6 +268,51 @@ def long_lane_cases(draw, max_bytes=1200):
                     device_shifts=draw(st.booleans()))
 
 
+def _chunked() -> list:
+    """Multi-axis rolls and fftshifts for row-cycles' chunked variant, small: runners force that variant with
+    chunks of 16-48 bytes (``CHUNKED_RUNS``), so rows of 30-200 bytes span many chunks, wrap inside one and
+    start at every 16-byte phase. Item sizes 1 to 16 (and 3), even and odd lengths, shifts negative and
+    beyond the length, misaligned bases."""
+    out = []
+    for dtype, offset in (("uint8", 5), ("int16", 2), ("float32", 12), ("float64", 8), ("complex128", 0),
+                          ("V3", 1), ("uint8", 0), ("float32", 3)):
+        for function, shape, shifts, axes, order in (
+                ("fftshift", (6, 40), None, None, "C"),
+                ("fftshift", (7, 41), None, None, "C"),
+                ("ifftshift", (5, 4, 19), None, None, "C"),
+                ("roll", (9, 50), (-13, 130), (0, 1), "C"),
+                ("roll", (4, 3, 37), (5, -1, -80), (0, 1, 2), "C"),
+                ("fftshift", (33, 6), None, None, "F")):
+            out.append(RowsCase(function, shape, dtype, shifts, axes, offset, seed=len(out), order=order))
+    return out
+
+
+CHUNKED_ROWS_CASES = _chunked()
+
+#: Planner settings the chunked cases run under, in turn: (variant, chunk bytes, ring depth).
+CHUNKED_RUNS = (("chunked", 16, 2), ("chunked", 32, 3), ("chunked-scratch", 48, 4), ("chunked", 48, 2),
+                ("chunked-scratch", 16, 3), ("chunked", 16, 4))
+
+
+def _big_rows() -> list:
+    """Rows too long for row-cycles' three-row kernel (above ~75 KiB) at their real size: the chunked variant
+    by default on a GPU (first rows in shared memory up to ~200 KiB, in scratch beyond)."""
+    return [
+        RowsCase("fftshift", (64, 16384), "complex64", None, None, 0, seed=1),         # 128 KiB rows, even
+        RowsCase("fftshift", (63, 16385), "complex64", None, None, 8, seed=2),         # odd, misaligned
+        RowsCase("ifftshift", (5, 4, 20001), "float64", None, None, 8, seed=3),        # 3-D, 160 KB rows
+        RowsCase("roll", (9, 3, 100003), "uint8", (-4, 7, -250000), (0, 1, 2), 5, seed=4),
+        RowsCase("roll", (31, 70001), "int16", (45, -3), (0, 1), 2, seed=5),           # beyond the length
+        RowsCase("roll", (12, 12000), "complex128", (5, 6001), (0, 1), 0, seed=6),     # 192 KB rows
+        RowsCase("roll", (25000, 33), "float32", (12345, -40), (0, 1), 4, seed=7, order="F"),  # 100 KB rows
+        RowsCase("roll", (7, 80001), "V3", (3, -2), (0, 1), 1, seed=8),                # 240 KB: first rows in scratch
+        RowsCase("fftshift", (16, 3, 300000), "uint8", None, None, 13, seed=9),         # 300 KB, 3-D, scratch
+    ]
+
+
+BIG_ROWS_CASES = _big_rows()
+
+
 @st.composite
 def rows_cases(draw, max_bytes=4096, dtypes=("uint8", "int16", "float32", "float64", "complex128")):
     """Random roll_rows / multi-axis roll / fftshift cases of at most ``max_bytes`` bytes."""

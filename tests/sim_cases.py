@@ -126,6 +126,48 @@ def check_rows_long_lanes_random(data, threads, grid, panel, save):
     assert check_rows_case(runner, case).algorithm == "lane-swaps"
 
 
+def check_rows_chunked():
+    """row-cycles' chunked variant (rows too long for three row buffers) on tiny rows: chunks of 16-48
+    bytes, ring depths 2-4, first rows in shared memory or in scratch, grids of 1 and 3 blocks."""
+    from rows_cases import CHUNKED_ROWS_CASES, CHUNKED_RUNS, CudaRowsRunner, check_rows_case
+
+    seen = set()
+    # Half (each shape for every other dtype): the simulator takes ~1 s a case; the GPU runs them all.
+    half = [case for i, case in enumerate(CHUNKED_ROWS_CASES) if (i + i // 6) % 2 == 0]
+    for i, case in enumerate(half):
+        variant, chunk, ring = CHUNKED_RUNS[i % len(CHUNKED_RUNS)]
+        runner = CudaRowsRunner(constants={"MIN_CYCLE_ROW": 16}, lane_threads=(4, 8)[i % 2],
+                                grid=(1, 3)[i // len(CHUNKED_RUNS) % 2], cycle_variant=variant,
+                                cycle_chunk_bytes=chunk, cycle_ring=ring)
+        plan = check_rows_case(runner, case)
+        details = plan.steps[0].details
+        assert plan.algorithm == "row-cycles" and details["variant"] == "chunked", plan
+        assert (details["chunk_bytes"], details["ring"]) == (chunk, ring), details
+        seen.add((details["first_rows"], details["block"], details["grid"] > 1))
+    assert {first for first, _, _ in seen} == {"shared memory", "scratch"}, seen
+    assert {many for _, _, many in seen} == {False, True}, seen
+
+
+def check_rows_chunked_picked_where_three_rows_do_not_fit():
+    """No variant forced: three rows where they fit the shared memory a block may take (``cycle_smem``
+    shrunk here), else the chunked kernel with the first row in shared memory, else with first rows in
+    scratch, else one pass per axis."""
+    from rows_cases import CudaRowsRunner, RowsCase, check_rows_case
+
+    case = RowsCase("roll", (9, 100), "uint8", (4, 33), (0, 1), 3)  # three 100-byte rows: 432 bytes
+    for limit, want in ((432, ("three-rows", "shared memory")), (320, ("chunked", "shared memory")),
+                        (200, ("chunked", "scratch")), (100, None)):
+        runner = CudaRowsRunner(constants={"MIN_CYCLE_ROW": 16}, lane_threads=8, grid=2, cycle_smem=limit,
+                                cycle_chunk_bytes=16, tile_bytes=64, threads=4)
+        plan = check_rows_case(runner, case)
+        if want is None:
+            assert plan.algorithm != "row-cycles" and len(plan.steps) == 2, plan
+        else:
+            details = plan.steps[0].details
+            assert (details["variant"], details["first_rows"]) == want, (limit, details)
+            assert details["smem_bytes"] <= limit
+
+
 @settings(deadline=None, max_examples=EXAMPLES // 2, database=None)
 @given(data=st.data(), threads=st.sampled_from([4, 32]), grid=st.integers(1, 4))
 def check_rows_random(data, threads, grid):
@@ -139,6 +181,8 @@ if __name__ == "__main__":
     check_rows_long_lanes()
     check_rows_long_lanes_random()
     check_rows_fixed()
+    check_rows_chunked()
+    check_rows_chunked_picked_where_three_rows_do_not_fit()
     check_rows_random()
     check_fallback()
     check_block_swap_rows_at_every_offset()

@@ -111,4 +111,23 @@ def test_swap_lane_kernel_compiles_to_128_bit_copies_and_stores(monkeypatch, pan
     assert len(re.findall(r"cp\.async\.cg\.shared\.global \[\w+\], \[%rd\d+\], 16;", text)) >= 1
     assert "cp.async.wait_group 2;" in text and "cp.async.wait_group 1;" in text  # a swap pair, a move panel
     assert text.count("st.global.v4.u32") >= 1 and text.count("ld.shared.v4.u32") >= 2
+
+
+@pytest.mark.parametrize("ring", [2, 3, 4])
+@pytest.mark.parametrize("threads", [128, 512])
+def test_chunked_cycle_kernel_compiles(monkeypatch, ring, threads):
+    """row-cycles' chunked variant (rows beyond three row buffers): 128-bit copies in and stores out, the
+    realigning 128-bit shared loads, ``cp.async.wait_group`` with the ring's count (every older group
+    covered), flag polls that cannot be hoisted, no local memory."""
+    from rotate._cuda import _lanes
+
+    monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
+    kernel = _lanes.cycle_stream_kernel(threads, ring)
+    sig = (types.int64,) * 23  # what launch._run_row_cycles_chunked passes
+    text, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), launch_bounds=threads)
+    assert re.search(r"cp\.async\.cg\.shared\.global \[\w+\], \[%rd\d+\], 16;", text)
+    assert f"cp.async.wait_group {ring - 1};" in text and "cp.async.commit_group" in text
+    assert "st.global.v4.u32" in text and "ld.shared.v4.u32" in text and "ld.global.cg.v4.u32" in text
+    assert "ld.acquire.gpu.global.u32" in text and "st.relaxed.gpu.global.u32" in text
+    assert "atom.global.add.u64" in text
     assert "ld.local" not in text and "st.local" not in text

@@ -18,8 +18,9 @@ if config.ENABLE_CUDASIM or not cuda.is_available():
 import numpy as np  # noqa: E402
 
 import rotate  # noqa: E402
-from rows_cases import (FIXED_ROWS_CASES, LONG_LANE_CASES, LONG_LANE_SETTINGS, CudaRowsRunner, RowsCase,  # noqa: E402
-                        check_rows_case, long_lane_cases, rows_cases)
+from rows_cases import (BIG_ROWS_CASES, CHUNKED_ROWS_CASES, CHUNKED_RUNS, FIXED_ROWS_CASES,  # noqa: E402
+                        LONG_LANE_CASES, LONG_LANE_SETTINGS, CudaRowsRunner, RowsCase, check_rows_case,
+                        long_lane_cases, rows_cases)
 
 pytestmark = pytest.mark.gpu
 
@@ -117,6 +118,41 @@ def test_long_lanes_with_device_shifts_from_each_library(library):
         rotate.roll_rows(x, shifts)
         got = x.copy_to_host()
     assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("case", BIG_ROWS_CASES, ids=repr)
+def test_big_rows_run_chunked_row_cycles_in_one_pass(case):
+    """Rows beyond the three-row kernel (~75 KiB): the chunked variant, first rows in shared memory up to
+    ~200 KiB, pre-read into scratch beyond."""
+    plan = check_rows_case(RUNNER, case)
+    assert plan.algorithm == "row-cycles", plan
+    details = plan.steps[0].details
+    assert details["variant"] == "chunked", details
+    want = "shared memory" if plan.steps[0].seg_bytes <= 200 * 1024 else "scratch"
+    assert details["first_rows"] == want, details
+
+
+@pytest.mark.parametrize("index", range(len(CHUNKED_ROWS_CASES)))
+def test_chunked_variant_forced_on_small_rows(index):
+    """The simulator's chunked cases (chunks of 16-48 bytes, rings of 2-4) on the GPU, every one, and with
+    the planner's own chunk and ring."""
+    case = CHUNKED_ROWS_CASES[index]
+    variant, chunk, ring = CHUNKED_RUNS[index % len(CHUNKED_RUNS)]
+    for settings_ in (dict(cycle_variant=variant, cycle_chunk_bytes=chunk, cycle_ring=ring, lane_threads=32),
+                      dict(cycle_variant=variant)):
+        plan = check_rows_case(CudaRowsRunner(constants={"MIN_CYCLE_ROW": 16}, **settings_), case)
+        assert plan.steps[0].details["variant"] == "chunked", plan
+
+
+@pytest.mark.parametrize("variant", ["three-rows", "chunked", "chunked-scratch"])
+def test_mid_rows_under_every_variant(variant):
+    """A 64 KiB-row fftshift and a 3-axis roll run by each variant (the lead's measurement compares them)."""
+    runner = CudaRowsRunner(cycle_variant=variant)
+    for case in (RowsCase("fftshift", (129, 8192), "complex64", None, None, 0),
+                 RowsCase("roll", (6, 7, 30001), "int16", (-2, 9, 12345), (0, 1, 2), 6)):
+        plan = check_rows_case(runner, case)
+        want = "three-rows" if variant == "three-rows" else "chunked"
+        assert plan.algorithm == "row-cycles" and plan.steps[0].details["variant"] == want, plan
 
 
 def test_roll_rows_on_the_callers_stream_and_library_arrays():

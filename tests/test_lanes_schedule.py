@@ -100,3 +100,74 @@ def test_swap_traffic_is_two_n_when_the_small_side_fits_and_at_most_four_n(n, da
         assert 0 <= a and a + m <= b and b + m <= n and m > save
         swapped += m
     assert traffic == 4 * swapped + (2 * sub_n if sub_k else 0)
+
+
+# --- the chunked variant (cycle_stream_kernel): rows streamed through a ring of chunks ---
+
+
+@settings(deadline=None, max_examples=300)
+@given(data=st.data(), blocks=st.integers(1, 4), policy=st.sampled_from(E.POLICIES), seed=st.integers(0, 10**6))
+def test_chunked_row_cycles_equal_numpy_under_any_interleaving(data, blocks, policy, seed):
+    """Any chunk size against the row (1 to many chunks a row, wraps inside a chunk), ring depths 2-4, every
+    16-byte phase, first rows kept in shared memory or pre-read into scratch."""
+    ndim = data.draw(st.integers(1, 3))
+    lead = tuple(data.draw(st.integers(1, 7)) for _ in range(ndim))
+    shifts = tuple(data.draw(st.integers(0, n - 1)) for n in lead)
+    seg = data.draw(st.integers(1, 70))
+    row_shift = data.draw(st.integers(0, seg - 1))
+    piece = data.draw(st.integers(1, 6))
+    chunk = 16 * data.draw(st.integers(1, 4))
+    ring = data.draw(st.integers(2, 4))
+    head0 = data.draw(st.integers(0, 15))
+    in_smem = data.draw(st.booleans())
+    note(f"lead={lead} shifts={shifts} seg={seg} row_shift={row_shift} piece={piece} chunk={chunk} ring={ring} "
+         f"head0={head0} in_smem={in_smem}")
+    rows = int(np.prod(lead))
+    x = np.random.default_rng(seed).integers(0, 256, (rows, seg), dtype=np.uint8)
+    got = E.emulate_row_cycles_chunked(x, lead, shifts, row_shift, piece, blocks, chunk, ring, head0, in_smem,
+                                       policy, seed)
+    want = np.roll(x.reshape(*lead, seg), (*shifts, row_shift), tuple(range(ndim + 1))).reshape(rows, seg)
+    assert np.array_equal(got, want)
+
+
+def test_chunk_spans_tile_every_row_and_runs_cover_the_roll():
+    """Chunks are 16-byte aligned in memory and tile the row; each chunk's two source runs are the rolled bytes."""
+    for seg in (1, 15, 16, 17, 40, 100):
+        for chunk in (16, 32, 48):
+            for head in range(16):
+                spans = [L.chunk_span(k, chunk, seg, head) for k in range(L.chunks_per_row(seg, chunk))]
+                covered = [x for lo, hi in spans for x in range(lo, hi)]
+                assert covered == list(range(seg)), (seg, chunk, head)
+                assert all((head + lo) % 16 == 0 for lo, hi in spans[1:] if lo < hi)
+                for shift in {0, 1, seg // 2, seg - 1}:
+                    for lo, hi in spans:
+                        if lo < hi:
+                            a, len_a = L.source_run(lo, hi, shift, seg)
+                            runs = list(range(a, a + len_a)) + list(range(hi - lo - len_a))
+                            assert runs == [(x - shift) % seg for x in range(lo, hi)]
+
+
+def _chunked_finds_a_wrong_row(**broken):
+    """Whether some interleaving of a broken chunked protocol loses bytes (a 2-row-cycle fftshift and a 1-cycle roll)."""
+    for lead, shifts in (((6,), (3,)), ((7,), (2,))):
+        rows = int(np.prod(lead))
+        x = np.arange(rows * 40, dtype=np.uint8).reshape(rows, 40)
+        want = np.roll(x, (shifts[0], 9), (0, 1))
+        for seed in range(60):
+            got = E.emulate_row_cycles_chunked(x, lead, shifts, 9, 8, 2, 16, 3, 5, True, "random", seed, **broken)
+            if not np.array_equal(got, want):
+                return True
+    return False
+
+
+def test_the_emulator_catches_a_saved_row_staged_after_the_ring():
+    """Not vacuous: the saved first row must be the oldest copy group. Staged after the ring's first units,
+    the wait before step 0's first write may leave it in flight, and it reads an overwritten row."""
+    assert not _chunked_finds_a_wrong_row()
+    assert _chunked_finds_a_wrong_row(saved_first=False)
+
+
+def test_the_emulator_catches_a_ring_wait_one_group_short():
+    """Not vacuous: waiting for all but the newest ``ring`` groups (not ``ring - 1``) writes chunks from
+    buffers whose copies have not landed."""
+    assert _chunked_finds_a_wrong_row(wait_pending=3)

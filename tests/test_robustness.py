@@ -515,6 +515,42 @@ def test_gpu_long_lanes_plan_one_launch_of_two_blocks_an_sm(gpu_planner):
             gpu_planner.plan_long_lanes(1, rows, n, 1, 0, None, None)
 
 
+def test_gpu_row_cycles_variant_follows_the_row_length(gpu_planner):
+    """Issue #9's long rows: three row buffers up to ~75 KiB rows (the measured kernel stays the default),
+    the chunked kernel with the first row in shared memory beyond (the 16384 x 16384 complex64 fftshift: one
+    pass, 2N), first rows in scratch where a row exceeds a block, per-axis passes where those exceed the
+    scratch bound; every choice within a block's shared memory."""
+    plan = gpu_planner.plan_row_cycles
+
+    def run(shape, shifts, item=8, **settings):
+        with gpu_planner.override(**settings):
+            return plan(shape, item, shifts, 0, None)
+
+    mid = run((16384, 8192), {0: 8192, 1: 4096})
+    assert mid.details["variant"] == "three-rows" and mid.bytes_moved == 2 * mid.rows * mid.seg_bytes
+    big = run((16384, 16384), {0: 8192, 1: 8192})
+    assert (big.details["variant"], big.details["first_rows"]) == ("chunked", "shared memory")
+    assert big.bytes_moved == 2 * 16384 * 16384 * 8 and big.details["pre_read_rows"] == 0
+    rolled = run((16384, 16384), {0: 1001, 1: 77})  # one long cycle: cut, pre-reads within the bound
+    assert rolled.details["variant"] == "chunked" and 0 < rolled.details["pre_read_rows"] == rolled.details["segments"]
+    assert rolled.details["_pre_bytes"] <= gpu_planner.default_cap(16384, 16384 * 8)
+    huge = run((4096, 65536), {0: 1, 1: 32768})  # 512 KiB rows: no saved row in a block
+    assert (huge.details["variant"], huge.details["first_rows"]) == ("chunked", "scratch")
+    assert huge.details["blocks_per_sm"] == 1 and huge.details["ring"] >= 3  # few walks: deep rings
+    assert run((4096, 65536), {0: 2048, 1: 32768}) is None  # 2048 first rows of 512 KiB exceed the bound
+    for step in (big, rolled, huge):
+        assert step.details["smem_bytes"] <= gpu_planner.MAX_LANE_SMEM
+    forced = run((8192, 8192), {0: 4096, 1: 4096}, cycle_variant="chunked")  # measurable against three-rows
+    assert forced.details["variant"] == "chunked" and forced.details["blocks_per_sm"] >= 2
+    assert run((16384, 16384), {0: 8192, 1: 8192}, cycle_variant="three-rows") is None
+    pinned = run((16384, 16384), {0: 8192, 1: 8192}, cycle_chunk_bytes=8192, cycle_ring=2)
+    assert (pinned.details["chunk_bytes"], pinned.details["ring"]) == (8192, 2)
+    for bad, words in ((dict(cycle_variant="chunks"), "cycle_variant"), (dict(cycle_chunk_bytes=1000), "multiple of 16"),
+                       (dict(cycle_ring=5), "cycle_ring")):
+        with pytest.raises(ValueError, match=words):
+            run((16384, 16384), {0: 8192, 1: 8192}, **bad)
+
+
 # --- threads and processes under every threading layer ----------------------------------
 
 def _layers():

@@ -449,7 +449,8 @@ def test_perf_cpu_rows_section_is_generated_from_the_committed_json():
 
 # --- the shared rows table (tests/rows_cases.py), also run by the simulator and the GPU ---
 
-from rows_cases import FIXED_ROWS_CASES, LONG_LANE_CASES, CpuRowsRunner, check_rows_case, rows_cases  # noqa: E402
+from rows_cases import (BIG_ROWS_CASES, CHUNKED_ROWS_CASES, FIXED_ROWS_CASES, LONG_LANE_CASES,  # noqa: E402
+                        CpuRowsRunner, check_rows_case, rows_cases)
 
 _CPU_ROWS = CpuRowsRunner()
 
@@ -485,3 +486,9 @@ def test_the_rows_harness_catches_a_wrong_roll(monkeypatch):
     monkeypatch.setattr(rotate, "roll_rows", skips_last_lane)
     with pytest.raises(AssertionError, match="differ from numpy"):
         check_rows_case(_CPU_ROWS, RowsCase("roll_rows", (3, 7), "uint8", (1, 2, 3)))
+
+
+@pytest.mark.parametrize("case", CHUNKED_ROWS_CASES + BIG_ROWS_CASES, ids=repr)
+def test_big_row_cases_cpu(case):
+    """The GPU's chunked row-cycles cases (tiny and at their real size) on the CPU backend."""
+    check_rows_case(_CPU_ROWS, case)

@@ -137,6 +137,14 @@ MUTANTS = [
     ("cycles-segment-one-step-short", "rotate/_cuda/_lanes.py",
      "            table[3 * g + 1] = min(piece, lengths[c] - first)",
      "            table[3 * g + 1] = max(1, min(piece, lengths[c] - first) - 1)"),
+    # The chunked row-cycles variant's chunk math (rotate/_cuda/_lanes.py), judged by
+    # tests/test_lanes_schedule.py: the chunk tiling test and the chunked emulator.
+    ("cycles-chunk-source-rolled-left", "rotate/_cuda/_lanes.py",
+     "    a = lo - shift\n", "    a = lo + shift\n"),
+    ("cycles-chunks-unaligned", "rotate/_cuda/_lanes.py",
+     "    lo = k * chunk - head\n", "    lo = k * chunk\n"),
+    ("cycles-chunk-wrap-run-one-long", "rotate/_cuda/_lanes.py",
+     "    if len_a > seg - a:\n        len_a = seg - a\n", "    if len_a > seg - a:\n        len_a = seg - a + 1\n"),
     ("wave-pow2-check", "waveops/_core.py",
      "    return n > 0 and (n & (n - 1)) == 0", "    return n > 0 and (n & (n - 2)) == 0"),
 ]

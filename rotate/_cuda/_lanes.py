@@ -638,3 +638,289 @@ def cycle_kernel(unit: int, threads: int = THREADS):
                 store_u64(counters, 2, uint64(0))
 
     return kernel
+
+
+# --- row-cycles for long rows: the moving rows streamed in chunks ------------
+#
+# ``cycle_kernel`` holds three whole rows a block (the saved first row and two
+# staging buffers), so it stops at rows of about 75 KiB. Only the saved first
+# row must be held whole (until the segment's last step): the row a step
+# moves can be streamed. ``cycle_stream_kernel`` cuts each destination row
+# into *chunks* aligned to 16 bytes in memory and runs the (step, chunk)
+# units of a segment through a ring of ``ring`` chunk buffers: unit ``u``'s
+# source bytes are staged (one copy group) ``ring - 1`` units ahead, and
+# ``cp.async.wait_group(ring - 1)`` before writing unit ``u`` covers unit
+# ``u``'s group *and every older one*. A destination chunk ``[lo, hi)`` of a
+# row rolled right by ``shift`` bytes takes source bytes ``lo - shift``
+# onwards (mod the row): at most two runs, staged side by side.
+
+
+@register_jitable
+def chunk_span(k, chunk, seg, head):
+    """Row bytes ``[lo, hi)`` of destination chunk ``k``: chunks are ``chunk`` bytes aligned to 16 in memory
+    (row byte ``x`` sits at phase ``(head + x) & 15``), clipped to the row; empty (``lo >= hi``) past its end."""
+    lo = k * chunk - head
+    hi = lo + chunk
+    if lo < 0:
+        lo = 0
+    if hi > seg:
+        hi = seg
+    return lo, hi
+
+
+@register_jitable
+def source_run(lo, hi, shift, seg):
+    """``(a, len_a)``: destination bytes ``[lo, hi)`` of a row rolled right by ``shift`` bytes (``0 <= shift <
+    seg``) take source bytes ``[a, a + len_a)``, then ``[0, hi - lo - len_a)`` (the wrap)."""
+    a = lo - shift
+    if a < 0:
+        a += seg
+    len_a = hi - lo
+    if len_a > seg - a:
+        len_a = seg - a
+    return a, len_a
+
+
+@register_jitable
+def run_vecs(head, a, n):
+    """16-byte vectors that hold bytes ``[a, a + n)`` of a row starting at phase ``head`` (0 for no bytes)."""
+    if n <= 0:
+        return 0
+    return (((head + a) & 15) + n + 15) >> 4
+
+
+def chunk_vecs(chunk: int) -> int:
+    """Vectors one ring buffer needs: two runs at any phases (at most ``(chunk + 60) / 16``), plus the one a
+    realigning load may read past the last."""
+    return (chunk + 60) // 16 + 1
+
+
+def chunks_per_row(seg: int, chunk: int) -> int:
+    """Chunks a row is cut into at any head (the last may be empty)."""
+    return (seg + 15 + chunk - 1) // chunk
+
+
+def cycle_stream_smem_bytes(seg: int, chunk: int, ring: int, first_rows_in_smem: bool = True) -> int:
+    """Dynamic shared memory of ``cycle_stream_kernel``: the saved first row (unless first rows go to global
+    scratch) and ``ring`` chunk buffers."""
+    return 16 * ((buffer_vecs(seg) if first_rows_in_smem else 0) + ring * chunk_vecs(chunk))
+
+
+def cycle_stream_threads(chunk: int) -> int:
+    """The streaming kernel's block: about four vectors of a chunk a thread, 128 to 1024 threads."""
+    return max(128, min(1024, chunk // 64))
+
+
+@functools.lru_cache(maxsize=None)
+def cycle_stream_kernel(threads: int = THREADS, ring: int = 3):
+    """``kernel(data, scratch, flags, counters, table, nseg, seg, shift, head0, slot_bytes, saved_vecs, chunk,
+    ring_vecs, chunks, n0, n1, n2, n3, s0, s1, s2, s3, epoch)``.
+
+    The ``row-cycles`` protocol of :func:`cycle_kernel` (same tickets, table,
+    flags and scratch slots) for rows too long for three row buffers: a
+    step's row moves in ``chunks`` units of ``chunk`` bytes through ``ring``
+    buffers of ``ring_vecs`` vectors; ``shift`` is the row's roll in bytes,
+    so the kernel is the same for every item size. ``saved_vecs > 0``: a
+    one-segment cycle keeps its first row in shared memory (the first
+    ``saved_vecs`` vectors); ``0``: every segment's first row is pre-read
+    into scratch (rows longer than a block's shared memory). Launch with
+    ``cycle_stream_smem_bytes`` of dynamic shared memory.
+
+    Safety (docs/design.md): unit ``(j, k)`` reads row ``sigma^(j+1)``,
+    which only units ``(j + 1, *)`` of this block overwrite; each write
+    waits for every group up to its own, so every earlier unit's reads
+    (and the saved row's group, the oldest) have landed before it.
+    """
+    jit_options = {} if SIMULATED else {"launch_bounds": threads}
+    wait_ring = copies_waiter(ring - 1)
+
+    @cuda.jit(device=True)
+    def wait_flag(flags, index, epoch, tid):
+        if tid == 0:
+            while load_acquire(flags, index) != epoch:
+                pass
+        cuda.syncthreads()
+
+    @cuda.jit(device=True)
+    def stage_run(sm32, buf_vec, src, row_pos, head, a, n, tid):
+        """Start copying bytes ``[a, a + n)`` of a row whose byte 0 is at ``src`` position ``row_pos``
+        (phase ``head``) to shared memory from vector ``buf_vec``: byte ``a + x`` lands at
+        ``16 * buf_vec + ((head + a) & 15) + x``. No commit."""
+        vecs = run_vecs(head, a, n)
+        v_lo = row_pos + a - ((head + a) & 15)
+        for v in range(tid, vecs, threads):
+            copy16_async(sm32, 4 * (buf_vec + v), src, v_lo + 16 * v)
+
+    @cuda.jit(device=True)
+    def stage_unit(sm32, buf_vec, data, scratch, flags, row, src, last, whole, following, k, seg, shift, head0,
+                   chunk, slot_bytes, epoch, tid):
+        """Stage the source bytes of chunk ``k`` of ``row`` (row ``src`` rolled): one copy group. The
+        segment's last step reads the next segment's first row from scratch once its pre-read is
+        published, or nothing when it is the saved row (a whole cycle)."""
+        lo, hi = chunk_span(k, chunk, seg, (head0 + row * seg) & 15)
+        if lo < hi and not (last and whole):
+            a, len_a = source_run(lo, hi, shift, seg)
+            head = (head0 + src * seg) & 15
+            if last:
+                if k == 0:  # the first chunk of the last step; the later ones follow this block's wait
+                    wait_flag(flags, following, epoch, tid)
+                base = following * slot_bytes + head
+                stage_run(sm32, buf_vec, scratch, base, head, a, len_a, tid)
+                stage_run(sm32, buf_vec + run_vecs(head, a, len_a), scratch, base, head, 0, hi - lo - len_a, tid)
+            else:
+                stage_run(sm32, buf_vec, data, src * seg, head, a, len_a, tid)
+                stage_run(sm32, buf_vec + run_vecs(head, a, len_a), data, src * seg, head, 0, hi - lo - len_a,
+                          tid)
+        commit_copies()
+
+    @cuda.jit(device=True)
+    def write_chunk(sm8, sm32, a_byte, len_a, b_byte, dst, dst_pos, nbytes, dst_head, tid):
+        """Write bytes ``[dst_pos, dst_pos + nbytes)`` of ``dst`` (the first at phase ``dst_head``): byte
+        ``x`` takes shared byte ``a_byte + x`` below ``len_a``, else ``b_byte + x - len_a``. Vectors
+        inside one run: two aligned shared loads and funnel shifts; the vector that straddles the
+        wrap is assembled byte by byte; partial vectors (a row's ends) are stored byte by byte."""
+        v_lo = dst_pos - dst_head
+        vecs = (dst_head + nbytes + 15) >> 4
+        for v in range(tid, vecs, threads):
+            q = 16 * v - dst_head
+            if q >= 0 and q + 16 <= nbytes:
+                if q + 16 <= len_a or q >= len_a:
+                    sb = a_byte + q if q < len_a else b_byte + (q - len_a)
+                    r = sb & 15
+                    store_realigned(sm32, (sb - r) >> 2, r, dst, v_lo + 16 * v)
+                    continue
+                w0 = uint32(0)
+                w1 = uint32(0)
+                w2 = uint32(0)
+                w3 = uint32(0)
+                for b in range(16):
+                    x = q + b
+                    sb = a_byte + x if x < len_a else b_byte + (x - len_a)
+                    value = uint32(sm8[sb]) << uint32(8 * (b & 3))
+                    word = b >> 2
+                    if word == 0:
+                        w0 |= value
+                    elif word == 1:
+                        w1 |= value
+                    elif word == 2:
+                        w2 |= value
+                    else:
+                        w3 |= value
+                store16(dst, v_lo + 16 * v, w0, w1, w2, w3)
+            else:
+                for b in range(16):
+                    x = q + b
+                    if x >= 0 and x < nbytes:
+                        sb = a_byte + x if x < len_a else b_byte + (x - len_a)
+                        store8(dst, v_lo + 16 * v + b, uint32(sm8[sb]))
+
+    @cuda.jit(**jit_options)
+    def kernel(data, scratch, flags, counters, table, nseg, seg, shift, head0, slot_bytes, saved_vecs, chunk,
+               ring_vecs, chunks, n0, n1, n2, n3, s0, s1, s2, s3, epoch):
+        sm8 = cuda.shared.array(0, uint8)
+        sm32 = cuda.shared.array(0, uint32)
+        ctrl = cuda.shared.array(1, int64)
+        tid = cuda.threadIdx.x
+        while True:
+            if tid == 0:
+                ctrl[0] = int64(atomic_add_u64(counters, 0, uint64(1)))
+            cuda.syncthreads()
+            ticket = ctrl[0]
+            cuda.syncthreads()
+            if ticket >= 2 * nseg:
+                break
+            if ticket < nseg:
+                # A first row that is not kept in shared memory goes to scratch before anyone writes it.
+                if load_i64(table, 3 * ticket + 2) != ticket or saved_vecs == 0:
+                    first = load_i64(table, 3 * ticket)
+                    head = (head0 + first * seg) & 15
+                    v_lo = first * seg - head
+                    for v in range(tid, (head + seg + 15) >> 4, threads):
+                        words = load16(data, v_lo + 16 * v)
+                        store16(scratch, ticket * slot_bytes + 16 * v, words[0], words[1], words[2], words[3])
+                    cuda.syncthreads()
+                    if tid == 0:
+                        cuda.threadfence()  # the copies are visible before the flag says so
+                        store_relaxed(flags, ticket, uint32(epoch))
+                continue
+            g = ticket - nseg
+            d = load_i64(table, 3 * g)
+            steps = load_i64(table, 3 * g + 1)
+            following = load_i64(table, 3 * g + 2)
+            whole = following == g and saved_vecs > 0
+            if whole:  # the saved first row: the oldest copy group, so every wait below covers it
+                stage_run(sm32, 0, data, d * seg, (head0 + d * seg) & 15, 0, seg, tid)
+                commit_copies()
+            else:
+                wait_flag(flags, g, epoch, tid)  # the first row is in scratch: it may be overwritten
+            # Two cursors over the (step, chunk) units: staging runs ring - 1 units ahead of writing.
+            s_row = d
+            s_src = source_row(d, n0, n1, n2, n3, s0, s1, s2, s3)
+            s_step = int64(0)
+            s_k = int64(0)
+            for i in range(ring - 1):
+                if s_step < steps:
+                    stage_unit(sm32, saved_vecs + i * ring_vecs, data, scratch, flags, s_row, s_src,
+                               s_step == steps - 1, whole, following, s_k, seg, shift, head0, chunk, slot_bytes,
+                               epoch, tid)
+                    s_k += 1
+                    if s_k == chunks:
+                        s_k = 0
+                        s_step += 1
+                        s_row = s_src
+                        s_src = source_row(s_src, n0, n1, n2, n3, s0, s1, s2, s3)
+                else:
+                    commit_copies()  # empty groups keep the count
+            w_row = d
+            w_src = source_row(d, n0, n1, n2, n3, s0, s1, s2, s3)
+            w_step = int64(0)
+            w_k = int64(0)
+            w_buf = 0
+            s_buf = ring - 1
+            for u in range(steps * chunks):
+                if s_step < steps:
+                    stage_unit(sm32, saved_vecs + s_buf * ring_vecs, data, scratch, flags, s_row, s_src,
+                               s_step == steps - 1, whole, following, s_k, seg, shift, head0, chunk, slot_bytes,
+                               epoch, tid)
+                    s_k += 1
+                    if s_k == chunks:
+                        s_k = 0
+                        s_step += 1
+                        s_row = s_src
+                        s_src = source_row(s_src, n0, n1, n2, n3, s0, s1, s2, s3)
+                else:
+                    commit_copies()
+                wait_ring()  # unit u's group and every older one (the saved row's included) have landed
+                cuda.syncthreads()
+                row_pos = w_row * seg
+                lo, hi = chunk_span(w_k, chunk, seg, (head0 + row_pos) & 15)
+                if lo < hi:
+                    a, len_a = source_run(lo, hi, shift, seg)
+                    if whole and w_step == steps - 1:  # the source is the saved first row, whole
+                        head = (head0 + d * seg) & 15
+                        a_byte = head + a
+                        b_byte = head
+                    else:
+                        head = (head0 + w_src * seg) & 15
+                        buf = saved_vecs + w_buf * ring_vecs
+                        a_byte = 16 * buf + ((head + a) & 15)
+                        b_byte = 16 * (buf + run_vecs(head, a, len_a)) + head
+                    write_chunk(sm8, sm32, a_byte, len_a, b_byte, data, row_pos + lo, hi - lo,
+                                (head0 + row_pos + lo) & 15, tid)
+                cuda.syncthreads()  # this buffer is staged again on the next iteration
+                w_k += 1
+                if w_k == chunks:
+                    w_k = 0
+                    w_step += 1
+                    w_row = w_src
+                    w_src = source_row(w_src, n0, n1, n2, n3, s0, s1, s2, s3)
+                w_buf = w_buf + 1 if w_buf + 1 < ring else 0
+                s_buf = s_buf + 1 if s_buf + 1 < ring else 0
+
+        if tid == 0:
+            finished = atomic_add_u64(counters, 2, uint64(1))
+            if finished == cuda.gridDim.x - 1:  # last block out: rewind the dispensers
+                store_u64(counters, 0, uint64(0))
+                store_u64(counters, 2, uint64(0))
+
+    return kernel

@@ -443,12 +443,47 @@ def run_row_cycles(target: Any, info, step, handle: int) -> None:
     if info.pointer % 16 != d["head0"]:
         raise AssertionError("internal error: a row-cycles plan run on an array at another 16-byte offset")
     device = planner._device_id()
-    unit = d["unit_bytes"]
     nseg = d["segments"]
     flags, pre, counters, epoch = scratch_for(handle, device).reserve(nseg, d["_pre_bytes"])
+    if d.get("variant") == "chunked":
+        _run_row_cycles_chunked(target, info, step, handle, device, pre, flags, counters, epoch)
+        return
+    unit = d["unit_bytes"]
     scalars = (nseg, step.seg_bytes, step.seg_bytes // unit, d["row_shift_bytes"] // unit, d["head0"], d["_slot"],
                d["_buf_vecs"], *d["lead"], *d["lead_shifts"], epoch)
     kernel, cu_kernel = _compiled_lanes("cycle", unit, d["block"], 21, device)
+    if SIMULATED:
+        data = _sim_bytes(target, step.rows * step.seg_bytes)
+        kernel[d["grid"], d["block"], 0, d["smem_bytes"]](data, pre, flags, counters, _device_table(d["_table"]),
+                                                        *scalars)
+        return
+    pre_address, flags_address, counters_address = scratch_for(handle, device).addresses
+    _launch_core(handle, d["grid"], d["block"], d["smem_bytes"], cu_kernel, info.pointer, pre_address, flags_address,
+                 counters_address, _device_table_address(d["_table"]), *scalars)
+
+
+@_kernels.functools.lru_cache(maxsize=None)
+def _compiled_cycle_stream(threads: int, ring: int, device: int):
+    """``_lanes.cycle_stream_kernel`` compiled for int64 arguments (23), its cuda.core handle, allowed the
+    most dynamic shared memory a block can have (on ``device``)."""
+    from . import _lanes
+
+    kernel = _lanes.cycle_stream_kernel(threads, ring)
+    if SIMULATED:
+        return kernel, None
+    compiled = kernel.compile("void(" + ", ".join(["int64"] * 23) + ")")
+    cufunc = compiled._codelibrary.get_cufunc()
+    _set_dynamic_smem(cufunc)
+    return kernel, cufunc.kernel
+
+
+def _run_row_cycles_chunked(target: Any, info, step, handle: int, device: int, pre, flags, counters,
+                            epoch: int) -> None:
+    """Launch a ``row-cycles`` step of the ``chunked`` variant (rows too long for three row buffers)."""
+    d = step.details
+    scalars = (d["segments"], step.seg_bytes, d["row_shift_bytes"], d["head0"], d["_slot"], d["_saved_vecs"],
+               d["chunk_bytes"], d["_ring_vecs"], d["chunks_per_row"], *d["lead"], *d["lead_shifts"], epoch)
+    kernel, cu_kernel = _compiled_cycle_stream(d["block"], d["ring"], device)
     if SIMULATED:
         data = _sim_bytes(target, step.rows * step.seg_bytes)
         kernel[d["grid"], d["block"], 0, d["smem_bytes"]](data, pre, flags, counters, _device_table(d["_table"]),

@@ -30,6 +30,13 @@ settings = {
     "lane_threads": None,  # roll_rows / row-cycles block size; None: each kernel's default
     "swap_panel_bytes": 16 * 1024,  # lane-swaps: bytes a panel streams
     "swap_save_bytes": None,  # lane-swaps: the largest small side saved; None: what fits two blocks an SM
+    # row-cycles variant: None picks "three-rows" where three rows fit a block, else "chunked";
+    # "chunked" forces the streaming kernel (first rows in shared memory where they fit, else in
+    # scratch); "chunked-scratch" also forces first rows into scratch (tests, measurements).
+    "cycle_variant": None,
+    "cycle_chunk_bytes": None,  # the chunked variant's chunk (a multiple of 16); None: the planner's pick
+    "cycle_ring": None,  # the chunked variant's ring depth (2-4); None: the planner's pick
+    "cycle_smem": None,  # shared memory a row-cycles block may take; None: MAX_LANE_SMEM
 }
 
 #: Default scratch bound: the larger of this fraction of the array and MIN_SCRATCH.
@@ -587,27 +594,80 @@ MAX_SEGMENTS = 1 << 17
 MIN_CYCLE_ROW = 2048
 
 
+#: What the ``cycle_variant`` setting takes (None: the planner's pick).
+CYCLE_VARIANTS = (None, "three-rows", "chunked", "chunked-scratch")
+#: Chunk sizes and ring depths the chunked row-cycles variant picks from.
+CYCLE_CHUNKS = (32768, 16384, 8192, 4096)
+CYCLE_RINGS = (2, 3, 4)
+#: Bytes staged ahead per SM that the chunked variant aims for before it prefers more blocks an SM
+#: (a prediction from Little's law, about 36 GB/s an SM x ~1.5 us; not measured).
+CYCLE_AHEAD_BYTES = 64 * 1024
+
+
+def _check_cycle_settings() -> None:
+    variant, chunk, ring = settings["cycle_variant"], settings["cycle_chunk_bytes"], settings["cycle_ring"]
+    if variant not in CYCLE_VARIANTS:
+        raise ValueError(f"GPU setting cycle_variant must be one of {CYCLE_VARIANTS}, got {variant!r}")
+    if chunk is not None and (int(chunk) != chunk or chunk < 16 or chunk % 16):
+        raise ValueError(f"GPU setting cycle_chunk_bytes must be a positive multiple of 16 or None, got {chunk!r}")
+    if ring is not None and ring not in (2, 3, 4):
+        raise ValueError(f"GPU setting cycle_ring must be 2, 3, 4 or None, got {ring!r}")
+
+
+def _cycle_stream_config(seg: int, limit: int, first_rows_in_smem: bool, max_blocks: int = 32):
+    """``(chunk, ring, smem, threads, blocks per SM)`` of the chunked row-cycles variant, or None.
+
+    Picks the most bytes staged ahead per SM (``(ring - 1) x chunk`` a block,
+    at most a row's worth, times the blocks that fit) up to
+    CYCLE_AHEAD_BYTES, then the most blocks an SM (their barriers and
+    writes overlap), then the least shared memory. A prediction, not a
+    measurement: ``cycle_chunk_bytes`` and ``cycle_ring`` pin the choice
+    for a sweep. ``max_blocks``: the walks an SM can have at most (few
+    segments leave SMs with one block or none, which then want deep rings).
+    """
+    from . import _lanes as L
+
+    chunks = [int(settings["cycle_chunk_bytes"])] if settings["cycle_chunk_bytes"] else CYCLE_CHUNKS
+    rings = [int(settings["cycle_ring"])] if settings["cycle_ring"] else CYCLE_RINGS
+    best = None
+    for chunk in chunks:
+        for ring in rings:
+            smem = L.cycle_stream_smem_bytes(seg, chunk, ring, first_rows_in_smem)
+            if smem > limit:
+                continue
+            threads = settings["lane_threads"] or L.cycle_stream_threads(chunk)
+            blocks = min(_blocks_for_smem(smem, threads), max_blocks)
+            score = (min((ring - 1) * min(chunk, seg + 15) * blocks, CYCLE_AHEAD_BYTES), blocks, -smem)
+            if best is None or score > best[0]:
+                best = (score, (chunk, ring, smem, threads, blocks))
+    return None if best is None else best[1]
+
+
 def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
                     cap: Optional[int]) -> Optional[Step]:
     """A multi-axis roll of a C-ordered array in one pass (``row-cycles``), or None.
 
     ``c_shifts`` maps C-order axes to shifts in ``(0, length)``. The axes up
     to the last rolled one index rows; the last rolled axis and everything
-    after it form a row, rolled while it moves. None when three rows (a
-    saved first row, two staging buffers) do not fit a block's shared
-    memory (rows above about 75 KiB), a row is shorter than
-    MIN_CYCLE_ROW, the leading axes do not fold into MAX_LEAD radices, the
-    table is too large or the pre-reads exceed ``cap``.
+    after it form a row, rolled while it moves. Two kernels (``details
+    ["variant"]``): ``three-rows`` (``cycle_kernel``: a saved first row and
+    two staging buffers a block, rows up to about 75 KiB) and, where three
+    rows do not fit, ``chunked`` (``cycle_stream_kernel``: the saved first
+    row and a ring of chunks; rows up to about 200 KiB keep first rows in
+    shared memory, longer ones pre-read every segment's first row into
+    scratch). None when a row is shorter than MIN_CYCLE_ROW, the leading
+    axes do not fold into MAX_LEAD radices, the table is too large or the
+    pre-reads exceed ``cap``.
     """
     from . import _lanes as L
 
+    _check_cycle_settings()
     last = max(c_shifts)
     block = int(np.prod(shape[last + 1:], dtype=np.int64)) * itemsize
     seg = shape[last] * block
     head0 = pointer % 16
     unit = lane_unit(itemsize, head0)
-    smem = L.cycle_smem_bytes(seg)
-    if seg < MIN_CYCLE_ROW or smem > MAX_LANE_SMEM:
+    if seg < MIN_CYCLE_ROW:
         return None
     lead, offs = [], []  # fold the leading axes; adjacent unrolled ones merge
     for ax in range(last):
@@ -622,9 +682,27 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     if len(lead) > L.MAX_LEAD:
         return None
     rows = int(np.prod(lead, dtype=np.int64)) if lead else 1
-    threads = settings["lane_threads"] or L.cycle_threads(seg)
+    limit = settings["cycle_smem"] or MAX_LANE_SMEM
+    variant = settings["cycle_variant"]
     sms, _ = device_shape(_device_id())
-    grid = settings["grid"] or sms * _blocks_for_smem(smem, threads)
+    stream = None
+    if variant in (None, "three-rows") and L.cycle_smem_bytes(seg) <= limit:
+        smem = L.cycle_smem_bytes(seg)
+        threads = settings["lane_threads"] or L.cycle_threads(seg)
+        blocks = _blocks_for_smem(smem, threads)
+        first_rows_in_smem = True
+    elif variant == "three-rows":
+        return None
+    else:
+        first_rows_in_smem = variant != "chunked-scratch"
+        stream = _cycle_stream_config(seg, limit, True) if first_rows_in_smem else None
+        if stream is None:
+            first_rows_in_smem = False
+            stream = _cycle_stream_config(seg, limit, False)
+        if stream is None:
+            return None
+        chunk, ring, smem, threads, blocks = stream
+    grid = settings["grid"] or sms * blocks
     slot = S.align_up(seg + 32)
     cap = default_cap(rows, seg) if cap is None else cap
     piece = max(4, S.ceil_div(rows, 2 * grid))
@@ -632,36 +710,49 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
         table = L.segment_table(tuple(lead), tuple(offs), piece)
         nseg = len(table) // 3
         cut = int(np.count_nonzero(table[2::3] != np.arange(nseg)))
-        pre_bytes = nseg * slot if cut else 0  # slots are indexed by segment
+        pre_reads = cut if first_rows_in_smem else nseg  # first rows copied to scratch
+        pre_bytes = nseg * slot if pre_reads else 0  # slots are indexed by segment
         if nseg <= MAX_SEGMENTS and pre_bytes <= cap:
             break
         if piece >= rows:
             return None
         piece *= 2
+    if stream is not None and nseg < sms * blocks:  # fewer walks than blocks: deeper rings, fewer blocks
+        stream = _cycle_stream_config(seg, limit, first_rows_in_smem, S.ceil_div(nseg, sms))
+        chunk, ring, smem, threads, blocks = stream
+        grid = settings["grid"] or sms * blocks
     dims = (1,) * (L.MAX_LEAD - len(lead)) + tuple(lead)
     shifts = (0,) * (L.MAX_LEAD - len(offs)) + tuple(offs)
+    details = {
+        "schedule": "row-cycles",
+        "variant": "three-rows" if stream is None else "chunked",
+        "block": threads,
+        "grid": max(1, min(grid, 2 * nseg)),
+        "segments": nseg,
+        "cut_segments": cut,
+        "pre_read_rows": pre_reads,
+        "piece_rows": piece,
+        "smem_bytes": smem,
+        "blocks_per_sm": blocks,
+        "first_rows": "shared memory" if first_rows_in_smem else "scratch",
+        "head0": head0,
+        "lead": dims,
+        "lead_shifts": shifts,
+        "row_shift_bytes": c_shifts[last] * block,
+        "co_resident": False,  # every wait is on an earlier ticket (a pre-read)
+        "_table": table,
+        "_slot": slot,
+        "_pre_bytes": pre_bytes,
+    }
+    if stream is None:
+        details.update(unit_bytes=unit, _buf_vecs=L.buffer_vecs(seg))
+    else:
+        details.update(chunk_bytes=chunk, ring=ring, chunks_per_row=L.chunks_per_row(seg, chunk),
+                       _ring_vecs=L.chunk_vecs(chunk), _saved_vecs=L.buffer_vecs(seg) if first_rows_in_smem else 0)
     return Step(
         None, 0, rows, seg, 0, itemsize,
         algorithm="row-cycles",
         scratch_bytes=pre_bytes + 4 * nseg + table.nbytes + 64,
-        bytes_moved=2 * rows * seg + 2 * cut * seg,
-        details={
-            "schedule": "row-cycles",
-            "block": threads,
-            "grid": max(1, min(grid, 2 * nseg)),
-            "segments": nseg,
-            "cut_segments": cut,
-            "piece_rows": piece,
-            "unit_bytes": unit,
-            "smem_bytes": smem,
-            "head0": head0,
-            "lead": dims,
-            "lead_shifts": shifts,
-            "row_shift_bytes": c_shifts[last] * block,
-            "co_resident": False,  # every wait is on an earlier ticket (a pre-read)
-            "_table": table,
-            "_slot": slot,
-            "_pre_bytes": pre_bytes,
-            "_buf_vecs": L.buffer_vecs(seg),
-        },
+        bytes_moved=2 * rows * seg + 2 * pre_reads * seg,
+        details=details,
     )
