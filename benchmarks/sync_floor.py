@@ -8,10 +8,13 @@ roll, and 256 MiB rolls against the same calls back to back:
 
     python benchmarks/sync_floor.py
 """
-import statistics, numpy as np, torch
+import numpy as np
+import torch
 from numba import cuda
+
 import rotate
 from rotate.bench import _whole_call_timers
+
 stream = cuda.default_stream()
 b2b, one = _whole_call_timers(cuda, stream)
 t = torch.zeros(1024, device="cuda")
