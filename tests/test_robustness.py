@@ -526,8 +526,15 @@ def test_gpu_row_cycles_variant_follows_the_row_length(gpu_planner):
         with gpu_planner.override(**settings):
             return plan(shape, item, shifts, 0, None)
 
-    mid = run((16384, 8192), {0: 8192, 1: 4096})
-    assert mid.details["variant"] == "three-rows" and mid.bytes_moved == 2 * mid.rows * mid.seg_bytes
+    mid = run((16384, 8192), {0: 1001, 1: 77})  # long cut cycles, a misaligned row shift: three rows
+    assert mid.details["variant"] == "three-rows"
+    swaps = run((16384, 8192), {0: 8192, 1: 4096})  # even fftshift: aligned two-row swaps stream faster chunked
+    assert swaps.details["variant"] == "chunked" and swaps.bytes_moved == 2 * swaps.rows * swaps.seg_bytes
+    assert run((16384, 8192), {0: 8192, 1: 4096}, cycle_variant="three-rows").details["variant"] == "three-rows"
+    odd = run((8191, 8193), {0: 4096, 1: 4097})  # odd fftshift: one long cycle, misaligned
+    assert odd.details["variant"] == "three-rows"
+    assert gpu_planner.plan_row_cycles((16384, 8192), 8, {0: 8192, 1: 4096}, 8, None).details["variant"] == \
+        "three-rows"  # a base 8 bytes past a 16-byte boundary: the measured default
     big = run((16384, 16384), {0: 8192, 1: 8192})
     assert (big.details["variant"], big.details["first_rows"]) == ("chunked", "shared memory")
     assert big.bytes_moved == 2 * 16384 * 16384 * 8 and big.details["pre_read_rows"] == 0

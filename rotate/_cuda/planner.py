@@ -30,7 +30,8 @@ settings = {
     "lane_threads": None,  # roll_rows / row-cycles block size; None: each kernel's default
     "swap_panel_bytes": 16 * 1024,  # lane-swaps: bytes a panel streams
     "swap_save_bytes": None,  # lane-swaps: the largest small side saved; None: what fits two blocks an SM
-    # row-cycles variant: None picks "three-rows" where three rows fit a block, else "chunked";
+    # row-cycles variant: None picks "three-rows" where three rows fit a block (except aligned
+    # two-row swaps, which stream faster chunked), else "chunked";
     # "chunked" forces the streaming kernel (first rows in shared memory where they fit, else in
     # scratch); "chunked-scratch" also forces first rows into scratch (tests, measurements).
     "cycle_variant": None,
@@ -686,7 +687,14 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     variant = settings["cycle_variant"]
     sms, _ = device_shape(_device_id())
     stream = None
-    if variant in (None, "three-rows") and L.cycle_smem_bytes(seg) <= limit:
+    # Measured (docs/results/gpu-rows-chunked-mid-h200.json): where every cycle is a swap of two rows
+    # (an involution: fftshift of even lengths) and the in-row shift keeps 16-byte alignment, the
+    # chunked kernel ran 64 KiB rows at 67-69% against 61-67% for three rows; on long cut cycles with
+    # misaligned row shifts it lost 19-22 points. So the default takes it only in the first case.
+    swaps_aligned = (head0 == 0 and (c_shifts[last] * block) % 16 == 0
+                     and all((2 * s) % n == 0 for n, s in zip(lead, offs)))
+    if variant in (None, "three-rows") and L.cycle_smem_bytes(seg) <= limit and \
+            not (variant is None and swaps_aligned):
         smem = L.cycle_smem_bytes(seg)
         threads = settings["lane_threads"] or L.cycle_threads(seg)
         blocks = _blocks_for_smem(smem, threads)
