@@ -532,6 +532,7 @@ def test_gpu_row_cycles_variant_follows_the_row_length(gpu_planner):
     assert swaps.details["variant"] == "chunked" and swaps.bytes_moved == 2 * swaps.rows * swaps.seg_bytes
     assert run((16384, 8192), {0: 8192, 1: 4096}, cycle_variant="three-rows").details["variant"] == "three-rows"
     odd = run((8191, 8193), {0: 4096, 1: 4097})  # odd fftshift: one long cycle, misaligned
+    assert run((512, 512, 512), {0: 256, 1: 256, 2: 256}).details["variant"] == "three-rows"  # 4 KiB rows
     assert odd.details["variant"] == "three-rows"
     assert gpu_planner.plan_row_cycles((16384, 8192), 8, {0: 8192, 1: 4096}, 8, None).details["variant"] == \
         "three-rows"  # a base 8 bytes past a 16-byte boundary: the measured default

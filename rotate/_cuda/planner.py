@@ -595,6 +595,8 @@ MAX_SEGMENTS = 1 << 17
 MIN_CYCLE_ROW = 2048
 
 
+#: Rows from this length swap through the chunked row-cycles kernel by default (measured at 64 KiB).
+MIN_CHUNKED_SWAP_ROW = 64 * 1024
 #: What the ``cycle_variant`` setting takes (None: the planner's pick).
 CYCLE_VARIANTS = (None, "three-rows", "chunked", "chunked-scratch")
 #: Chunk sizes and ring depths the chunked row-cycles variant picks from.
@@ -690,8 +692,9 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     # Measured (docs/results/gpu-rows-chunked-mid-h200.json): where every cycle is a swap of two rows
     # (an involution: fftshift of even lengths) and the in-row shift keeps 16-byte alignment, the
     # chunked kernel ran 64 KiB rows at 67-69% against 61-67% for three rows; on long cut cycles with
-    # misaligned row shifts it lost 19-22 points. So the default takes it only in the first case.
-    swaps_aligned = (head0 == 0 and (c_shifts[last] * block) % 16 == 0
+    # misaligned row shifts it lost 19-22 points, and on 4 KiB rows (the 512^3 fftshift: 131,072
+    # swaps) 20 points. So the default takes it only for aligned swaps of rows of 64 KiB and more.
+    swaps_aligned = (head0 == 0 and seg >= MIN_CHUNKED_SWAP_ROW and (c_shifts[last] * block) % 16 == 0
                      and all((2 * s) % n == 0 for n, s in zip(lead, offs)))
     if variant in (None, "three-rows") and L.cycle_smem_bytes(seg) <= limit and \
             not (variant is None and swaps_aligned):
