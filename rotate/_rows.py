@@ -25,8 +25,14 @@ pitch (a lane of 4 uint8 is one uint32), many lanes per call: a lane that is
 one word is rotated in a register (``per-lane-word-rotate``: bit rotation, no
 scratch); a longer one is copied twice into the thread's scratch row and the
 rotated window written back (``per-lane-small-copy``), with a funnel shift
-across word boundaries when an element is narrower than the word. A lane that
-is strided in memory is gathered into the scratch row and written back rotated when it
+across word boundaries when an element is narrower than the word. Short lanes
+whose bytes (or pitch) are not a multiple of 4 would move as 1- or 2-byte
+words; they are addressed as bytes and moved 8 at a time instead
+(``per-lane-byte-window``): a lane of 2-7 bytes is rotated inside the 8-byte
+window that holds it and written back with two overlapping stores that stay
+in the lane, a lane of 8-16 bytes as two 8-byte words built in registers, a
+longer one copied twice into scratch as 8-byte words and its rotated window
+copied back. A lane that is strided in memory is gathered into the scratch row and written back rotated when it
 fits (``per-lane-strided-gather``), else reversed three times in place
 (``per-lane-strided-reversal``: no scratch, twice the traffic).
 

@@ -476,7 +476,7 @@ def test_perf_cpu_rows_section_is_generated_from_the_committed_json():
 
 # --- the shared rows table (tests/rows_cases.py), also run by the simulator and the GPU ---
 
-from rows_cases import FIXED_ROWS_CASES, check_rows_case, rows_cases  # noqa: E402
+from rows_cases import FIXED_ROWS_CASES, rows_cases  # noqa: E402
 
 
 @pytest.mark.parametrize("case", [c for c in FIXED_ROWS_CASES if not c.device_shifts], ids=repr)
