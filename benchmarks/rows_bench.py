@@ -70,12 +70,16 @@ def cases(nbytes: int):
     f32, c64 = np.dtype(np.float32), np.dtype(np.complex64)
     out = []
     # Short rows: every item size of the gate's question (1, 2, 4, 8, 16 bytes), rows of 4 B to 256 B,
-    # and an odd row length (3 float32: 12 B rows).
+    # and an odd row length (3 float32: 12 B rows); then rows whose bytes are not a multiple of 4
+    # (per-lane-byte-window): odd and 2 mod 4, short (3-7 B), two words (9-15 B), through scratch (33 B).
     for n, dtype in ((4, np.uint8), (4, np.uint16), (4, np.uint32), (3, np.float32), (8, np.float32),
-                     (2, np.complex128), (8, np.float64), (8, np.complex128), (64, np.float32)):
+                     (2, np.complex128), (8, np.float64), (8, np.complex128), (64, np.float32),
+                     (3, np.uint8), (7, np.uint8), (3, np.uint16), (9, np.uint8), (5, np.uint16), (7, np.uint16),
+                     (3, "V5"), (33, np.uint8)):
         dtype = np.dtype(dtype)
         row_bytes = n * dtype.itemsize
-        out.append(("roll_rows", (nbytes // row_bytes, n), dtype, f"rows of {row_bytes} B"))
+        what = f" ({n} x {dtype.itemsize}-byte structs)" if dtype.kind == "V" else ""
+        out.append(("roll_rows", (nbytes // row_bytes, n), dtype, f"rows of {row_bytes} B{what}"))
     for row_bytes in (4096, 32768, 4 << 20):
         out.append(("roll_rows", (nbytes // row_bytes, row_bytes // 4), f32, f"rows of {row_bytes} B"))
     side = int((nbytes // 8 // 2) ** 0.5)

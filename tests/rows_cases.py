@@ -340,3 +340,39 @@ def rows_cases(draw, max_bytes=4096, dtypes=("uint8", "int16", "float32", "float
         shifts = tuple(draw(st.integers(-60, 60)) for _ in axes)
         return RowsCase(function, shape, dtype, shifts, axes, offset, seed, order=draw(st.sampled_from("CF")))
     return RowsCase(function, shape, dtype, None, None, offset, seed, order=draw(st.sampled_from("CF")))
+
+
+# Item sizes of the short-lane kernels' question: numpy's 1-16 byte types and structured ones of odd sizes.
+SHORT_ITEM_SIZES = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16)
+# Lane lengths in bytes next to the kernels' boundaries: 8-byte windows, two words (16), the short-lane
+# limit (256) and past it.
+LANE_BYTES_NEAR_BOUNDARIES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 14, 15, 16, 17, 18, 23, 24, 25, 31, 33, 63, 65, 127,
+                              129, 250, 255, 256, 257, 300)
+
+
+def _short_dtype(item: int) -> str:
+    return {1: "uint8", 2: "int16", 4: "float32", 8: "float64", 16: "complex128"}.get(item, f"V{item}")
+
+
+@st.composite
+def short_lane_cases(draw, max_lane_bytes=300):
+    """roll_rows on back-to-back lanes of 1..``max_lane_bytes`` bytes (most near a kernel boundary).
+
+    Every item size in ``SHORT_ITEM_SIZES`` (structured ``V<k>`` for the
+    sizes numpy has no number type of), shifts including 0, negative and
+    beyond the lane, the array 0-15 bytes past an aligned address.
+    """
+    item = draw(st.sampled_from(SHORT_ITEM_SIZES))
+    lane_bytes = draw(st.one_of(st.sampled_from(LANE_BYTES_NEAR_BOUNDARIES), st.integers(1, max_lane_bytes)))
+    n = max(1, min(lane_bytes, max_lane_bytes) // item)
+    outer = draw(st.sampled_from([(), (1,), (2,), (7,), (33,), (3, 5), (130,)]))
+    count = int(np.prod(outer, dtype=np.int64))
+    shifts = draw(st.lists(st.one_of(st.sampled_from([0, n, -n, 1, -1, n - 1, 1 - n, 3 * n + 2, -(2**63), 2**63 - 1]),
+                                     st.integers(-3 * n - 2, 3 * n + 2)),
+                           min_size=max(1, count), max_size=max(1, count)))
+    if outer:
+        shifts = _freeze(np.asarray(shifts, np.int64).reshape(outer).tolist())
+    else:
+        shifts = shifts[0]
+    return RowsCase("roll_rows", outer + (n,), _short_dtype(item), shifts, -1, draw(st.sampled_from([0, 1, 3, 8, 15])),
+                    draw(st.integers(0, 2**31)))

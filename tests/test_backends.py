@@ -121,6 +121,41 @@ def test_thread_count_and_budgets_change_the_plan_and_what_runs(recorded, monkey
         numba.set_num_threads(saved)
 
 
+@pytest.mark.parametrize("shape, dtype, algorithm", [
+    ((500, 3), "uint8", "per-lane-byte-window"),  # 3 B lanes: windows at byte offsets
+    ((300, 7), "uint8", "per-lane-byte-window"),
+    ((200, 5), "int16", "per-lane-byte-window"),  # 10 B: two words built in registers
+    ((90, 11), "V3", "per-lane-byte-window"),  # 33 B: twice through scratch
+    ((400, 4), "uint8", "per-lane-word-rotate"),
+    ((100, 8), "float32", "per-lane-small-copy"),
+    ((10, 2000), "float32", "per-lane-copy"),
+])
+def test_roll_rows_runs_the_step_its_plan_names(monkeypatch, shape, dtype, algorithm):
+    """roll_rows executes plan_roll_rows' step (recorded at the lanes runner), on 1 and 2 threads."""
+    from rotate import _rows
+
+    seen = []
+    monkeypatch.setattr(_rows, "run_lanes", lambda flat, origin, shifts, step, run=_rows.run_lanes:
+                        (seen.append(step), run(flat, origin, shifts, step)))
+    monkeypatch.setattr(_cpu, "MIN_LANE_BYTES", 1)  # let a small array use every thread
+    a = make_array(3, shape, np.dtype(dtype))
+    shifts = np.random.default_rng(4).integers(-3 * shape[1], 3 * shape[1], shape[0])
+    saved = numba.get_num_threads()
+    try:
+        for threads in sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)}):
+            numba.set_num_threads(threads)
+            b = a.copy()
+            seen.clear()
+            p = rotate.plan_roll_rows(b, shifts)
+            rotate.roll_rows(b, shifts)
+            assert p.algorithm == algorithm and tuple(seen) == p.steps, str(p)
+            assert seen[0].details["threads"] == threads
+            expected = np.array([np.roll(as_void(r), s) for r, s in zip(a, shifts)])
+            assert_same_bytes(b, expected.view(b.dtype))
+    finally:
+        numba.set_num_threads(saved)
+
+
 def test_cpu_plan_key_holds_everything_the_planner_reads(monkeypatch):
     cpu = _backends.backend_named("cpu")
     info = ArrayInfo((10,), (8,), np.dtype(np.float64), "cpu")

@@ -24,12 +24,14 @@ import rotate
 from rotate import _arrays
 from rotate import _cpu, _rows
 
+from rows_cases import CpuRowsRunner, check_rows_case, short_lane_cases
 from test_roll import DTYPES, HUGE, STRUCT9
 
 ROOT = Path(__file__).resolve().parents[1]
 GUARD = 32
 POISON = 0xA5
 LANE_DIMS = [1, 2, 3, 5, 7, 8, 13, 16, 31, 33, 64, 127, 130]
+_CPU_ROWS = CpuRowsRunner()
 
 
 def void(a):
@@ -169,6 +171,7 @@ def test_roll_rows_long_and_short_lanes(n, rows):
 
 # --- short lanes (<= SMALL_LANE_BYTES): words wider than the element, one-word lanes, funnel shifts ----
 
+SHORT_ALGORITHMS = ("per-lane-word-rotate", "per-lane-small-copy", "per-lane-byte-window")
 SHORT_DTYPES = [np.dtype(np.uint8), np.dtype(np.int16), np.dtype(np.float32), np.dtype(np.float64),
                 np.dtype(np.complex128), np.dtype("S3"), STRUCT9]
 SHORT_NS = [2, 3, 4, 5, 7, 8, 16, 31, 32, 49]  # 49: 49 * (1/49) < 1 in float64, the reduction's upper correction
@@ -242,10 +245,31 @@ def test_short_lanes_match_numpy_roll_for_every_item_size(dtype, n, outer, layou
             assert step.algorithm == "per-lane-word-rotate" and step.word_bytes == lane_bytes, str(p)
             assert step.scratch_bytes == 0 and p.bytes_moved == p.ideal_bytes
         else:
-            assert step.algorithm in ("per-lane-word-rotate", "per-lane-small-copy"), str(p)
+            assert step.algorithm in SHORT_ALGORITHMS, str(p)
         if layout == "step":  # lane offsets from two dims that do not merge
             assert len(step.details["dims"]) == 2, str(p)
-        assert lane_bytes % step.word_bytes == 0 and step.word_bytes >= np.gcd(dtype.itemsize, 8)
+        if step.algorithm == "per-lane-byte-window":  # bytes addressed one by one, moved 8 at a time
+            assert step.word_bytes == 1 and _rows._word_for(lane_bytes, step.details["dim_strides"]) < 4, str(p)
+        else:
+            assert lane_bytes % step.word_bytes == 0 and step.word_bytes >= np.gcd(dtype.itemsize, 8)
+
+
+@settings(deadline=None, max_examples=150)
+@given(case=short_lane_cases(), lanes=st.sampled_from([None, 2, 3]))
+def test_short_lanes_of_every_item_size_and_length(case, lanes):
+    """Lanes of 1-300 bytes (most next to a word boundary), item sizes 1-16, poisoned guards and scratch.
+
+    Lanes of at most 256 bytes that are not a multiple of 4 bytes take the
+    byte windows (the array spans at least 8 bytes); the plan says so.
+    """
+    with tunables(lanes):
+        plan = check_rows_case(_CPU_ROWS, case)
+    n = case.shape[-1]
+    lane_bytes = n * np.dtype(case.dtype).itemsize
+    if n > 1 and lane_bytes % 4 and lane_bytes <= _rows.SMALL_LANE_BYTES and case.nbytes >= 8:
+        assert plan.algorithm == "per-lane-byte-window", str(plan)
+        (step,) = plan.steps
+        assert step.details["lane_bytes"] == lane_bytes and step.word_bytes == 1
 
 
 def test_short_lane_shift_reduction_is_numpys_modulo():
@@ -266,8 +290,11 @@ def test_short_lane_shift_reduction_is_numpys_modulo():
     (np.float32, 8, 71, "per-lane-copy"),  # one copy of 32 B fits; two and one lane's shift (8 B words) do not
     (np.float32, 8, 72, "per-lane-small-copy"),  # shifts reduced one lane at a time
     (np.float32, 8, 100, "per-lane-small-copy"),
-    (np.uint8, 3, 7, "per-lane-small-copy"),
+    (np.uint8, 3, 8, "per-lane-byte-window"),  # one reduced shift (8 bytes) a thread
+    (np.uint8, 3, 7, "per-lane-small-copy"),  # byte windows need 8; two copies of 3 bytes and a shift fit
     (np.uint8, 3, 6, "per-lane-copy"),
+    (np.uint8, 17, 104, "per-lane-byte-window"),  # a shift and two doubled 17-byte lanes (2 * 40 bytes) a thread
+    (np.uint8, 17, 103, "per-lane-small-copy"),
 ])
 def test_short_lanes_within_a_scratch_budget(dtype, n, budget, algorithm):
     rng = np.random.default_rng(n)
@@ -281,7 +308,7 @@ def test_short_lanes_within_a_scratch_budget(dtype, n, budget, algorithm):
             p = rotate.plan_roll_rows(b, shifts, max_scratch_bytes=budget)
             rotate.roll_rows(b, shifts, max_scratch_bytes=budget)
         assert p.scratch_bytes <= budget and (lanes or p.algorithm == algorithm), str(p)
-        if p.algorithm in ("per-lane-word-rotate", "per-lane-small-copy"):
+        if p.algorithm in SHORT_ALGORITHMS:
             assert p.algorithm == algorithm  # threads dropped to fit, never the kernel
         assert allocated == [p.scratch_bytes]
         assert np.array_equal(b, expected)
@@ -449,10 +476,7 @@ def test_perf_cpu_rows_section_is_generated_from_the_committed_json():
 
 # --- the shared rows table (tests/rows_cases.py), also run by the simulator and the GPU ---
 
-from rows_cases import (BIG_ROWS_CASES, CHUNKED_ROWS_CASES, FIXED_ROWS_CASES, LONG_LANE_CASES,  # noqa: E402
-                        CpuRowsRunner, check_rows_case, rows_cases)
-
-_CPU_ROWS = CpuRowsRunner()
+from rows_cases import BIG_ROWS_CASES, CHUNKED_ROWS_CASES, FIXED_ROWS_CASES, LONG_LANE_CASES, rows_cases  # noqa: E402
 
 
 @pytest.mark.parametrize("case", [c for c in FIXED_ROWS_CASES if not c.device_shifts], ids=repr)
