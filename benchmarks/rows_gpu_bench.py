@@ -63,7 +63,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--only", default="", help="comma-separated case indices")
     parser.add_argument("--cycle-variant", choices=["three-rows", "chunked", "chunked-scratch"],
-                        help="force a row-cycles variant (default: the planner's: three rows where they fit)")
+                        help="force a row-cycles variant (default: the planner's pick)")
     parser.add_argument("--cycle-chunk", type=int, help="the chunked variant's chunk bytes (a multiple of 16)")
     parser.add_argument("--cycle-ring", type=int, choices=[2, 3, 4], help="the chunked variant's ring depth")
     args = parser.parse_args(argv)
