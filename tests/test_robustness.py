@@ -760,3 +760,20 @@ def test_quick_path_runs_on_the_stream_an_array_is_bound_to(quick_device):
     assert _api._prepare(a, 3, None, None, None, None)[4] == 0xABC0
     assert _api._prepare(a, 3, None, None, None, None)[4] == 0xABC0
     assert _arrays.quick_device(a)[2] == 0xABC0
+
+
+def test_gpu_plan_cache_key_includes_the_planners_module_constants(gpu_planner, monkeypatch):
+    # Issue #8: the key holds everything a planner reads; module constants are patched by tests
+    # and measurements (rows_knobs.py sets _lanes.PANEL_BYTES), so a patched one must plan anew.
+    from rotate import _backends
+    from rotate._cuda import _lanes
+
+    cuda = _backends.backend_named("cuda")
+    info = _arrays.ArrayInfo((4096, 1024), (4096, 4), np.dtype(np.float32), "cuda", pointer=1 << 20)
+    before = _api._make_plan(cuda, info, {0: 3, 1: 5}, None)
+    monkeypatch.setattr(gpu_planner, "MIN_CYCLE_ROW", 1 << 20)  # 4 KiB rows no longer take row-cycles
+    after = _api._make_plan(cuda, info, {0: 3, 1: 5}, None)
+    assert before.algorithm == "row-cycles" and after.algorithm != "row-cycles"
+    key = cuda.plan_key(info, None)
+    monkeypatch.setattr(_lanes, "PANEL_BYTES", 2 * _lanes.PANEL_BYTES)  # what lane-panels plans read
+    assert cuda.plan_key(info, None) != key

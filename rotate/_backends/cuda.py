@@ -6,6 +6,7 @@ CUDA array: numpy-only users never pay for it.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Optional
 
 from .. import _arrays
@@ -33,6 +34,25 @@ def _launch():
 
         _modules["launch"] = module
     return module
+
+
+def _lanes():
+    module = _modules.get("lanes")
+    if module is None:
+        from .._cuda import _lanes as module
+
+        _modules["lanes"] = module
+    return module
+
+
+# The module constants the GPU planners read (tests and measurements patch
+# them), read in one C call each: part of every plan's cache key.
+_PLANNER_CONSTANTS = operator.attrgetter(
+    "SCRATCH_FRACTION", "MIN_SCRATCH", "MAX_SWAP_PASSES", "MAX_SWAP_ROWS", "MAX_CHAIN_LANES",
+    "MIN_CHAIN_LANE_BYTES", "MAX_LANE_SMEM", "MAX_SEGMENTS", "MIN_CYCLE_ROW", "MIN_CHUNKED_SWAP_ROW",
+    "CYCLE_CHUNKS", "CYCLE_RINGS", "CYCLE_AHEAD_BYTES")
+_LANE_CONSTANTS = operator.attrgetter("THREADS", "PANEL_BYTES", "MAX_PANEL_ROWS", "MAX_BLOCK_SMEM",
+                                      "FAST_GATHER_ROW", "MAX_LEAD")
 
 
 def _simulated() -> bool:
@@ -75,9 +95,8 @@ class CudaBackend(RowBackend):
     def plan_key(self, info, max_scratch_bytes: Optional[int]) -> tuple:
         planner = _planner()
         device = planner._device_id()
-        return (device, planner.device_shape(device), planner.settings_key(),
-                planner.SCRATCH_FRACTION, planner.MIN_SCRATCH, planner.MAX_SWAP_PASSES,
-                planner.MAX_SWAP_ROWS, max_scratch_bytes)
+        return (device, planner.device_shape(device), planner.settings_key(), _PLANNER_CONSTANTS(planner),
+                _LANE_CONSTANTS(_lanes()), max_scratch_bytes)
 
     def plan_steps(self, info, rotations, max_scratch_bytes):
         # Several axes of a C- or F-contiguous array: one pass (row-cycles) where rows fit a block.
