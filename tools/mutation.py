@@ -145,6 +145,21 @@ MUTANTS = [
      "    lo = k * chunk - head\n", "    lo = k * chunk\n"),
     ("cycles-chunk-wrap-run-one-long", "rotate/_cuda/_lanes.py",
      "    if len_a > seg - a:\n        len_a = seg - a\n", "    if len_a > seg - a:\n        len_a = seg - a + 1\n"),
+    # lane-swaps' index math (rotate/_schedule.py), judged by tests/test_lanes_schedule.py's emulator
+    # and traffic tests.
+    ("swaps-step-keeps-final-block", "rotate/_schedule.py",
+     "        a, b, m = lo, lo + n - k, k\n        n -= k\n", "        a, b, m = lo, lo + n - k, k\n"),
+    ("swaps-saved-side-put-one-early", "rotate/_schedule.py",
+     "        return lo, k, lo + k, lo, n - k, lo + n - k\n", "        return lo, k, lo + k, lo, n - k, lo + n - k - 1\n"),
+    # The quick path of repeated GPU calls (rotate/_api.py), judged by tests/test_robustness.py with
+    # the device stubbed: a cached plan used after a setting changed, a cached call at another address.
+    ("quick-path-skips-plan-key", "rotate/_api.py",
+     "            if hit is not None and hit[1] == backend.plan_key(hit[0], max_scratch_bytes):\n",
+     "            if hit is not None:\n"),
+    ("quick-path-keeps-old-pointer", "rotate/_api.py",
+     "                    hit = (_arrays.ArrayInfo(template.shape, template.strides, template.dtype, template.kind,\n"
+     "                                             pointer, template.readonly), hit[1], hit[2])\n",
+     "                    hit = (template, hit[1], hit[2])\n"),
     ("wave-pow2-check", "waveops/_core.py",
      "    return n > 0 and (n & (n - 1)) == 0", "    return n > 0 and (n & (n - 2)) == 0"),
 ]
