@@ -147,8 +147,8 @@ MUTANTS = [
      "    if len_a > seg - a:\n        len_a = seg - a\n", "    if len_a > seg - a:\n        len_a = seg - a + 1\n"),
     # lane-swaps' index math (rotate/_schedule.py), judged by tests/test_lanes_schedule.py's emulator
     # and traffic tests.
-    ("swaps-step-keeps-final-block", "rotate/_schedule.py",
-     "        a, b, m = lo, lo + n - k, k\n        n -= k\n", "        a, b, m = lo, lo + n - k, k\n"),
+    ("swaps-step-partner-one-early", "rotate/_schedule.py",
+     "        a, b, m = lo, lo + n - k, k\n", "        a, b, m = lo, lo + n - k - 1, k\n"),
     ("swaps-saved-side-put-one-early", "rotate/_schedule.py",
      "        return lo, k, lo + k, lo, n - k, lo + n - k\n", "        return lo, k, lo + k, lo, n - k, lo + n - k - 1\n"),
     # The quick path of repeated GPU calls (rotate/_api.py), judged by tests/test_robustness.py with
