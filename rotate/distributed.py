@@ -34,7 +34,6 @@ hanging or corrupting data.
 
 from __future__ import annotations
 
-import os
 import zlib
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence

@@ -8,7 +8,6 @@ only, a file:// rendezvous) and reads each rank's JSON report from stdout:
 """
 
 import json
-import os
 import sys
 import traceback
 from datetime import timedelta

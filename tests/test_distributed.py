@@ -138,7 +138,7 @@ def test_chunks_tile_the_range_within_the_bound(rows, first, width, chunk_bytes)
 # --- real process groups (gloo, CPU) -------------------------------------------
 
 def _run_world(world, tmp_path):
-    torch = _need("torch")
+    _need("torch")
     dist = _need("torch.distributed")
     if not dist.is_available() or not dist.is_gloo_available():
         _missing("this torch build has no gloo backend")

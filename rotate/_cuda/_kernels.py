@@ -139,7 +139,6 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     if buffers < 2:
         raise ValueError(f"buffers must be >= 2, got {buffers}")
     T = tile_bytes
-    ring = buffers
     vecs_per_buffer = buffer_vecs(tile_bytes)
     smem_words = 4 * buffers * vecs_per_buffer  # addressed in whole vectors: every access aligned
     write_iters = -(-(tile_bytes // 16 + 1) // threads)
