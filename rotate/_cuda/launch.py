@@ -451,11 +451,18 @@ def run_row_cycles(target: Any, info, step, handle: int) -> None:
     unit = d["unit_bytes"]
     scalars = (nseg, step.seg_bytes, step.seg_bytes // unit, d["row_shift_bytes"] // unit, d["head0"], d["_slot"],
                d["_buf_vecs"], *d["lead"], *d["lead_shifts"], epoch)
-    kernel, cu_kernel = _compiled_lanes("cycle", unit, d["block"], 21, device)
+    _launch_cycles(target, info, step, handle, device, (pre, flags, counters),
+                   _compiled_lanes("cycle", unit, d["block"], 21, device), scalars)
+
+
+def _launch_cycles(target: Any, info, step, handle: int, device: int, scratch: tuple, compiled: tuple,
+                   scalars: tuple) -> None:
+    """Launch a ``row-cycles`` kernel (either variant): data, scratch and the segment table, then ``scalars``."""
+    d = step.details
+    kernel, cu_kernel = compiled
     if SIMULATED:
         data = _sim_bytes(target, step.rows * step.seg_bytes)
-        kernel[d["grid"], d["block"], 0, d["smem_bytes"]](data, pre, flags, counters, _device_table(d["_table"]),
-                                                        *scalars)
+        kernel[d["grid"], d["block"], 0, d["smem_bytes"]](data, *scratch, _device_table(d["_table"]), *scalars)
         return
     pre_address, flags_address, counters_address = scratch_for(handle, device).addresses
     _launch_core(handle, d["grid"], d["block"], d["smem_bytes"], cu_kernel, info.pointer, pre_address, flags_address,
@@ -483,15 +490,8 @@ def _run_row_cycles_chunked(target: Any, info, step, handle: int, device: int, p
     d = step.details
     scalars = (d["segments"], step.seg_bytes, d["row_shift_bytes"], d["head0"], d["_slot"], d["_saved_vecs"],
                d["chunk_bytes"], d["_ring_vecs"], d["chunks_per_row"], *d["lead"], *d["lead_shifts"], epoch)
-    kernel, cu_kernel = _compiled_cycle_stream(d["block"], d["ring"], device)
-    if SIMULATED:
-        data = _sim_bytes(target, step.rows * step.seg_bytes)
-        kernel[d["grid"], d["block"], 0, d["smem_bytes"]](data, pre, flags, counters, _device_table(d["_table"]),
-                                                        *scalars)
-        return
-    pre_address, flags_address, counters_address = scratch_for(handle, device).addresses
-    _launch_core(handle, d["grid"], d["block"], d["smem_bytes"], cu_kernel, info.pointer, pre_address, flags_address,
-                 counters_address, _device_table_address(d["_table"]), *scalars)
+    _launch_cycles(target, info, step, handle, device, (pre, flags, counters),
+                   _compiled_cycle_stream(d["block"], d["ring"], device), scalars)
 
 
 def run_lane_panels(target: Any, info, step, handle: int, shifts: Any, shift_stride: int) -> None:
