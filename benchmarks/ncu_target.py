@@ -1,4 +1,6 @@
-"""A minimal target for Nsight Compute: roll 1 GiB of uint8 by 3, a few times.
+"""A minimal target for Nsight Compute: roll 1 GiB of uint8 by 3 (or a gate shift label), a few times.
+
+    python benchmarks/ncu_target.py [size_bytes [shift_label]]
 
     ncu --clock-control none --launch-skip 1 --launch-count 1 --section SpeedOfLight \
         --section WarpStateStats python benchmarks/ncu_target.py
@@ -10,10 +12,12 @@ import numpy as np
 from numba import cuda
 
 import rotate
+from rotate import bench
 
 size = int(sys.argv[1]) if len(sys.argv) > 1 else 1 << 30
+shift = bench.shift_elements(sys.argv[2], size, 1) if len(sys.argv) > 2 else 3
 dev = cuda.to_device(np.random.default_rng(0).integers(0, 256, size, dtype=np.uint8))
 for _ in range(3):
-    rotate.roll(dev, 3)
+    rotate.roll(dev, shift)
 cuda.synchronize()
-print("plan:", rotate.plan(dev, 3))
+print("plan:", rotate.plan(dev, shift))

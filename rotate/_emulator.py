@@ -8,14 +8,17 @@ highest, lowest or newest item first. Each block does what a kernel block
 does (``rotate._cuda._kernels.chain_kernel``)::
 
     take pre-read tickets until none are left: copy the spans, publish them
-    fill the ring: the first ``buffers - 1`` items (decoding an item waits
-        for the pre-reads of the scratch pieces it reads), start their copies
+    decode the first ``buffers`` items (decoding an item waits for the
+        pre-reads of the scratch pieces it reads), start the copies of the
+        first ``buffers - 1``; the last is the item decoded ahead
     loop: the oldest item's copies have landed -> publish it "read done"
-          -> next item: decode it, start its copies
+          -> start the copies of the item decoded ahead
           -> wait for the oldest tile's readers as ``classify`` says
-             (WAIT: their flags; RING: every copy of this block has landed;
-             PRE: the tile's pre-read)
+             (WAIT: their flags; RING: this block's copies up to the
+             farthest ring reader's, the table's ``ring_reach``; PRE: the
+             tile's pre-read)
           -> write the oldest tile
+          -> next item: decode it (the item decoded ahead)
 
 A started copy *lands* (reads memory as it is at that moment) at any later
 step the scheduler picks, as an asynchronous copy may. Data moves byte by
@@ -47,6 +50,8 @@ class ScheduleError(AssertionError):
 @dataclass
 class _Block:
     ring: list = field(default_factory=list)     # items (row, key, tile) whose copies were started, oldest first
+    decoded: list = field(default_factory=list)  # items decoded whose copies have not started
+    drawn: object = None                         # the item being decoded (drawn, waiting for pre-reads)
     landed: dict = field(default_factory=dict)   # key -> {position: byte}
     lane: int = -1
     step: int = 0
@@ -106,6 +111,12 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
         head = S.row_head(head0, row, n)
         base = S.table_stride(m_max) * (head if n_heads > 1 else 0) + S.TILE_FIELDS * w
         return int(table[base + S.T_OFFSET]), int(table[base + S.T_LO]), int(table[base + S.T_VECS])
+
+    def reach_of(row, key):
+        """The item's ring reach, as the kernel reads it from the plan table."""
+        head = S.row_head(head0, row, n)
+        base = S.table_stride(m_max) * (head if n_heads > 1 else 0) + S.TILE_FIELDS * m_max
+        return S.item_ring_reach(int(table[base + (key[0] - row * lanes_row) * lane_steps + key[1]]))
 
     def key_of(row, tile):
         head, m, g, length, inv = geometry(row)
@@ -172,10 +183,11 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
                 if (row, reader) not in read_done:
                     return False
             elif kind == S.RING:
-                if not any(item[0] == row and item[2] == reader for item in b.ring[1:]):
+                reach = reach_of(row, key)
+                if not any(item[0] == row and item[2] == reader for item in b.ring[1:reach + 1]):
                     raise ScheduleError(f"item {key} (row {row}, tile {tile}) counts on tile {reader} "
-                                        f"being in its ring, which holds {b.ring}")
-                if any(item[1] not in b.landed for item in b.ring):
+                                        f"being among the {reach} items after it in its ring, which holds {b.ring}")
+                if any(item[1] not in b.landed for item in b.ring[:reach + 1]):
                     return False
             elif kind == S.PRE:
                 if (row, tile) not in pre_done:
@@ -205,21 +217,24 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
                         scratch[row * scratch_row + offset + i] = mem[row * n + lo + i]
                 pre_done.add((row, w))
             return True
-        if b.phase == "fill":
-            while len(b.ring) < buffers - 1:
-                item = next_item(b)
-                if item is None:
-                    break
-                b.ring.append(item)
-                b.phase = "fill_describe"
+        if b.phase in ("fill", "describe"):  # draw the next item and decode it (may wait for pre-reads)
+            if b.drawn is None:
+                b.drawn = next_item(b)
+                if b.drawn is None:
+                    b.drawn = False  # none left
+            if b.drawn is not False:
+                row, key, tile = b.drawn
+                if not can_describe(row, tile):
+                    return False
+                b.decoded.append(b.drawn)
+            exhausted = b.drawn is False
+            b.drawn = None
+            if b.phase == "fill" and not exhausted and len(b.decoded) < buffers:
                 return True
+            if b.phase == "fill":
+                b.ring.extend(b.decoded[:buffers - 1])  # their copies start
+                del b.decoded[:buffers - 1]
             b.phase = "top" if b.ring else "exit"
-            return True
-        if b.phase == "fill_describe":  # decode (may wait for pre-reads), then start copies
-            row, key, tile = b.ring[-1]
-            if not can_describe(row, tile):
-                return False
-            b.phase = "fill"
             return True
         if b.phase == "exit":
             return False
@@ -228,17 +243,8 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
             if key not in b.landed:
                 return False
             read_done.add((row, tile))
-            item = next_item(b)
-            if item is not None:
-                b.ring.append(item)
-                b.phase = "describe"
-            else:
-                b.phase = "wait"
-            return True
-        if b.phase == "describe":
-            nrow, nkey, ntile = b.ring[-1]
-            if not can_describe(nrow, ntile):
-                return False
+            b.ring.extend(b.decoded)  # the item decoded ahead: its copies start
+            b.decoded.clear()
             b.phase = "wait"
             return True
         if b.phase == "wait":
@@ -247,15 +253,14 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
             for x, value in b.landed.pop(key).items():
                 mem[row * n + x] = value
             b.ring.pop(0)
-            b.phase = "top" if b.ring else "exit"
+            b.phase = "describe"
             return True
         raise AssertionError(b.phase)
 
     def step(b: _Block) -> bool:
         """One action of block ``b``; a started copy lands now with probability 1/2,
-        or when the block can do nothing else. Copies start once their item is described."""
-        started = [item for item in pending(b)
-                   if not (b.phase in ("describe", "fill_describe") and item is b.ring[-1])]
+        or when the block can do nothing else. Copies start once their item is in the ring."""
+        started = pending(b)
         if started and rng.random() < 0.5:
             row, key, tile = rng.choice(started)
             b.landed[key] = land(row, tile)

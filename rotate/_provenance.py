@@ -84,7 +84,8 @@ def gpu_knobs() -> dict:
 
         out["settings"] = dict(planner.settings)
         out["constants"] = {name: getattr(planner, name) for name in
-                            ("SCRATCH_FRACTION", "MIN_SCRATCH", "MAX_SWAP_PASSES", "MAX_SWAP_ROWS")}
+                            ("SCRATCH_FRACTION", "MIN_SCRATCH", "MAX_SWAP_PASSES", "MAX_SWAP_ROWS",
+                             "ITEM_COST_BYTES")}
         dev = cuda.get_current_device()
         name = dev.name
         out["gpu"] = name.decode() if isinstance(name, bytes) else str(name)

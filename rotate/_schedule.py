@@ -34,7 +34,8 @@ from overwriting the byte before the reader has it:
   writer's: the writer waits for the reader's "read done" flag;
 * ``RING``: the reader is the writer's own lane, at most ``B - 1`` steps
   later: its copies are in flight in the block's ring of ``B`` buffers
-  before the writer writes, so the writer waits for its own copies to land;
+  before the writer writes, so the writer waits for its own copies up to
+  that reader's to land (``ring_reach``), not for the ones after it;
 * ``PRE``: anything else: the bytes are *pre-read* into scratch before any
   item runs, the reader reads them there, and the writer only waits for the
   pre-read.
@@ -315,9 +316,10 @@ def pre_list(m_max):
 
 
 @register_jitable
-def pack_item(tile, piece_kinds, reader_kinds):
-    """One chain position's entry: its tile, then 2 bits per source piece and per reader (in run order)."""
-    return tile | (piece_kinds << 32) | (reader_kinds << 40)
+def pack_item(tile, piece_kinds, reader_kinds, ring_reach=0):
+    """One chain position's entry: its tile, then 2 bits per source piece and per reader (in run order),
+    then the item's ring reach (``ring_reach``)."""
+    return tile | (piece_kinds << 32) | (reader_kinds << 40) | (ring_reach << 48)
 
 
 @register_jitable
@@ -333,6 +335,11 @@ def item_piece_kinds(packed):
 @register_jitable
 def item_reader_kinds(packed):
     return (packed >> 40) & 0xFF
+
+
+@register_jitable
+def item_ring_reach(packed):
+    return (packed >> 48) & 0xFF
 
 
 @register_jitable
@@ -373,6 +380,28 @@ def item_kinds(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, j):
 
 
 @register_jitable
+def ring_reach(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, j):
+    """How many steps ahead of tile ``j``'s item its farthest ``RING`` reader is (0: none).
+
+    The kernel waits for its own copies up to that item, not for every copy
+    in flight: the copies of items further ahead keep streaming while it
+    writes (``cp.async.wait_group`` with ``ring - 1 - reach`` groups left).
+    """
+    x0, x1 = tile_dest(n, head, tile_bytes, j)
+    reach = 0
+    pw = position_of(m, g, length, inv, j)
+    z = x0
+    while z < x1:
+        reader, end = reader_run(n, k, head, tile_bytes, z, x1)
+        if classify(m, g, length, inv, lane_steps, ring, reader, j) == RING:
+            distance = position_of(m, g, length, inv, reader) - pw  # same lane: the step difference
+            if distance > reach:
+                reach = distance
+        z = end
+    return reach
+
+
+@register_jitable
 def layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, table, table_base):
     """Fill one head's part of the plan table, from ``table_base``.
 
@@ -405,7 +434,8 @@ def layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, table, tab
         pieces, readers, ok = item_kinds(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, j)
         if not ok:
             return -1
-        table[items + w] = pack_item(j, pieces, readers)
+        table[items + w] = pack_item(j, pieces, readers,
+                                     ring_reach(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, j))
         lo, hi = pre_span(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, w)
         if lo < hi:
             table[entry + T_OFFSET] = total

@@ -107,6 +107,7 @@ def test_every_overwritten_byte_has_its_reader_handled(n, data, head, tile_bytes
         x0, x1 = S.tile_dest(n, head, tile_bytes, w)
         covered[x0:x1] += 1
         key_w = _key(n, head, tile_bytes, chain, lane_steps, w)
+        farthest_ring_reader = 0
         for z in range(x0, x1):
             reader = S.tile_of(head, tile_bytes, (z - k) % n)  # brute force, not the hooks' runs
             assert S.reader_run(n, k, head, tile_bytes, z, x1)[0] == reader
@@ -118,10 +119,14 @@ def test_every_overwritten_byte_has_its_reader_handled(n, data, head, tile_bytes
                 assert key_r < key_w and key_r[1] <= key_w[1]
             elif kind == S.RING:
                 assert key_r[0] == key_w[0] and 0 < key_r[1] - key_w[1] < ring
+                farthest_ring_reader = max(farthest_ring_reader, key_r[1] - key_w[1])
             else:
                 offset, lo, vecs = table[F * w:F * w + 3]
                 assert offset >= 0 and lo <= z < lo + 16 * vecs, f"byte {z} of tile {w} is not pre-read"
                 assert (head + lo) % 16 == 0 and offset % 16 == 0, "pre-read spans mirror the alignment"
+        # The kernel waits for its own copies up to the farthest ring reader, and no further.
+        packed = int(table[F * m_max + key_w[0] * lane_steps + key_w[1]])
+        assert S.item_tile(packed) == w and S.item_ring_reach(packed) == farthest_ring_reader
         # The reader's side decodes the same decision for the same bytes.
         x = x0
         while x < x1:
@@ -176,6 +181,20 @@ def test_ring_wait_on_an_item_not_in_flight_is_reported(monkeypatch):
     monkeypatch.setattr(S, "classify", lambda *a: S.RING if real(*a) == S.PRE else real(*a))
     with pytest.raises(ScheduleError):
         emulate(np.arange(300, dtype=np.uint8), 1, 300, 7, 0, 32, 2, "lowest", 0, chain=1, lane_steps=2)
+
+
+def test_ring_wait_that_stops_short_is_reported(monkeypatch):
+    """The ring wait is only as long as the table's reach: one item short, and the emulator objects."""
+    buf = np.random.default_rng(1).integers(0, 256, 2000, dtype=np.uint8)
+    # chain 3 (q + 1) at k = 2000 // 3 reads most of each tile two steps ahead: ring readers at reach 2.
+    assert max(S.item_ring_reach(int(v)) for v in plan_rows(1, 2000, 666, 0, 256, chain=3, lane_steps=8,
+                                                            buffers=4)[2] if v >= 0) == 2
+    assert np.array_equal(emulate(buf, 1, 2000, 666, 0, 256, 3, "lowest", 0, buffers=4, chain=3, lane_steps=8),
+                          expected(buf, 1, 2000, 666))
+    real = S.ring_reach
+    monkeypatch.setattr(S, "ring_reach", lambda *a: max(0, real(*a) - 1))
+    with pytest.raises(ScheduleError):
+        emulate(buf, 1, 2000, 666, 0, 256, 3, "lowest", 0, buffers=4, chain=3, lane_steps=8)
 
 
 @settings(deadline=None, max_examples=300)

@@ -9,6 +9,7 @@ argument.
 from __future__ import annotations
 
 import functools
+import os
 
 from numba import cuda, int64, uint32, uint64
 
@@ -20,8 +21,8 @@ wait_all = copies_waiter(0)
 
 # Fields of an item descriptor (see ``describe``): the item, then up to
 # MAX_PIECES source pieces of PIECE_FIELDS each.
-F_TILE, F_ROW, F_HEAD, F_X0, F_X1, F_PIECES, F_KINDS = range(7)
-HEADER_FIELDS = 7
+F_TILE, F_ROW, F_HEAD, F_X0, F_X1, F_PIECES, F_KINDS, F_REACH = range(8)
+HEADER_FIELDS = 8
 P_XL, P_XH, P_SRC_AL, P_SCRATCH, P_POS, P_SLOT, P_VECS = range(7)
 PIECE_FIELDS = 7
 MAX_PIECES = 4
@@ -41,8 +42,10 @@ def buffer_vecs(tile_bytes: int) -> int:
 
 
 def smem_bytes(tile_bytes: int, buffers: int = BUFFERS) -> int:
-    """Static shared memory of one block: the buffer ring plus descriptors and item slots."""
-    return buffers * buffer_vecs(tile_bytes) * 16 + buffers * (DESC_FIELDS + 1) * 8 + (ENTRY_BATCH + 3) * 8
+    """Static shared memory of one block: the buffer ring plus descriptors (one more than the
+    buffers: the next item is decoded ahead) and item slots."""
+    return (buffers * buffer_vecs(tile_bytes) * 16 + (buffers + 1) * (DESC_FIELDS + 1) * 8
+            + (ENTRY_BATCH + 3) * 8)
 
 
 @cuda.jit(device=True)
@@ -120,15 +123,21 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     A block first takes pre-read tickets until none are left (copying one
     tile's span, as ``rotate._schedule.pre_span`` names it, into scratch;
     they wait for nothing), then lane tickets, walking each lane's chain positions in order
-    with a ring of ``buffers`` tile buffers::
+    with a ring of ``buffers`` tile buffers and ``buffers + 1`` item descriptors::
 
         oldest item's copies landed   (cp.async.wait_group + barrier)
-        thread 0: publish it "read done"; next item (same lane, or a new lane
-                  ticket); decode it: tile, source pieces (array or scratch)
-        start the new item's copies into the free buffer
+        thread 0: publish it "read done"
+        start the copies of the item ``buffers - 1`` ahead (decoded already)
         thread 0: wait as ``classify`` says for the readers of the oldest
-                  item's tile (flags of earlier lanes; its own copies in flight)
+                  item's tile (flags of earlier lanes; its own copies in flight,
+                  up to the farthest reader's: ``ring_reach``)
         write the oldest tile: realign in registers, 16-byte stores
+        thread 0: next item (same lane, or a new lane ticket); decode it:
+                  tile, source pieces (array or scratch)
+
+    Decoding comes after the write so that the other warps write while
+    thread 0 decodes (Nsight Compute put 25-45% of the warps' time at the
+    barrier that waited for the decoding when it came first).
 
     Every wait is on a lexicographically smaller (lane, step) or on a
     pre-read, so it finishes with any number of resident blocks
@@ -143,10 +152,34 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     smem_words = 4 * buffers * vecs_per_buffer  # addressed in whole vectors: every access aligned
     write_iters = -(-(tile_bytes // 16 + 1) // threads)
     wait_oldest = copies_waiter(buffers - 2)
+    slots = buffers + 1  # item descriptors: the ring's items and the one decoded ahead
+    wait_left1 = copies_waiter(1)
+    wait_left2 = copies_waiter(2)
+    wait_left3 = copies_waiter(3)
     cache_len = ENTRY_BATCH + 1
     bounds = (threads, min_blocks) if min_blocks else threads
     jit_options = {} if SIMULATED else {"launch_bounds": bounds}
+    if not SIMULATED and os.environ.get("ROTATE_LINEINFO") == "1":
+        jit_options["lineinfo"] = True  # Nsight Compute's source view (benchmarks/ncu_target.py)
     write_moved = _write_moved(threads, write_iters)
+
+    @cuda.jit(device=True)
+    def wait_ring(reach):
+        """Wait until the copies of the item ``reach`` ahead of the oldest (and all before it) have landed.
+
+        ``buffers - 1`` items' copies are in flight behind the oldest, in
+        order; the groups after the reader's may stay in flight (at most 3
+        are left: deeper rings wait for more than they must, never less).
+        """
+        left = buffers - 1 - reach
+        if left <= 0:
+            wait_all()
+        elif left == 1:
+            wait_left1()
+        elif left == 2:
+            wait_left2()
+        else:
+            wait_left3()
 
     @cuda.jit(device=True)
     def row_of(lane, lanes_row):
@@ -212,6 +245,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         desc[d, F_X0] = x0
         desc[d, F_X1] = x1
         desc[d, F_KINDS] = S.item_reader_kinds(packed)
+        desc[d, F_REACH] = S.item_ring_reach(packed)
         # Runs of the source whose writers differ only matter for the
         # decision; consecutive array runs are copied and written as one
         # piece, so no destination vector is split between pieces (a split
@@ -302,7 +336,8 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
 
     @cuda.jit(device=True)
     def wait_readers(desc, d, flags, rows, n, k, epoch):
-        """Thread 0: wait until every reader of the item's tile has its bytes; 1 if that needs the ring."""
+        """Thread 0: wait until every reader of the item's tile has its bytes, except readers in the ring:
+        returns how many items ahead the farthest of those is (0: none)."""
         j = desc[d, F_TILE]
         row = desc[d, F_ROW]
         head = desc[d, F_HEAD]
@@ -320,7 +355,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                 while load_acquire(flags, row * m_max + reader) != epoch:
                     pass
             elif kind == S.RING:
-                ring_wait = 1
+                ring_wait = desc[d, F_REACH]
             elif kind == S.PRE:
                 pre = 1
             count += 1
@@ -337,8 +372,8 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             smem = cuda.shared.array(smem_words, uint32)
         else:
             smem = cuda.shared.array(smem_words, uint32, alignment=16)
-        desc = cuda.shared.array((buffers, DESC_FIELDS), int64)
-        items = cuda.shared.array(buffers, int64)
+        desc = cuda.shared.array((slots, DESC_FIELDS), int64)
+        items = cuda.shared.array(slots, int64)
         ctrl = cuda.shared.array(2, int64)
         cache = cuda.shared.array(cache_len, int64)  # thread 0's window on the plan table
         tid = cuda.threadIdx.x
@@ -380,7 +415,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         lane = int64(-1)
         step = int64(0)
         if tid == 0:
-            for i in range(buffers - 1):
+            for i in range(buffers):  # the ring's first buffers - 1 items and the one decoded ahead
                 lane, step = take_item(items, desc, i, lane, step, total_lanes, counters, cache, flags, table,
                                        rows, n, k, head0, lane_steps, lanes_row, scratch_row, table_heads, epoch)
         cuda.syncthreads()
@@ -389,31 +424,38 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                 start_copies(smem, i * vecs_per_buffer, desc, i, data, scratch, tid)
             else:
                 commit_copies()
-        oldest = 0
-        free = buffers - 1
+        oldest = 0  # the oldest item's descriptor (of buffers + 1) and buffer (of buffers)
+        oldest_buffer = 0
         while items[oldest] >= 0:
             wait_oldest()
-            cuda.syncthreads()  # the oldest item's source is in its buffer
+            cuda.syncthreads()  # the oldest item's source is in its buffer; the item ahead is decoded
             if tid == 0:
                 # "Read done" needs no fence: the copies have landed, and a
                 # load that has returned cannot be changed by a later store.
                 store_relaxed(flags, desc[oldest, F_ROW] * m_max + desc[oldest, F_TILE], uint32(epoch))
-                lane, step = take_item(items, desc, free, lane, step, total_lanes, counters, cache, flags, table,
-                                       rows, n, k, head0, lane_steps, lanes_row, scratch_row, table_heads, epoch)
-            cuda.syncthreads()
-            if items[free] >= 0:  # its copies fly while the oldest waits and writes
-                start_copies(smem, free * vecs_per_buffer, desc, free, data, scratch, tid)
+            ahead = oldest + buffers - 1
+            if ahead >= slots:
+                ahead -= slots
+            free = oldest_buffer - 1 if oldest_buffer > 0 else buffers - 1  # written last iteration
+            if items[ahead] >= 0:  # its copies fly while the oldest waits and writes
+                start_copies(smem, free * vecs_per_buffer, desc, ahead, data, scratch, tid)
             else:
                 commit_copies()
             if tid == 0:
                 ctrl[1] = wait_readers(desc, oldest, flags, rows, n, k, epoch)
             cuda.syncthreads()
             if ctrl[1]:
-                wait_all()  # a reader of this tile is an item of ours still in flight
+                wait_ring(ctrl[1])  # a reader of this tile is an item of ours still in flight
                 cuda.syncthreads()
-            write_item(smem, oldest * vecs_per_buffer, desc, oldest, data, n, k, tid)
-            free = oldest
-            oldest = oldest + 1 if oldest + 1 < buffers else 0
+            write_item(smem, oldest_buffer * vecs_per_buffer, desc, oldest, data, n, k, tid)
+            if tid == 0:
+                # Decode the next item into the slot of the one written last
+                # iteration, while the other warps still write this one.
+                lane, step = take_item(items, desc, oldest - 1 if oldest > 0 else slots - 1, lane, step,
+                                       total_lanes, counters, cache, flags, table, rows, n, k, head0, lane_steps,
+                                       lanes_row, scratch_row, table_heads, epoch)
+            oldest = oldest + 1 if oldest + 1 < slots else 0
+            oldest_buffer = oldest_buffer + 1 if oldest_buffer + 1 < buffers else 0
 
         if tid == 0:
             finished = atomic_add_u64(counters, 2, uint64(1))

@@ -43,6 +43,12 @@ settings = {
 #: Default scratch bound: the larger of this fraction of the array and MIN_SCRATCH.
 SCRATCH_FRACTION = 100
 MIN_SCRATCH = 16 << 20
+#: The chain kernel's fixed cost per item (thread 0 decodes it and polls its
+#: waits while the block's other warps wait at a barrier), in bytes of traffic:
+#: 1 GiB uint8 shift 3 ran 0.676 ms with 32768 items of 32 KiB and 0.887 ms
+#: with 65536 of 16 KiB (H200, docs/perf-notes.md): 6.4 ns an item for the
+#: whole GPU, what a memcpy moves in that time.
+ITEM_COST_BYTES = 26 * 1024
 #: Block-swap fallback limits: beyond these, three reversals are cheaper.
 MAX_SWAP_PASSES = 16
 MAX_SWAP_ROWS = 64
@@ -236,14 +242,11 @@ def plan_chain(rows: int, seg: int, left: int, head0: int, cap: int):
             per_block = max(1, S.ceil_div(m_max, lanes_wanted))
             q = left // tile_bytes
             for chain in sorted({max(1, q), q + 1}):
-              # Lanes of one tile, drawn in order, walk a band: measured 5 points
-              # faster than one long lane a block for shifts shorter than a tile
-              # (docs/perf-notes.md), and their pre-reads are then only the
-              # wrapped k bytes of each tile.
-              m0 = S.tile_count(seg, heads[0], tile_bytes)
-              short = S.chain_step(m0, chain) in (1, m0 - 1)
-              for lane_steps in ([settings["lane_steps"]] if settings["lane_steps"] else
-                                 ([1, per_block] if short else [per_block])):
+              # One lane a resident block, for short shifts too: lanes of one
+              # tile (a band) cost a ticket and a wait on the neighbouring lane
+              # every item, 6 points more than long lanes once the decoding
+              # left the critical path (docs/perf-notes.md).
+              for lane_steps in [settings["lane_steps"]] if settings["lane_steps"] else [per_block]:
                   table, row_bytes = chain_layout(seg, left, heads, tile_bytes, chain, lane_steps, buffers)
                   if table is None:
                       continue
@@ -252,13 +255,15 @@ def plan_chain(rows: int, seg: int, left: int, head0: int, cap: int):
                   _, waited, ringed, pre = _layout_compiled()[1](seg, left, heads[0], tile_bytes, chain, lane_steps,
                                                                  buffers)
                   # Cost in bytes of traffic: pre-reads move their bytes twice more;
-                  # a RING wait stalls the block until its next copies land (its
-                  # overlap is lost); a WAIT polls another lane's flag.
+                  # a RING wait on the copies started just before it stalls the
+                  # block until they land (its overlap is lost), one on older
+                  # copies mostly finds them landed; a WAIT polls another lane's flag.
                   cost = rows * (2 * pre + ringed // 2 + waited // 16)
+                  # Each item costs thread 0 a fixed decode and wait on the block's
+                  # critical path, whatever its size: larger tiles, fewer items.
+                  cost += rows * S.tile_count(seg, heads[0], tile_bytes) * ITEM_COST_BYTES
                   # Fewer than 3 blocks an SM leave too few bytes in flight to stream.
                   cost += rows * seg * {1: 50, 2: 15}.get(min_blocks, 0) // 100
-                  if lane_steps > 1 and short:
-                      cost += rows * seg // 20
                   score = (cost, scratch, buffers != settings["buffers"], -tile_bytes)
                   if scratch + flags_bytes + 64 <= cap and (best is None or score < best[0]):
                       best = (score, dict(tile_bytes=tile_bytes, buffers=buffers, chain=chain, lane_steps=lane_steps,
