@@ -52,6 +52,11 @@ class _Block:
     ring: list = field(default_factory=list)     # items (row, key, tile) whose copies were started, oldest first
     decoded: list = field(default_factory=list)  # items decoded whose copies have not started
     drawn: object = None                         # the item being decoded (drawn, waiting for pre-reads)
+    items: list = field(default_factory=list)    # control warp: every item decoded, in order (None: the end)
+    end: object = None                           # control warp: the index of the end, once decoded
+    cleared: int = 0                             # control warp: items whose readers have their bytes
+    written: int = 0                             # control warp: items written
+    started_prime: int = 0                       # control warp: the ring's first items started
     landed: dict = field(default_factory=dict)   # key -> {position: byte}
     lane: int = -1
     step: int = 0
@@ -78,8 +83,12 @@ def plan_rows(rows, n, k, head0, tile_bytes, chain=None, lane_steps=None, buffer
 
 def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes: int,
             blocks: int, policy: str = "random", seed: int = 0, buffers: int = 2,
-            chain=None, lane_steps=None) -> np.ndarray:
+            chain=None, lane_steps=None, control_warp: bool = False) -> np.ndarray:
     """Rotate each of ``rows`` segments of ``data`` (uint8) left by ``k``, as the GPU would.
+
+    ``control_warp``: run the control-warp variant of the kernel instead,
+    whose blocks are two agents the scheduler interleaves (``cw_control``,
+    ``cw_data``).
 
     Returns the rotated copy; ``data`` is left untouched.
     """
@@ -168,15 +177,18 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
                     buffer[x + i] = mem[row * n + z + i]
         return buffer
 
-    def waits_clear(b, row, key, tile):
-        """Whether the oldest item may write now (raises on a wait that points forward)."""
+    def waits_clear(b, row, key, tile, kinds=(S.WAIT, S.RING, S.PRE)):
+        """Whether the oldest item may write now, as far as ``kinds`` go (raises on a wait that points
+        forward)."""
         head, m, g, length, inv = geometry(row)
         x0, x1 = S.tile_dest(n, head, T, tile)
         z = x0
         while z < x1:
             reader, ze = S.reader_run(n, k, head, T, z, x1)
             kind = S.classify(m, g, length, inv, lane_steps, buffers, reader, tile)
-            if kind == S.WAIT:
+            if kind not in kinds:
+                pass
+            elif kind == S.WAIT:
                 if not key_of(row, reader) < key:
                     raise ScheduleError(f"item {key} (row {row}, tile {tile}) waits for tile {reader} "
                                         f"at {key_of(row, reader)}")
@@ -257,6 +269,88 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
             return True
         raise AssertionError(b.phase)
 
+    # --- the control-warp variant (chain_kernel(control_warp=True)) -----------
+    # b.items: every item the control agent decoded, in order (None: the end);
+    # b.ring: the items whose copies the data agent started and has not
+    # written (the oldest first); counters as the kernel's ``seq``.
+
+    def cw_control(b: _Block) -> bool:
+        """One action of the control warp: decode ahead, else clear the oldest uncleared item's waits."""
+        decoded = len(b.items)
+        if b.end is None and decoded - b.written < 2 * buffers:
+            if b.drawn is None:
+                b.drawn = next_item(b) or False
+            if b.drawn is False:
+                b.end = decoded
+                b.items.append(None)
+            else:
+                row, key, tile = b.drawn
+                if not can_describe(row, tile):
+                    return False
+                b.items.append(b.drawn)
+            b.drawn = None
+            return True
+        if b.cleared < decoded and (b.end is not None or decoded >= b.cleared + buffers):
+            if b.cleared == b.end:
+                return False  # done
+            row, key, tile = b.items[b.cleared]
+            if not waits_clear(b, row, key, tile, kinds=(S.WAIT, S.PRE)):
+                return False  # the kernel spins here: no decoding meanwhile
+            b.cleared += 1
+            return True
+        return False
+
+    def cw_ready(b, index):
+        """The data agent may use item ``index``'s descriptor (or knows it is past the end)."""
+        return len(b.items) > index or (b.end is not None and b.end <= index)
+
+    def cw_start(b, index):
+        if b.end is None or index < b.end:
+            b.ring.append(b.items[index])
+
+    def cw_data(b: _Block) -> bool:
+        """One action of the data warps."""
+        if b.phase == "pre":
+            return advance(b)
+        if b.phase in ("fill", "describe"):  # prime: the first buffers - 1 items' copies
+            if b.started_prime == buffers - 1:
+                b.phase = "top"
+                return True
+            if not cw_ready(b, b.started_prime):
+                return False
+            cw_start(b, b.started_prime)
+            b.started_prime += 1
+            return True
+        if b.phase == "exit":
+            return False
+        i = b.written
+        if b.end == i:
+            b.phase = "exit"
+            return True
+        row, key, tile = b.ring[0]
+        if b.phase == "top":
+            if key not in b.landed:
+                return False
+            read_done.add((row, tile))
+            b.phase = "ahead"
+            return True
+        if b.phase == "ahead":
+            if not cw_ready(b, i + buffers - 1) or b.cleared <= i:
+                return False
+            cw_start(b, i + buffers - 1)
+            b.phase = "wait"
+            return True
+        if b.phase == "wait":
+            if not waits_clear(b, row, key, tile, kinds=(S.RING,)):
+                return False
+            for x, value in b.landed.pop(key).items():
+                mem[row * n + x] = value
+            b.ring.pop(0)
+            b.written += 1
+            b.phase = "top"
+            return True
+        raise AssertionError(b.phase)
+
     def step(b: _Block) -> bool:
         """One action of block ``b``; a started copy lands now with probability 1/2,
         or when the block can do nothing else. Copies start once their item is in the ring."""
@@ -265,7 +359,12 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
             row, key, tile = rng.choice(started)
             b.landed[key] = land(row, tile)
             return True
-        if advance(b):
+        if control_warp:
+            agents = [cw_control, cw_data] if b.phase != "pre" else [cw_data]
+            rng.shuffle(agents)
+            if any(agent(b) for agent in agents):
+                return True
+        elif advance(b):
             return True
         if started:
             row, key, tile = started[0]
@@ -274,7 +373,7 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
         return False
 
     while True:
-        live = [b for b in state if b.phase != "exit"]
+        live = [b for b in state if b.phase != "exit" or (control_warp and b.cleared != b.end)]
         if not live:
             break
         if policy == "random":

@@ -36,9 +36,10 @@ def check_fixed():
 
 @settings(deadline=None, max_examples=EXAMPLES, database=None)
 @given(case=cases(max_elements=700, max_dim=9, dtypes=["uint8", "int16", "float32", "complex128"]),
-       tile=st.sampled_from([64, 128, 256]), threads=st.sampled_from([4, 8]), grid=st.integers(1, 4))
-def check_random(case, tile, threads, grid):
-    check_roll_case(CudaRunner(tile_bytes=tile, threads=threads, grid=grid), case)
+       tile=st.sampled_from([64, 128, 256]), threads=st.sampled_from([4, 8]), grid=st.integers(1, 4),
+       variant=st.sampled_from([None, "single", "control-warp"]))
+def check_random(case, tile, threads, grid, variant):
+    check_roll_case(CudaRunner(tile_bytes=tile, threads=threads, grid=grid, chain_variant=variant), case)
 
 
 def check_fallback():

@@ -33,18 +33,19 @@ def expected(data, rows, n, k):
     buffers=st.integers(2, 4),
     policy=st.sampled_from(POLICIES),
     seed=st.integers(0, 2**16),
+    control_warp=st.booleans(),
 )
 def test_emulated_schedule_matches_numpy_and_never_deadlocks(n, data, head0, tile_bytes, rows, blocks, buffers,
-                                                             policy, seed):
+                                                             policy, seed, control_warp):
     k = data.draw(st.integers(1, n - 1), label="k")
     chain = data.draw(st.one_of(st.none(), st.integers(1, 40)), label="chain")
     lane_steps = data.draw(st.one_of(st.none(), st.integers(1, 12)), label="lane_steps")
     buf = np.random.default_rng(seed).integers(0, 256, rows * n, dtype=np.uint8)
     note(f"reproduce: emulate(buf, rows={rows}, n={n}, k={k}, head0={head0}, tile_bytes={tile_bytes}, "
          f"blocks={blocks}, policy={policy!r}, seed={seed}, buffers={buffers}, chain={chain}, "
-         f"lane_steps={lane_steps}) with buf = np.random.default_rng({seed}).integers(0, 256, {rows * n}, "
-         f"dtype=np.uint8)")
-    out = emulate(buf, rows, n, k, head0, tile_bytes, blocks, policy, seed, buffers, chain, lane_steps)
+         f"lane_steps={lane_steps}, control_warp={control_warp}) with buf = np.random.default_rng({seed})"
+         f".integers(0, 256, {rows * n}, dtype=np.uint8)")
+    out = emulate(buf, rows, n, k, head0, tile_bytes, blocks, policy, seed, buffers, chain, lane_steps, control_warp)
     np.testing.assert_array_equal(out, expected(buf, rows, n, k))
 
 
@@ -52,9 +53,11 @@ def test_emulated_schedule_matches_numpy_and_never_deadlocks(n, data, head0, til
                                  (1024, 341), (1024, 513), (1024, 259)])
 @pytest.mark.parametrize("blocks", [1, 2, 7])
 @pytest.mark.parametrize("policy", POLICIES)
-def test_boundary_shifts(n, k, blocks, policy):
+@pytest.mark.parametrize("control_warp", [False, True])
+def test_boundary_shifts(n, k, blocks, policy, control_warp):
     buf = np.random.default_rng(n + k).integers(0, 256, n, dtype=np.uint8)
-    out = emulate(buf, 1, n, k, 5, 64, blocks, policy, seed=blocks, chain=max(1, k // 64) + (k % 64 > 32))
+    out = emulate(buf, 1, n, k, 5, 64, blocks, policy, seed=blocks, chain=max(1, k // 64) + (k % 64 > 32),
+                  control_warp=control_warp)
     np.testing.assert_array_equal(out, expected(buf, 1, n, k))
 
 
@@ -145,24 +148,27 @@ def test_short_shift_needs_only_a_few_pre_read_bytes():
     assert row_bytes <= 16 * (lanes + 1)
 
 
-def test_a_wrong_schedule_is_caught(monkeypatch):
+@pytest.mark.parametrize("control_warp", [False, True])
+def test_a_wrong_schedule_is_caught(monkeypatch, control_warp):
     """The emulator is not vacuous: waits that are skipped corrupt the result."""
     real = S.classify
     monkeypatch.setattr(S, "classify", lambda *a: S.SELF if real(*a) == S.WAIT else real(*a))
     buf = np.random.default_rng(0).integers(0, 256, 1024, dtype=np.uint8)
     outcomes = set()
     for seed in range(30):  # chain 10, lanes of 4: a quarter of the bytes are guarded by WAIT
-        out = emulate(buf, 1, 1024, 341, 0, 32, 8, "random", seed, chain=10, lane_steps=4)
+        out = emulate(buf, 1, 1024, 341, 0, 32, 8, "random", seed, chain=10, lane_steps=4,
+                      control_warp=control_warp)
         outcomes.add(bool(np.array_equal(out, expected(buf, 1, 1024, 341))))
     assert False in outcomes
 
 
-def test_forward_wait_is_reported(monkeypatch):
+@pytest.mark.parametrize("control_warp", [False, True])
+def test_forward_wait_is_reported(monkeypatch, control_warp):
     real = S.classify
     monkeypatch.setattr(S, "classify", lambda *a: S.WAIT if real(*a) == S.PRE else real(*a))
     buf = np.arange(300, dtype=np.uint8)
     with pytest.raises((ScheduleError, Deadlock)):
-        emulate(buf, 1, 300, 7, 0, 32, 3, "lowest", 0, chain=1, lane_steps=2)
+        emulate(buf, 1, 300, 7, 0, 32, 3, "lowest", 0, chain=1, lane_steps=2, control_warp=control_warp)
 
 
 def test_deadlock_is_detected(monkeypatch):
@@ -176,11 +182,13 @@ def test_deadlock_is_detected(monkeypatch):
         emulate(np.arange(200, dtype=np.uint8), 1, 200, 3, 0, 16, 2, "lowest", 0, lane_steps=3)
 
 
-def test_ring_wait_on_an_item_not_in_flight_is_reported(monkeypatch):
+@pytest.mark.parametrize("control_warp", [False, True])
+def test_ring_wait_on_an_item_not_in_flight_is_reported(monkeypatch, control_warp):
     real = S.classify
     monkeypatch.setattr(S, "classify", lambda *a: S.RING if real(*a) == S.PRE else real(*a))
     with pytest.raises(ScheduleError):
-        emulate(np.arange(300, dtype=np.uint8), 1, 300, 7, 0, 32, 2, "lowest", 0, chain=1, lane_steps=2)
+        emulate(np.arange(300, dtype=np.uint8), 1, 300, 7, 0, 32, 2, "lowest", 0, chain=1, lane_steps=2,
+                control_warp=control_warp)
 
 
 def test_ring_wait_that_stops_short_is_reported(monkeypatch):
@@ -195,6 +203,8 @@ def test_ring_wait_that_stops_short_is_reported(monkeypatch):
     monkeypatch.setattr(S, "ring_reach", lambda *a: max(0, real(*a) - 1))
     with pytest.raises(ScheduleError):
         emulate(buf, 1, 2000, 666, 0, 256, 3, "lowest", 0, buffers=4, chain=3, lane_steps=8)
+    with pytest.raises(ScheduleError):
+        emulate(buf, 1, 2000, 666, 0, 256, 3, "lowest", 0, buffers=4, chain=3, lane_steps=8, control_warp=True)
 
 
 @settings(deadline=None, max_examples=300)

@@ -15,7 +15,8 @@ from numba import cuda, int64, uint32, uint64
 
 from .. import _schedule as S
 from ._memops import (SIMULATED, atomic_add_u64, commit_copies, copies_waiter, copy16_async, load16,
-                      load16_shared, load_acquire, load_i64, store8, store16, store_relaxed, store_u64)
+                      load16_shared, load_acquire, load_i64, named_barrier, store8, store16, store_relaxed,
+                      store_u64)
 
 wait_all = copies_waiter(0)
 
@@ -28,6 +29,8 @@ PIECE_FIELDS = 7
 MAX_PIECES = 4
 DESC_FIELDS = HEADER_FIELDS + MAX_PIECES * PIECE_FIELDS
 ENTRY_BATCH = 16  # plan-table entries thread 0 reads at once (a power of two)
+# The control-warp variant's counters in shared memory (``chain_kernel(control_warp=True)``).
+SEQ_DECODED, SEQ_CLEARED, SEQ_WRITTEN, SEQ_END = range(4)
 
 #: Default tile and ring (docs/perf-notes.md): 32 KiB tiles, two buffers
 #: (one item's copies in flight while the other is written), 256 threads.
@@ -41,11 +44,11 @@ def buffer_vecs(tile_bytes: int) -> int:
     return tile_bytes // 16 + 2 * MAX_PIECES + 2
 
 
-def smem_bytes(tile_bytes: int, buffers: int = BUFFERS) -> int:
+def smem_bytes(tile_bytes: int, buffers: int = BUFFERS, control_warp: bool = False) -> int:
     """Static shared memory of one block: the buffer ring plus descriptors (one more than the
-    buffers: the next item is decoded ahead) and item slots."""
-    return (buffers * buffer_vecs(tile_bytes) * 16 + (buffers + 1) * (DESC_FIELDS + 1) * 8
-            + (ENTRY_BATCH + 3) * 8)
+    buffers: the next item is decoded ahead; twice the buffers with a control warp) and item slots."""
+    slots = 2 * buffers if control_warp else buffers + 1
+    return buffers * buffer_vecs(tile_bytes) * 16 + slots * (DESC_FIELDS + 1) * 8 + (ENTRY_BATCH + 7) * 8
 
 
 @cuda.jit(device=True)
@@ -105,7 +108,7 @@ def _write_moved(threads: int, write_iters: int):
 
 @functools.lru_cache(maxsize=None)
 def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: int = BUFFERS,
-                 min_blocks: int = 0):
+                 min_blocks: int = 0, control_warp: bool = False):
     """The persistent, chain-ordered in-place rotation kernel for one configuration.
 
     Arguments are scalars on the GPU (raw device addresses and integers, so a
@@ -157,7 +160,10 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     wait_left2 = copies_waiter(2)
     wait_left3 = copies_waiter(3)
     cache_len = ENTRY_BATCH + 1
-    bounds = (threads, min_blocks) if min_blocks else threads
+    block = threads + 32 if control_warp else threads
+    bounds = (block, min_blocks) if min_blocks else block
+    ws_slots = 2 * buffers  # control-warp variant: descriptors decoded ahead of the writes
+    data_barrier = named_barrier(1, threads)
     jit_options = {} if SIMULATED else {"launch_bounds": bounds}
     if not SIMULATED and os.environ.get("ROTATE_LINEINFO") == "1":
         jit_options["lineinfo"] = True  # Nsight Compute's source view (benchmarks/ncu_target.py)
@@ -365,24 +371,17 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                 pass
         return ring_wait
 
-    @cuda.jit(**jit_options)
-    def kernel(data, scratch, flags, counters, table, rows, n, k, head0, lane_steps, lanes_row,
-               pre_row, scratch_row, table_heads, epoch):
-        if SIMULATED:  # pruned at compile time; the simulator rejects alignment
-            smem = cuda.shared.array(smem_words, uint32)
-        else:
-            smem = cuda.shared.array(smem_words, uint32, alignment=16)
-        desc = cuda.shared.array((slots, DESC_FIELDS), int64)
-        items = cuda.shared.array(slots, int64)
-        ctrl = cuda.shared.array(2, int64)
-        cache = cuda.shared.array(cache_len, int64)  # thread 0's window on the plan table
-        tid = cuda.threadIdx.x
+    @cuda.jit(device=True)
+    def pre_reads(ctrl, data, scratch, flags, counters, table, rows, n, head0, pre_row, scratch_row, table_heads,
+                  epoch, tid):
+        """Phase 1, every thread of the block: pre-reads, one tile's span a ticket (data threads copy).
+
+        They wait for nothing, so every one that has been taken finishes; a
+        block leaves this loop only once all are taken.
+        """
         m_max = S.max_tiles(n, T)
         seam_base = rows * m_max
-
-        # Phase 1: pre-reads, one tile's span a ticket. They wait for nothing,
-        # so every one that has been taken finishes; a block leaves this loop
-        # only once all are taken.
+        vecs_end = int64(1) << 62  # a control warp's threads copy nothing
         while True:
             if tid == 0:
                 ctrl[0] = int64(atomic_add_u64(counters, 1, uint64(1)))
@@ -400,13 +399,30 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                 entry = head_base(table_heads, head, m_max) + S.TILE_FIELDS * w
                 offset = load_i64(table, entry + S.T_OFFSET)
                 lo = load_i64(table, entry + S.T_LO)
-                for v in range(tid, load_i64(table, entry + S.T_VECS), threads):
+                for v in range(tid if tid < threads else vecs_end, load_i64(table, entry + S.T_VECS), threads):
                     words = load16(data, row * n + lo + 16 * v)
                     store16(scratch, row * scratch_row + offset + 16 * v, words[0], words[1], words[2], words[3])
                 cuda.syncthreads()
                 if tid == 0:
                     cuda.threadfence()  # the block's copies are visible before the flag says so
                     store_relaxed(flags, seam_base + row * m_max + w, uint32(epoch))
+
+    @cuda.jit(**jit_options)
+    def kernel(data, scratch, flags, counters, table, rows, n, k, head0, lane_steps, lanes_row,
+               pre_row, scratch_row, table_heads, epoch):
+        if SIMULATED:  # pruned at compile time; the simulator rejects alignment
+            smem = cuda.shared.array(smem_words, uint32)
+        else:
+            smem = cuda.shared.array(smem_words, uint32, alignment=16)
+        desc = cuda.shared.array((slots, DESC_FIELDS), int64)
+        items = cuda.shared.array(slots, int64)
+        ctrl = cuda.shared.array(2, int64)
+        cache = cuda.shared.array(cache_len, int64)  # thread 0's window on the plan table
+        tid = cuda.threadIdx.x
+        m_max = S.max_tiles(n, T)
+
+        pre_reads(ctrl, data, scratch, flags, counters, table, rows, n, head0, pre_row, scratch_row, table_heads,
+                  epoch, tid)
 
         # Phase 2: lanes, item by item, through the ring.
         total_lanes = rows * lanes_row
@@ -458,15 +474,143 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             oldest_buffer = oldest_buffer + 1 if oldest_buffer + 1 < buffers else 0
 
         if tid == 0:
-            finished = atomic_add_u64(counters, 2, uint64(1))
-            if finished == cuda.gridDim.x - 1:
-                # Last block out: every block has drawn its final ticket, so
-                # the dispensers can be rewound for the next launch.
-                store_u64(counters, 0, uint64(0))
-                store_u64(counters, 1, uint64(0))
-                store_u64(counters, 2, uint64(0))
+            leave(counters)
 
-    return kernel
+    @cuda.jit(device=True)
+    def control(desc, items, seq, cache, flags, counters, table, rows, n, k, head0, lane_steps, lanes_row,
+                scratch_row, table_heads, epoch):
+        """The control warp (one thread): decode items ahead of the data warps, then clear their waits.
+
+        ``seq`` counts, in order: items decoded (``SEQ_DECODED``), items
+        whose readers have their bytes (``SEQ_CLEARED``), items written by
+        the data warps (``SEQ_WRITTEN``, so a descriptor slot is free), and
+        the index of the item that says "no more" (``SEQ_END``, -1 until
+        decoded). Decoding runs up to ``slots`` items ahead of the writes;
+        clearing an item waits for other lanes' flags (and pre-reads) only
+        once the ``buffers - 1`` items after it are decoded, so the data
+        warps can start those items' copies (their ring readers) meanwhile.
+        """
+        total_lanes = rows * lanes_row
+        cache[ENTRY_BATCH] = -1
+        lane = int64(-1)
+        step = int64(0)
+        decoded = int64(0)
+        cleared = int64(0)
+        end = int64(-1)
+        while True:
+            if end < 0 and decoded - cuda.atomic.add(seq, SEQ_WRITTEN, 0) < ws_slots:
+                slot = decoded % ws_slots
+                lane, step = take_item(items, desc, slot, lane, step, total_lanes, counters, cache, flags, table,
+                                       rows, n, k, head0, lane_steps, lanes_row, scratch_row, table_heads, epoch)
+                if items[slot] < 0:
+                    end = decoded
+                    cuda.atomic.max(seq, SEQ_END, end)
+                decoded += 1
+                cuda.threadfence_block()  # the descriptor before the count that publishes it
+                cuda.atomic.max(seq, SEQ_DECODED, decoded)
+            elif cleared < decoded and (end >= 0 or decoded >= cleared + buffers):
+                if cleared == end:
+                    return
+                wait_readers(desc, cleared % ws_slots, flags, rows, n, k, epoch)
+                cleared += 1
+                cuda.threadfence_block()
+                cuda.atomic.max(seq, SEQ_CLEARED, cleared)
+
+    @cuda.jit(device=True)
+    def await_count(seq, index, above):
+        """Data thread 0: spin until ``seq[index] > above`` (then what it publishes is visible)."""
+        while cuda.atomic.add(seq, index, 0) <= above:
+            pass
+        cuda.threadfence_block()
+
+    @cuda.jit(**jit_options)
+    def kernel_control_warp(data, scratch, flags, counters, table, rows, n, k, head0, lane_steps, lanes_row,
+                            pre_row, scratch_row, table_heads, epoch):
+        """The same item loop with the decoding and the waits on other lanes in a control warp.
+
+        Threads ``[0, threads)`` copy and write (synchronised by a named
+        barrier of their own); the warp after them decodes ahead and clears
+        waits (``control``), so no data warp waits for thread 0's
+        bookkeeping. The order of what a block publishes and waits for is
+        the chain kernel's (docs/design.md).
+        """
+        if SIMULATED:
+            smem = cuda.shared.array(smem_words, uint32)
+        else:
+            smem = cuda.shared.array(smem_words, uint32, alignment=16)
+        desc = cuda.shared.array((ws_slots, DESC_FIELDS), int64)
+        items = cuda.shared.array(ws_slots, int64)
+        ctrl = cuda.shared.array(2, int64)
+        seq = cuda.shared.array(4, int64)
+        cache = cuda.shared.array(cache_len, int64)
+        tid = cuda.threadIdx.x
+        m_max = S.max_tiles(n, T)
+        if tid == 0:
+            seq[SEQ_DECODED] = 0
+            seq[SEQ_CLEARED] = 0
+            seq[SEQ_WRITTEN] = 0
+            seq[SEQ_END] = -1
+        pre_reads(ctrl, data, scratch, flags, counters, table, rows, n, head0, pre_row, scratch_row, table_heads,
+                  epoch, tid)  # ends with a barrier of every thread: seq is set
+        if tid >= threads:
+            if tid == threads:
+                control(desc, items, seq, cache, flags, counters, table, rows, n, k, head0, lane_steps, lanes_row,
+                        scratch_row, table_heads, epoch)
+            return
+        for i in range(buffers - 1):
+            if tid == 0:
+                end = cuda.atomic.add(seq, SEQ_END, 0)
+                if end < 0 or end > i:
+                    await_count(seq, SEQ_DECODED, i)
+            data_barrier()
+            if items[i] >= 0 and (seq[SEQ_END] < 0 or seq[SEQ_END] > i):
+                start_copies(smem, i * vecs_per_buffer, desc, i, data, scratch, tid)
+            else:
+                commit_copies()
+        oldest = int64(0)
+        while True:
+            # items[slot] is final for every data thread: thread 0 saw it decoded before the last barrier.
+            slot = oldest % ws_slots
+            if items[slot] < 0:
+                break
+            wait_oldest()
+            data_barrier()  # the oldest item's source is in its buffer; the previous item is written
+            ahead = oldest + buffers - 1
+            if tid == 0:
+                store_relaxed(flags, desc[slot, F_ROW] * m_max + desc[slot, F_TILE], uint32(epoch))
+                cuda.atomic.max(seq, SEQ_WRITTEN, oldest)  # items before the oldest are written
+                end = cuda.atomic.add(seq, SEQ_END, 0)
+                if end < 0 or end > ahead:
+                    await_count(seq, SEQ_DECODED, ahead)
+                    end = cuda.atomic.add(seq, SEQ_END, 0)
+                ctrl[0] = 1 if (end < 0 or end > ahead) else 0
+                await_count(seq, SEQ_CLEARED, oldest)  # the control warp waited for this item's readers
+            data_barrier()
+            if ctrl[0]:
+                start_copies(smem, (ahead % buffers) * vecs_per_buffer, desc, ahead % ws_slots, data, scratch, tid)
+            else:
+                commit_copies()
+            reach = desc[slot, F_REACH]
+            if reach:
+                wait_ring(reach)  # a reader of this tile is an item of ours still in flight
+                data_barrier()
+            write_item(smem, (oldest % buffers) * vecs_per_buffer, desc, slot, data, n, k, tid)
+            oldest += 1
+        if tid == 0:
+            leave(counters)
+
+    @cuda.jit(device=True)
+    def leave(counters):
+        """Thread 0, once the block has no item left."""
+        finished = atomic_add_u64(counters, 2, uint64(1))
+        if finished == cuda.gridDim.x - 1:
+            # Last block out: every block has drawn its final ticket, so
+            # the dispensers can be rewound for the next launch.
+            store_u64(counters, 0, uint64(0))
+            store_u64(counters, 1, uint64(0))
+            store_u64(counters, 2, uint64(0))
+
+    return kernel_control_warp if control_warp else kernel
 
 
 @functools.lru_cache(maxsize=None)

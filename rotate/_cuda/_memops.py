@@ -206,6 +206,35 @@ if SIMULATED:
     def load_acquire(flags, index):
         return flags[index]
 
+    _barriers: dict = {}
+    _barriers_lock = None
+
+    def named_barrier(barrier_id, count):
+        """``bar.sync id, count``: a barrier for the first ``count`` threads of a block only.
+
+        Here a ``threading.Barrier`` per simulated block (the simulator runs
+        each thread of a block as a Python thread).
+        """
+        import threading
+
+        global _barriers_lock
+        if _barriers_lock is None:
+            _barriers_lock = threading.Lock()
+
+        def bar_sync():
+            thread = threading.current_thread()  # the simulator's BlockThread
+            key = (tuple(thread.blockIdx), barrier_id, count)
+            with _barriers_lock:
+                if _barriers.get("launch") is not thread._manager:  # a new launch: forget the old barriers
+                    _barriers.clear()
+                    _barriers["launch"] = thread._manager
+                barrier = _barriers.get(key)
+                if barrier is None:
+                    barrier = _barriers[key] = threading.Barrier(count)
+            barrier.wait()
+
+        return bar_sync
+
     import threading as _threading
 
     _atomic_lock = _threading.Lock()
@@ -303,6 +332,24 @@ else:
             return sig, codegen
 
         return wait_copies_but
+
+    def named_barrier(barrier_id, count):
+        """``bar.sync id, count``: a barrier for the first ``count`` threads of a block only
+        (the data warps; the control warp never reaches it)."""
+
+        @intrinsic
+        def bar_sync(typingctx):
+            sig = types.void()
+
+            def codegen(context, builder, signature, args):
+                asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), f"bar.sync {int(barrier_id)}, {int(count)};",
+                                   "~{memory}", side_effect=True)
+                builder.call(asm, [])
+                return context.get_dummy_value()
+
+            return sig, codegen
+
+        return bar_sync
 
     @intrinsic
     def load_acquire(typingctx, flags, index):

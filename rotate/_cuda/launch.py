@@ -220,6 +220,7 @@ def release_scratch() -> int:
         _device_tables.clear()
         _prepared.clear()  # they hold the freed tables' addresses
         _stream_refs.clear()  # a destroyed stream's handle may come back as another stream's
+        _shift_scalars.clear()
     return released
 
 
@@ -249,10 +250,17 @@ def _device_table_address(table: np.ndarray) -> int:
     return _device_table_entry(table)[2]
 
 
+def _chain_config(d: dict):
+    """``chain_kernel``'s arguments from a chain step's details (``block`` counts the control warp)."""
+    control_warp = bool(d.get("control_warp", False))
+    return (d["tile_bytes"], d["block"] - 32 if control_warp else d["block"], d["buffers"], d.get("min_blocks", 0),
+            control_warp)
+
+
 @_kernels.functools.lru_cache(maxsize=None)
-def _compiled_chain(tile_bytes: int, threads: int, buffers: int, min_blocks: int):
+def _compiled_chain(tile_bytes: int, threads: int, buffers: int, min_blocks: int, control_warp: bool = False):
     """The chain kernel compiled for all-int64 arguments, and its cuda.core handle."""
-    kernel = _kernels.chain_kernel(tile_bytes, threads, buffers, min_blocks)
+    kernel = _kernels.chain_kernel(tile_bytes, threads, buffers, min_blocks, control_warp)
     if SIMULATED:
         return kernel, None
     compiled = kernel.compile("void(" + ", ".join(["int64"] * 15) + ")")
@@ -273,7 +281,7 @@ def run_chain(pointer: int, target: Any, step, handle: int) -> None:
     entry = scratch_for(handle, device)
     flags, pre, counters, epoch = entry.reserve(2 * step.rows * d["_m_max"], step.rows * d["_scratch_row"])
     if SIMULATED:
-        kernel, _ = _compiled_chain(d["tile_bytes"], d["block"], d["buffers"], d.get("min_blocks", 0))
+        kernel, _ = _compiled_chain(*_chain_config(d))
         data = _sim_bytes(target, step.rows * step.seg_bytes)
         kernel[d["grid"], d["block"]](data, pre, flags, counters, _device_table(d["_table"]),
                                       *_chain_scalars(step, pointer), epoch)
@@ -302,7 +310,7 @@ def _prepare_launch(step, device: int, handle: int):
     from cuda.core import LaunchConfig, launch
 
     d = step.details
-    _, cu_kernel = _compiled_chain(d["tile_bytes"], d["block"], d["buffers"], d.get("min_blocks", 0))
+    _, cu_kernel = _compiled_chain(*_chain_config(d))
     ref = core_stream(handle)
     config = LaunchConfig(grid=d["grid"], block=d["block"])
     prepared = (step, launch, ref, config, cu_kernel, _device_table_address(d["_table"]),
@@ -530,6 +538,29 @@ def run_lane_swaps(target: Any, info, step, handle: int, shifts: Any, shift_stri
 
 
 RUNNERS["row-cycles"] = run_row_cycles
+
+
+_shift_scalars: collections.OrderedDict = collections.OrderedDict()
+
+
+def _shift_scalar(device: int, value: int):
+    """A one-element int64 device array holding ``value`` (the lane kernel reads shifts from memory),
+    cached per (device, value): made once, with a synchronous copy."""
+    key = (device, int(value))
+    array = _shift_scalars.get(key)
+    if array is None:
+        array = _shift_scalars[key] = cuda.to_device(np.array([value], np.int64))
+        while len(_shift_scalars) > 256:
+            _shift_scalars.popitem(last=False)
+    return array
+
+
+def run_row_panels(target: Any, info, step, handle: int) -> None:
+    """A ``row-panels`` step: every row rolled by the same shift through the ``lane-panels`` kernel."""
+    run_lane_panels(target, info, step, handle, _shift_scalar(planner._device_id(), step.details["_shift"]), 0)
+
+
+RUNNERS["row-panels"] = run_row_panels
 
 
 def pointer_device(pointer: int) -> int:

@@ -7,6 +7,7 @@ says is what runs.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 from typing import Optional
 
@@ -28,6 +29,10 @@ settings = {
     "grid": None,  # None: fill the GPU (blocks per SM x SMs)
     "lane_steps": None,  # None: one lane per resident block; an int forces the lane length
     "lane_threads": None,  # roll_rows / row-cycles block size; None: each kernel's default
+    # chain kernel: "control-warp" (a warp of its own decodes items and clears waits ahead of the
+    # data warps), "single" (thread 0 of the data warps does it between barriers), "auto" (single
+    # for shifts shorter than a tile); None: DEFAULT_CHAIN_VARIANT.
+    "chain_variant": None,
     "swap_panel_bytes": 16 * 1024,  # lane-swaps: bytes a panel streams
     "swap_save_bytes": None,  # lane-swaps: the largest small side saved; None: what fits two blocks an SM
     # row-cycles variant: None picks "three-rows" where three rows fit a block (except aligned
@@ -49,6 +54,8 @@ MIN_SCRATCH = 16 << 20
 #: with 65536 of 16 KiB (H200, docs/perf-notes.md): 6.4 ns an item for the
 #: whole GPU, what a memcpy moves in that time.
 ITEM_COST_BYTES = 26 * 1024
+#: The chain kernel variant when ``settings["chain_variant"]`` is None.
+DEFAULT_CHAIN_VARIANT = "auto"
 #: Block-swap fallback limits: beyond these, three reversals are cheaper.
 MAX_SWAP_PASSES = 16
 MAX_SWAP_ROWS = 64
@@ -114,7 +121,20 @@ def device_shape(device_id: int = 0):
     return int(sms), int(smem)
 
 
-def blocks_per_sm(tile_bytes: int, threads: int, buffers: int) -> int:
+def chain_control_warp(short: bool = False) -> bool:
+    """Whether a chain step runs the control-warp variant of the chain kernel.
+
+    By default every chain but a one-tile step (``short``: shifts shorter
+    than a tile) does: a control warp ran mid and long shifts 2-5 points
+    faster and short shifts about 1 point slower (docs/perf-notes.md).
+    """
+    variant = settings["chain_variant"] or DEFAULT_CHAIN_VARIANT
+    if variant not in ("control-warp", "single", "auto"):
+        raise ValueError(f"chain_variant must be 'control-warp', 'single', 'auto' or None, got {variant!r}")
+    return variant == "control-warp" or (variant == "auto" and not short)
+
+
+def blocks_per_sm(tile_bytes: int, threads: int, buffers: int, control_warp: bool = False) -> int:
     """Blocks of the chain kernel that fit an SM at once: what ``launch_bounds`` asks ptxas for.
 
     Shared memory sets the first bound; registers the second: the kernel's
@@ -124,13 +144,14 @@ def blocks_per_sm(tile_bytes: int, threads: int, buffers: int) -> int:
     the bookkeeping).
     """
     _, smem_per_sm = device_shape(_device_id())
-    per_block = _kernels.smem_bytes(tile_bytes, buffers) + 1024  # 1 KiB the driver reserves per block
-    fit = max(1, min(smem_per_sm // per_block, 2048 // threads, 32))
+    block = threads + 32 if control_warp else threads
+    per_block = _kernels.smem_bytes(tile_bytes, buffers, control_warp) + 1024  # 1 KiB the driver reserves per block
+    fit = max(1, min(smem_per_sm // per_block, 2048 // block, 32))
     wanted = settings["min_blocks"] or 3
-    return max(1, min(fit, wanted, 65536 // (threads * 32)))
+    return max(1, min(fit, wanted, 65536 // (block * 32)))
 
 
-def persistent_grid(tile_bytes: int, threads: int, buffers: int) -> int:
+def persistent_grid(tile_bytes: int, threads: int, buffers: int, control_warp: bool = False) -> int:
     """Blocks that fit on the GPU at once: the persistent grid.
 
     Blocks beyond what fits only wait for a free SM; they never deadlock
@@ -139,7 +160,7 @@ def persistent_grid(tile_bytes: int, threads: int, buffers: int) -> int:
     if settings["grid"]:
         return int(settings["grid"])
     sms, _ = device_shape(_device_id())
-    return sms * blocks_per_sm(tile_bytes, threads, buffers)
+    return sms * blocks_per_sm(tile_bytes, threads, buffers, control_warp)
 
 
 def _device_id() -> int:
@@ -235,13 +256,15 @@ def plan_chain(rows: int, seg: int, left: int, head0: int, cap: int):
         rings = [settings["buffers"]] + [b for b in (3, 4) if b > settings["buffers"] and
                                           _kernels.smem_bytes(tile_bytes, b) <= 110 * 1024]
         for buffers in rings:
-            min_blocks = blocks_per_sm(tile_bytes, threads, buffers)
-            grid = persistent_grid(tile_bytes, threads, buffers)
             m_max = S.max_tiles(seg, tile_bytes)
-            lanes_wanted = max(1, S.ceil_div(grid, rows))  # every resident block gets a lane
-            per_block = max(1, S.ceil_div(m_max, lanes_wanted))
             q = left // tile_bytes
             for chain in sorted({max(1, q), q + 1}):
+              m0 = S.tile_count(seg, heads[0], tile_bytes)
+              control_warp = chain_control_warp(short=S.chain_step(m0, chain) in (1, m0 - 1))
+              min_blocks = blocks_per_sm(tile_bytes, threads, buffers, control_warp)
+              grid = persistent_grid(tile_bytes, threads, buffers, control_warp)
+              lanes_wanted = max(1, S.ceil_div(grid, rows))  # every resident block gets a lane
+              per_block = max(1, S.ceil_div(m_max, lanes_wanted))
               # One lane a resident block, for short shifts too: lanes of one
               # tile (a band) cost a ticket and a wait on the neighbouring lane
               # every item, 6 points more than long lanes once the decoding
@@ -269,7 +292,7 @@ def plan_chain(rows: int, seg: int, left: int, head0: int, cap: int):
                       best = (score, dict(tile_bytes=tile_bytes, buffers=buffers, chain=chain, lane_steps=lane_steps,
                                           lanes_row=S.lanes_per_row(seg, tile_bytes, lane_steps), grid=grid,
                                           min_blocks=min_blocks, scratch_row=row_bytes, heads=heads, table=table,
-                                          m_max=m_max))
+                                          m_max=m_max, control_warp=control_warp))
     return None if best is None else best[1]
 
 
@@ -319,7 +342,8 @@ def _chain_step(axis, shift, rows, seg, left, word, head0, cap) -> Optional[Step
             details={
                 "schedule": "chain",
                 "tile_bytes": cfg["tile_bytes"],
-                "block": settings["threads"],
+                "block": settings["threads"] + (32 if cfg["control_warp"] else 0),
+                "control_warp": cfg["control_warp"],
                 "buffers": cfg["buffers"],
                 "min_blocks": cfg["min_blocks"],
                 "grid": min(cfg["grid"], rows * cfg["lanes_row"]),
@@ -396,6 +420,23 @@ def _plan_reversal(axis, shift, rows, seg, left, word, pointer, cap) -> Step:
     )
 
 
+def _plan_row_panels(axis, shift, rows, seg, left, word, pointer, cap) -> Optional[Step]:
+    """Many rows shorter than a chain tile: ``lane-panels`` (the ``roll_rows`` kernel) with one shift.
+
+    The chain kernel would make each such row an item of its own, with the
+    per-item cost of a whole tile (a (2**20, 1000) uint8 roll ran at 2.5% of
+    memcpy); lane-panels packs many rows into each panel (docs/perf-notes.md).
+    """
+    if rows < 2 or seg >= settings["tile_bytes"]:
+        return None
+    step = plan_lane_panels(axis, rows, seg // word, word, pointer)
+    if step is None:
+        return None
+    details = dict(step.details, schedule="row-panels", _shift=(seg - left) // word)
+    return dataclasses.replace(step, shift=shift, left_bytes=left, algorithm="row-panels", details=details)
+
+
+register_schedule("row-panels", _plan_row_panels)
 register_schedule("chain", _plan_chain_schedule)
 register_schedule("block-swap", _plan_block_swap)
 register_schedule("reversal", _plan_reversal)
