@@ -309,7 +309,7 @@ def cpu_call_overhead_table(data, before=None) -> str:
 
 # --- README ---------------------------------------------------------------------------
 
-def readme_how_fast(bench, longdist, e2e, cpu, overhead, quick=None) -> str:
+def readme_how_fast(bench, longdist, e2e, cpu, overhead, quick=None, e2e_source="gpu-e2e-h200.json") -> str:
     parts = []
     if e2e is not None:
         rows = [r for r in e2e["rows"] if r["algorithm"] == "chain"]
@@ -317,9 +317,12 @@ def readme_how_fast(bench, longdist, e2e, cpu, overhead, quick=None) -> str:
         if big:
             lo, hi = min(r["pct_memcpy"] for r in big), max(r["pct_memcpy"] for r in big)
             labels = sorted({r["shift_label"] for r in big})
+            dtypes = sorted({r["dtype"] for r in big}, key=lambda d: [r["dtype"] for r in big].index(d))
             short = [r["pct_memcpy"] for r in big if r["shift_label"] in ("1", "3", "4097", "n-7")]
+            commit = str(e2e.get("environment", {}).get("git_commit", "?"))[:12]
             parts.append(f"Measured on an {e2e.get('device') or 'NVIDIA GPU'} (docs/perf-notes.md, "
-                         f"docs/results/gpu-e2e-h200.json), timing the whole call as you would (host work "
+                         f"docs/results/{e2e_source}, commit `{commit}`, {', '.join(dtypes)}), "
+                         f"timing the whole call as you would (host work "
                          f"included, calls back to back), every shift ({', '.join(labels)}) takes one "
                          f"chain-ordered pass at **{lo:.0f}-{hi:.0f}% of a device-to-device memcpy** at 1 GiB "
                          f"and above" + (f" ({min(short):.0f}-{max(short):.0f}% for shifts shorter than a tile "
@@ -328,9 +331,24 @@ def readme_how_fast(bench, longdist, e2e, cpu, overhead, quick=None) -> str:
         ours = [r for r in rows]
         wins = [r for r in ours if all(f"{p}_ms" not in r or r[f"{p}_ms"] >= r["ms"] for p in ("cupy", "torch"))]
         if wins:
-            parts.append("It beats both `cupy.roll` and `torch.roll` (out of place, timed the same way) for "
-                         + ", ".join(sorted({f"{r['dtype']} shift {r['shift_label']} at {size_label(r['size_bytes'])}"
-                                             for r in wins})) + ".")
+            # Grouped by dtype: the shifts it wins at every size measured, then those it wins at some sizes.
+            groups = []
+            for dtype in sorted({r["dtype"] for r in wins}):
+                sizes = {r["size_bytes"] for r in rows if r["dtype"] == dtype}
+
+                def won_at(shift, dtype=dtype):
+                    return sorted(r["size_bytes"] for r in wins if r["dtype"] == dtype and r["shift_label"] == shift)
+
+                shifts = sorted({r["shift_label"] for r in wins if r["dtype"] == dtype})
+                everywhere = [sh for sh in shifts if set(won_at(sh)) == sizes and len(sizes) > 1]
+                some = [f"{sh} at {', '.join(size_label(b) for b in won_at(sh))}" for sh in shifts
+                        if sh not in everywhere]
+                text = f"{dtype} shift{'s' if len(shifts) > 1 else ''} "
+                if everywhere:
+                    text += f"{', '.join(everywhere)} (every size measured)" + (", " if some else "")
+                groups.append(text + ", ".join(some))
+            parts.append("It beats every peer that takes the dtype (`cupy.roll`, and `torch.roll` but for uint16; "
+                         "out of place, timed the same way) for " + "; ".join(groups) + ".")
         slower = sorted({(size_label(r["size_bytes"]), r["dtype"]) for r in rows
                          if any(f"{p}_ms" in r and r[f"{p}_ms"] < r["ms"] for p in ("cupy", "torch"))},
                         key=lambda t: (t[1], t[0]))
@@ -382,8 +400,12 @@ CHAIN_PROBES = [
     ("chain-probe-4-dd7e174.json", "dd7e174", "array runs of a source merged into one piece (no split vectors)"),
     ("chain-probe-5-b342780.json", "b342780", "plan-table entries read 16 at a time"),
     ("chain-probe-6-dbe5f0d.json", "dbe5f0d", "lane length swept (1 = band order)"),
+    ("chain-probe-7-describe-ahead.json", "64f7b9c~", "thread 0 decodes after the write; exact ring waits"),
 ]
 CHAIN_SHIFTS = ["3", "1MiB+5", "n/4+3", "n/3", "n/2+1", "n-7"]
+#: The newest end-to-end run of issue #7's gate points (python -m rotate.bench, 1 and 4 GiB, every gate
+#: dtype and shift): the README's chain sentence and perf-notes' gpu-e2e-chain table.
+CHAIN_GATE_RUN = "gpu-e2e-chain-32a60ab-h200.json"
 
 
 def chain_history_table() -> str:
@@ -440,8 +462,10 @@ def blocks() -> dict:
         ("docs/perf-notes.md", "table", "gpu-small"): gpu_small_table(e2e),
         ("docs/perf-notes.md", "table", "cpu-bench"): cpu_bench_table(cpu),
         ("docs/perf-notes.md", "table", "cpu-call-overhead"): cpu_call_overhead_table(overhead, before),
-        ("README.md", "numbers", "readme-how-fast"): readme_how_fast(bench, longdist, e2e, cpu, overhead,
-                                                                     load("gpu-e2e-quick-h200.json")),
+        ("README.md", "numbers", "readme-how-fast"): readme_how_fast(bench, longdist, load(CHAIN_GATE_RUN), cpu,
+                                                                     overhead, load("gpu-e2e-quick-h200.json"),
+                                                                     CHAIN_GATE_RUN),
+        ("docs/perf-notes.md", "table", "gpu-e2e-chain"): gpu_e2e_table(load(CHAIN_GATE_RUN), CHAIN_GATE_RUN),
         ("docs/perf-notes.md", "table", "chain-history"): chain_history_table(),
         ("docs/perf-notes.md", "table", "dist"): dist_table(load("dist-h200x2.json")),
         ("docs/perf-notes.md", "table", "gpu-rows"): gpu_rows_table(load("gpu-rows-h200.json")),

@@ -1,0 +1,46 @@
+"""Force one chain tile size and ring: which wins for each gate shift (1 GiB uint8, GPU).
+
+    python benchmarks/chain_tiles.py 3,n-7,1MiB+5,n/4+3,n/3,n/2+1 out.json
+
+The planner's layout is filtered to one (tile, buffers) at a time; each
+configuration is checked against cupy.roll before it is timed. Result:
+docs/results/chain-tiles-describe-ahead-h200.json (the measurement behind
+``planner.ITEM_COST_BYTES``).
+"""
+import json
+import sys
+
+import cupy
+from numba import cuda
+import rotate
+from rotate import bench
+from rotate._cuda import planner
+
+real = planner.chain_layout
+want = {}
+def forced(n, k, heads, tile_bytes, chain, lane_steps, ring):
+    if tile_bytes != want["T"] or ring != want["B"]:
+        return None, 0
+    return real(n, k, heads, tile_bytes, chain, lane_steps, ring)
+planner.chain_layout = forced
+stream = cuda.default_stream()
+time_it = bench._events_timer(cuda, stream)
+size = 1 << 30
+copy, keep = bench._memcpy(cuda, size, stream)
+memcpy_ms = time_it(copy, 10)
+x = cupy.random.randint(0, 256, size, dtype=cupy.uint8)
+rows = []
+for label in sys.argv[1].split(","):
+    s = bench.shift_elements(label, size, 1)
+    for T, B in ((32768, 2), (32768, 3), (16384, 2), (16384, 3), (16384, 4)):
+        want.update(T=T, B=B)
+        with planner.override(tile_bytes=T, buffers=B):
+            p = rotate.plan(x, s)
+            if p.algorithm != "chain":
+                print(label, T, B, p.algorithm, flush=True); continue
+            exp = cupy.roll(x, s); rotate.roll(x, s); ok = bool(cupy.array_equal(x, exp)); del exp
+            ms = time_it(lambda: rotate.roll(x, s), 10)
+        d = p.steps[0].details
+        row = dict(shift=label, T=T, B=B, pct=100 * memcpy_ms / ms, ok=ok, lane_steps=d["lane_steps"], chain=d["chain_step"], pre=d["pre_read_bytes"], min_blocks=d["min_blocks"])
+        rows.append(row); print(row, flush=True)
+json.dump(rows, open(sys.argv[2], "w"), indent=1)

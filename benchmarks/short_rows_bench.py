@@ -1,0 +1,33 @@
+"""Rolls of the last axis of many short rows (1 GiB), against cupy.roll, checked byte for byte (GPU).
+
+    python benchmarks/short_rows_bench.py out.json
+
+Device time, % of a memcpy of the same bytes in the same run. Result:
+docs/results/small-rows-32a60ab-h200.json.
+"""
+import json
+import sys
+
+import cupy
+from numba import cuda
+import rotate
+from rotate import bench
+stream = cuda.default_stream()
+time_it = bench._events_timer(cuda, stream)
+size = 1 << 30
+copy, keep = bench._memcpy(cuda, size, stream)
+memcpy_ms = time_it(copy, 10)
+pool = cupy.random.randint(0, 256, size, dtype=cupy.uint8)
+rows = []
+for shape, dtype, shift in (((1 << 20, 1000), "uint8", 333), ((1 << 17, 8192), "uint8", 3), ((1 << 18, 1024), "float32", -5),
+                            ((1 << 15, 32768), "uint8", 1000), ((1 << 24, 16), "float32", 7)):
+    nbytes = shape[0] * shape[1] * cupy.dtype(dtype).itemsize
+    x = pool[:nbytes].view(dtype).reshape(shape)
+    p = rotate.plan(x, shift, axis=1)
+    exp = cupy.roll(x, shift, axis=1); rotate.roll(x, shift, axis=1); ok = bool(cupy.array_equal(x.view(cupy.uint8), exp.view(cupy.uint8))); del exp
+    ms = time_it(lambda: rotate.roll(x, shift, axis=1), 10)
+    peer = time_it(lambda: cupy.roll(x, shift, axis=1), 10)
+    row = dict(shape=shape, dtype=dtype, shift=shift, algorithm=p.algorithm, ok=ok, pct=round(100 * memcpy_ms * nbytes / size / ms, 1),
+               cupy_roll_pct=round(100 * memcpy_ms * nbytes / size / peer, 1))
+    rows.append(row); print(row, flush=True)
+json.dump(dict(memcpy_ms=memcpy_ms, rows=rows), open(sys.argv[1], "w"), indent=1)
