@@ -34,6 +34,16 @@ Algorithms (``d = min(k, seg - k)``)
     once; seams between lanes and the ``e`` unpaired words saved first).
     Near ``seg/2`` this is ~1x memcpy instead of ~1.5x.  Scratch
     ``lanes * (e + tile)`` words, within the same budget.
+``chain-serial``
+    ``d`` too large to buffer, on one lane or for few long rows: the GPU's chain schedule
+    (``rotate._schedule``: the same plan table, tiles walked in chain order
+    ``j, j + p, j + 2p, ...``), run by one thread. Every tile is read into a
+    ring of ``CHAIN_RING`` tile buffers before the tile ``CHAIN_RING - 1``
+    items back is written, so every reader the hooks class ``SELF``,
+    ``WAIT`` or ``RING`` has its bytes before they are overwritten, and the
+    ``PRE`` bytes (a few KiB to ~1 MiB: the planner picks the tile and chain
+    step that pre-read least) come from scratch. One pass: every byte read
+    and written once, against 1.33-1.5x for block swaps and a shift.
 ``small-rows-copy``
     Rows of at most ``SMALL_ROW_BYTES``: copy the row twice into a per-lane
     scratch row and write the window at ``k`` back, one loop each (unsigned
@@ -108,6 +118,7 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from . import _schedule as S
 from ._plan import Step
 
 __all__ = ["rotate_rows_inplace", "plan_rows", "roll_strided", "plan_strided", "plan_rows_details",
@@ -123,6 +134,10 @@ SMALL_ROW_BYTES = 256
 MIN_LANE_BYTES = 1 << 20
 # Number of lanes; None means numba.get_num_threads().
 LANES = None
+# The one-pass chain schedule on one lane (``chain-serial``): tile sizes tried
+# and the ring of tiles read ahead of the write (the GPU schedule's hooks).
+CHAIN_TILE_BYTES = (64 << 10, 16 << 10)
+CHAIN_RING = 4
 
 # Schedule op kinds for the contiguous path.
 _SWAP = 0
@@ -547,10 +562,72 @@ def _plan_rows(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=Non
     for max_lanes in (None, 1):  # fewer lanes need less scratch
         plan = _plan_rows_lanes(rows, seg, k, itemsize, budget, max_lanes)
         if plan[1] * itemsize <= budget:
+            # Block swaps of few long rows (or on one lane): the one-pass chain
+            # schedule on one thread instead; measured on this 2-core host, 256 MiB:
+            # n/4 + 3 ran 3-5x copyto through swaps, ~1.0-1.5x this way, n/2 + 3
+            # 1.1-3.2x against 0.9-1.2x, n/3 about even (docs/perf-notes.md).
+            # Rows spread over lanes keep their swaps: the lanes run in parallel.
+            # A rotation by exactly half stays one swap (every byte read and written once already).
+            if (plan[0].startswith("block-swap") and (plan[3][0] == "segment" or plan[3][1] == 1)
+                    and len(plan[3][3]) > 1):
+                chain = _plan_chain_serial(rows, seg * itemsize, k * itemsize, budget)
+                if chain is not None:
+                    scratch_bytes, moved_bytes, runner = chain
+                    return "chain-serial", -(-scratch_bytes // itemsize), moved_bytes // itemsize, runner
             return plan
     # Not even one lane's scratch fits: three reversals in place, no scratch.
     _, _, moved, _ = _plan_strided((rows, seg), (seg * itemsize, itemsize), itemsize, seg - k, 1, 0)
     return "reversal", 0, moved // itemsize, ("reversal",)
+
+
+@functools.lru_cache(maxsize=1)
+def _chain_layout_compiled():
+    @njit(cache=True)
+    def kinds(n, k, tile_bytes, chain, ring):
+        return S.count_kinds(n, k, 0, tile_bytes, chain, S.tile_count(n, 0, tile_bytes), ring)
+
+    @njit(cache=True)
+    def layout(n, k, tile_bytes, chain, ring, table):
+        return S.layout_pre_reads(n, k, 0, tile_bytes, chain, S.tile_count(n, 0, tile_bytes), ring, table, 0)
+
+    return kinds, layout
+
+
+def _plan_chain_serial(rows: int, n: int, k: int, budget: int):
+    """The chain schedule on one lane for rows of ``n`` bytes rotated left by ``k`` bytes, or None.
+
+    One lane a row (the whole row's chain positions in order), so the hooks
+    class each reader as earlier in the walk (``SELF``), at most
+    ``CHAIN_RING - 1`` items later (``RING``: read ahead), or ``PRE``. Tries
+    ``CHAIN_TILE_BYTES`` and the chain steps ``q`` and ``q + 1``; keeps the one
+    that pre-reads least, if its pre-reads and ring fit ``budget``.
+    Returns ``(scratch_bytes, bytes_moved, runner)``.
+    """
+    kinds, layout = _chain_layout_compiled()
+    best = None
+    for tile_bytes in CHAIN_TILE_BYTES:
+        tile_bytes = int(tile_bytes)
+        if tile_bytes < 16 or tile_bytes % 16 or tile_bytes >= n:
+            continue
+        q = k // tile_bytes
+        for chain in sorted({max(1, q), q + 1}):
+            pre = kinds(n, k, tile_bytes, chain, CHAIN_RING)[3]
+            if best is None or pre < best[0]:
+                best = (pre, tile_bytes, chain)
+    if best is None:
+        return None
+    _, tile_bytes, chain = best
+    m_max = S.max_tiles(n, tile_bytes)
+    table = np.zeros(S.table_stride(m_max), np.int64)
+    scratch_row = layout(n, k, tile_bytes, chain, CHAIN_RING, table)
+    if scratch_row < 0:
+        return None
+    scratch_row = S.align_up(scratch_row) + 16  # spans are over-copied to 16-byte multiples
+    scratch = scratch_row + CHAIN_RING * tile_bytes
+    if scratch > budget:
+        return None
+    moved = rows * (2 * n + 3 * (scratch_row - 16))  # each pre-read byte: read, written, read back
+    return scratch, moved, ("chain", 1, tile_bytes, chain, table, scratch_row)
 
 
 def _plan_rows_lanes(rows: int, seg: int, k: int, itemsize: int, budget: int, max_lanes):
@@ -816,6 +893,52 @@ def _rotate_small_rows_serial(buf, rows, seg, k, scratch):
     _small_rows_run(buf, 0, rows, seg, k, scratch, 0)
 
 
+@njit(cache=True)
+def _chain_rows_serial(data, rows, n, k, tile_bytes, ring, table, scratch, scratch_row):
+    """``chain-serial``: every row rotated left by ``k`` bytes in one pass, in chain order.
+
+    ``table`` is the row's plan table (``rotate._schedule.layout_pre_reads``
+    with one lane, head 0), read with the GPU kernel's hooks. Per row: copy
+    the listed pre-read spans into scratch, then walk the chain positions,
+    reading each item's source runs (the array, or scratch for ``PRE``
+    pieces) into a ring of ``ring`` tile buffers and writing the item
+    ``ring - 1`` positions back.
+    """
+    m = S.tile_count(n, 0, tile_bytes)
+    m_max = S.max_tiles(n, tile_bytes)
+    items = S.TILE_FIELDS * m_max
+    listed = S.pre_list(m_max)
+    bufs = scratch[scratch_row:]
+    for row in range(rows):
+        base = row * n
+        for i in range(table[listed]):
+            entry = S.TILE_FIELDS * table[listed + 1 + i]
+            offset = table[entry + S.T_OFFSET]
+            lo = table[entry + S.T_LO]
+            hi = min(n, lo + 16 * table[entry + S.T_VECS])
+            _move(scratch, offset, data, base + lo, hi - lo)
+        for position in range(m + ring - 1):
+            if position < m:
+                packed = table[items + position]
+                x0, x1 = S.tile_dest(n, 0, tile_bytes, S.item_tile(packed))
+                slot = (position % ring) * tile_bytes - x0
+                x = x0
+                run = 0
+                while x < x1:
+                    w, z, end = S.source_run(n, k, 0, tile_bytes, x, x1)
+                    if S.kind_at(S.item_piece_kinds(packed), run) == S.PRE:  # the bytes wait in scratch
+                        entry = S.TILE_FIELDS * w
+                        _move(bufs, slot + x, scratch, table[entry + S.T_OFFSET] + z - table[entry + S.T_LO], end - x)
+                    else:
+                        _move(bufs, slot + x, data, base + z, end - x)
+                    run += 1
+                    x = end
+            oldest = position - (ring - 1)
+            if oldest >= 0:
+                x0, x1 = S.tile_dest(n, 0, tile_bytes, S.item_tile(table[items + oldest]))
+                _move(data, base + x0, bufs, (oldest % ring) * tile_bytes, x1 - x0)
+
+
 def _get_num_threads_fast():
     # numba.get_num_threads() takes a lock and checks the thread pool every
     # call (~0.7 us); once the pool is up, the C getter alone says the same.
@@ -839,7 +962,8 @@ def num_threads() -> int:
 
 def planner_settings() -> tuple:
     """Everything the planners read besides the layout: the plan cache keys on it."""
-    return (num_threads(), SCRATCH_BYTES, TILE_BYTES, SMALL_ROW_BYTES, MIN_LANE_BYTES, LANES)
+    return (num_threads(), SCRATCH_BYTES, TILE_BYTES, SMALL_ROW_BYTES, MIN_LANE_BYTES, LANES, CHAIN_TILE_BYTES,
+            CHAIN_RING)
 
 
 def settings_key() -> tuple:
@@ -875,7 +999,12 @@ def plan_rows_details(rows: int, seg: int, k: int, itemsize: int, max_scratch_by
     lanes = runner[1]
     details = {"lanes": lanes, "scratch_words": scratch, "tile": max(1, TILE_BYTES // itemsize),
                "threads": num_threads(), "max_scratch_bytes": bound}
-    if runner[0] == "small":
+    if runner[0] == "chain":
+        _, _, tile_bytes, chain, table, scratch_row = runner
+        details.update(runner="chain-serial", lane_scratch=scratch, ops=(), tile_bytes=tile_bytes,
+                       chain_step=chain, ring=CHAIN_RING, pre_read_bytes=scratch_row - 16,
+                       _table=table, _scratch_row=scratch_row)
+    elif runner[0] == "small":
         details.update(runner="small-rows" if lanes > 1 else "small-rows-serial", lane_scratch=runner[2], ops=())
     elif runner[0] == "word":  # the buffer is re-viewed as one word of row_word bytes a row
         details.update(runner="word-rows" if lanes > 1 else "word-rows-serial", lane_scratch=0, ops=(),
@@ -912,7 +1041,7 @@ def word_view(a: np.ndarray, word: int) -> np.ndarray:
 
 # Runners that never enter a parallel region: safe under every threading layer
 # and in a forked child as they are, so they take neither the lock nor a twin.
-_SERIAL_RUNNERS = {"small-rows-serial", "rows-serial", "word-rows-serial"}
+_SERIAL_RUNNERS = {"small-rows-serial", "rows-serial", "word-rows-serial", "chain-serial"}
 
 
 def run_rows(buf: np.ndarray, step) -> None:
@@ -938,6 +1067,10 @@ def run_rows(buf: np.ndarray, step) -> None:
                 kernels["_rotate_word_rows"](rows_buf, rows, 8 * word * k, bits, d["lanes"])
             else:
                 kernels["_rotate_word_rows_serial"](rows_buf, rows, 8 * word * k, bits)
+        return
+    if runner == "chain-serial":  # byte positions: the GPU schedule's hooks
+        _chain_rows_serial(buf[:rows * seg].view(np.uint8), rows, seg * word, k * word, d["tile_bytes"],
+                           d["ring"], d["_table"], scratch.view(np.uint8), d["_scratch_row"])
         return
     with _kernels(parallel=runner not in _SERIAL_RUNNERS) as kernels:
         if runner == "small-rows-serial":

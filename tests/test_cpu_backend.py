@@ -96,6 +96,47 @@ def check_rows(rows, seg, k, dtype, seed, setup):
     assert buf.tolist() == expected
 
 
+@contextlib.contextmanager
+def chain_tiles(tiles, scratch_bytes):
+    """One lane, a small scratch bound and small chain tiles: long shifts of small rows take chain-serial."""
+    saved = (_cpu.CHAIN_TILE_BYTES, _cpu.SCRATCH_BYTES, _cpu.LANES)
+    _cpu.CHAIN_TILE_BYTES, _cpu.SCRATCH_BYTES, _cpu.LANES = tiles, scratch_bytes, 1
+    try:
+        yield f"_cpu.CHAIN_TILE_BYTES, _cpu.SCRATCH_BYTES, _cpu.LANES = {tiles}, {scratch_bytes}, 1"
+    finally:
+        _cpu.CHAIN_TILE_BYTES, _cpu.SCRATCH_BYTES, _cpu.LANES = saved
+
+
+@settings(deadline=None, max_examples=150)
+@given(rows=st.sampled_from([1, 1, 2, 5]), seg=st.one_of(st.sampled_from(EDGE_SEGS), st.integers(2, 3000)),
+       data=st.data(), dtype=st.sampled_from(WORD_DTYPES),
+       tiles=st.sampled_from([(64, 32), (48,), (128, 16), (256, 64)]), seed=st.integers(0, 2**32 - 1))
+def test_chain_serial_matches_oracle(rows, seg, data, dtype, tiles, seed):
+    """The GPU's chain schedule run by one thread (the plan table, pre-reads, a ring read ahead)."""
+    k = data.draw(st.one_of(st.sampled_from([1, seg - 1, seg // 2, seg // 2 + 1, seg // 3, seg // 4 + 3]),
+                            st.integers(1, seg - 1)))
+    k = min(max(k, 1), seg - 1)
+    with chain_tiles(tiles, 400) as setup:
+        check_rows(rows, seg, k, dtype, seed, setup)
+
+
+def test_chain_serial_is_taken_and_fits_its_bound():
+    """Not vacuous: long shifts of one lane take chain-serial, within the scratch bound, one pass."""
+    taken = 0
+    with chain_tiles((64, 32), 400):
+        for seg in (1500, 2000, 2999, 3000):
+            for k in (seg // 3, seg // 2 + 3, seg // 4 + 3, seg - seg // 3, 123):
+                name, scratch, moved = _cpu.plan_rows(1, seg, k, 1)
+                if name == "chain-serial":
+                    taken += 1
+                    assert scratch <= 400 and moved < 2.5 * seg, (seg, k, scratch, moved)
+                buf = random_words(np.random.default_rng(seg + k), seg, np.uint8)
+                expected = np.roll(buf, -k)
+                _cpu.rotate_rows_inplace(buf, 1, seg, k)
+                np.testing.assert_array_equal(buf, expected, err_msg=f"seg={seg} k={k} {name}")
+    assert taken >= 12, taken
+
+
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint64])
 @pytest.mark.parametrize("lanes", [1, 2, 3, 7])
 def test_fused_swap_shift_near_half(dtype, lanes):
