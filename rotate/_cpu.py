@@ -35,7 +35,8 @@ Algorithms (``d = min(k, seg - k)``)
     Near ``seg/2`` this is ~1x memcpy instead of ~1.5x.  Scratch
     ``lanes * (e + tile)`` words, within the same budget.
 ``chain-serial``
-    ``d`` too large to buffer, on one lane or for few long rows: the GPU's chain schedule
+    ``d`` too large to buffer, on one lane, or for few long rows of words
+    narrower than 8 bytes: the GPU's chain schedule
     (``rotate._schedule``: the same plan table, tiles walked in chain order
     ``j, j + p, j + 2p, ...``), run by one thread. Every tile is read into a
     ring of ``CHAIN_RING`` tile buffers before the tile ``CHAIN_RING - 1``
@@ -562,14 +563,18 @@ def _plan_rows(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=Non
     for max_lanes in (None, 1):  # fewer lanes need less scratch
         plan = _plan_rows_lanes(rows, seg, k, itemsize, budget, max_lanes)
         if plan[1] * itemsize <= budget:
-            # Block swaps of few long rows (or on one lane): the one-pass chain
-            # schedule on one thread instead; measured on this 2-core host, 256 MiB:
-            # n/4 + 3 ran 3-5x copyto through swaps, ~1.0-1.5x this way, n/2 + 3
-            # 1.1-3.2x against 0.9-1.2x, n/3 about even (docs/perf-notes.md).
+            # Block swaps on one lane, or of few long rows of words narrower than
+            # 8 bytes: the one-pass chain schedule on one thread instead. Measured on
+            # this 2-core host, 256 MiB (docs/perf-notes.md): one thread, swaps
+            # 1.0-4.8x np.copyto, the chain 0.9-1.1x; two threads, uint8 swaps
+            # 0.8-2.9x (the fused pass moves word by word), the chain 0.95-1.1x;
+            # float64 swaps 0.86-1.09x, the chain 0.98-1.04x (kept: even).
             # Rows spread over lanes keep their swaps: the lanes run in parallel.
             # A rotation by exactly half stays one swap (every byte read and written once already).
-            if (plan[0].startswith("block-swap") and (plan[3][0] == "segment" or plan[3][1] == 1)
-                    and len(plan[3][3]) > 1):
+            swaps = plan[0].startswith("block-swap")
+            single_swap = swaps and len(plan[3][3]) == 1 and plan[3][3][0][0] == _SWAP
+            if (swaps and not single_swap
+                    and (plan[3][1] == 1 or (plan[3][0] == "segment" and itemsize < 8))):
                 chain = _plan_chain_serial(rows, seg * itemsize, k * itemsize, budget)
                 if chain is not None:
                     scratch_bytes, moved_bytes, runner = chain
