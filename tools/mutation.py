@@ -66,7 +66,8 @@ MUTANTS = [
      "        return (device, planner.device_shape(device), planner.settings_key(),",
      "        return (device, planner.device_shape(device), (),"),
     ("cpu-plan-cache-ignores-tunables", "rotate/_cpu.py",
-     "    return (num_threads(), SCRATCH_BYTES, TILE_BYTES, SMALL_ROW_BYTES, MIN_LANE_BYTES, LANES)",
+     "    return (num_threads(), SCRATCH_BYTES, TILE_BYTES, SMALL_ROW_BYTES, MIN_LANE_BYTES, LANES, CHAIN_TILE_BYTES,\n"
+     "            CHAIN_RING)",
      "    return (num_threads(),)"),
     ("plan-ignores-mask", "rotate/_api.py",
      "    for part in _parts(a):  # a masked array's mask", "    for part in [a]:  # a masked array's mask"),
@@ -160,6 +161,16 @@ MUTANTS = [
      "                    hit = (_arrays.ArrayInfo(template.shape, template.strides, template.dtype, template.kind,\n"
      "                                             pointer, template.readonly), hit[1], hit[2])\n",
      "                    hit = (template, hit[1], hit[2])\n"),
+    # Session 9: the plan table's ring reach (the GPU kernels wait that far for their own copies),
+    # judged by tests/test_schedule.py; the CPU chain-serial ring, by tests/test_cpu_backend.py.
+    ("ring-reach-one-short", "rotate/_schedule.py",
+     "            distance = position_of(m, g, length, inv, reader) - pw  # same lane: the step difference\n",
+     "            distance = position_of(m, g, length, inv, reader) - pw - 1\n"),
+    ("chain-serial-writes-too-early", "rotate/_cpu.py",
+     "            oldest = position - (ring - 1)\n", "            oldest = position - (ring - 2)\n"),
+    ("chain-serial-ignores-pre-reads", "rotate/_cpu.py",
+     "                    if S.kind_at(S.item_piece_kinds(packed), run) == S.PRE:  # the bytes wait in scratch\n",
+     "                    if False:\n"),
     ("wave-pow2-check", "waveops/_core.py",
      "    return n > 0 and (n & (n - 1)) == 0", "    return n > 0 and (n & (n - 2)) == 0"),
 ]
