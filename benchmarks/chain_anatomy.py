@@ -77,6 +77,26 @@ def make_regs(tile_bytes, threads, min_blocks):
     return kernel
 
 
+@cuda.jit(device=True)
+def draw(items, srcs, state, slot, counters, m, q, g, length, lane_steps, total_lanes):
+    """Thread 0: the block's next (lane, step) (``state``), its tile into ``items[slot]`` (-1: none left)
+    and the tile it reads, ``q`` ahead, into ``srcs[slot]``."""
+    lane = state[0]
+    step = state[1] + 1
+    if step >= lane_steps:
+        lane = int64(atomic_add_u64(counters, 0, uint64(1)))
+        step = 0
+    state[0] = lane
+    state[1] = step
+    if lane < total_lanes:
+        j = S.tile_at(m, q, g, length, lane * lane_steps + step)
+        items[slot] = j
+        src = j + q
+        srcs[slot] = src - m if src >= m else src
+    else:
+        items[slot] = -1
+
+
 def make_ring(tile_bytes, threads, min_blocks, realign, flags_mode):
     vecs = tile_bytes // 16
     buf_vecs = vecs + 2
@@ -95,22 +115,7 @@ def make_ring(tile_bytes, threads, min_blocks, realign, flags_mode):
         if tid == 0:
             state[0] = -1
             state[1] = lane_steps
-        # thread 0 draws (lane, step) -> tile into a slot
-        if tid == 0:
-            lane = state[0]
-            step = state[1] + 1
-            if step >= lane_steps:
-                lane = int64(atomic_add_u64(counters, 0, uint64(1)))
-                step = 0
-            state[0] = lane
-            state[1] = step
-            if lane < total_lanes:
-                j = S.tile_at(m, q, g, length, lane * lane_steps + step)
-                items[0] = j
-                src = j + q
-                srcs[0] = src - m if src >= m else src
-            else:
-                items[0] = -1
+            draw(items, srcs, state, 0, counters, m, q, g, length, lane_steps, total_lanes)
         cuda.syncthreads()
         if items[0] >= 0:
             for v in range(tid, vecs + 1, threads):
@@ -124,20 +129,7 @@ def make_ring(tile_bytes, threads, min_blocks, realign, flags_mode):
             if tid == 0:
                 if flags_mode:
                     store_relaxed(flags, items[oldest], uint32(epoch))
-                lane = state[0]
-                step = state[1] + 1
-                if step >= lane_steps:
-                    lane = int64(atomic_add_u64(counters, 0, uint64(1)))
-                    step = 0
-                state[0] = lane
-                state[1] = step
-                if lane < total_lanes:
-                    j = S.tile_at(m, q, g, length, lane * lane_steps + step)
-                    items[free] = j
-                    src = j + q
-                    srcs[free] = src - m if src >= m else src
-                else:
-                    items[free] = -1
+                draw(items, srcs, state, free, counters, m, q, g, length, lane_steps, total_lanes)
             cuda.syncthreads()
             if items[free] >= 0:
                 for v in range(tid, vecs + 1, threads):
@@ -183,10 +175,8 @@ def main(argv=None):
     import rotate
 
     stream = cuda.default_stream()
-    time_it = bench._events_timer(cuda, stream)
     size = args.size_mib << 20
-    copy, keep = bench._memcpy(cuda, size, stream)
-    memcpy_ms = time_it(copy, args.repeat)
+    time_it, memcpy_ms, keep = bench.memcpy_baseline(size, args.repeat)
     sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
     pool = cupy.random.randint(0, 256, size + 4096, dtype=cupy.uint8)
     flags_array = cupy.zeros(1 << 20, cupy.uint32)

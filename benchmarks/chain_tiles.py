@@ -11,7 +11,7 @@ import json
 import sys
 
 import cupy
-from numba import cuda
+
 import rotate
 from rotate import bench
 from rotate._cuda import planner
@@ -23,11 +23,8 @@ def forced(n, k, heads, tile_bytes, chain, lane_steps, ring):
         return None, 0
     return real(n, k, heads, tile_bytes, chain, lane_steps, ring)
 planner.chain_layout = forced
-stream = cuda.default_stream()
-time_it = bench._events_timer(cuda, stream)
 size = 1 << 30
-copy, keep = bench._memcpy(cuda, size, stream)
-memcpy_ms = time_it(copy, 10)
+time_it, memcpy_ms, keep = bench.memcpy_baseline(size)
 x = cupy.random.randint(0, 256, size, dtype=cupy.uint8)
 rows = []
 for label in sys.argv[1].split(","):
@@ -37,10 +34,12 @@ for label in sys.argv[1].split(","):
         with planner.override(tile_bytes=T, buffers=B):
             p = rotate.plan(x, s)
             if p.algorithm != "chain":
-                print(label, T, B, p.algorithm, flush=True); continue
-            exp = cupy.roll(x, s); rotate.roll(x, s); ok = bool(cupy.array_equal(x, exp)); del exp
+                print(label, T, B, p.algorithm, flush=True)
+                continue
+            ok = bench.roll_matches_cupy(x, s)
             ms = time_it(lambda: rotate.roll(x, s), 10)
         d = p.steps[0].details
         row = dict(shift=label, T=T, B=B, pct=100 * memcpy_ms / ms, ok=ok, lane_steps=d["lane_steps"], chain=d["chain_step"], pre=d["pre_read_bytes"], min_blocks=d["min_blocks"])
-        rows.append(row); print(row, flush=True)
+        rows.append(row)
+        print(row, flush=True)
 json.dump(rows, open(sys.argv[2], "w"), indent=1)

@@ -10,15 +10,12 @@ import json
 import sys
 
 import cupy
-from numba import cuda
+
 import rotate
 from rotate import bench
 from rotate._cuda import planner
-stream = cuda.default_stream()
-time_it = bench._events_timer(cuda, stream)
 size = 1 << 30
-copy, keep = bench._memcpy(cuda, size, stream)
-memcpy_ms = time_it(copy, 10)
+time_it, memcpy_ms, keep = bench.memcpy_baseline(size)
 pool = cupy.random.randint(0, 256, size, dtype=cupy.uint8)
 rows = []
 cases = [(dt, label) for dt in sys.argv[1].split(",") for label in sys.argv[2].split(",")]
@@ -28,20 +25,22 @@ for dtype, label in cases:
     for variant in ("single", "control-warp"):
         with planner.override(chain_variant=variant):
             p = rotate.plan(x, s)
-            exp = cupy.roll(x, s).view(cupy.uint8); rotate.roll(x, s); ok = bool(cupy.array_equal(x.view(cupy.uint8), exp)); del exp
+            ok = bench.roll_matches_cupy(x, s)
             ms = time_it(lambda: rotate.roll(x, s), 10)
         d = p.steps[0].details
         row = dict(dtype=dtype, shift=label, variant=variant, pct=round(100 * memcpy_ms / ms, 1), ok=ok, algorithm=p.algorithm,
                    **{k: d.get(k) for k in ("tile_bytes", "buffers", "block", "lane_steps", "chain_step", "pre_read_bytes")})
-        rows.append(row); print(row, flush=True)
+        rows.append(row)
+        print(row, flush=True)
 # multi-row: 2-D rolls along the last axis (rows of 64 KiB and of 1000 bytes + offset)
 for shape, shift in (((16384, 65536), 12345), ((1 << 20, 1000), 333)):
     x = pool[: shape[0] * shape[1]].reshape(shape)
     for variant in ("single", "control-warp"):
         with planner.override(chain_variant=variant):
             p = rotate.plan(x, shift, axis=1)
-            exp = cupy.roll(x, shift, axis=1); rotate.roll(x, shift, axis=1); ok = bool(cupy.array_equal(x, exp)); del exp
+            ok = bench.roll_matches_cupy(x, shift, axis=1)
             ms = time_it(lambda: rotate.roll(x, shift, axis=1), 10)
         row = dict(shape=shape, shift=shift, variant=variant, pct=round(100 * memcpy_ms * x.nbytes / size / ms, 1), ok=ok, algorithm=p.algorithm)
-        rows.append(row); print(row, flush=True)
+        rows.append(row)
+        print(row, flush=True)
 json.dump(dict(memcpy_ms=memcpy_ms, rows=rows), open(sys.argv[3], "w"), indent=1)

@@ -9,14 +9,11 @@ import json
 import sys
 
 import cupy
-from numba import cuda
+
 import rotate
 from rotate import bench
-stream = cuda.default_stream()
-time_it = bench._events_timer(cuda, stream)
 size = 1 << 30
-copy, keep = bench._memcpy(cuda, size, stream)
-memcpy_ms = time_it(copy, 10)
+time_it, memcpy_ms, keep = bench.memcpy_baseline(size)
 pool = cupy.random.randint(0, 256, size, dtype=cupy.uint8)
 rows = []
 for shape, dtype, shift in (((1 << 20, 1000), "uint8", 333), ((1 << 17, 8192), "uint8", 3), ((1 << 18, 1024), "float32", -5),
@@ -24,10 +21,11 @@ for shape, dtype, shift in (((1 << 20, 1000), "uint8", 333), ((1 << 17, 8192), "
     nbytes = shape[0] * shape[1] * cupy.dtype(dtype).itemsize
     x = pool[:nbytes].view(dtype).reshape(shape)
     p = rotate.plan(x, shift, axis=1)
-    exp = cupy.roll(x, shift, axis=1); rotate.roll(x, shift, axis=1); ok = bool(cupy.array_equal(x.view(cupy.uint8), exp.view(cupy.uint8))); del exp
+    ok = bench.roll_matches_cupy(x, shift, axis=1)
     ms = time_it(lambda: rotate.roll(x, shift, axis=1), 10)
     peer = time_it(lambda: cupy.roll(x, shift, axis=1), 10)
     row = dict(shape=shape, dtype=dtype, shift=shift, algorithm=p.algorithm, ok=ok, pct=round(100 * memcpy_ms * nbytes / size / ms, 1),
                cupy_roll_pct=round(100 * memcpy_ms * nbytes / size / peer, 1))
-    rows.append(row); print(row, flush=True)
+    rows.append(row)
+    print(row, flush=True)
 json.dump(dict(memcpy_ms=memcpy_ms, rows=rows), open(sys.argv[1], "w"), indent=1)

@@ -585,19 +585,6 @@ def _plan_rows(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=Non
     return "reversal", 0, moved // itemsize, ("reversal",)
 
 
-@functools.lru_cache(maxsize=1)
-def _chain_layout_compiled():
-    @njit(cache=True)
-    def kinds(n, k, tile_bytes, chain, ring):
-        return S.count_kinds(n, k, 0, tile_bytes, chain, S.tile_count(n, 0, tile_bytes), ring)
-
-    @njit(cache=True)
-    def layout(n, k, tile_bytes, chain, ring, table):
-        return S.layout_pre_reads(n, k, 0, tile_bytes, chain, S.tile_count(n, 0, tile_bytes), ring, table, 0)
-
-    return kinds, layout
-
-
 def _plan_chain_serial(rows: int, n: int, k: int, budget: int):
     """The chain schedule on one lane for rows of ``n`` bytes rotated left by ``k`` bytes, or None.
 
@@ -608,7 +595,7 @@ def _plan_chain_serial(rows: int, n: int, k: int, budget: int):
     ``budget``, with the chain step (``q`` or ``q + 1``) that pre-reads less.
     Returns ``(scratch_bytes, bytes_moved, runner)``.
     """
-    kinds, layout = _chain_layout_compiled()
+    layout, kinds = S.compiled_table_builders()
     best = None
     # The largest tile whose pre-reads and ring fit: fewer, longer copies (16 KiB
     # tiles ran n/3 about 20% slower than 64 KiB ones on one thread).
@@ -616,7 +603,8 @@ def _plan_chain_serial(rows: int, n: int, k: int, budget: int):
         if tile_bytes < 16 or tile_bytes % 16 or tile_bytes >= n:
             continue
         q = k // tile_bytes
-        pre, chain = min((kinds(n, k, tile_bytes, c, CHAIN_RING)[3], c) for c in sorted({max(1, q), q + 1}))
+        lane = S.tile_count(n, 0, tile_bytes)  # one lane a row: every position of its chain
+        pre, chain = min((kinds(n, k, 0, tile_bytes, c, lane, CHAIN_RING)[3], c) for c in sorted({max(1, q), q + 1}))
         if pre + 32 + CHAIN_RING * tile_bytes <= budget:
             best = (pre, tile_bytes, chain)
             break
@@ -625,7 +613,7 @@ def _plan_chain_serial(rows: int, n: int, k: int, budget: int):
     _, tile_bytes, chain = best
     m_max = S.max_tiles(n, tile_bytes)
     table = np.zeros(S.table_stride(m_max), np.int64)
-    scratch_row = layout(n, k, tile_bytes, chain, CHAIN_RING, table)
+    scratch_row = layout(n, k, 0, tile_bytes, chain, S.tile_count(n, 0, tile_bytes), CHAIN_RING, table, 0)
     if scratch_row < 0:
         return None
     scratch_row = S.align_up(scratch_row) + 16  # spans are over-copied to 16-byte multiples

@@ -47,6 +47,8 @@ finish with any number of resident blocks (docs/design.md).
 
 from __future__ import annotations
 
+import functools
+
 from numba import uint64
 from numba.core.extending import register_jitable
 
@@ -529,3 +531,23 @@ def swap_traffic(n, k, save):
     if k != 0:
         total += 2 * n
     return total
+
+
+@functools.lru_cache(maxsize=1)
+def compiled_table_builders():
+    """``(layout, kinds)``: ``layout_pre_reads`` and ``count_kinds`` compiled for the CPU (``@njit``).
+
+    The GPU planner builds the kernel's plan table with them and the CPU's
+    ``chain-serial`` its own; compiled on first use, cached on disk.
+    """
+    from numba import njit
+
+    @njit(cache=True)
+    def layout(n, k, head, tile_bytes, chain, lane_steps, ring, table, table_base):
+        return layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, table, table_base)
+
+    @njit(cache=True)
+    def kinds(n, k, head, tile_bytes, chain, lane_steps, ring):
+        return count_kinds(n, k, head, tile_bytes, chain, lane_steps, ring)
+
+    return layout, kinds

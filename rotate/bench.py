@@ -80,6 +80,34 @@ def _events_timer(cuda, stream):
     return time_it
 
 
+def memcpy_baseline(size: int, repeat: int = 10):
+    """A GPU probe's reference: ``(time_it, memcpy_ms, keep)``.
+
+    ``time_it`` is the events timer on numba's default stream
+    (``_events_timer``), ``memcpy_ms`` a device-to-device copy of ``size``
+    bytes timed with it, ``keep`` that copy's buffers (hold them until the
+    run ends, so later allocations do not reuse the memory mid-run).
+    """
+    from numba import cuda
+
+    stream = cuda.default_stream()
+    time_it = _events_timer(cuda, stream)
+    copy, keep = _memcpy(cuda, size, stream)
+    return time_it, time_it(copy, repeat), keep
+
+
+def roll_matches_cupy(x, shift, axis=None) -> bool:
+    """Roll the CuPy array ``x`` in place with rotate; whether it equals ``cupy.roll`` of its old
+    contents byte for byte (NaN payloads included)."""
+    import cupy
+
+    import rotate
+
+    expected = cupy.roll(x, shift, axis=axis)
+    rotate.roll(x, shift, axis=axis)
+    return bool(cupy.array_equal(x.view(cupy.uint8), expected.view(cupy.uint8)))
+
+
 def _memcpy(cuda, size, stream):
     """A device-to-device copy of ``size`` bytes: the speed of light of an in-place rotate.
 

@@ -191,27 +191,12 @@ def _ctx_get_device():
     return driver.cuCtxGetDevice
 
 
-@functools.lru_cache(maxsize=1)
-def _layout_compiled():
-    import numba
-
-    @numba.njit(cache=True)
-    def layout(n, k, head, tile_bytes, chain, lane_steps, ring, table, table_base):
-        return S.layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, table, table_base)
-
-    @numba.njit(cache=True)
-    def kinds(n, k, head, tile_bytes, chain, lane_steps, ring):
-        return S.count_kinds(n, k, head, tile_bytes, chain, lane_steps, ring)
-
-    return layout, kinds
-
-
 def chain_layout(n: int, k: int, heads, tile_bytes: int, chain: int, lane_steps: int, ring: int):
     """The plan table (``S.table_stride`` int64 per head) and the scratch bytes one row needs (max over heads).
 
     Returns ``(None, 0)`` when a tile has more runs than the kernel decodes.
     """
-    layout = _layout_compiled()[0]
+    layout = S.compiled_table_builders()[0]
     stride = S.table_stride(S.max_tiles(n, tile_bytes))
     # Padded: the kernel reads entries 16 at a time, aligned (``ENTRY_BATCH``).
     table = np.zeros(stride * len(heads) + _kernels.ENTRY_BATCH, np.int64)
@@ -257,9 +242,9 @@ def plan_chain(rows: int, seg: int, left: int, head0: int, cap: int):
                                           _kernels.smem_bytes(tile_bytes, b) <= 110 * 1024]
         for buffers in rings:
             m_max = S.max_tiles(seg, tile_bytes)
+            m0 = S.tile_count(seg, heads[0], tile_bytes)
             q = left // tile_bytes
             for chain in sorted({max(1, q), q + 1}):
-              m0 = S.tile_count(seg, heads[0], tile_bytes)
               control_warp = chain_control_warp(short=S.chain_step(m0, chain) in (1, m0 - 1))
               min_blocks = blocks_per_sm(tile_bytes, threads, buffers, control_warp)
               grid = persistent_grid(tile_bytes, threads, buffers, control_warp)
@@ -275,16 +260,15 @@ def plan_chain(rows: int, seg: int, left: int, head0: int, cap: int):
                       continue
                   scratch = rows * row_bytes
                   flags_bytes = 8 * rows * m_max
-                  _, waited, ringed, pre = _layout_compiled()[1](seg, left, heads[0], tile_bytes, chain, lane_steps,
-                                                                 buffers)
+                  _, waited, ringed, pre = S.compiled_table_builders()[1](seg, left, heads[0], tile_bytes, chain,
+                                                                          lane_steps, buffers)
                   # Cost in bytes of traffic: pre-reads move their bytes twice more;
-                  # a RING wait on the copies started just before it stalls the
-                  # block until they land (its overlap is lost), one on older
-                  # copies mostly finds them landed; a WAIT polls another lane's flag.
+                  # a RING wait stalls the block until its own copies land (part of
+                  # its overlap is lost); a WAIT polls another lane's flag.
                   cost = rows * (2 * pre + ringed // 2 + waited // 16)
                   # Each item costs thread 0 a fixed decode and wait on the block's
                   # critical path, whatever its size: larger tiles, fewer items.
-                  cost += rows * S.tile_count(seg, heads[0], tile_bytes) * ITEM_COST_BYTES
+                  cost += rows * m0 * ITEM_COST_BYTES
                   # Fewer than 3 blocks an SM leave too few bytes in flight to stream.
                   cost += rows * seg * {1: 50, 2: 15}.get(min_blocks, 0) // 100
                   score = (cost, scratch, buffers != settings["buffers"], -tile_bytes)
