@@ -102,7 +102,8 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
     lanes_row = S.lanes_per_row(n, T, lane_steps)
     total_lanes = rows * lanes_row
     stride = S.table_stride(m_max)
-    pre_row = max(int(table[h * stride + S.pre_list(m_max)]) for h in range(n_heads))
+    pre_row = max(S.pre_row_tickets(int(table[h * stride + S.pre_list(m_max)]), int(table[h * stride + S.pre_big(m_max)]))
+                  for h in range(n_heads))  # pre-read tickets a row
     read_done = set()     # (row, tile)
     pre_done = set()      # (row, tile)
     counters = [0, 0]     # lane tickets, pre-read tickets
@@ -211,18 +212,19 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
         return [item for item in b.ring if item[1] not in b.landed]
 
     def advance(b: _Block) -> bool:
-        if b.phase == "pre":  # one listed tile's span a ticket, as the kernel takes them
+        if b.phase == "pre":  # one large span or up to PRE_TICKET_ENTRIES small ones a ticket, as the kernel
             ticket = counters[1]
             counters[1] += 1
             if ticket >= rows * pre_row:
                 b.phase = "fill"
                 return True
-            row = ticket // pre_row
+            row, index = S.pre_ticket(ticket, pre_row)
             head = S.row_head(head0, row, n)
-            listed = stride * (head if n_heads > 1 else 0) + S.pre_list(m_max)
-            index = ticket - row * pre_row
-            if index < table[listed]:
-                w = int(table[listed + 1 + index])
+            base = stride * (head if n_heads > 1 else 0)
+            listed = base + S.pre_list(m_max)
+            first, end = S.pre_ticket_entries(index, int(table[listed]), int(table[base + S.pre_big(m_max)]))
+            for e in range(first, end):
+                w = int(table[listed + 1 + e])
                 offset, lo, vecs = entry(row, w)
                 for i in range(16 * vecs):  # over-copied bytes outside the row are never read back
                     if 0 <= lo + i < n:

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
 from numba import uint64
 from numba.core.extending import register_jitable
 
@@ -299,7 +300,8 @@ def window5(word_shift, a0, a1, a2, a3, b0, b1, b2, b3):
 #: The plan table, per head: ``TILE_FIELDS`` int64 per tile (the pre-read
 #: span of that tile: scratch offset or -1, start, 16-byte vectors), then one
 #: packed int64 per chain position (``pack_item``), then the number of tiles
-#: with a pre-read span and their list (what the pre-read tickets walk).
+#: with a pre-read span and their list (what the pre-read tickets walk:
+#: large spans first), then the number of large spans.
 T_OFFSET, T_LO, T_VECS = range(3)
 TILE_FIELDS = 3
 MAX_RUNS = 4  # source pieces of an item, and readers of a tile, are at most this many
@@ -308,13 +310,55 @@ MAX_RUNS = 4  # source pieces of an item, and readers of a tile, are at most thi
 @register_jitable
 def table_stride(m_max):
     """int64 entries of one head's part of the plan table."""
-    return (TILE_FIELDS + 2) * m_max + 1
+    return (TILE_FIELDS + 2) * m_max + 2
 
 
 @register_jitable
 def pre_list(m_max):
     """Offset, within a head's part of the table, of the pre-read count (the list follows it)."""
     return (TILE_FIELDS + 1) * m_max
+
+
+#: Pre-read spans of at most this many 16-byte vectors are *small*: the
+#: seam of a misaligned shift in one tile (one or two vectors). A thread
+#: copies a small span alone; larger spans take a whole block.
+PRE_SMALL_VECS = 4
+#: Small spans a pre-read ticket covers (a thread each). One span a
+#: block-wide ticket cost ~5 dependent round trips to memory each, and a
+#: shift with a seam in every tile (1 MiB + 5 bytes) lists one a tile.
+PRE_TICKET_ENTRIES = 256
+
+
+@register_jitable
+def pre_big(m_max):
+    """Offset, within a head's part of the table, of the number of large pre-read spans (listed first)."""
+    return pre_list(m_max) + 1 + m_max
+
+
+@register_jitable
+def pre_row_tickets(count, big):
+    """Pre-read tickets of a row that lists ``count`` spans, ``big`` of them large: one a large span,
+    then one per ``PRE_TICKET_ENTRIES`` small ones."""
+    return big + ceil_div(count - big, PRE_TICKET_ENTRIES)
+
+
+@register_jitable
+def pre_ticket(ticket, pre_row):
+    """``(row, index)``: pre-read ticket ``ticket`` of a launch with ``pre_row`` tickets a row."""
+    row = 0 if ticket < pre_row else ticket // pre_row  # one row: no 64-bit division
+    return row, ticket - row * pre_row
+
+
+@register_jitable
+def pre_ticket_entries(index, count, big):
+    """``[first, end)``: the list entries a row's pre-read ticket ``index`` covers (empty past the list)."""
+    if index < big:
+        return index, index + 1
+    first = big + (index - big) * PRE_TICKET_ENTRIES
+    end = first + PRE_TICKET_ENTRIES
+    if end > count:
+        end = count
+    return first, end
 
 
 @register_jitable
@@ -446,6 +490,23 @@ def layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, table, tab
             total += hi - lo
             table[listed] += 1
             table[listed + table[listed]] = w
+    # Large spans first (a ticket each, block-wide), then the small ones
+    # (``PRE_TICKET_ENTRIES`` a ticket, a thread each); stable, in tile order.
+    count = table[listed]
+    order = np.empty(count, np.int64)
+    big = 0
+    for i in range(count):
+        if table[table_base + TILE_FIELDS * table[listed + 1 + i] + T_VECS] > PRE_SMALL_VECS:
+            order[big] = table[listed + 1 + i]
+            big += 1
+    small = big
+    for i in range(count):
+        if table[table_base + TILE_FIELDS * table[listed + 1 + i] + T_VECS] <= PRE_SMALL_VECS:
+            order[small] = table[listed + 1 + i]
+            small += 1
+    for i in range(count):
+        table[listed + 1 + i] = order[i]
+    table[table_base + pre_big(m_max)] = big
     return total
 
 

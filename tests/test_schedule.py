@@ -138,6 +138,31 @@ def test_every_overwritten_byte_has_its_reader_handled(n, data, head, tile_bytes
             assert S.tile_of(head, tile_bytes, (end - 1 + k) % n) == writer
             x = end
     assert (covered == 1).all(), "tiles must cover every destination byte exactly once"
+    # The pre-read list holds every tile with a span once, large spans first; the tickets cover it once.
+    count, big = int(table[S.pre_list(m_max)]), int(table[S.pre_big(m_max)])
+    listed = [int(w) for w in table[S.pre_list(m_max) + 1:S.pre_list(m_max) + 1 + count]]
+    assert sorted(listed) == [w for w in range(m) if table[F * w] >= 0]
+    assert all((table[F * w + S.T_VECS] > S.PRE_SMALL_VECS) == (i < big) for i, w in enumerate(listed))
+    taken = []
+    for index in range(S.pre_row_tickets(count, big)):
+        first, end = S.pre_ticket_entries(index, count, big)
+        assert first < end and (index >= big or end == first + 1)
+        taken.extend(range(first, end))
+    assert taken == list(range(count)), "every listed span is in exactly one pre-read ticket"
+
+
+@given(count=st.integers(0, 3 * S.PRE_TICKET_ENTRIES + 5), data=st.data())
+def test_pre_read_tickets_take_each_listed_span_once(count, data):
+    big = data.draw(st.integers(0, count), label="big")
+    taken = []
+    for index in range(S.pre_row_tickets(count, big)):
+        first, end = S.pre_ticket_entries(index, count, big)
+        assert end - first == (1 if index < big else min(S.PRE_TICKET_ENTRIES, count - first))
+        taken.extend(range(first, end))
+    assert taken == list(range(count))
+    rows, pre_row = 3, S.pre_row_tickets(count, big)
+    assert [S.pre_ticket(t, pre_row) for t in range(rows * pre_row)] == [(r, i) for r in range(rows)
+                                                                           for i in range(pre_row)]
 
 
 def test_short_shift_needs_only_a_few_pre_read_bytes():

@@ -123,9 +123,10 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     then ``rows, n, k, head0, lane_steps, lanes_row, pre_row`` (pre-read
     tickets per row), ``scratch_row, table_heads, epoch``.
 
-    A block first takes pre-read tickets until none are left (copying one
-    tile's span, as ``rotate._schedule.pre_span`` names it, into scratch;
-    they wait for nothing), then lane tickets, walking each lane's chain positions in order
+    A block first takes pre-read tickets until none are left (one large
+    span, or up to ``PRE_TICKET_ENTRIES`` small ones, as
+    ``rotate._schedule.pre_span`` names them, copied into scratch; they
+    wait for nothing), then lane tickets, walking each lane's chain positions in order
     with a ring of ``buffers`` tile buffers and ``buffers + 1`` item descriptors::
 
         oldest item's copies landed   (cp.async.wait_group + barrier)
@@ -372,16 +373,38 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         return ring_wait
 
     @cuda.jit(device=True)
+    def copy_span(data, scratch, src, dst, first, vecs, stride):
+        """Copy vectors ``first, first + stride, ...`` below ``vecs`` of a span, four loads before their stores."""
+        v = first
+        while v + 3 * stride < vecs:
+            a = load16(data, src + 16 * v)
+            b = load16(data, src + 16 * (v + stride))
+            c = load16(data, src + 16 * (v + 2 * stride))
+            e = load16(data, src + 16 * (v + 3 * stride))
+            store16(scratch, dst + 16 * v, a[0], a[1], a[2], a[3])
+            store16(scratch, dst + 16 * (v + stride), b[0], b[1], b[2], b[3])
+            store16(scratch, dst + 16 * (v + 2 * stride), c[0], c[1], c[2], c[3])
+            store16(scratch, dst + 16 * (v + 3 * stride), e[0], e[1], e[2], e[3])
+            v += 4 * stride
+        while v < vecs:
+            a = load16(data, src + 16 * v)
+            store16(scratch, dst + 16 * v, a[0], a[1], a[2], a[3])
+            v += stride
+
+    @cuda.jit(device=True)
     def pre_reads(ctrl, data, scratch, flags, counters, table, rows, n, head0, pre_row, scratch_row, table_heads,
                   epoch, tid):
-        """Phase 1, every thread of the block: pre-reads, one tile's span a ticket (data threads copy).
+        """Phase 1, every thread of the block (a control warp too): pre-read tickets until none is left.
 
-        They wait for nothing, so every one that has been taken finishes; a
-        block leaves this loop only once all are taken.
+        A ticket is one large span, which the block copies together (a
+        barrier, a fence, then thread 0 publishes it), or up to
+        ``PRE_TICKET_ENTRIES`` small spans, a thread each, each publishing
+        its own after a fence (``rotate._schedule.pre_ticket_entries``).
+        Pre-reads wait for nothing, so every ticket taken finishes; a block
+        leaves this loop only once all are taken.
         """
         m_max = S.max_tiles(n, T)
         seam_base = rows * m_max
-        vecs_end = int64(1) << 62  # a control warp's threads copy nothing
         while True:
             if tid == 0:
                 ctrl[0] = int64(atomic_add_u64(counters, 1, uint64(1)))
@@ -390,21 +413,30 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             cuda.syncthreads()
             if ticket >= rows * pre_row:
                 break
-            row = 0 if ticket < pre_row else ticket // pre_row
+            row, index = S.pre_ticket(ticket, pre_row)
             head = S.row_head(head0, row, n)
-            listed = head_base(table_heads, head, m_max) + S.pre_list(m_max)
-            index = ticket - row * pre_row
-            if index < load_i64(table, listed):
-                w = load_i64(table, listed + 1 + index)
-                entry = head_base(table_heads, head, m_max) + S.TILE_FIELDS * w
-                offset = load_i64(table, entry + S.T_OFFSET)
-                lo = load_i64(table, entry + S.T_LO)
-                for v in range(tid if tid < threads else vecs_end, load_i64(table, entry + S.T_VECS), threads):
-                    words = load16(data, row * n + lo + 16 * v)
-                    store16(scratch, row * scratch_row + offset + 16 * v, words[0], words[1], words[2], words[3])
+            base = head_base(table_heads, head, m_max)
+            listed = base + S.pre_list(m_max)
+            big = load_i64(table, base + S.pre_big(m_max))
+            first, end = S.pre_ticket_entries(index, load_i64(table, listed), big)
+            if index < big:
+                w = load_i64(table, listed + 1 + first)
+                entry = base + S.TILE_FIELDS * w
+                copy_span(data, scratch, row * n + load_i64(table, entry + S.T_LO),
+                          row * scratch_row + load_i64(table, entry + S.T_OFFSET), tid,
+                          load_i64(table, entry + S.T_VECS), block)
                 cuda.syncthreads()
                 if tid == 0:
                     cuda.threadfence()  # the block's copies are visible before the flag says so
+                    store_relaxed(flags, seam_base + row * m_max + w, uint32(epoch))
+            else:
+                for e in range(first + tid, end, block):
+                    w = load_i64(table, listed + 1 + e)
+                    entry = base + S.TILE_FIELDS * w
+                    copy_span(data, scratch, row * n + load_i64(table, entry + S.T_LO),
+                              row * scratch_row + load_i64(table, entry + S.T_OFFSET), 0,
+                              load_i64(table, entry + S.T_VECS), 1)
+                    cuda.threadfence()  # this thread's copies, then its flag
                     store_relaxed(flags, seam_base + row * m_max + w, uint32(epoch))
 
     @cuda.jit(**jit_options)

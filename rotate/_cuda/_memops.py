@@ -206,8 +206,10 @@ if SIMULATED:
     def load_acquire(flags, index):
         return flags[index]
 
+    import threading as _threading
+
     _barriers: dict = {}
-    _barriers_lock = None
+    _barriers_lock = _threading.Lock()  # made here: threads creating it at their first barrier would race
 
     def named_barrier(barrier_id, count):
         """``bar.sync id, count``: a barrier for the first ``count`` threads of a block only.
@@ -216,10 +218,6 @@ if SIMULATED:
         each thread of a block as a Python thread).
         """
         import threading
-
-        global _barriers_lock
-        if _barriers_lock is None:
-            _barriers_lock = threading.Lock()
 
         def bar_sync():
             thread = threading.current_thread()  # the simulator's BlockThread
@@ -234,8 +232,6 @@ if SIMULATED:
             barrier.wait()
 
         return bar_sync
-
-    import threading as _threading
 
     _atomic_lock = _threading.Lock()
 

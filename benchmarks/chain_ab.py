@@ -1,0 +1,64 @@
+"""Time chain rolls of one rotate tree, for A/B runs of two trees in one device session (GPU).
+
+    PYTHONPATH=<tree> python benchmarks/chain_ab.py LABEL uint8:3,uint8:1MiB+5,float64:n/3 [size] \\
+        [--force T:B,...] > out.jsonl
+
+Each point is checked against ``cupy.roll`` byte for byte, then timed
+(device time, 10 calls, median) against a device-to-device memcpy of the
+same bytes measured in the same process. ``--force T:B`` filters the
+planner's chain layouts to one tile size and ring depth per line (as
+``chain_tiles.py``). Prints one JSON line per point, with the plan's
+configuration and its pre-read ticket count.
+"""
+import json
+import sys
+
+import cupy
+
+import rotate
+from rotate import bench
+from rotate._cuda import planner
+
+label, points = sys.argv[1], [p.split(":", 1) for p in sys.argv[2].split(",")]
+size = int(sys.argv[3]) if len(sys.argv) > 3 and not sys.argv[3].startswith("--") else 1 << 30
+forced = [None]
+if "--force" in sys.argv:
+    forced = [tuple(map(int, c.split(":"))) for c in sys.argv[sys.argv.index("--force") + 1].split(",")]
+real = planner.chain_layout
+want = {}
+
+
+def filtered(n, k, heads, tile_bytes, chain, lane_steps, ring):
+    if want and (tile_bytes != want["T"] or ring != want["B"]):
+        return None, 0
+    return real(n, k, heads, tile_bytes, chain, lane_steps, ring)
+
+
+planner.chain_layout = filtered
+time_it, memcpy_ms, keep = bench.memcpy_baseline(size)
+arrays = {}
+for dtype, shift_label in points:
+    if dtype not in arrays:
+        arrays.clear()
+        arrays[dtype] = cupy.random.randint(0, 256, size, dtype=cupy.uint8).view(dtype)
+    x = arrays[dtype]
+    s = bench.shift_elements(shift_label, x.size, x.itemsize)
+    for force in forced:
+        want.clear()
+        knobs = {}
+        if force:
+            want.update(T=force[0], B=force[1])
+            knobs = dict(tile_bytes=force[0], buffers=force[1])
+        with planner.override(**knobs):
+            p = rotate.plan(x, s)
+            d = p.steps[0].details
+            ok = bench.roll_matches_cupy(x, s)
+            ms = time_it(lambda: rotate.roll(x, s), 10)
+        row = dict(label=label, dtype=dtype, shift=shift_label, force=force, pct=round(100 * memcpy_ms / ms, 1), ok=ok,
+                   algorithm=p.algorithm, **{key: d.get(key) for key in (
+                       "tile_bytes", "buffers", "min_blocks", "control_warp", "chain_step", "lane_steps",
+                       "pre_read_bytes")})
+        if p.algorithm == "chain":
+            listed = planner.pre_tickets_per_row(d["_table"], x.nbytes, d["tile_bytes"])
+            row["pre_tickets"] = listed
+        print(json.dumps(row), flush=True)
