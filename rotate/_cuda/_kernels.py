@@ -24,11 +24,15 @@ wait_all = copies_waiter(0)
 # MAX_PIECES source pieces of PIECE_FIELDS each.
 F_TILE, F_ROW, F_HEAD, F_X0, F_X1, F_PIECES, F_KINDS, F_REACH = range(8)
 HEADER_FIELDS = 8
-P_XL, P_XH, P_SRC_AL, P_SCRATCH, P_POS, P_SLOT, P_VECS = range(7)
-PIECE_FIELDS = 7
+# P_WXH: where the write that starts at this piece ends (-1: an earlier piece's write covers it).
+P_XL, P_XH, P_SRC_AL, P_SCRATCH, P_POS, P_SLOT, P_VECS, P_WXH = range(8)
+PIECE_FIELDS = 8
 MAX_PIECES = 4
 DESC_FIELDS = HEADER_FIELDS + MAX_PIECES * PIECE_FIELDS
 ENTRY_BATCH = 16  # plan-table entries thread 0 reads at once (a power of two)
+# Thread 0's (the control thread's) window on the plan table: ENTRY_BATCH entries, the batch they
+# start at, whether every pre-read has finished (then no pre-read flag needs polling), the tickets.
+CACHE_BATCH, CACHE_PRE_DONE, CACHE_PRE_TOTAL = ENTRY_BATCH, ENTRY_BATCH + 1, ENTRY_BATCH + 2
 # The control-warp variant's counters in shared memory (``chain_kernel(control_warp=True)``).
 SEQ_DECODED, SEQ_CLEARED, SEQ_WRITTEN, SEQ_END = range(4)
 
@@ -160,7 +164,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     wait_left1 = copies_waiter(1)
     wait_left2 = copies_waiter(2)
     wait_left3 = copies_waiter(3)
-    cache_len = ENTRY_BATCH + 1
+    cache_len = ENTRY_BATCH + 3
     block = threads + 32 if control_warp else threads
     bounds = (block, min_blocks) if min_blocks else block
     ws_slots = 2 * buffers  # control-warp variant: descriptors decoded ahead of the writes
@@ -229,8 +233,8 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         return cache[address - batch]
 
     @cuda.jit(device=True)
-    def describe(desc, d, lane, step, cache, flags, table, rows, n, k, head0, lane_steps, lanes_row, scratch_row,
-                 table_heads, epoch):
+    def describe(desc, d, lane, step, cache, counters, flags, table, rows, n, k, head0, lane_steps, lanes_row,
+                 scratch_row, table_heads, epoch):
         """Thread 0: decode item (lane, step) into descriptor ``d`` (tile, source pieces).
 
         The tile and the kinds of its pieces and readers are one entry of the
@@ -256,12 +260,18 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         # Runs of the source whose writers differ only matter for the
         # decision; consecutive array runs are copied and written as one
         # piece, so no destination vector is split between pieces (a split
-        # vector is written byte by byte: partial sectors).
+        # vector is written byte by byte: partial sectors). A piece that
+        # continues the previous one's source at a 16-byte boundary (a
+        # seam served from scratch, whose spans mirror the array's
+        # alignment) lands right after it in the buffer, so one realigned
+        # write covers both.
         x = x0
         count = 0
         slot = 0
         run = 0
         z_next = int64(-1)
+        z_end = int64(-1)
+        writer_piece = HEADER_FIELDS
         while x < x1:
             w, z, xe = S.source_run(n, k, head, T, x, x1)
             pre = S.kind_at(piece_kinds, run) == S.PRE
@@ -274,7 +284,9 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                 slot += vecs - desc[d, piece + P_VECS]
                 desc[d, piece + P_XH] = xe
                 desc[d, piece + P_VECS] = vecs
+                desc[d, writer_piece + P_WXH] = xe
                 z_next = z + (xe - x)
+                z_end = z_next
                 x = xe
                 continue
             z_al = S.align_down(head + z) - head
@@ -285,10 +297,18 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             desc[d, piece + P_SRC_AL] = z_al
             desc[d, piece + P_SLOT] = slot
             desc[d, piece + P_VECS] = vecs
+            if count > 0 and z == z_end and (head + z) % 16 == 0:
+                desc[d, piece + P_WXH] = -1  # joined: the buffer continues the previous piece's vectors
+                desc[d, writer_piece + P_WXH] = xe
+            else:
+                desc[d, piece + P_WXH] = xe
+                writer_piece = piece
+            z_end = z + (xe - x)
             if pre:
                 entry = base + S.TILE_FIELDS * w
-                while load_acquire(flags, seam_base + row * m_max + w) != epoch:
-                    pass
+                if not pre_reads_done(cache, counters):
+                    while load_acquire(flags, seam_base + row * m_max + w) != epoch:
+                        pass
                 desc[d, piece + P_SCRATCH] = 1
                 desc[d, piece + P_POS] = (row * scratch_row + load_i64(table, entry + S.T_OFFSET) + z_al
                                           - load_i64(table, entry + S.T_LO))
@@ -309,7 +329,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         lane, step, valid = next_item(counters, lane, step, total_lanes, rows, n, lane_steps, lanes_row, head0)
         items[d] = valid - 1
         if valid:
-            describe(desc, d, lane, step, cache, flags, table, rows, n, k, head0, lane_steps, lanes_row,
+            describe(desc, d, lane, step, cache, counters, flags, table, rows, n, k, head0, lane_steps, lanes_row,
                      scratch_row, table_heads, epoch)
         return lane, step
 
@@ -331,18 +351,19 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
 
     @cuda.jit(device=True)
     def write_item(smem, buf, desc, d, data, n, k, tid):
-        """Store an item's tile from buffer ``buf``, piece by piece."""
+        """Store an item's tile from buffer ``buf``, a write per run of joined pieces."""
         row_pos = desc[d, F_ROW] * n
         head = desc[d, F_HEAD]
         for q in range(desc[d, F_PIECES]):
             base = HEADER_FIELDS + q * PIECE_FIELDS
             x = desc[d, base + P_XL]
             delta = k if x + k < n else k - n
-            write_moved(smem, buf + desc[d, base + P_SLOT], desc[d, base + P_SRC_AL], data, row_pos, head,
-                        x, desc[d, base + P_XH], delta, tid)
+            if desc[d, base + P_WXH] >= 0:
+                write_moved(smem, buf + desc[d, base + P_SLOT], desc[d, base + P_SRC_AL], data, row_pos, head,
+                            x, desc[d, base + P_WXH], delta, tid)
 
     @cuda.jit(device=True)
-    def wait_readers(desc, d, flags, rows, n, k, epoch):
+    def wait_readers(desc, d, cache, counters, flags, rows, n, k, epoch):
         """Thread 0: wait until every reader of the item's tile has its bytes, except readers in the ring:
         returns how many items ahead the farthest of those is (0: none)."""
         j = desc[d, F_TILE]
@@ -367,10 +388,24 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                 pre = 1
             count += 1
             z = ze
-        if pre:
+        if pre and not pre_reads_done(cache, counters):
             while load_acquire(flags, rows * m_max + row * m_max + j) != epoch:
                 pass
         return ring_wait
+
+    @cuda.jit(device=True)
+    def pre_reads_done(cache, counters):
+        """Thread 0 (the control thread): whether every pre-read ticket has finished.
+
+        Counted once a ticket's spans are published (``counters[3]``); from
+        then on no item polls a pre-read flag (two round trips an item where
+        every tile has a seam in scratch).
+        """
+        if cache[CACHE_PRE_DONE] == 0:
+            if int64(atomic_add_u64(counters, 3, uint64(0))) >= cache[CACHE_PRE_TOTAL]:
+                cuda.threadfence()  # acquire: the spans the count covers are visible after it
+                cache[CACHE_PRE_DONE] = 1
+        return cache[CACHE_PRE_DONE] != 0
 
     @cuda.jit(device=True)
     def copy_span(data, scratch, src, dst, first, vecs, stride):
@@ -429,6 +464,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                 if tid == 0:
                     cuda.threadfence()  # the block's copies are visible before the flag says so
                     store_relaxed(flags, seam_base + row * m_max + w, uint32(epoch))
+                    atomic_add_u64(counters, 3, uint64(1))  # a finished ticket (pre_reads_done)
             else:
                 for e in range(first + tid, end, block):
                     w = load_i64(table, listed + 1 + e)
@@ -438,6 +474,10 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                               load_i64(table, entry + S.T_VECS), 1)
                     cuda.threadfence()  # this thread's copies, then its flag
                     store_relaxed(flags, seam_base + row * m_max + w, uint32(epoch))
+                cuda.syncthreads()
+                if tid == 0:
+                    cuda.threadfence()  # every thread's spans (ordered by the barrier) before the count
+                    atomic_add_u64(counters, 3, uint64(1))
 
     @cuda.jit(**jit_options)
     def kernel(data, scratch, flags, counters, table, rows, n, k, head0, lane_steps, lanes_row,
@@ -459,7 +499,9 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         # Phase 2: lanes, item by item, through the ring.
         total_lanes = rows * lanes_row
         if tid == 0:
-            cache[ENTRY_BATCH] = -1
+            cache[CACHE_BATCH] = -1
+            cache[CACHE_PRE_DONE] = 0
+            cache[CACHE_PRE_TOTAL] = rows * pre_row
         lane = int64(-1)
         step = int64(0)
         if tid == 0:
@@ -490,7 +532,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             else:
                 commit_copies()
             if tid == 0:
-                ctrl[1] = wait_readers(desc, oldest, flags, rows, n, k, epoch)
+                ctrl[1] = wait_readers(desc, oldest, cache, counters, flags, rows, n, k, epoch)
             cuda.syncthreads()
             if ctrl[1]:
                 wait_ring(ctrl[1])  # a reader of this tile is an item of ours still in flight
@@ -510,7 +552,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
 
     @cuda.jit(device=True)
     def control(desc, items, seq, cache, flags, counters, table, rows, n, k, head0, lane_steps, lanes_row,
-                scratch_row, table_heads, epoch):
+                scratch_row, table_heads, epoch, pre_total):
         """The control warp (one thread): decode items ahead of the data warps, then clear their waits.
 
         ``seq`` counts, in order: items decoded (``SEQ_DECODED``), items
@@ -523,7 +565,9 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         warps can start those items' copies (their ring readers) meanwhile.
         """
         total_lanes = rows * lanes_row
-        cache[ENTRY_BATCH] = -1
+        cache[CACHE_BATCH] = -1
+        cache[CACHE_PRE_DONE] = 0
+        cache[CACHE_PRE_TOTAL] = pre_total
         lane = int64(-1)
         step = int64(0)
         decoded = int64(0)
@@ -543,7 +587,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             elif cleared < decoded and (end >= 0 or decoded >= cleared + buffers):
                 if cleared == end:
                     return
-                wait_readers(desc, cleared % ws_slots, flags, rows, n, k, epoch)
+                wait_readers(desc, cleared % ws_slots, cache, counters, flags, rows, n, k, epoch)
                 cleared += 1
                 cuda.threadfence_block()
                 cuda.atomic.max(seq, SEQ_CLEARED, cleared)
@@ -587,7 +631,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         if tid >= threads:
             if tid == threads:
                 control(desc, items, seq, cache, flags, counters, table, rows, n, k, head0, lane_steps, lanes_row,
-                        scratch_row, table_heads, epoch)
+                        scratch_row, table_heads, epoch, rows * pre_row)
             return
         for i in range(buffers - 1):
             if tid == 0:
@@ -641,6 +685,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             store_u64(counters, 0, uint64(0))
             store_u64(counters, 1, uint64(0))
             store_u64(counters, 2, uint64(0))
+            store_u64(counters, 3, uint64(0))
 
     return kernel_control_warp if control_warp else kernel
 
