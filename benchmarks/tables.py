@@ -405,7 +405,7 @@ CHAIN_PROBES = [
 CHAIN_SHIFTS = ["3", "1MiB+5", "n/4+3", "n/3", "n/2+1", "n-7"]
 #: The newest end-to-end run of issue #7's gate points (python -m rotate.bench, 1 and 4 GiB, every gate
 #: dtype and shift): the README's chain sentence and perf-notes' gpu-e2e-chain table.
-CHAIN_GATE_RUN = "gpu-e2e-chain-86ce278-h200.json"
+CHAIN_GATE_RUN = "gpu-e2e-chain-57a020b-h200.json"
 
 
 def chain_history_table() -> str:
