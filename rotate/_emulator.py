@@ -8,6 +8,9 @@ highest, lowest or newest item first. Each block does what a kernel block
 does (``rotate._cuda._kernels.chain_kernel``)::
 
     take pre-read tickets until none are left: copy the spans, publish them
+        (taking and copying are separate steps, so other blocks decode
+        meanwhile; once every ticket is finished, ``pre_reads_finished``,
+        no pre-read flag is checked, as in the kernel)
     decode the first ``buffers`` items (decoding an item waits for the
         pre-reads of the scratch pieces it reads), start the copies of the
         first ``buffers - 1``; the last is the item decoded ahead
@@ -61,6 +64,7 @@ class _Block:
     lane: int = -1
     step: int = 0
     phase: str = "pre"
+    pre_ticket: int = -1                         # the pre-read ticket taken, copied at a later step
 
 
 def plan_rows(rows, n, k, head0, tile_bytes, chain=None, lane_steps=None, buffers=2):
@@ -106,7 +110,7 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
                   for h in range(n_heads))  # pre-read tickets a row
     read_done = set()     # (row, tile)
     pre_done = set()      # (row, tile)
-    counters = [0, 0]     # lane tickets, pre-read tickets
+    counters = [0, 0, 0]  # lane tickets, pre-read tickets taken, pre-read tickets finished
     rng = random.Random(seed)
     state = [_Block() for _ in range(blocks)]
 
@@ -164,13 +168,20 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
             x = xe
         return out
 
+    def pre_reads_finished():
+        """The kernel's shortcut: once every ticket is finished, no pre-read flag is polled."""
+        return S.pre_reads_finished(counters[2], rows * pre_row)
+
     def can_describe(row, tile):
-        return all((row, w) in pre_done for _, _, _, pre, w in pieces(row, tile) if pre)
+        return pre_reads_finished() or all((row, w) in pre_done for _, _, _, pre, w in pieces(row, tile) if pre)
 
     def land(row, tile):
         buffer = {}
         for x, xe, z, pre, w in pieces(row, tile):
-            offset, lo, _ = entry(row, w) if pre else (0, 0, 0)
+            offset, lo, vecs = entry(row, w) if pre else (0, 0, 0)
+            if pre and (offset < 0 or not lo <= z or z + (xe - x) > lo + 16 * vecs):
+                raise ScheduleError(f"tile {tile} (row {row}) reads bytes {z}..{z + xe - x} of tile {w} from "
+                                    f"scratch, but the plan pre-reads {lo}..{lo + 16 * vecs} there (offset {offset})")
             for i in range(xe - x):
                 if pre:
                     buffer[x + i] = scratch[row * scratch_row + offset + (z + i - lo)]
@@ -203,7 +214,7 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
                 if any(item[1] not in b.landed for item in b.ring[:reach + 1]):
                     return False
             elif kind == S.PRE:
-                if (row, tile) not in pre_done:
+                if not pre_reads_finished() and (row, tile) not in pre_done:
                     return False
             z = ze
         return True
@@ -216,9 +227,13 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
             ticket = counters[1]
             counters[1] += 1
             if ticket >= rows * pre_row:
-                b.phase = "fill"
+                b.phase = "fill"  # every ticket is taken; some may still be copying in other blocks
                 return True
-            row, index = S.pre_ticket(ticket, pre_row)
+            b.pre_ticket = ticket
+            b.phase = "pre-copy"
+            return True
+        if b.phase == "pre-copy":  # copy the ticket's spans, publish each, count the ticket finished
+            row, index = S.pre_ticket(b.pre_ticket, pre_row)
             head = S.row_head(head0, row, n)
             base = stride * (head if n_heads > 1 else 0)
             listed = base + S.pre_list(m_max)
@@ -230,6 +245,8 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
                     if 0 <= lo + i < n:
                         scratch[row * scratch_row + offset + i] = mem[row * n + lo + i]
                 pre_done.add((row, w))
+            counters[2] += 1
+            b.phase = "pre"
             return True
         if b.phase in ("fill", "describe"):  # draw the next item and decode it (may wait for pre-reads)
             if b.drawn is None:
@@ -312,7 +329,7 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
 
     def cw_data(b: _Block) -> bool:
         """One action of the data warps."""
-        if b.phase == "pre":
+        if b.phase in ("pre", "pre-copy"):
             return advance(b)
         if b.phase in ("fill", "describe"):  # prime: the first buffers - 1 items' copies
             if b.started_prime == buffers - 1:
@@ -362,7 +379,7 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
             b.landed[key] = land(row, tile)
             return True
         if control_warp:
-            agents = [cw_control, cw_data] if b.phase != "pre" else [cw_data]
+            agents = [cw_control, cw_data] if b.phase not in ("pre", "pre-copy") else [cw_data]
             rng.shuffle(agents)
             if any(agent(b) for agent in agents):
                 return True

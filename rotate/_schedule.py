@@ -362,6 +362,13 @@ def pre_ticket_entries(index, count, big):
 
 
 @register_jitable
+def pre_reads_finished(finished, total):
+    """Whether ``finished`` pre-read tickets of ``total`` are all of them: from then on no item polls a
+    pre-read flag (the kernel's decoding thread, and the emulator)."""
+    return finished >= total
+
+
+@register_jitable
 def pack_item(tile, piece_kinds, reader_kinds, ring_reach=0):
     """One chain position's entry: its tile, then 2 bits per source piece and per reader (in run order),
     then the item's ring reach (``ring_reach``)."""

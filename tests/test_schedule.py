@@ -196,15 +196,49 @@ def test_forward_wait_is_reported(monkeypatch, control_warp):
         emulate(buf, 1, 300, 7, 0, 32, 3, "lowest", 0, chain=1, lane_steps=2, control_warp=control_warp)
 
 
-def test_deadlock_is_detected(monkeypatch):
-    """A pre-read the layout forgot is waited for forever: the emulator reports a deadlock."""
-    def no_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, table, base):
-        table[base:base + S.table_stride(S.max_tiles(n, tile_bytes))] = -1
-        return 0
+_layout_pre_reads = S.layout_pre_reads
 
-    monkeypatch.setattr(S, "layout_pre_reads", no_pre_reads)
+
+def _no_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, table, base):
+    """A layout that forgot its pre-reads: every span, and the list of them, empty."""
+    m_max = S.max_tiles(n, tile_bytes)
+    _layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, table, base)
+    for w in range(m_max):
+        table[base + S.TILE_FIELDS * w + S.T_OFFSET] = -1
+        table[base + S.TILE_FIELDS * w + S.T_VECS] = 0
+    table[base + S.pre_list(m_max)] = 0
+    table[base + S.pre_big(m_max)] = 0
+    return 0
+
+
+def test_deadlock_is_detected(monkeypatch):
+    """A pre-read the layout forgot, waited for by its flag (no count of finished tickets to say
+    "all done"), is waited for forever: the emulator reports a deadlock."""
+    monkeypatch.setattr(S, "layout_pre_reads", _no_pre_reads)
+    monkeypatch.setattr(S, "pre_reads_finished", lambda finished, total: False)
     with pytest.raises(Deadlock):
         emulate(np.arange(200, dtype=np.uint8), 1, 200, 3, 0, 16, 2, "lowest", 0, lane_steps=3)
+
+
+def test_forgotten_pre_read_is_reported(monkeypatch):
+    """With the kernel's shortcut (no flag polls once every pre-read ticket is done), a scratch piece
+    the plan never pre-reads would be read as garbage: the emulator reports it."""
+    monkeypatch.setattr(S, "layout_pre_reads", _no_pre_reads)
+    with pytest.raises(ScheduleError, match="from scratch"):
+        emulate(np.arange(200, dtype=np.uint8), 1, 200, 3, 0, 16, 2, "lowest", 0, lane_steps=3)
+
+
+@pytest.mark.parametrize("control_warp", [False, True])
+def test_an_early_all_pre_reads_done_is_caught(monkeypatch, control_warp):
+    """Blocks may decode while another block still copies its pre-read ticket; counting one ticket
+    short lets an item read scratch before its span is there."""
+    monkeypatch.setattr(S, "pre_reads_finished", lambda finished, total: finished >= total - 1)
+    buf = np.random.default_rng(1).integers(0, 256, 1024, dtype=np.uint8)
+    outcomes = set()
+    for seed in range(40):  # 8 blocks: 2-4 of these seeds decode before the last ticket is copied
+        out = emulate(buf, 1, 1024, 341, 0, 32, 8, "random", seed, lane_steps=4, control_warp=control_warp)
+        outcomes.add(bool(np.array_equal(out, expected(buf, 1, 1024, 341))))
+    assert False in outcomes
 
 
 @pytest.mark.parametrize("control_warp", [False, True])

@@ -402,7 +402,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         every tile has a seam in scratch).
         """
         if cache[CACHE_PRE_DONE] == 0:
-            if int64(atomic_add_u64(counters, 3, uint64(0))) >= cache[CACHE_PRE_TOTAL]:
+            if S.pre_reads_finished(int64(atomic_add_u64(counters, 3, uint64(0))), cache[CACHE_PRE_TOTAL]):
                 cuda.threadfence()  # acquire: the spans the count covers are visible after it
                 cache[CACHE_PRE_DONE] = 1
         return cache[CACHE_PRE_DONE] != 0
