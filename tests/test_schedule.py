@@ -228,17 +228,29 @@ def test_forgotten_pre_read_is_reported(monkeypatch):
         emulate(np.arange(200, dtype=np.uint8), 1, 200, 3, 0, 16, 2, "lowest", 0, lane_steps=3)
 
 
-@pytest.mark.parametrize("control_warp", [False, True])
-def test_an_early_all_pre_reads_done_is_caught(monkeypatch, control_warp):
-    """Blocks may decode while another block still copies its pre-read ticket; counting one ticket
-    short lets an item read scratch before its span is there."""
-    monkeypatch.setattr(S, "pre_reads_finished", lambda finished, total: finished >= total - 1)
+def _early_decoding_outcomes(control_warp):
+    """Results of 40 interleavings in which blocks decode while another block still copies its
+    pre-read ticket (8 blocks; 2-4 of these seeds decode before the last ticket is copied)."""
     buf = np.random.default_rng(1).integers(0, 256, 1024, dtype=np.uint8)
     outcomes = set()
-    for seed in range(40):  # 8 blocks: 2-4 of these seeds decode before the last ticket is copied
+    for seed in range(40):
         out = emulate(buf, 1, 1024, 341, 0, 32, 8, "random", seed, lane_steps=4, control_warp=control_warp)
         outcomes.add(bool(np.array_equal(out, expected(buf, 1, 1024, 341))))
-    assert False in outcomes
+    return outcomes
+
+
+@pytest.mark.parametrize("control_warp", [False, True])
+def test_decoding_before_the_last_pre_read_is_copied(control_warp):
+    """The kernel's "every pre-read ticket finished" shortcut, as it is, under those interleavings."""
+    assert _early_decoding_outcomes(control_warp) == {True}
+
+
+@pytest.mark.parametrize("control_warp", [False, True])
+def test_an_early_all_pre_reads_done_is_caught(monkeypatch, control_warp):
+    """The interleavings above are sensitive: counting one ticket short lets an item read scratch
+    before its span is there."""
+    monkeypatch.setattr(S, "pre_reads_finished", lambda finished, total: finished >= total - 1)
+    assert False in _early_decoding_outcomes(control_warp)
 
 
 @pytest.mark.parametrize("control_warp", [False, True])

@@ -163,6 +163,13 @@ MUTANTS = [
      "                    hit = (template, hit[1], hit[2])\n"),
     # Session 9: the plan table's ring reach (the GPU kernels wait that far for their own copies),
     # judged by tests/test_schedule.py; the CPU chain-serial ring, by tests/test_cpu_backend.py.
+    ("pre-reads-finished-one-short", "rotate/_schedule.py",
+     "    return finished >= total\n", "    return finished >= total - 1\n"),
+    ("pre-list-large-at-the-boundary", "rotate/_schedule.py",
+     "        if table[table_base + TILE_FIELDS * table[listed + 1 + i] + T_VECS] > PRE_SMALL_VECS:",
+     "        if table[table_base + TILE_FIELDS * table[listed + 1 + i] + T_VECS] >= PRE_SMALL_VECS:"),
+    ("pre-ticket-runs-past-the-list", "rotate/_schedule.py",
+     "    if end > count:\n        end = count\n", "    if end > count + 1:\n        end = count + 1\n"),
     ("ring-reach-one-short", "rotate/_schedule.py",
      "            distance = position_of(m, g, length, inv, reader) - pw  # same lane: the step difference\n",
      "            distance = position_of(m, g, length, inv, reader) - pw - 1\n"),
