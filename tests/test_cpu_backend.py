@@ -137,6 +137,36 @@ def test_chain_serial_is_taken_and_fits_its_bound():
     assert taken >= 12, taken
 
 
+@given(row=st.integers(0, 2**47), ring=st.integers(0, 2**47), k=st.integers(1, 2**40))
+def test_chain_serial_ring_is_placed_away_from_4k_aliasing(row, ring, k):
+    """Both streams of chain-serial (row -> ring at distance ring - row - k, ring -> row at row - ring)
+    keep their stores at least 256 bytes off their loads modulo 4096, within the spare bytes, and the
+    ring keeps the row's alignment modulo 64."""
+    offset = _cpu._ring_offset(row, ring, k)
+    assert 0 <= offset < _cpu.ALIAS_SLACK
+    start = ring + offset
+    for distance in ((row - start) % 4096, (start - row - k) % 4096):
+        assert 256 <= distance <= 4096 - 64, (distance, offset)
+    assert (row - start) % 64 == 0
+
+
+@pytest.mark.parametrize("rows,seg", [(1, 3 * (1 << 20) + 11), (2, 3 * (1 << 20) + 11)])
+def test_chain_serial_with_its_default_tiles(rows, seg):
+    """Rows long enough for 16-64 KiB tiles: the ring moves within its spare bytes row by row."""
+    saved = _cpu.LANES, _cpu.SCRATCH_BYTES
+    _cpu.LANES, _cpu.SCRATCH_BYTES = 1, 200 << 10  # a shift that fits scratch takes buffered-shift
+    try:
+        for k in (seg // 3, seg // 2 + 3, seg // 4 + 3):
+            name, scratch, moved = _cpu.plan_rows(rows, seg, k, 1)
+            assert name == "chain-serial", (seg, k, name)
+            buf = random_words(np.random.default_rng(seg + k), rows * seg, np.uint8)
+            expected = np.roll(buf.reshape(rows, seg), -k, axis=1).reshape(-1)
+            _cpu.rotate_rows_inplace(buf, rows, seg, k)
+            np.testing.assert_array_equal(buf, expected, err_msg=f"rows={rows} seg={seg} k={k}")
+    finally:
+        _cpu.LANES, _cpu.SCRATCH_BYTES = saved
+
+
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint64])
 @pytest.mark.parametrize("lanes", [1, 2, 3, 7])
 def test_fused_swap_shift_near_half(dtype, lanes):
