@@ -67,7 +67,7 @@ MUTANTS = [
      "        return (device, planner.device_shape(device), (),"),
     ("cpu-plan-cache-ignores-tunables", "rotate/_cpu.py",
      "    return (num_threads(), SCRATCH_BYTES, TILE_BYTES, SMALL_ROW_BYTES, MIN_LANE_BYTES, LANES, CHAIN_TILE_BYTES,\n"
-     "            CHAIN_RING)",
+     "            CHAIN_RING, ALIAS_SLACK)",
      "    return (num_threads(),)"),
     ("plan-ignores-mask", "rotate/_api.py",
      "    for part in _parts(a):  # a masked array's mask", "    for part in [a]:  # a masked array's mask"),
