@@ -564,6 +564,24 @@ def _schedule_cost(ops, tile: int, swap_lanes: int):
     return scratch, moved
 
 
+def _aliasing(distance_bytes: int) -> bool:
+    """Whether a forward copy whose destination lies ``distance_bytes`` after its source suffers 4 KiB
+    aliasing: destination 1-15 bytes ahead of the source modulo 4096 made a 16 KiB copy 7-10x slower on
+    this host (each load waits for a store it does not depend on); 0 and 16 or more did not."""
+    return 1 <= distance_bytes % 4096 <= 15
+
+
+def _ops_alias(ops, itemsize: int) -> bool:
+    """Whether a block-swap schedule's copies from one part of the row to another alias (``_aliasing``):
+    a swap's middle copy, a fused swap-shift's direct copy, a buffered shift's forward move."""
+    for kind, a, b, c, _ in ops:
+        if kind == _SWAP and _aliasing((a - b) * itemsize):
+            return True
+        if kind in (_SWAP_SHIFT, _SHIFT) and _aliasing(-c * itemsize):
+            return True
+    return False
+
+
 def _plan_rows(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=None):
     """Decide how to rotate within the scratch bound; returns (name, scratch_words, words_moved, runner)."""
     budget = _budget(max_scratch_bytes)
@@ -578,10 +596,13 @@ def _plan_rows(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=Non
             # float64 swaps 0.86-1.09x, the chain 0.98-1.04x (kept: even).
             # Rows spread over lanes keep their swaps: the lanes run in parallel.
             # A rotation by exactly half stays one swap (every byte read and written once already).
+            # Swaps whose copies alias at 4 KiB (float64 n/2 + 1: 2.0x copyto on two
+            # threads, the chain 1.0x on one) take the chain too: its ring is placed.
             swaps = plan[0].startswith("block-swap")
             single_swap = swaps and len(plan[3][3]) == 1 and plan[3][3][0][0] == _SWAP
             if (swaps and not single_swap
-                    and (plan[3][1] == 1 or (plan[3][0] == "segment" and itemsize < 8))):
+                    and (plan[3][1] == 1 or (plan[3][0] == "segment" and itemsize < 8)
+                         or _ops_alias(plan[3][3], itemsize))):
                 chain = _plan_chain_serial(rows, seg * itemsize, k * itemsize, budget)
                 if chain is not None:
                     scratch_bytes, moved_bytes, runner = chain

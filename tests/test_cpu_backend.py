@@ -150,6 +150,23 @@ def test_chain_serial_ring_is_placed_away_from_4k_aliasing(row, ring, k):
     assert (row - start) % 64 == 0
 
 
+def test_block_swaps_whose_copies_alias_take_the_chain():
+    """float64 rolled by n/2 + 1 swaps halves 8 bytes apart modulo 4096 (2.0x copyto on two threads,
+    measured): the planner takes chain-serial there, and keeps the swaps at n/2 + 3 (24 bytes apart)."""
+    assert [_cpu._aliasing(d) for d in (0, 1, 15, 16, 4096, 4097, 4111, 4112, -4081, -8)] == \
+        [False, True, True, False, False, True, True, False, True, False]
+    seg = 1 << 22  # 32 MiB of float64: half a row is over the scratch bound, so block swaps are planned
+    saved = _cpu.LANES
+    _cpu.LANES = 2
+    try:
+        aliasing = _cpu.plan_rows(1, seg, seg // 2 - 1, 8)[0]
+        apart = _cpu.plan_rows(1, seg, seg // 2 - 3, 8)[0]
+    finally:
+        _cpu.LANES = saved
+    assert aliasing == "chain-serial"
+    assert apart.startswith("block-swap"), apart
+
+
 @pytest.mark.parametrize("rows,seg", [(1, 3 * (1 << 20) + 11), (2, 3 * (1 << 20) + 11)])
 def test_chain_serial_with_its_default_tiles(rows, seg):
     """Rows long enough for 16-64 KiB tiles: the ring moves within its spare bytes row by row."""

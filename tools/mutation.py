@@ -170,6 +170,8 @@ MUTANTS = [
      "        if table[table_base + TILE_FIELDS * table[listed + 1 + i] + T_VECS] >= PRE_SMALL_VECS:"),
     ("pre-ticket-runs-past-the-list", "rotate/_schedule.py",
      "    if end > count:\n        end = count\n", "    if end > count + 1:\n        end = count + 1\n"),
+    ("aliasing-window-too-narrow", "rotate/_cpu.py",
+     "    return 1 <= distance_bytes % 4096 <= 15\n", "    return 1 <= distance_bytes % 4096 <= 7\n"),
     ("ring-reach-one-short", "rotate/_schedule.py",
      "            distance = position_of(m, g, length, inv, reader) - pw  # same lane: the step difference\n",
      "            distance = position_of(m, g, length, inv, reader) - pw - 1\n"),
