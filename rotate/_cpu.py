@@ -117,7 +117,7 @@ import numba
 import numpy as np
 from numba import njit, prange, types
 from numba.core import cgutils
-from numba.extending import intrinsic
+from numba.extending import intrinsic, register_jitable
 
 from . import _schedule as S
 from ._plan import Step
@@ -144,7 +144,9 @@ CHAIN_RING = 4
 ALIAS_SLACK = 4096
 
 
-def _alias_slack(tile_bytes: int) -> int:
+@register_jitable
+def _alias_slack(tile_bytes):
+    """Spare scratch bytes chain-serial keeps to place its ring (tiles of at least ``ALIAS_SLACK``)."""
     return ALIAS_SLACK if tile_bytes >= ALIAS_SLACK else 0
 
 # Schedule op kinds for the contiguous path.
@@ -566,8 +568,9 @@ def _schedule_cost(ops, tile: int, swap_lanes: int):
 
 def _aliasing(distance_bytes: int) -> bool:
     """Whether a forward copy whose destination lies ``distance_bytes`` after its source suffers 4 KiB
-    aliasing: destination 1-15 bytes ahead of the source modulo 4096 made a 16 KiB copy 7-10x slower on
-    this host (each load waits for a store it does not depend on); 0 and 16 or more did not."""
+    aliasing: destination 1-15 bytes ahead of the source modulo 4096 made a 16 KiB copy 7-8x slower on
+    this host (each load waits for a store it does not depend on); 0 and 16 or more did not
+    (``benchmarks/cpu_aliasing.py``)."""
     return 1 <= distance_bytes % 4096 <= 15
 
 
@@ -596,7 +599,7 @@ def _plan_rows(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=Non
             # float64 swaps 0.86-1.09x, the chain 0.98-1.04x (kept: even).
             # Rows spread over lanes keep their swaps: the lanes run in parallel.
             # A rotation by exactly half stays one swap (every byte read and written once already).
-            # Swaps whose copies alias at 4 KiB (float64 n/2 + 1: 2.0x copyto on two
+            # Swaps whose copies alias at 4 KiB (float64 n/2 + 1: 1.6-2.0x copyto on two
             # threads, the chain 1.0x on one) take the chain too: its ring is placed.
             swaps = plan[0].startswith("block-swap")
             single_swap = swaps and len(plan[3][3]) == 1 and plan[3][3][0][0] == _SWAP
@@ -921,9 +924,9 @@ def _ring_offset(row_address, ring_address, k):
 
     A stream of loads from one buffer and stores to another whose addresses
     differ by a few bytes modulo 4096 makes each load wait for stores it
-    does not depend on (4 KiB aliasing): float64 n/2 + 3 took 40-90 ms
-    instead of 22 with the ring 0-16 bytes off the row modulo 4096
-    (256 MiB, one thread). The write-back stores at ``row - ring`` (mod
+    does not depend on (4 KiB aliasing): float64 n/2 + 3 took 58-90 ms
+    instead of 21-25 with the row 0-16 bytes past the ring modulo 4096
+    (256 MiB, one thread; ``benchmarks/cpu_aliasing.py``). The write-back stores at ``row - ring`` (mod
     4096) from its loads, the read-in at ``ring - row - k``; both sum to
     ``-k``, so put the first half a page (or a quarter) from both.
     """
@@ -936,7 +939,7 @@ def _ring_offset(row_address, ring_address, k):
 
 
 @njit(cache=True)
-def _chain_rows_serial(data, rows, n, k, tile_bytes, ring, table, scratch, scratch_row):
+def _chain_rows_serial(data, rows, n, k, tile_bytes, ring, table, scratch, scratch_row, place_ring=True):
     """``chain-serial``: every row rotated left by ``k`` bytes in one pass, in chain order.
 
     ``table`` is the row's plan table (``rotate._schedule.layout_pre_reads``
@@ -944,7 +947,9 @@ def _chain_rows_serial(data, rows, n, k, tile_bytes, ring, table, scratch, scrat
     the listed pre-read spans into scratch, then walk the chain positions,
     reading each item's source runs (the array, or scratch for ``PRE``
     pieces) into a ring of ``ring`` tile buffers and writing the item
-    ``ring - 1`` positions back.
+    ``ring - 1`` positions back. ``place_ring=False`` (benchmarks only)
+    keeps the ring at ``scratch[scratch_row:]`` instead of ``_ring_offset``'s
+    place.
     """
     m = S.tile_count(n, 0, tile_bytes)
     m_max = S.max_tiles(n, tile_bytes)
@@ -953,7 +958,7 @@ def _chain_rows_serial(data, rows, n, k, tile_bytes, ring, table, scratch, scrat
     for row in range(rows):
         base = row * n
         ring_at = scratch_row
-        if tile_bytes >= ALIAS_SLACK:  # the plan left ALIAS_SLACK spare bytes (``_alias_slack``)
+        if place_ring and _alias_slack(tile_bytes):  # the plan left these spare bytes
             ring_at += _ring_offset(data.ctypes.data + base, scratch.ctypes.data + scratch_row, k)
         bufs = scratch[ring_at:ring_at + ring * tile_bytes]
         for i in range(table[listed]):

@@ -151,7 +151,7 @@ def test_chain_serial_ring_is_placed_away_from_4k_aliasing(row, ring, k):
 
 
 def test_block_swaps_whose_copies_alias_take_the_chain():
-    """float64 rolled by n/2 + 1 swaps halves 8 bytes apart modulo 4096 (2.0x copyto on two threads,
+    """float64 rolled by n/2 + 1 swaps halves 8 bytes apart modulo 4096 (1.6-2.0x copyto on two threads,
     measured): the planner takes chain-serial there, and keeps the swaps at n/2 + 3 (24 bytes apart)."""
     assert [_cpu._aliasing(d) for d in (0, 1, 15, 16, 4096, 4097, 4111, 4112, -4081, -8)] == \
         [False, True, True, False, False, True, True, False, True, False]
