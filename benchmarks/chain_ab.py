@@ -10,6 +10,7 @@ planner's chain layouts to one tile size and ring depth per line (as
 ``chain_tiles.py``). Prints one JSON line per point, with the plan's
 configuration and its pre-read ticket count.
 """
+import contextlib
 import json
 import sys
 
@@ -24,17 +25,6 @@ size = int(sys.argv[3]) if len(sys.argv) > 3 and not sys.argv[3].startswith("--"
 forced = [None]
 if "--force" in sys.argv:
     forced = [tuple(map(int, c.split(":"))) for c in sys.argv[sys.argv.index("--force") + 1].split(",")]
-real = planner.chain_layout
-want = {}
-
-
-def filtered(n, k, heads, tile_bytes, chain, lane_steps, ring):
-    if want and (tile_bytes != want["T"] or ring != want["B"]):
-        return None, 0
-    return real(n, k, heads, tile_bytes, chain, lane_steps, ring)
-
-
-planner.chain_layout = filtered
 time_it, memcpy_ms, keep = bench.memcpy_baseline(size)
 arrays = {}
 for dtype, shift_label in points:
@@ -44,12 +34,7 @@ for dtype, shift_label in points:
     x = arrays[dtype]
     s = bench.shift_elements(shift_label, x.size, x.itemsize)
     for force in forced:
-        want.clear()
-        knobs = {}
-        if force:
-            want.update(T=force[0], B=force[1])
-            knobs = dict(tile_bytes=force[0], buffers=force[1])
-        with planner.override(**knobs):
+        with bench.forced_chain(*force) if force else contextlib.nullcontext():
             p = rotate.plan(x, s)
             d = p.steps[0].details
             ok = bench.roll_matches_cupy(x, s)

@@ -14,15 +14,7 @@ import cupy
 
 import rotate
 from rotate import bench
-from rotate._cuda import planner
 
-real = planner.chain_layout
-want = {}
-def forced(n, k, heads, tile_bytes, chain, lane_steps, ring):
-    if tile_bytes != want["T"] or ring != want["B"]:
-        return None, 0
-    return real(n, k, heads, tile_bytes, chain, lane_steps, ring)
-planner.chain_layout = forced
 size = 1 << 30
 time_it, memcpy_ms, keep = bench.memcpy_baseline(size)
 x = cupy.random.randint(0, 256, size, dtype=cupy.uint8)
@@ -30,8 +22,7 @@ rows = []
 for label in sys.argv[1].split(","):
     s = bench.shift_elements(label, size, 1)
     for T, B in ((32768, 2), (32768, 3), (16384, 2), (16384, 3), (16384, 4)):
-        want.update(T=T, B=B)
-        with planner.override(tile_bytes=T, buffers=B):
+        with bench.forced_chain(T, B):
             p = rotate.plan(x, s)
             if p.algorithm != "chain":
                 print(label, T, B, p.algorithm, flush=True)

@@ -96,6 +96,32 @@ def memcpy_baseline(size: int, repeat: int = 10):
     return time_it, time_it(copy, repeat), keep
 
 
+def forced_chain(tile_bytes: int, buffers: int):
+    """A context for GPU probes: the planner's chain layouts other than ``(tile_bytes, buffers)`` are
+    refused (with ``planner.override`` of those knobs, the chain plans only that configuration)."""
+    import contextlib
+
+    from rotate._cuda import planner
+
+    @contextlib.contextmanager
+    def forced():
+        real = planner.chain_layout
+
+        def only(n, k, heads, tile, chain, lane_steps, ring):
+            if tile != tile_bytes or ring != buffers:
+                return None, 0
+            return real(n, k, heads, tile, chain, lane_steps, ring)
+
+        planner.chain_layout = only
+        try:
+            with planner.override(tile_bytes=tile_bytes, buffers=buffers):
+                yield
+        finally:
+            planner.chain_layout = real
+
+    return forced()
+
+
 def roll_matches_cupy(x, shift, axis=None) -> bool:
     """Roll the CuPy array ``x`` in place with rotate; whether it equals ``cupy.roll`` of its old
     contents byte for byte (NaN payloads included)."""

@@ -217,10 +217,8 @@ if SIMULATED:
         Here a ``threading.Barrier`` per simulated block (the simulator runs
         each thread of a block as a Python thread).
         """
-        import threading
-
         def bar_sync():
-            thread = threading.current_thread()  # the simulator's BlockThread
+            thread = _threading.current_thread()  # the simulator's BlockThread
             key = (tuple(thread.blockIdx), barrier_id, count)
             with _barriers_lock:
                 if _barriers.get("launch") is not thread._manager:  # a new launch: forget the old barriers
@@ -228,7 +226,7 @@ if SIMULATED:
                     _barriers["launch"] = thread._manager
                 barrier = _barriers.get(key)
                 if barrier is None:
-                    barrier = _barriers[key] = threading.Barrier(count)
+                    barrier = _barriers[key] = _threading.Barrier(count)
             barrier.wait()
 
         return bar_sync
