@@ -11,12 +11,13 @@ from __future__ import annotations
 import functools
 import os
 
-from numba import cuda, int64, uint32, uint64
+from numba import cuda, int32, int64, uint32, uint64
 
 from .. import _schedule as S
-from ._memops import (SIMULATED, atomic_add_u64, commit_copies, copies_waiter, copy16_async, load16,
-                      load16_shared, load_acquire, load_i64, named_barrier, store8, store16, store_relaxed,
-                      store_u64)
+from ._memops import (SIMULATED, atomic_add_u64, commit_copies, copies_waiter, copy16_async, copy16_async_at,
+                      funnel_right,
+                      load16, load16_shared, load16_shared_at, load_acquire, load_i64, load_shared_at,
+                      named_barrier, shared_address, store8, store16, store_relaxed, store_u64)
 
 wait_all = copies_waiter(0)
 
@@ -36,11 +37,13 @@ CACHE_BATCH, CACHE_PRE_DONE, CACHE_PRE_TOTAL = ENTRY_BATCH, ENTRY_BATCH + 1, ENT
 # The control-warp variant's counters in shared memory (``chain_kernel(control_warp=True)``).
 SEQ_DECODED, SEQ_CLEARED, SEQ_WRITTEN, SEQ_END = range(4)
 
-#: Default tile and ring (docs/perf-notes.md): 32 KiB tiles, two buffers
-#: (one item's copies in flight while the other is written), 256 threads.
+#: Default tile and ring (docs/perf-notes.md): 32 KiB tiles, three buffers
+#: (two items' copies in flight while the third is written; two blocks an
+#: SM), 256 threads. Two buffers (three blocks an SM) ran 6 points slower
+#: once the write loop was cut to a few instructions a vector.
 TILE_BYTES = 32 * 1024
 THREADS = 256
-BUFFERS = 2
+BUFFERS = 3
 
 
 def buffer_vecs(tile_bytes: int) -> int:
@@ -75,8 +78,92 @@ def store_realigned(smem, w, r, data, pos):
 
 
 @functools.lru_cache(maxsize=None)
+def _whole_vectors(threads: int, word_shift: int):
+    """The write loop for one source alignment: ``word_shift`` words past the vector grid of shared
+    memory, plus ``bits`` (0, 8, 16, 24); ``word_shift = -1``: on the grid (plain 16-byte copies).
+
+    The word shift is a compile-time constant, so each loop is straight-line
+    code: one or two 16-byte shared loads, four one-instruction funnel shifts
+    and a 16-byte store a vector, on 32-bit shared addresses converted once.
+    (A per-vector choice of the window cost ~95 instructions a vector,
+    ncu at shift 3: the write loop was 45% of the warps' samples.)
+    """
+
+    @cuda.jit(device=True)
+    def store_whole(smem, address, bits, data, pos, count, tid):
+        """Store ``count`` whole vectors at ``data[pos + 16 v]`` from shared ``address + 16 v`` on."""
+        v = int32(tid)
+        at = uint32(address + uint32(16 * tid))
+        p = pos + 16 * v
+        while v < count:
+            a0, a1, a2, a3 = load16_shared_at(smem, at)
+            if word_shift < 0:
+                store16(data, p, a0, a1, a2, a3)
+            elif word_shift == 0:
+                b0 = load_shared_at(smem, uint32(at + uint32(16)))
+                store16(data, p, funnel_right(a0, a1, bits), funnel_right(a1, a2, bits),
+                        funnel_right(a2, a3, bits), funnel_right(a3, b0, bits))
+            else:
+                b0, b1, b2, b3 = load16_shared_at(smem, uint32(at + uint32(16)))
+                if word_shift == 1:
+                    store16(data, p, funnel_right(a1, a2, bits), funnel_right(a2, a3, bits),
+                            funnel_right(a3, b0, bits), funnel_right(b0, b1, bits))
+                elif word_shift == 2:
+                    store16(data, p, funnel_right(a2, a3, bits), funnel_right(a3, b0, bits),
+                            funnel_right(b0, b1, bits), funnel_right(b1, b2, bits))
+                else:
+                    store16(data, p, funnel_right(a3, b0, bits), funnel_right(b0, b1, bits),
+                            funnel_right(b1, b2, bits), funnel_right(b2, b3, bits))
+            v += threads
+            at = uint32(at + uint32(16 * threads))
+            p += 16 * threads
+
+    return store_whole
+
+
+@functools.lru_cache(maxsize=None)
+def _copy_vectors(threads: int):
+    """Start ``cp.async`` copies of a run of whole vectors, a thread every ``threads`` vectors."""
+
+    @cuda.jit(device=True)
+    def copy_vectors(smem, slot, src, pos, vecs, tid):
+        """Copy ``src[pos:pos + 16 vecs]`` (16-byte aligned) into shared vectors ``slot`` on.
+
+        32-bit shared addresses converted once and a 32-bit count: the
+        per-vector loop of ``copy16_async`` redid both in 64 bits.
+        """
+        v = int32(tid)
+        count = int32(vecs)
+        at = uint32(shared_address(smem, 4 * slot) + uint32(16 * tid))
+        p = pos + 16 * v
+        while v < count:
+            copy16_async_at(smem, at, src, p)
+            v += threads
+            at = uint32(at + uint32(16 * threads))
+            p += 16 * threads
+
+    return copy_vectors
+
+
+@functools.lru_cache(maxsize=None)
 def _write_moved(threads: int, write_iters: int):
-    """The write path both tiled kernels share: realign in registers, store 16-byte vectors."""
+    """The write path the tiled kernels share: realign in registers, store 16-byte vectors.
+
+    ``write_iters`` is kept for the callers' cache keys (the loops now run to
+    the run's own vector count)."""
+    aligned = _whole_vectors(threads, -1)
+    shifted0 = _whole_vectors(threads, 0)
+    shifted1 = _whole_vectors(threads, 1)
+    shifted2 = _whole_vectors(threads, 2)
+    shifted3 = _whole_vectors(threads, 3)
+
+    @cuda.jit(device=True)
+    def store_bytes(smem, slot0, src_al, data, row_pos, x_lo, x_hi, delta):
+        """Positions ``[x_lo, x_hi)`` (within one vector) byte by byte: the partial vectors at a run's ends."""
+        for x in range(x_lo, x_hi):
+            sb = 16 * slot0 + x + delta - src_al
+            word = smem[sb >> 2]
+            store8(data, row_pos + x, (word >> ((sb & 3) * 8)) & 0xFF)
 
     @cuda.jit(device=True)
     def write_moved(smem, slot0, src_al, data, row_pos, head, lo, hi, delta, tid):
@@ -84,28 +171,37 @@ def _write_moved(threads: int, write_iters: int):
 
         Those source bytes sit in ``smem`` from vector ``slot0`` on,
         over-copied from the 16-byte aligned position ``src_al``. Whole
-        destination vectors take two 16-byte shared loads, a 5-word window
-        chosen by a block-uniform branch and four funnel shifts; the (at most
-        two) partial vectors at the ends are written byte by byte.
+        destination vectors go through the loop for the source's alignment
+        (chosen once: it is the same for every vector of the run); the (at
+        most two) partial vectors at the ends are written byte by byte, the
+        first by thread 0, the last by the last thread.
         """
-        d_lo = S.align_down(head + lo) - head
-        d_vecs = (S.align_up(head + hi) - S.align_down(head + lo)) // 16
-        base = d_lo + delta - src_al
-        q0 = slot0 + (base >> 4)
+        d_lo = S.align_down(head + lo) - head  # the first destination vector (maybe partial)
+        d_hi = S.align_up(head + hi) - head
+        full_lo = d_lo if d_lo >= lo else d_lo + 16
+        full_hi = d_hi if d_hi <= hi else d_hi - 16
+        base = full_lo + delta - src_al  # buffer byte of the first whole vector's source
         r = base & 15
-        for m in range(write_iters):
-            v = tid + m * threads
-            if v < d_vecs:
-                p = d_lo + 16 * v
-                if p >= lo and p + 16 <= hi:
-                    store_realigned(smem, 4 * (q0 + v), r, data, row_pos + p)
-                else:
-                    for b in range(16):
-                        x = p + b
-                        if x >= lo and x < hi:
-                            sb = 16 * slot0 + x + delta - src_al
-                            word = smem[sb >> 2]
-                            store8(data, row_pos + x, (word >> ((sb & 3) * 8)) & 0xFF)
+        if full_hi > full_lo:
+            count = int32((full_hi - full_lo) >> 4)
+            address = shared_address(smem, 4 * (slot0 + (base >> 4)))
+            bits = uint32(8 * (r & 3))
+            pos = row_pos + full_lo
+            ws = r >> 2
+            if r == 0:
+                aligned(smem, address, bits, data, pos, count, tid)
+            elif ws == 0:
+                shifted0(smem, address, bits, data, pos, count, tid)
+            elif ws == 1:
+                shifted1(smem, address, bits, data, pos, count, tid)
+            elif ws == 2:
+                shifted2(smem, address, bits, data, pos, count, tid)
+            else:
+                shifted3(smem, address, bits, data, pos, count, tid)
+        if full_lo > d_lo and tid == 0:
+            store_bytes(smem, slot0, src_al, data, row_pos, lo, min(hi, full_lo), delta)
+        if full_hi < d_hi and full_hi >= full_lo and tid == threads - 1:
+            store_bytes(smem, slot0, src_al, data, row_pos, max(lo, full_hi), hi, delta)
 
     return write_moved
 
@@ -173,6 +269,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     if not SIMULATED and os.environ.get("ROTATE_LINEINFO") == "1":
         jit_options["lineinfo"] = True  # Nsight Compute's source view (benchmarks/ncu_target.py)
     write_moved = _write_moved(threads, write_iters)
+    copy_vectors = _copy_vectors(threads)
 
     @cuda.jit(device=True)
     def wait_ring(reach):
@@ -342,11 +439,9 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             slot = buf + desc[d, base + P_SLOT]
             vecs = desc[d, base + P_VECS]
             if desc[d, base + P_SCRATCH]:
-                for v in range(tid, vecs, threads):
-                    copy16_async(smem, 4 * (slot + v), scratch, pos + 16 * v)
+                copy_vectors(smem, slot, scratch, pos, vecs, tid)
             else:
-                for v in range(tid, vecs, threads):
-                    copy16_async(smem, 4 * (slot + v), data, pos + 16 * v)
+                copy_vectors(smem, slot, data, pos, vecs, tid)
         commit_copies()  # one group per item, empty or not, so group counts agree
 
     @cuda.jit(device=True)

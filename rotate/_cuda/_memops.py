@@ -196,6 +196,31 @@ if SIMULATED:
         """Words ``smem[word:word + 4]`` (``word`` a multiple of 4)."""
         return smem[word], smem[word + 1], smem[word + 2], smem[word + 3]
 
+    def copy16_async_at(smem, address, data, pos):
+        """``copy16_async`` to a ``shared_address``."""
+        if address % 16:
+            raise MisalignedAccess(f"16-byte shared access at byte {address}")
+        copy16_async(smem, address >> 2, data, pos)
+
+    def shared_address(smem, word):
+        """The address of ``smem[word]`` for ``load16_shared_at``: here its byte offset in ``smem``."""
+        return 4 * word
+
+    def load16_shared_at(smem, address):
+        """Words at shared ``address`` (16-byte aligned), as ``load16_shared``."""
+        if address % 16:
+            raise MisalignedAccess(f"16-byte shared access at byte {address}")
+        word = address >> 2
+        return smem[word], smem[word + 1], smem[word + 2], smem[word + 3]
+
+    def load_shared_at(smem, address):
+        """The word at shared ``address`` (4-byte aligned)."""
+        return smem[address >> 2]
+
+    def funnel_right(lo, hi, bits):
+        """Bits ``[bits, bits + 32)`` of the 64-bit pair ``hi:lo`` (``shf.r.clamp``; ``bits`` < 32)."""
+        return ((int(hi) << 32 | int(lo)) >> int(bits)) & 0xFFFFFFFF
+
     def commit_copies():
         """Close this thread's current group of copies (``cp.async.commit_group``)."""
 
@@ -290,6 +315,83 @@ else:
             return _load_words(context, builder, signature.return_type, s_addr,
                                "{ .reg .u64 sa; .reg .u32 sa32; cvta.to.shared.u64 sa, $4; cvt.u32.u64 sa32, sa; "
                                "ld.shared.v4.u32 {$0, $1, $2, $3}, [sa32]; }")
+
+        return sig, codegen
+
+    @intrinsic
+    def shared_address(typingctx, smem, word):
+        """The 32-bit ``.shared`` address of ``smem[word]``, for ``load16_shared_at`` and ``load_shared_at``.
+
+        Converted once per run of loads: ``load16_shared`` converts the
+        generic address on every call (``cvta`` and the CTA's window base,
+        several instructions a vector on the write path).
+        """
+        sig = types.uint32(smem, types.int64)
+
+        def codegen(context, builder, signature, args):
+            s_array, s_word = args
+            s_word = context.cast(builder, s_word, signature.args[1], types.int64)
+            s_addr = _address(context, builder, signature.args[0], s_array, builder.mul(s_word, ir.Constant(_i64, 4)))
+            asm = ir.InlineAsm(ir.FunctionType(_i32, [_i64]),
+                               "{ .reg .u64 sa; cvta.to.shared.u64 sa, $1; cvt.u32.u64 $0, sa; }", "=r,l")
+            return builder.call(asm, [s_addr])
+
+        return sig, codegen
+
+    @intrinsic
+    def copy16_async_at(typingctx, smem, address, data, pos):
+        """``cp.async.cg.shared.global`` to a ``shared_address``: ``copy16_async`` without the
+        address conversion on every vector."""
+        sig = types.void(smem, types.uint32, data, types.int64)
+
+        def codegen(context, builder, signature, args):
+            _, s_addr, g_array, g_pos = args
+            g_pos = context.cast(builder, g_pos, signature.args[3], types.int64)
+            g_addr = _address(context, builder, signature.args[2], g_array, g_pos)
+            asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [_i32, _i64]), "cp.async.cg.shared.global [$0], [$1], 16;",
+                               "r,l,~{memory}", side_effect=True)
+            builder.call(asm, [s_addr, g_addr])
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def load16_shared_at(typingctx, smem, address):
+        """``ld.shared.v4.u32`` at a ``shared_address`` (16-byte aligned); ``smem`` only names the buffer."""
+        sig = types.UniTuple(types.uint32, 4)(smem, types.uint32)
+
+        def codegen(context, builder, signature, args):
+            fnty = ir.FunctionType(ir.LiteralStructType([_i32] * 4), [_i32])
+            asm = ir.InlineAsm(fnty, "ld.shared.v4.u32 {$0, $1, $2, $3}, [$4];", "=r,=r,=r,=r,r,~{memory}",
+                               side_effect=True)
+            result = builder.call(asm, [args[1]])
+            words = [builder.extract_value(result, i) for i in range(4)]
+            return context.make_tuple(builder, signature.return_type, words)
+
+        return sig, codegen
+
+    @intrinsic
+    def load_shared_at(typingctx, smem, address):
+        """``ld.shared.u32`` at a ``shared_address`` (4-byte aligned)."""
+        sig = types.uint32(smem, types.uint32)
+
+        def codegen(context, builder, signature, args):
+            asm = ir.InlineAsm(ir.FunctionType(_i32, [_i32]), "ld.shared.u32 $0, [$1];", "=r,r,~{memory}",
+                               side_effect=True)
+            return builder.call(asm, [args[1]])
+
+        return sig, codegen
+
+    @intrinsic
+    def funnel_right(typingctx, lo, hi, bits):
+        """``shf.r.clamp.b32``: bits ``[bits, bits + 32)`` of the pair ``hi:lo``, one instruction."""
+        sig = types.uint32(types.uint32, types.uint32, types.uint32)
+
+        def codegen(context, builder, signature, args):
+            words = [context.cast(builder, v, t, types.uint32) for v, t in zip(args, signature.args)]
+            asm = ir.InlineAsm(ir.FunctionType(_i32, [_i32, _i32, _i32]), "shf.r.clamp.b32 $0, $1, $2, $3;",
+                               "=r,r,r,r")
+            return builder.call(asm, words)
 
         return sig, codegen
 

@@ -270,8 +270,9 @@ def plan_chain(rows: int, seg: int, left: int, head0: int, cap: int):
                   # Each item costs thread 0 a fixed decode and wait on the block's
                   # critical path, whatever its size: larger tiles, fewer items.
                   cost += rows * m0 * ITEM_COST_BYTES
-                  # Fewer than 3 blocks an SM leave too few bytes in flight to stream.
-                  cost += rows * seg * {1: 50, 2: 15}.get(min_blocks, 0) // 100
+                  # One block an SM leaves too few bytes in flight to stream; two
+                  # with three 32 KiB buffers beat three with two (docs/perf-notes.md).
+                  cost += rows * seg * {1: 50}.get(min_blocks, 0) // 100
                   score = (cost, scratch, buffers != settings["buffers"], -tile_bytes)
                   if scratch + flags_bytes + 64 <= cap and (best is None or score < best[0]):
                       best = (score, dict(tile_bytes=tile_bytes, buffers=buffers, chain=chain, lane_steps=lane_steps,
