@@ -46,10 +46,13 @@ def ptx(monkeypatch):
 
 
 def test_hot_loops_move_128_bit_words(ptx):
-    assert len(re.findall(r"cp\.async\.cg\.shared\.global \[\w+\], \[%rd\d+\], 16;", ptx)) >= 2
+    assert len(re.findall(r"cp\.async\.cg\.shared\.global \[%?\w+\], \[%rd\d+\], 16;", ptx)) >= 2
     assert "cp.async.wait_group 0;" in ptx and "cp.async.commit_group" in ptx
     assert ptx.count("st.global.v4.u32") >= 2
     assert ptx.count("ld.shared.v4.u32") >= 2
+    # Realignment is one funnel shift a word, on shared addresses converted once a run (not per vector).
+    assert ptx.count("shf.r.clamp.b32") >= 4
+    assert ptx.count("cvta.to.shared.u64") < ptx.count("ld.shared.v4.u32")
     # No scalar global loads on the data path (the flag polls are ld.acquire, the table ld.global.nc.s64).
     assert not re.search(r"ld\.global\.(cg\.)?(u8|u16|u32|b32)\b", ptx)
 
