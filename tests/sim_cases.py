@@ -11,6 +11,7 @@ The cases and the test body are shared with the CPU and GPU tests
 import os
 import sys
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +20,7 @@ assert os.environ.get("NUMBA_ENABLE_CUDASIM") == "1", "run with NUMBA_ENABLE_CUD
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cases import FIXED_CASES, Case, CudaRunner, cases, check_roll_case  # noqa: E402
+from numba import cuda, uint32  # noqa: E402 - after the simulator switch above
 
 EXAMPLES = int(os.environ.get("SIM_EXAMPLES", "80"))
 SIM_MAX_BYTES = 2048  # the simulator runs every thread in Python
@@ -178,7 +180,55 @@ def check_rows_random(data, threads, grid):
     check_rows_case(CudaRowsRunner(constants={"MIN_CYCLE_ROW": 16}, lane_threads=threads, grid=grid), case)
 
 
+def check_write_moved():
+    """The tiled kernels' write path (``_kernels._write_moved``) against its definition, byte for byte.
+
+    Every row offset (``head``), source alignment and run length up to a few
+    vectors, including runs inside one vector and runs with partial vectors
+    at both ends, for both loop choices on sources on the vector grid; the
+    row is poisoned and every byte outside ``[lo, hi)`` must be left alone.
+    The simulator also faults 16-byte accesses that are not 16-byte aligned
+    and shared reads past the buffer.
+    """
+    from rotate._cuda import _kernels
+
+    threads, buffer_words, slot0 = 4, 4 * 12, 1
+    rng = np.random.default_rng(7)
+    cases = [(head, lo, length, z) for head in range(16) for lo in (0, 5, 16, 17) for length in (0, 1, 11, 16, 31, 48)
+             for z in (0, 3, 8, 13)]
+    picked = [cases[i] for i in rng.choice(len(cases), 160, replace=False)]
+    picked += [(0, 0, 64, 0), (3, 13, 35, 13), (15, 1, 15, 4), (0, 16, 16, 0), (9, 7, 0, 2)]
+    for spare_vector in (False, True):
+        write_moved = _kernels._write_moved(threads, 1, spare_vector)
+
+        @cuda.jit
+        def kernel(source_words, data, src_al, row_pos, head, lo, hi, delta):
+            smem = cuda.shared.array(buffer_words, uint32)
+            tid = cuda.threadIdx.x
+            for i in range(tid, buffer_words, threads):
+                smem[i] = source_words[i]
+            cuda.syncthreads()
+            write_moved(smem, slot0, src_al, data, row_pos, head, lo, hi, delta, tid)
+
+        for head, lo, length, z in picked:
+            hi = lo + length
+            delta = z - lo  # destination x reads source position x + delta
+            src_al = (head + z) // 16 * 16 - head  # the buffer holds source vectors from here on
+            buffer = rng.integers(0, 256, 4 * buffer_words, dtype=np.uint8)
+            storage = rng.integers(0, 256, 256, dtype=np.uint8)
+            row_pos = (head - storage.ctypes.data) % 16 + 16  # the row's byte 0 sits ``head`` past the grid
+            before = storage.copy()
+            kernel[1, threads](buffer.view(np.uint32), storage, src_al, row_pos, head, lo, hi, delta)
+            expected = before.copy()
+            for x in range(lo, hi):
+                expected[row_pos + x] = buffer[16 * slot0 + x + delta - src_al]
+            assert np.array_equal(storage, expected), (
+                f"write_moved(spare_vector={spare_vector}) head={head} lo={lo} hi={hi} z={z}: "
+                f"wrong bytes at {np.flatnonzero(storage != expected) - row_pos}")
+
+
 if __name__ == "__main__":
+    check_write_moved()
     check_rows_long_lanes()
     check_rows_long_lanes_random()
     check_rows_fixed()

@@ -94,7 +94,7 @@ def _whole_vectors(threads: int, word_shift: int):
         """Store ``count`` whole vectors at ``data[pos + 16 v]`` from shared ``address + 16 v`` on."""
         v = int32(tid)
         at = uint32(address + uint32(16 * tid))
-        p = pos + 16 * v
+        p = int64(pos) + 16 * int64(v)  # 64-bit under the simulator too (NumPy keeps int32 + int)
         while v < count:
             a0, a1, a2, a3 = load16_shared_at(smem, at)
             if word_shift < 0:
@@ -135,7 +135,7 @@ def _copy_vectors(threads: int):
         v = int32(tid)
         count = int32(vecs)
         at = uint32(shared_address(smem, 4 * slot) + uint32(16 * tid))
-        p = pos + 16 * v
+        p = int64(pos) + 16 * int64(v)  # 64-bit under the simulator too (NumPy keeps int32 + int)
         while v < count:
             copy16_async_at(smem, at, src, p)
             v += threads
@@ -146,11 +146,18 @@ def _copy_vectors(threads: int):
 
 
 @functools.lru_cache(maxsize=None)
-def _write_moved(threads: int, write_iters: int):
+def _write_moved(threads: int, write_iters: int, spare_vector: bool = False):
     """The write path the tiled kernels share: realign in registers, store 16-byte vectors.
 
     ``write_iters`` is kept for the callers' cache keys (the loops now run to
-    the run's own vector count)."""
+    the run's own vector count). ``spare_vector``: the caller's buffers hold
+    a spare vector after every run, so a source on the vector grid may take
+    the funnel loop too (it reads one word past the run). The chain kernel
+    does: with the plain copy loop, complex128 n/4 + 3 (16 KiB tiles, four
+    buffers) ran at 58% of memcpy, with the funnel loop at 68% (same tree
+    otherwise, one session, docs/results/chain-ab-write-loop-h200.jsonl);
+    why the slower loop streams faster there is not known.
+    """
     aligned = _whole_vectors(threads, -1)
     shifted0 = _whole_vectors(threads, 0)
     shifted1 = _whole_vectors(threads, 1)
@@ -188,7 +195,7 @@ def _write_moved(threads: int, write_iters: int):
             bits = uint32(8 * (r & 3))
             pos = row_pos + full_lo
             ws = r >> 2
-            if r == 0:
+            if r == 0 and not spare_vector:
                 aligned(smem, address, bits, data, pos, count, tid)
             elif ws == 0:
                 shifted0(smem, address, bits, data, pos, count, tid)
@@ -268,7 +275,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     jit_options = {} if SIMULATED else {"launch_bounds": bounds}
     if not SIMULATED and os.environ.get("ROTATE_LINEINFO") == "1":
         jit_options["lineinfo"] = True  # Nsight Compute's source view (benchmarks/ncu_target.py)
-    write_moved = _write_moved(threads, write_iters)
+    write_moved = _write_moved(threads, write_iters, spare_vector=True)  # buffer_vecs leaves spare vectors
     copy_vectors = _copy_vectors(threads)
 
     @cuda.jit(device=True)
