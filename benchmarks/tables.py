@@ -156,13 +156,13 @@ def _pct(entry, key="pct_memcpy") -> str:
     return f"{entry[key]:.0f}%"
 
 
-def gpu_rows_table(data) -> str:
+def gpu_rows_table(data, name="gpu-rows-h200.json") -> str:
     """roll_rows, fftshift and multi-axis roll on the GPU (benchmarks/rows_gpu_bench.py), with peers."""
     if data is None:
         return "(no result yet: run benchmarks/rows_gpu_bench.py on a GPU)"
     env = data.get("environment", {})
     versions = env.get("versions", {})
-    lines = [f"Source: `docs/results/gpu-rows-h200.json` (commit `{str(env.get('git_commit', '?'))[:12]}`, "
+    lines = [f"Source: `docs/results/{name}` (commit `{str(env.get('git_commit', '?'))[:12]}`, "
              f"numba-cuda {versions.get('numba-cuda')}, torch {versions.get('torch')}, cupy "
              f"{versions.get('cupy')}). % of a device-to-device memcpy of the same bytes in the same run; "
              f"*whole call* = 20 calls back to back between CUDA events, host work included. Peers are out of "
@@ -200,7 +200,7 @@ def small_arrays_sentence(data, source: str) -> str:
             + (f"; in the same run {peers} a call." if peers else "."))
 
 
-def readme_rows(data, quick) -> str:
+def readme_rows(data, quick, name="gpu-rows-h200.json") -> str:
     """README's GPU paragraph for roll_rows / fftshift / multi-axis rolls, from gpu-rows-h200.json."""
     if data is None:
         return "(no GPU result for roll_rows and fftshift yet)"
@@ -232,7 +232,7 @@ def readme_rows(data, quick) -> str:
     ratios = [r["peers"]["cupy.take_along_axis"]["ms"] / r["ms"] for r in lanes
               if "ms" in r["peers"].get("cupy.take_along_axis", {})]
     commit = str(data.get("environment", {}).get("git_commit", "?"))[:12]
-    text = (f"On the same GPU (docs/results/gpu-rows-h200.json, commit `{commit}`, whole call), `roll_rows` "
+    text = (f"On the same GPU (docs/results/{name}, commit `{commit}`, whole call), `roll_rows` "
             f"moves lanes of 64 B to 128 KiB in one pass at **{span(lanes)} of memcpy**, "
             f"{min(ratios):.1f}-{max(ratios):.1f}x faster than the `cupy.take_along_axis` gather "
             f"({peer_span(lanes, 'cupy.take_along_axis')}, plus 8 index bytes per element); {beyond}. `fftshift` and multi-axis `roll` run in one pass (`row-cycles`) at "
@@ -405,7 +405,10 @@ CHAIN_PROBES = [
 CHAIN_SHIFTS = ["3", "1MiB+5", "n/4+3", "n/3", "n/2+1", "n-7"]
 #: The newest end-to-end run of issue #7's gate points (python -m rotate.bench, 1 and 4 GiB, every gate
 #: dtype and shift): the README's chain sentence and perf-notes' gpu-e2e-chain table.
-CHAIN_GATE_RUN = "gpu-e2e-chain-57a020b-h200.json"
+CHAIN_GATE_RUN = "gpu-e2e-chain-d7230f7-h200.json"
+#: The newest run of benchmarks/rows_gpu_bench.py (roll_rows, fftshift, multi-axis rolls): perf-notes'
+#: gpu-rows table and the README's rows sentence.
+ROWS_RUN = "gpu-rows-d7230f7-h200.json"
 
 
 def chain_history_table() -> str:
@@ -468,9 +471,9 @@ def blocks() -> dict:
         ("docs/perf-notes.md", "table", "gpu-e2e-chain"): gpu_e2e_table(load(CHAIN_GATE_RUN), CHAIN_GATE_RUN),
         ("docs/perf-notes.md", "table", "chain-history"): chain_history_table(),
         ("docs/perf-notes.md", "table", "dist"): dist_table(load("dist-h200x2.json")),
-        ("docs/perf-notes.md", "table", "gpu-rows"): gpu_rows_table(load("gpu-rows-h200.json")),
-        ("README.md", "numbers", "readme-rows"): readme_rows(load("gpu-rows-h200.json"),
-                                                             load("gpu-e2e-quick-h200.json")),
+        ("docs/perf-notes.md", "table", "gpu-rows"): gpu_rows_table(load(ROWS_RUN), ROWS_RUN),
+        ("README.md", "numbers", "readme-rows"): readme_rows(load(ROWS_RUN), load("gpu-e2e-quick-h200.json"),
+                                                             ROWS_RUN),
         ("docs/perf-notes.md", "table", "gpu-e2e-quick"): gpu_e2e_table(load("gpu-e2e-quick-h200.json"),
                                                                         "gpu-e2e-quick-h200.json"),
         ("docs/perf-notes.md", "table", "gpu-small-quick"): gpu_small_table(load("gpu-e2e-quick-h200.json"),
