@@ -1,14 +1,15 @@
 """Time chain rolls of one rotate tree, for A/B runs of two trees in one device session (GPU).
 
     PYTHONPATH=<tree> python benchmarks/chain_ab.py LABEL uint8:3,uint8:1MiB+5,float64:n/3 [size] \\
-        [--force T:B,...] [--variant single|control-warp|auto] > out.jsonl
+        [--force T:B,...] [--variant single|control-warp|auto] [--decode runs|direct] > out.jsonl
 
 Each point is checked against ``cupy.roll`` byte for byte, then timed
 (device time, 10 calls, median) against a device-to-device memcpy of the
 same bytes measured in the same process. ``--force T:B`` filters the
 planner's chain layouts to one tile size and ring depth per line (as
 ``chain_tiles.py``); ``--variant`` sets the chain kernel variant (the
-planner's ``chain_variant`` setting) for every point. Prints one JSON line per point, with the plan's
+planner's ``chain_variant`` setting) for every point, ``--decode`` the chain
+kernel's item decoding (``chain_decode``). Prints one JSON line per point, with the plan's
 configuration and its pre-read ticket count.
 """
 import contextlib
@@ -27,6 +28,8 @@ forced = [None]
 if "--force" in sys.argv:
     forced = [tuple(map(int, c.split(":"))) for c in sys.argv[sys.argv.index("--force") + 1].split(",")]
 variant = sys.argv[sys.argv.index("--variant") + 1] if "--variant" in sys.argv else None
+decode = sys.argv[sys.argv.index("--decode") + 1] if "--decode" in sys.argv else None
+knobs = {key: value for key, value in (("chain_variant", variant), ("chain_decode", decode)) if value}
 time_it, memcpy_ms, keep = bench.memcpy_baseline(size)
 arrays = {}
 for dtype, shift_label in points:
@@ -37,12 +40,12 @@ for dtype, shift_label in points:
     s = bench.shift_elements(shift_label, x.size, x.itemsize)
     for force in forced:
         with bench.forced_chain(*force) if force else contextlib.nullcontext(), \
-                planner.override(chain_variant=variant) if variant else contextlib.nullcontext():
+                planner.override(**knobs):
             p = rotate.plan(x, s)
             d = p.steps[0].details
             ok = bench.roll_matches_cupy(x, s)
             ms = time_it(lambda: rotate.roll(x, s), 10)
-        row = dict(label=label, dtype=dtype, shift=shift_label, force=force, variant=variant, pct=round(100 * memcpy_ms / ms, 1), ok=ok,
+        row = dict(label=label, dtype=dtype, shift=shift_label, force=force, variant=variant, decode=d.get("decode"), pct=round(100 * memcpy_ms / ms, 1), ok=ok,
                    algorithm=p.algorithm, **{key: d.get(key) for key in (
                        "tile_bytes", "buffers", "min_blocks", "control_warp", "chain_step", "lane_steps",
                        "pre_read_bytes")})

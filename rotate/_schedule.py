@@ -401,6 +401,19 @@ def kind_at(kinds, index):
 
 
 @register_jitable
+def kinds_have(kinds, kind):
+    """Whether any 2-bit field of ``kinds`` (packed as ``pack_item`` packs them, up to 4) equals ``kind``
+    (1-3; unused fields are 0, ``SELF``)."""
+    low = kinds & 0x55
+    high = (kinds >> 1) & 0x55
+    if kind == WAIT:
+        return (low & ~high & 0x55) != 0
+    if kind == RING:
+        return (high & ~low & 0x55) != 0
+    return (low & high) != 0
+
+
+@register_jitable
 def item_kinds(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, j):
     """``(piece_kinds, reader_kinds, ok)`` of tile ``j``'s item, packed 2 bits per run in run order.
 

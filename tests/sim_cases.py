@@ -39,9 +39,23 @@ def check_fixed():
 @settings(deadline=None, max_examples=EXAMPLES, database=None)
 @given(case=cases(max_elements=700, max_dim=9, dtypes=["uint8", "int16", "float32", "complex128"]),
        tile=st.sampled_from([64, 128, 256]), threads=st.sampled_from([4, 8]), grid=st.integers(1, 4),
-       variant=st.sampled_from([None, "single", "control-warp"]))
-def check_random(case, tile, threads, grid, variant):
-    check_roll_case(CudaRunner(tile_bytes=tile, threads=threads, grid=grid, chain_variant=variant), case)
+       variant=st.sampled_from([None, "single", "control-warp"]), decode=st.sampled_from(["runs", "direct"]))
+def check_random(case, tile, threads, grid, variant, decode):
+    check_roll_case(CudaRunner(tile_bytes=tile, threads=threads, grid=grid, chain_variant=variant,
+                               chain_decode=decode), case)
+
+
+def check_fixed_direct_decode():
+    """The fixed cases again with items decoded off the packed plan entries (``chain_decode="direct"``)."""
+    runner = CudaRunner(tile_bytes=64, threads=4, grid=3, chain_decode="direct")
+    chains = 0
+    for case in FIXED_CASES:
+        if case.nbytes <= SIM_MAX_BYTES:
+            plan = check_roll_case(runner, case)
+            if plan.algorithm == "chain":
+                assert all(step.details["decode"] == "direct" for step in plan.steps), plan
+                chains += 1
+    assert chains > 50, chains
 
 
 def check_fallback():
@@ -239,6 +253,7 @@ if __name__ == "__main__":
     check_block_swap_rows_at_every_offset()
     check_block_swap()
     check_fixed()
+    check_fixed_direct_decode()
     check_random()
     print("simulator cases passed")
     sys.exit(0)

@@ -304,3 +304,15 @@ def test_block_swap_planning_gives_up_after_its_pass_limit():
                                    planner.MAX_SWAP_PASSES)
     assert len(swaps) == planner.MAX_SWAP_PASSES + 1
     assert len(asked) <= planner.MAX_SWAP_PASSES + 2
+
+
+def test_kinds_have_matches_the_fields():
+    """``kinds_have`` (the chain kernel's direct decoding) against ``kind_at`` on every packing of 1-4 runs."""
+    import itertools
+
+    for runs in range(1, S.MAX_RUNS + 1):
+        for fields in itertools.product((S.SELF, S.WAIT, S.RING, S.PRE), repeat=runs):
+            packed = sum(kind << (2 * i) for i, kind in enumerate(fields))
+            for kind in (S.WAIT, S.RING, S.PRE):
+                assert S.kinds_have(packed, kind) == (kind in fields), (fields, kind)
+                assert any(S.kind_at(packed, i) == kind for i in range(runs)) == (kind in fields)

@@ -215,7 +215,7 @@ def _write_moved(threads: int, write_iters: int, spare_vector: bool = False):
 
 @functools.lru_cache(maxsize=None)
 def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: int = BUFFERS,
-                 min_blocks: int = 0, control_warp: bool = False):
+                 min_blocks: int = 0, control_warp: bool = False, direct_decode: bool = False):
     """The persistent, chain-ordered in-place rotation kernel for one configuration.
 
     Arguments are scalars on the GPU (raw device addresses and integers, so a
@@ -253,6 +253,13 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     Every wait is on a lexicographically smaller (lane, step) or on a
     pre-read, so it finishes with any number of resident blocks
     (docs/design.md).
+
+    ``direct_decode``: items whose source is one array run that does not
+    wrap (no piece served from scratch) get their one-piece descriptor
+    without walking the source runs, and readers without a ``WAIT`` are
+    cleared from their packed kinds without walking the reader runs: the
+    same descriptors and waits with fewer instructions on the decoding
+    thread (not yet timed on a GPU: ``planner.settings["chain_decode"]``).
     """
     if tile_bytes % 16 or tile_bytes < 64:
         raise ValueError(f"tile_bytes must be a multiple of 16 and >= 64, got {tile_bytes}")
@@ -369,6 +376,19 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         # seam served from scratch, whose spans mirror the array's
         # alignment) lands right after it in the buffer, so one realigned
         # write covers both.
+        if direct_decode and not S.kinds_have(piece_kinds, S.PRE) and x1 + k <= n:
+            # One array run (consecutive runs merge; no wrap): the loop below would build this piece.
+            z_al = S.align_down(head + x0 + k) - head
+            desc[d, HEADER_FIELDS + P_XL] = x0
+            desc[d, HEADER_FIELDS + P_XH] = x1
+            desc[d, HEADER_FIELDS + P_SRC_AL] = z_al
+            desc[d, HEADER_FIELDS + P_SLOT] = 0
+            desc[d, HEADER_FIELDS + P_VECS] = (S.align_up(head + x1 + k) - S.align_down(head + x0 + k)) // 16
+            desc[d, HEADER_FIELDS + P_WXH] = x1
+            desc[d, HEADER_FIELDS + P_SCRATCH] = 0
+            desc[d, HEADER_FIELDS + P_POS] = row * n + z_al
+            desc[d, F_PIECES] = 1
+            return
         x = x0
         count = 0
         slot = 0
@@ -478,6 +498,12 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         pre = 0
         z = desc[d, F_X0]
         count = 0
+        if direct_decode and not S.kinds_have(kinds, S.WAIT):
+            # Only WAIT needs the reader's tile: the other kinds are read off the packed entry.
+            if S.kinds_have(kinds, S.RING):
+                ring_wait = desc[d, F_REACH]
+            pre = S.kinds_have(kinds, S.PRE)
+            z = x1  # skip the walk below
         while z < x1:
             reader, ze = S.reader_run(n, k, head, T, z, x1)
             kind = S.kind_at(kinds, count)

@@ -33,6 +33,10 @@ settings = {
     # data warps), "single" (thread 0 of the data warps does it between barriers), "auto" (single
     # for shifts shorter than a tile); None: DEFAULT_CHAIN_VARIANT.
     "chain_variant": None,
+    # chain kernel item decoding: "runs" walks every item's source and reader runs; "direct" takes
+    # one-array-run items and WAIT-free readers off the packed plan entry (same descriptors, fewer
+    # instructions on the decoding thread; not yet timed on a GPU, so not the default).
+    "chain_decode": "runs",
     "swap_panel_bytes": 16 * 1024,  # lane-swaps: bytes a panel streams
     "swap_save_bytes": None,  # lane-swaps: the largest small side saved; None: what fits two blocks an SM
     # row-cycles variant: None picks "three-rows" where three rows fit a block (except aligned
@@ -132,6 +136,13 @@ def chain_control_warp(short: bool = False) -> bool:
     if variant not in ("control-warp", "single", "auto"):
         raise ValueError(f"chain_variant must be 'control-warp', 'single', 'auto' or None, got {variant!r}")
     return variant == "control-warp" or (variant == "auto" and not short)
+
+
+def _chain_decode() -> str:
+    decode = settings["chain_decode"]
+    if decode not in ("runs", "direct"):
+        raise ValueError(f"chain_decode must be 'runs' or 'direct', got {decode!r}")
+    return decode
 
 
 def blocks_per_sm(tile_bytes: int, threads: int, buffers: int, control_warp: bool = False) -> int:
@@ -330,6 +341,7 @@ def _chain_step(axis, shift, rows, seg, left, word, head0, cap) -> Optional[Step
                 "tile_bytes": cfg["tile_bytes"],
                 "block": settings["threads"] + (32 if cfg["control_warp"] else 0),
                 "control_warp": cfg["control_warp"],
+                "decode": _chain_decode(),
                 "buffers": cfg["buffers"],
                 "min_blocks": cfg["min_blocks"],
                 "grid": min(cfg["grid"], rows * cfg["lanes_row"]),
