@@ -414,6 +414,44 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
 # --- the row-cycles schedule (rotate/_cuda/_lanes.py: cycle_kernel) -----------------
 
 
+def _drive_blocks(live: dict, pending: list, land, policy: str, rng, counter: list, blocks: int, stuck) -> None:
+    """Run the row-cycles emulators' blocks to the end, interleaved as ``policy`` says.
+
+    ``live`` maps a block to its program (a generator yielding ``"go"`` or
+    ``"wait"``); ``pending`` holds copies in flight, one of which ``land``
+    lands at random moments (always when every block is waiting, or none is
+    left). ``policy`` picks the block that moves: ``random``, ``highest``,
+    ``lowest`` or ``newest`` (the latest ticket first). Raises ``Deadlock``
+    with ``stuck()`` when every block has waited for long with no copy in
+    flight.
+    """
+    idle = 0
+    while live or pending:
+        if pending and (not live or rng.random() < 0.3 or idle > blocks):
+            land(pending.pop(rng.randrange(len(pending))))
+            idle = 0
+            continue
+        order = sorted(live)
+        if policy == "random":
+            b = rng.choice(order)
+        elif policy == "highest":
+            b = order[-1]
+        elif policy == "lowest":
+            b = order[0]
+        else:  # newest: the block that took the latest ticket moves first
+            b = order[(counter[0] + idle) % len(order)]
+        try:
+            state = next(live[b])
+        except StopIteration:
+            del live[b]
+            idle = 0
+            continue
+        idle = idle + 1 if state == "wait" else 0
+        if idle > 50 * blocks + 100 and not pending:
+            raise Deadlock(stuck())
+
+
+
 def emulate_row_cycles(data: np.ndarray, lead: tuple, lead_shifts: tuple, row_shift: int, piece: int,
                        blocks: int, policy: str = "random", seed: int = 0) -> np.ndarray:
     """Roll ``data`` (``R`` rows of ``seg`` bytes, uint8) as the row-cycles kernel does, under a hostile scheduler.
@@ -505,32 +543,13 @@ def emulate_row_cycles(data: np.ndarray, lead: tuple, lead_shifts: tuple, row_sh
                 yield "go"
                 d, src = src, after
 
+    def land(entry):
+        b, key, read, order = entry
+        landed[(b, key)] = (read(), order)
+
     live = {b: block_program(b) for b in range(blocks)}
-    idle = 0
-    while live or pending:
-        if pending and (not live or rng.random() < 0.3 or idle > blocks):
-            b, key, read, order = pending.pop(rng.randrange(len(pending)))
-            landed[(b, key)] = (read(), order)
-            idle = 0
-            continue
-        order = sorted(live)
-        if policy == "random":
-            b = rng.choice(order)
-        elif policy == "highest":
-            b = order[-1]
-        elif policy == "lowest":
-            b = order[0]
-        else:  # newest: the block that took the latest ticket moves first
-            b = order[(counter[0] + idle) % len(order)]
-        try:
-            state = next(live[b])
-        except StopIteration:
-            del live[b]
-            idle = 0
-            continue
-        idle = idle + 1 if state == "wait" else 0
-        if idle > 50 * blocks + 100 and not pending:
-            raise Deadlock(f"row-cycles: blocks {sorted(live)} all wait; flags {sorted(flags)} of {nseg}")
+    _drive_blocks(live, pending, land, policy, rng, counter, blocks,
+                  lambda: f"row-cycles: blocks {sorted(live)} all wait; flags {sorted(flags)} of {nseg}")
     return mem
 
 
@@ -744,31 +763,12 @@ def emulate_row_cycles_chunked(data: np.ndarray, lead: tuple, lead_shifts: tuple
                 if k == chunks - 1:
                     row, src = src, source(src)
 
+    def land(entry):
+        _, group, copy_lands = entry
+        copy_lands()
+        group[1] -= 1
+
     live = {b: block_program(b) for b in range(blocks)}
-    idle = 0
-    while live or pending:
-        if pending and (not live or rng.random() < 0.3 or idle > blocks):
-            b, group, land = pending.pop(rng.randrange(len(pending)))
-            land()
-            group[1] -= 1
-            idle = 0
-            continue
-        order = sorted(live)
-        if policy == "random":
-            b = rng.choice(order)
-        elif policy == "highest":
-            b = order[-1]
-        elif policy == "lowest":
-            b = order[0]
-        else:  # newest: the block that took the latest ticket moves first
-            b = order[(counter[0] + idle) % len(order)]
-        try:
-            state = next(live[b])
-        except StopIteration:
-            del live[b]
-            idle = 0
-            continue
-        idle = idle + 1 if state == "wait" else 0
-        if idle > 50 * blocks + 100 and not pending:
-            raise Deadlock(f"chunked row-cycles: blocks {sorted(live)} all wait; flags {sorted(flags)} of {nseg}")
+    _drive_blocks(live, pending, land, policy, rng, counter, blocks,
+                  lambda: f"chunked row-cycles: blocks {sorted(live)} all wait; flags {sorted(flags)} of {nseg}")
     return mem.reshape(rows, seg)
