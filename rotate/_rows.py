@@ -149,7 +149,7 @@ def _roll_lanes(buf, origin, n, stride, e, dims, dim_strides, shifts, mode, thre
     """Roll lane ``l`` (elements of ``e`` words, ``stride`` words apart) right by ``shifts[l]``.
 
     Lane ``l`` is the C-order multi-index over ``dims`` (the other axes), its
-    first word at ``origin + sum(index_i * dim_strides_i)``; shifts are any int64 (reduced here).
+    first word at ``origin + sum(index_i * dim_strides_i)``; shifts are integers of any dtype but uint64 (reduced here).
     Thread ``t`` owns ``cap`` words of scratch at ``t * slot``.
     """
     lanes = shifts.shape[0]
@@ -198,7 +198,7 @@ def _roll_lanes(buf, origin, n, stride, e, dims, dim_strides, shifts, mode, thre
 # several times slower. Each loop lives in its own compiled function called
 # from the parallel kernel: inlined into the prange body, the same loops ran
 # 3-4x slower (measured, numba 0.68). Lanes are ``words`` words of ``2**wshift``
-# bytes, ``pitch`` words apart; ``shifts`` are numpy.roll shifts of any int64
+# bytes, ``pitch`` words apart; ``shifts`` are numpy.roll shifts of any integer dtype
 # value, reduced a block of lanes at a time ahead of the moves (a reduction in
 # the same iteration put its latency in front of every lane's loads).
 
@@ -818,7 +818,8 @@ def _plan_byte_lanes(axis, n, itemsize, dims, byte_strides, lanes, threads, max_
 def run_lanes(flat: np.ndarray, origin: int, shifts: np.ndarray, step: Step) -> None:
     """Run a :func:`plan_lanes` step on the word array ``flat`` (the lanes' span, lane origin in words).
 
-    ``shifts`` are int64, one per lane in C order of the other axes (numpy.roll shifts, any value).
+    ``shifts`` are integers of any dtype but uint64, one per lane in C order of the other axes
+    (numpy.roll shifts, any value; each dtype compiles its own kernels).
     """
     d = step.details
     if d["mode"] == _LANE_BYTES:

@@ -59,7 +59,8 @@ def roll_rows(a: Any, shifts: Any, axis: int = -1, *, stream: Any = None,
     max_scratch_bytes : int, optional
         Upper bound on temporary memory (default ``rotate._cpu.SCRATCH_BYTES``,
         8 MiB). Shifts that are not already an int64 array of the lanes'
-        shape are converted once (8 bytes per lane).
+        shape in C order (on the CPU: an array of any integer dtype but
+        uint64) are converted once (8 bytes per lane), e.g. when broadcast.
 
     Returns
     -------
@@ -214,7 +215,7 @@ def _prepare_lanes(part: Any, shifts: Any, axis: Any, max_scratch_bytes: Any):
     lane_shape = info.shape[:axis] + info.shape[axis + 1:]
     if backend.name != "cpu":
         return _prepare_device_lanes(backend, target, info, shifts, axis, n, lane_shape, scratch)
-    lane_shifts = _lane_shifts(shifts, lane_shape, n, axis, info.shape)
+    lane_shifts = _lane_shifts(shifts, lane_shape, n, axis, info.shape, narrow=True)
     if n <= 1 or info.size == 0:
         return backend, target, info, None, lane_shifts
     step = _rows.plan_lanes(info.shape, info.strides, info.itemsize, axis, scratch)
@@ -307,8 +308,10 @@ def _broadcasts_to(shape: tuple, lane_shape: tuple) -> bool:
         return False
 
 
-def _lane_shifts(shifts: Any, lane_shape: tuple, n: int, axis: int, shape: tuple) -> np.ndarray:
-    """``shifts`` broadcast to one int64 per lane (C order), reduced to ``[0, n)``."""
+def _lane_shifts(shifts: Any, lane_shape: tuple, n: int, axis: int, shape: tuple,
+                 narrow: bool = False) -> np.ndarray:
+    """``shifts`` broadcast to one integer per lane (C order), as the kernels take them: int64, or with
+    ``narrow`` (the CPU kernels) any native integer dtype but uint64, used as given."""
     if _arrays.is_device_array(shifts):
         raise TypeError(
             f"shifts is a GPU array ({type(shifts).__name__}) but a is a host array; pass shifts "
@@ -336,11 +339,16 @@ def _lane_shifts(shifts: Any, lane_shape: tuple, n: int, axis: int, shape: tuple
         arr = np.zeros(arr.shape, np.int64)
     elif arr.dtype.kind == "u" and arr.dtype.itemsize == 8:  # may exceed int64: reduce here
         arr = np.mod(arr, np.uint64(n)).astype(np.int64)
-    # The kernels reduce int64 shifts modulo n themselves: an int64 array of the
-    # lanes' shape in C order is used as it is, without a copy.
+    # The kernels reduce shifts modulo n themselves: an int64 array of the
+    # lanes' shape in C order is used as it is, without a copy, and so is an
+    # array of any other integer dtype on the CPU (numba compiles the kernels
+    # once per dtype): an int64 per lane would outweigh lanes of a few bytes,
+    # and converting narrower shifts cost more than the roll (docs/perf-cpu.md).
+    native = arr.dtype.newbyteorder("=")
+    kernel_dtype = native if narrow and not (native.kind == "u" and native.itemsize == 8) else np.dtype(np.int64)
     if arr.shape != lane_shape:
         arr = np.broadcast_to(arr, lane_shape)
-    return np.ascontiguousarray(arr, dtype=np.int64).reshape(-1)
+    return np.ascontiguousarray(arr, dtype=kernel_dtype).reshape(-1)
 
 
 def _run_lanes(target: np.ndarray, step, lane_shifts: np.ndarray) -> None:

@@ -283,6 +283,34 @@ def test_short_lane_shift_reduction_is_numpys_modulo():
                 assert _rows._reduce_near(s, n, inv) == s % n, (s, n)
 
 
+@pytest.mark.parametrize("shift_dtype", [np.int32, np.int16, np.int8, np.uint8, np.uint16, np.uint32, np.int64])
+@pytest.mark.parametrize("dtype, n", [
+    (np.uint8, 8),  # per-lane-word-rotate
+    (np.uint8, 3),  # per-lane-byte-window (2-7 bytes)
+    (np.uint16, 5),  # per-lane-byte-window (8-16 bytes)
+    (np.uint8, 33),  # per-lane-byte-window (doubled copies)
+    (np.float32, 8),  # per-lane-small-copy
+    (np.float64, 700),  # per-lane-copy
+])
+def test_roll_rows_takes_narrow_integer_shifts(dtype, n, shift_dtype):
+    """Shifts of any integer dtype, extremes included, roll as numpy.roll; arrays of the lanes' shape reach
+    the CPU kernels without a copy (uint64 ones are reduced to int64 first)."""
+    rng = np.random.default_rng(n)
+    info = np.iinfo(shift_dtype)
+    shifts = rng.integers(max(info.min, -3 * n), min(info.max, 3 * n) + 1, 257).astype(shift_dtype)
+    shifts[:4] = [info.min, info.max, 0, info.max - 1]
+    a = rng.integers(1, 100, (257, n)).astype(dtype)
+    expected = np.array([np.roll(r, int(s)) for r, s in zip(a, shifts)])
+    assert np.array_equal(rotate.roll_rows(a, shifts), expected)
+    from rotate import rows as rows_module
+
+    taken = rows_module._lane_shifts(shifts, (257,), n, 1, a.shape, narrow=True)
+    assert np.shares_memory(taken, shifts) and taken.dtype == shift_dtype
+    huge = np.arange(257, dtype=np.uint64) * np.uint64(7 * 10**16)  # beyond int64 from lane 132 on
+    wide = rows_module._lane_shifts(huge, (257,), n, 1, a.shape, narrow=True)
+    assert wide.dtype == np.int64 and wide.tolist() == [int(v) % n for v in huge]
+
+
 @pytest.mark.parametrize("dtype, n, budget, algorithm", [
     (np.uint8, 8, 0, "per-lane-word-rotate"),  # one word: no scratch needed
     (np.uint16, 4, 0, "per-lane-word-rotate"),
