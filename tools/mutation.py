@@ -110,6 +110,8 @@ MUTANTS = [
      "        if not is_pow2(w) or w > MAX_WIDTH:", "        if not is_pow2(w) or w > 2 * MAX_WIDTH:"),
     # The GPU chain schedule (rotate/_schedule.py), judged by tests/test_schedule.py: the
     # byte-by-byte completeness check and the emulator under hostile interleavings.
+    ("kinds-have-wait-matches-pre", "rotate/_schedule.py",
+     "        return (low & ~high & 0x55) != 0", "        return (low & 0x55) != 0"),
     ("schedule-ring-one-too-deep", "rotate/_schedule.py",
      "        if step_r - step_w < ring:",
      "        if step_r - step_w <= ring:"),
