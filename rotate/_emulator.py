@@ -106,8 +106,7 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
     lanes_row = S.lanes_per_row(n, T, lane_steps)
     total_lanes = rows * lanes_row
     stride = S.table_stride(m_max)
-    pre_row = max(S.pre_row_tickets(int(table[h * stride + S.pre_list(m_max)]), int(table[h * stride + S.pre_big(m_max)]))
-                  for h in range(n_heads))  # pre-read tickets a row
+    pre_row = S.pre_tickets_per_row(table, m_max, n_heads)
     read_done = set()     # (row, tile)
     pre_done = set()      # (row, tile)
     counters = [0, 0, 0]  # lane tickets, pre-read tickets taken, pre-read tickets finished
@@ -449,7 +448,6 @@ def _drive_blocks(live: dict, pending: list, land, policy: str, rng, counter: li
         idle = idle + 1 if state == "wait" else 0
         if idle > 50 * blocks + 100 and not pending:
             raise Deadlock(stuck())
-
 
 
 def emulate_row_cycles(data: np.ndarray, lead: tuple, lead_shifts: tuple, row_shift: int, piece: int,

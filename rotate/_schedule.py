@@ -342,6 +342,14 @@ def pre_row_tickets(count, big):
     return big + ceil_div(count - big, PRE_TICKET_ENTRIES)
 
 
+def pre_tickets_per_row(table, m_max, heads):
+    """The pre-read tickets a launch reserves per row: the most any of the table's ``heads`` needs
+    (``pre_row_tickets``); what the kernel, the emulator and the planner count with."""
+    stride = table_stride(m_max)
+    return max(int(pre_row_tickets(int(table[h * stride + pre_list(m_max)]), int(table[h * stride + pre_big(m_max)])))
+               for h in range(heads))
+
+
 @register_jitable
 def pre_ticket(ticket, pre_row):
     """``(row, index)``: pre-read ticket ``ticket`` of a launch with ``pre_row`` tickets a row."""

@@ -59,8 +59,9 @@ def roll_rows(a: Any, shifts: Any, axis: int = -1, *, stream: Any = None,
     max_scratch_bytes : int, optional
         Upper bound on temporary memory (default ``rotate._cpu.SCRATCH_BYTES``,
         8 MiB). Shifts that are not already an int64 array of the lanes'
-        shape in C order (on the CPU: an array of any integer dtype but
-        uint64) are converted once (8 bytes per lane), e.g. when broadcast.
+        shape in C order (on the CPU: of any integer dtype but uint64) are
+        copied once into one (on the CPU in their own dtype), e.g. when
+        broadcast.
 
     Returns
     -------
@@ -342,10 +343,9 @@ def _lane_shifts(shifts: Any, lane_shape: tuple, n: int, axis: int, shape: tuple
     # The kernels reduce shifts modulo n themselves: an int64 array of the
     # lanes' shape in C order is used as it is, without a copy, and so is an
     # array of any other integer dtype on the CPU (numba compiles the kernels
-    # once per dtype): an int64 per lane would outweigh lanes of a few bytes,
-    # and converting narrower shifts cost more than the roll (docs/perf-cpu.md).
-    native = arr.dtype.newbyteorder("=")
-    kernel_dtype = native if narrow and not (native.kind == "u" and native.itemsize == 8) else np.dtype(np.int64)
+    # once per dtype; uint64 was reduced to int64 above): an int64 per lane
+    # would outweigh lanes of a few bytes (docs/perf-notes.md, "Shift dtypes").
+    kernel_dtype = arr.dtype.newbyteorder("=") if narrow else np.dtype(np.int64)
     if arr.shape != lane_shape:
         arr = np.broadcast_to(arr, lane_shape)
     return np.ascontiguousarray(arr, dtype=kernel_dtype).reshape(-1)

@@ -77,6 +77,13 @@ else:
     def _scaled(builder, index, size):
         return builder.mul(index, ir.Constant(_i64, size))
 
+    def _emit(builder, instruction, constraints, operands):
+        """A PTX ``instruction`` with no result that must stay where it is and in order with every other
+        memory access (side effects, a memory clobber): stores, copies, barriers."""
+        fnty = ir.FunctionType(ir.VoidType(), [operand.type for operand in operands])
+        builder.call(ir.InlineAsm(fnty, instruction, constraints + ",~{memory}" if constraints else "~{memory}",
+                                  side_effect=True), operands)
+
     def _load_words(context, builder, return_type, address, instruction):
         """Emit a 4 x u32 vector load (``instruction`` reads address ``$4``) as a numba tuple."""
         fnty = ir.FunctionType(ir.LiteralStructType([_i32] * 4), [_i64])
@@ -113,14 +120,7 @@ else:
             position = context.cast(builder, position, signature.args[1], types.int64)
             address = _address(context, builder, signature.args[0], array, position)
             words = [context.cast(builder, v, t, types.uint32) for v, t in zip(args[2:], signature.args[2:])]
-            fnty = ir.FunctionType(ir.VoidType(), [_i64, _i32, _i32, _i32, _i32])
-            asm = ir.InlineAsm(
-                fnty,
-                "st.global.v4.u32 [$0], {$1, $2, $3, $4};",
-                "l,r,r,r,r,~{memory}",
-                side_effect=True,
-            )
-            builder.call(asm, [address] + words)
+            _emit(builder, "st.global.v4.u32 [$0], {$1, $2, $3, $4};", "l,r,r,r,r", [address] + words)
             return context.get_dummy_value()
 
         return sig, codegen
@@ -136,9 +136,7 @@ else:
             position = context.cast(builder, position, signature.args[1], types.int64)
             value = context.cast(builder, value, signature.args[2], types.uint32)
             address = _address(context, builder, signature.args[0], base, position)
-            asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [_i64, _i32]), "st.global.u8 [$0], $1;",
-                               "l,r,~{memory}", side_effect=True)
-            builder.call(asm, [address, value])
+            _emit(builder, "st.global.u8 [$0], $1;", "l,r", [address, value])
             return context.get_dummy_value()
 
         return sig, codegen
@@ -153,9 +151,7 @@ else:
             index = context.cast(builder, index, signature.args[1], types.int64)
             value = context.cast(builder, value, signature.args[2], types.uint64)
             address = _address(context, builder, signature.args[0], base, _scaled(builder, index, 8))
-            asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [_i64, _i64]), "st.global.u64 [$0], $1;",
-                               "l,l,~{memory}", side_effect=True)
-            builder.call(asm, [address, value])
+            _emit(builder, "st.global.u64 [$0], $1;", "l,l", [address, value])
             return context.get_dummy_value()
 
         return sig, codegen
@@ -285,15 +281,8 @@ else:
             g_pos = context.cast(builder, g_pos, signature.args[3], types.int64)
             s_addr = _address(context, builder, signature.args[0], s_array, builder.mul(s_word, ir.Constant(_i64, 4)))
             g_addr = _address(context, builder, signature.args[2], g_array, g_pos)
-            fnty = ir.FunctionType(ir.VoidType(), [_i64, _i64])
-            asm = ir.InlineAsm(
-                fnty,
-                "{ .reg .u64 sa; .reg .u32 sa32; cvta.to.shared.u64 sa, $0; cvt.u32.u64 sa32, sa; "
-                "cp.async.cg.shared.global [sa32], [$1], 16; }",
-                "l,l,~{memory}",
-                side_effect=True,
-            )
-            builder.call(asm, [s_addr, g_addr])
+            _emit(builder, "{ .reg .u64 sa; .reg .u32 sa32; cvta.to.shared.u64 sa, $0; cvt.u32.u64 sa32, sa; "
+                           "cp.async.cg.shared.global [sa32], [$1], 16; }", "l,l", [s_addr, g_addr])
             return context.get_dummy_value()
 
         return sig, codegen
@@ -348,9 +337,7 @@ else:
             _, s_addr, g_array, g_pos = args
             g_pos = context.cast(builder, g_pos, signature.args[3], types.int64)
             g_addr = _address(context, builder, signature.args[2], g_array, g_pos)
-            asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [_i32, _i64]), "cp.async.cg.shared.global [$0], [$1], 16;",
-                               "r,l,~{memory}", side_effect=True)
-            builder.call(asm, [s_addr, g_addr])
+            _emit(builder, "cp.async.cg.shared.global [$0], [$1], 16;", "r,l", [s_addr, g_addr])
             return context.get_dummy_value()
 
         return sig, codegen
@@ -401,9 +388,7 @@ else:
         sig = types.void()
 
         def codegen(context, builder, signature, args):
-            asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), "cp.async.commit_group;", "~{memory}",
-                               side_effect=True)
-            builder.call(asm, [])
+            _emit(builder, "cp.async.commit_group;", "", [])
             return context.get_dummy_value()
 
         return sig, codegen
@@ -420,9 +405,7 @@ else:
             sig = types.void()
 
             def codegen(context, builder, signature, args):
-                asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), f"cp.async.wait_group {int(pending)};",
-                                   "~{memory}", side_effect=True)
-                builder.call(asm, [])
+                _emit(builder, f"cp.async.wait_group {int(pending)};", "", [])
                 return context.get_dummy_value()
 
             return sig, codegen
@@ -438,9 +421,7 @@ else:
             sig = types.void()
 
             def codegen(context, builder, signature, args):
-                asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), f"bar.sync {int(barrier_id)}, {int(count)};",
-                                   "~{memory}", side_effect=True)
-                builder.call(asm, [])
+                _emit(builder, f"bar.sync {int(barrier_id)}, {int(count)};", "", [])
                 return context.get_dummy_value()
 
             return sig, codegen
@@ -478,9 +459,7 @@ else:
             index = context.cast(builder, index, signature.args[1], types.int64)
             value = context.cast(builder, value, signature.args[2], types.uint32)
             address = _address(context, builder, signature.args[0], array, builder.mul(index, ir.Constant(_i64, 4)))
-            asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [_i64, _i32]), "st.relaxed.gpu.global.u32 [$0], $1;",
-                               "l,r,~{memory}", side_effect=True)
-            builder.call(asm, [address, value])
+            _emit(builder, "st.relaxed.gpu.global.u32 [$0], $1;", "l,r", [address, value])
             return context.get_dummy_value()
 
         return sig, codegen

@@ -223,10 +223,7 @@ def chain_layout(n: int, k: int, heads, tile_bytes: int, chain: int, lane_steps:
 def pre_tickets_per_row(table: np.ndarray, n: int, tile_bytes: int) -> int:
     """The pre-read tickets reserved per row: the most any head's row needs (``S.pre_row_tickets``)."""
     m_max = S.max_tiles(n, tile_bytes)
-    stride = S.table_stride(m_max)
-    heads = (len(table) - _kernels.ENTRY_BATCH) // stride
-    return int(max(S.pre_row_tickets(table[h * stride + S.pre_list(m_max)], table[h * stride + S.pre_big(m_max)])
-                   for h in range(heads)))
+    return S.pre_tickets_per_row(table, m_max, (len(table) - _kernels.ENTRY_BATCH) // S.table_stride(m_max))
 
 
 def _heads(rows: int, seg: int, head0: int):
