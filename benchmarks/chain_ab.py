@@ -1,7 +1,8 @@
 """Time chain rolls of one rotate tree, for A/B runs of two trees in one device session (GPU).
 
     PYTHONPATH=<tree> python benchmarks/chain_ab.py LABEL uint8:3,uint8:1MiB+5,float64:n/3 [size] \\
-        [--force T:B,...] [--variant single|control-warp|auto] [--decode runs|direct] > out.jsonl
+        [--force T:B,...] [--variant single|control-warp|pipeline|auto] [--decode runs|direct]
+        [--set knob=value,...] > out.jsonl
 
 Each point is checked against ``cupy.roll`` byte for byte, then timed
 (device time, 10 calls, median) against a device-to-device memcpy of the
@@ -9,7 +10,8 @@ same bytes measured in the same process. ``--force T:B`` filters the
 planner's chain layouts to one tile size and ring depth per line (as
 ``chain_tiles.py``); ``--variant`` sets the chain kernel variant (the
 planner's ``chain_variant`` setting) for every point, ``--decode`` the chain
-kernel's item decoding (``chain_decode``). Prints one JSON line per point, with the plan's
+kernel's item decoding (``chain_decode``), ``--set`` any other planner setting
+(integers: ``threads=192``). Prints one JSON line per point, with the plan's
 configuration and its pre-read ticket count.
 """
 import contextlib
@@ -30,6 +32,10 @@ if "--force" in sys.argv:
 variant = sys.argv[sys.argv.index("--variant") + 1] if "--variant" in sys.argv else None
 decode = sys.argv[sys.argv.index("--decode") + 1] if "--decode" in sys.argv else None
 knobs = {key: value for key, value in (("chain_variant", variant), ("chain_decode", decode)) if value}
+if "--set" in sys.argv:
+    for pair in sys.argv[sys.argv.index("--set") + 1].split(","):
+        key, value = pair.split("=", 1)
+        knobs[key] = int(value) if value.lstrip("-").isdigit() else value
 time_it, memcpy_ms, keep = bench.memcpy_baseline(size)
 arrays = {}
 for dtype, shift_label in points:
@@ -45,7 +51,8 @@ for dtype, shift_label in points:
             d = p.steps[0].details
             ok = bench.roll_matches_cupy(x, s)
             ms = time_it(lambda: rotate.roll(x, s), 10)
-        row = dict(label=label, dtype=dtype, shift=shift_label, force=force, variant=variant, decode=d.get("decode"), pct=round(100 * memcpy_ms / ms, 1), ok=ok,
+        row = dict(label=label, dtype=dtype, shift=shift_label, force=force, variant=variant, decode=d.get("decode"),
+                   knobs=knobs, pct=round(100 * memcpy_ms / ms, 1), ok=ok, block=d.get("block"),
                    algorithm=p.algorithm, **{key: d.get(key) for key in (
                        "tile_bytes", "buffers", "min_blocks", "control_warp", "chain_step", "lane_steps",
                        "pre_read_bytes")})

@@ -1,6 +1,9 @@
 """A minimal target for Nsight Compute: roll 1 GiB of uint8 by 3 (or a gate shift label), a few times.
 
-    python benchmarks/ncu_target.py [size_bytes [shift_label]]
+    python benchmarks/ncu_target.py [size_bytes [shift_label]] [knob=value ...]
+
+``knob=value`` arguments override planner settings (``chain_decode=direct``),
+so a profile can be taken of a configuration that is not the default.
 
     ncu --clock-control none --launch-skip 1 --launch-count 1 --section SpeedOfLight \
         --section WarpStateStats python benchmarks/ncu_target.py
@@ -13,9 +16,13 @@ from numba import cuda
 
 import rotate
 from rotate import bench
+from rotate._cuda import planner
 
-size = int(sys.argv[1]) if len(sys.argv) > 1 else 1 << 30
-shift = bench.shift_elements(sys.argv[2], size, 1) if len(sys.argv) > 2 else 3
+positional = [a for a in sys.argv[1:] if "=" not in a]
+knobs = dict(a.split("=", 1) for a in sys.argv[1:] if "=" in a)
+planner.settings.update(knobs)
+size = int(positional[0]) if positional else 1 << 30
+shift = bench.shift_elements(positional[1], size, 1) if len(positional) > 1 else 3
 dev = cuda.to_device(np.random.default_rng(0).integers(0, 256, size, dtype=np.uint8))
 for _ in range(3):
     rotate.roll(dev, shift)
