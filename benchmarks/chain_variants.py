@@ -2,8 +2,8 @@
 
     python benchmarks/chain_variants.py uint8,float64 3,n-7,1MiB+5,n/4+3,n/3,n/2+1 out.json
 
-Device time of ``rotate.roll`` with ``settings["chain_variant"]`` "single" and
-"control-warp", % of a memcpy in the same run, then two multi-row shapes.
+Device time of ``rotate.roll`` with ``settings["chain_variant"]`` "single",
+"control-warp" and "pipeline", % of a memcpy in the same run, then two multi-row shapes.
 Result: docs/results/chain-variants-h200.json.
 """
 import json
@@ -22,7 +22,7 @@ cases = [(dt, label) for dt in sys.argv[1].split(",") for label in sys.argv[2].s
 for dtype, label in cases:
     x = pool.view(dtype)
     s = bench.shift_elements(label, x.size, x.itemsize)
-    for variant in ("single", "control-warp"):
+    for variant in ("single", "control-warp", "pipeline"):
         with planner.override(chain_variant=variant):
             p = rotate.plan(x, s)
             ok = bench.roll_matches_cupy(x, s)
@@ -35,7 +35,7 @@ for dtype, label in cases:
 # multi-row: 2-D rolls along the last axis (rows of 64 KiB and of 1000 bytes + offset)
 for shape, shift in (((16384, 65536), 12345), ((1 << 20, 1000), 333)):
     x = pool[: shape[0] * shape[1]].reshape(shape)
-    for variant in ("single", "control-warp"):
+    for variant in ("single", "control-warp", "pipeline"):
         with planner.override(chain_variant=variant):
             p = rotate.plan(x, shift, axis=1)
             ok = bench.roll_matches_cupy(x, shift, axis=1)

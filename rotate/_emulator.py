@@ -65,6 +65,11 @@ class _Block:
     step: int = 0
     phase: str = "pre"
     pre_ticket: int = -1                         # the pre-read ticket taken, copied at a later step
+    issued: int = 0                              # pipeline: items whose copies the producer started
+    stop: object = None                          # pipeline: the end, once the producer has seen it
+    current: int = 0                             # pipeline: the item the producer is at
+    stage: int = 0                               # pipeline: 0 or 1, which of its two steps comes next
+    freed: int = 0                               # pipeline: items the decoder may decode (slots free)
 
 
 def plan_rows(rows, n, k, head0, tile_bytes, chain=None, lane_steps=None, buffers=2):
@@ -87,12 +92,13 @@ def plan_rows(rows, n, k, head0, tile_bytes, chain=None, lane_steps=None, buffer
 
 def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes: int,
             blocks: int, policy: str = "random", seed: int = 0, buffers: int = 2,
-            chain=None, lane_steps=None, control_warp: bool = False) -> np.ndarray:
+            chain=None, lane_steps=None, control_warp: bool = False, pipeline: bool = False) -> np.ndarray:
     """Rotate each of ``rows`` segments of ``data`` (uint8) left by ``k``, as the GPU would.
 
     ``control_warp``: run the control-warp variant of the kernel instead,
     whose blocks are two agents the scheduler interleaves (``cw_control``,
-    ``cw_data``).
+    ``cw_data``). ``pipeline``: the pipelined variant, three agents a block
+    (``pl_decoder``, ``pl_producer``, ``pl_data``).
 
     Returns the rotated copy; ``data`` is left untouched.
     """
@@ -188,9 +194,10 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
                     buffer[x + i] = mem[row * n + z + i]
         return buffer
 
-    def waits_clear(b, row, key, tile, kinds=(S.WAIT, S.RING, S.PRE)):
+    def waits_clear(b, row, key, tile, kinds=(S.WAIT, S.RING, S.PRE), ring=None):
         """Whether the oldest item may write now, as far as ``kinds`` go (raises on a wait that points
-        forward)."""
+        forward). ``ring``: the block's started items from this one on (default: ``b.ring``)."""
+        ring = b.ring if ring is None else ring
         head, m, g, length, inv = geometry(row)
         x0, x1 = S.tile_dest(n, head, T, tile)
         z = x0
@@ -207,10 +214,10 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
                     return False
             elif kind == S.RING:
                 reach = reach_of(row, key)
-                if not any(item[0] == row and item[2] == reader for item in b.ring[1:reach + 1]):
+                if not any(item[0] == row and item[2] == reader for item in ring[1:reach + 1]):
                     raise ScheduleError(f"item {key} (row {row}, tile {tile}) counts on tile {reader} "
-                                        f"being among the {reach} items after it in its ring, which holds {b.ring}")
-                if any(item[1] not in b.landed for item in b.ring[:reach + 1]):
+                                        f"being among the {reach} items after it in its ring, which holds {ring}")
+                if any(item[1] not in b.landed for item in ring[:reach + 1]):
                     return False
             elif kind == S.PRE:
                 if not pre_reads_finished() and (row, tile) not in pre_done:
@@ -369,6 +376,95 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
             return True
         raise AssertionError(b.phase)
 
+    # --- the pipelined variant (chain_kernel(pipeline=True)) ------------------
+    # b.items: every item the decoder decoded, in order (None: the end); b.ring:
+    # the items whose copies the producer started and the data threads have
+    # not written (the oldest first); b.current/b.stage: the producer's place.
+
+    def pl_decoder(b: _Block) -> bool:
+        """Decode the next item once its descriptor slot is free (the item ``buffers + 1`` before it written)."""
+        j = len(b.items)
+        if b.end is not None or j >= max(b.freed, buffers + 1):
+            return False
+        if j > buffers and b.written < j - buffers:
+            raise ScheduleError(f"item {j} is decoded into the slot of item {j - buffers - 1}, not written yet")
+        if b.drawn is None:
+            b.drawn = next_item(b) or False
+        if b.drawn is False:
+            b.end = j
+            b.items.append(None)
+        else:
+            row, key, tile = b.drawn
+            if not can_describe(row, tile):
+                return False
+            b.items.append(b.drawn)
+        b.drawn = None
+        return True
+
+    def pl_issue(b: _Block, j: int) -> bool:
+        """The producer starts item ``j``'s copies (once decoded), or learns it is the end."""
+        if len(b.items) <= j:
+            return False
+        if b.items[j] is None:
+            b.stop = j
+        else:
+            if len(b.ring) >= buffers:
+                raise ScheduleError(f"item {j} starts its copies into a buffer whose item {b.ring[0]} "
+                                    f"is not written yet")
+            b.ring.append(b.items[j])
+        b.issued = j + 1
+        return True
+
+    def pl_producer(b: _Block) -> bool:
+        """One step of the producer: the first copies, then per item ``c`` its clear and the next issue."""
+        if b.issued < buffers - 1 and b.stop is None:
+            return pl_issue(b, b.issued)
+        c = b.current
+        if b.stop is not None and c > b.stop or len(b.items) <= c:
+            return False
+        item = b.items[c]
+        issue_first = item is not None and reach_of(item[0], item[1]) >= buffers - 1
+        if (b.stage == 0) == issue_first:  # start the copies of item c + buffers - 1
+            ahead = c + buffers - 1
+            if b.stop is None and b.issued <= ahead:
+                if c >= 1 and b.written < c:
+                    return False  # item c - 1 (the buffer's last) not written yet
+                b.freed = max(b.freed, c + buffers + 1)
+                if not pl_issue(b, ahead):
+                    return False
+        else:  # clear item c
+            if item is not None:
+                row, key, tile = item
+                if key not in b.landed:
+                    return False
+                read_done.add((row, tile))
+                ring = [i for i in b.ring if i[1] >= key]
+                if not waits_clear(b, row, key, tile, ring=ring):
+                    return False
+            b.cleared = c + 1
+        b.stage += 1
+        if b.stage == 2:
+            b.stage = 0
+            b.current += 1
+        return True
+
+    def pl_data(b: _Block) -> bool:
+        """The data threads: write item ``b.written`` once cleared."""
+        if b.phase in ("pre", "pre-copy"):
+            return advance(b)
+        i = b.written
+        if b.phase == "exit" or b.cleared <= i:
+            return False
+        if b.items[i] is None:
+            b.phase = "exit"
+            return True
+        row, key, tile = b.ring[0]
+        for x, value in b.landed.pop(key).items():
+            mem[row * n + x] = value
+        b.ring.pop(0)
+        b.written += 1
+        return True
+
     def step(b: _Block) -> bool:
         """One action of block ``b``; a started copy lands now with probability 1/2,
         or when the block can do nothing else. Copies start once their item is in the ring."""
@@ -377,7 +473,12 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
             row, key, tile = rng.choice(started)
             b.landed[key] = land(row, tile)
             return True
-        if control_warp:
+        if pipeline:
+            agents = [pl_decoder, pl_producer, pl_data] if b.phase not in ("pre", "pre-copy") else [pl_data]
+            rng.shuffle(agents)
+            if any(agent(b) for agent in agents):
+                return True
+        elif control_warp:
             agents = [cw_control, cw_data] if b.phase not in ("pre", "pre-copy") else [cw_data]
             rng.shuffle(agents)
             if any(agent(b) for agent in agents):
@@ -391,7 +492,7 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
         return False
 
     while True:
-        live = [b for b in state if b.phase != "exit" or (control_warp and b.cleared != b.end)]
+        live = [b for b in state if b.phase != "exit" or (control_warp and not pipeline and b.cleared != b.end)]
         if not live:
             break
         if policy == "random":

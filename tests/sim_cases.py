@@ -39,7 +39,8 @@ def check_fixed():
 @settings(deadline=None, max_examples=EXAMPLES, database=None)
 @given(case=cases(max_elements=700, max_dim=9, dtypes=["uint8", "int16", "float32", "complex128"]),
        tile=st.sampled_from([64, 128, 256]), threads=st.sampled_from([4, 8]), grid=st.integers(1, 4),
-       variant=st.sampled_from([None, "single", "control-warp"]), decode=st.sampled_from(["runs", "direct"]))
+       variant=st.sampled_from([None, "single", "control-warp", "pipeline"]),
+       decode=st.sampled_from(["runs", "direct"]))
 def check_random(case, tile, threads, grid, variant, decode):
     check_roll_case(CudaRunner(tile_bytes=tile, threads=threads, grid=grid, chain_variant=variant,
                                chain_decode=decode), case)
@@ -54,6 +55,19 @@ def check_fixed_direct_decode():
             plan = check_roll_case(runner, case)
             if plan.algorithm == "chain":
                 assert all(step.details["decode"] == "direct" for step in plan.steps), plan
+                chains += 1
+    assert chains > 50, chains
+
+
+def check_fixed_pipeline():
+    """The fixed cases again with the pipelined kernel (a producer thread, bulk copies, mbarriers)."""
+    runner = CudaRunner(tile_bytes=64, threads=4, grid=3, chain_variant="pipeline")
+    chains = 0
+    for case in FIXED_CASES:
+        if case.nbytes <= SIM_MAX_BYTES:
+            plan = check_roll_case(runner, case)
+            if plan.algorithm == "chain":
+                assert all(step.details["pipeline"] for step in plan.steps if step.algorithm == "chain"), plan
                 chains += 1
     assert chains > 50, chains
 
@@ -254,6 +268,7 @@ if __name__ == "__main__":
     check_block_swap()
     check_fixed()
     check_fixed_direct_decode()
+    check_fixed_pipeline()
     check_random()
     print("simulator cases passed")
     sys.exit(0)

@@ -67,6 +67,32 @@ def test_flags_use_acquire_and_strong_stores(ptx):
 
 
 @pytest.fixture
+def pipeline_ptx(monkeypatch):
+    from rotate._cuda import planner
+
+    monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
+    threads = planner.PIPELINE_THREADS
+    kernel = _kernels.chain_kernel(_kernels.TILE_BYTES, threads, _kernels.BUFFERS, 2, control_warp=True,
+                                   direct_decode=True, pipeline=True)
+    block = threads + _kernels.control_threads(True, True)
+    text, _ = cuda.compile_ptx(kernel.py_func, (types.int64,) * 15, cc=(9, 0), launch_bounds=(block, 2))
+    return text
+
+
+def test_pipelined_kernel_copies_in_bulk_and_hands_off_through_mbarriers(pipeline_ptx):
+    """The default chain kernel: one bulk copy a source piece completing on an mbarrier, parity waits,
+    no ``cp.async`` 16-byte copies on the item path, 128-bit realigned stores, no local memory."""
+    ptx = pipeline_ptx
+    assert "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
+    assert "mbarrier.expect_tx.relaxed.cta.shared::cta.b64" in ptx
+    assert "mbarrier.try_wait.parity.shared::cta.b64" in ptx and "mbarrier.arrive.shared::cta.b64" in ptx
+    assert "fence.mbarrier_init.release.cluster;" in ptx and "fence.proxy.async.global;" in ptx
+    assert "cp.async.cg.shared.global" not in ptx and "cp.async.wait_group" not in ptx
+    assert ptx.count("st.global.v4.u32") >= 2 and ptx.count("shf.r.clamp.b32") >= 4
+    assert "ld.local" not in ptx and "st.local" not in ptx
+
+
+@pytest.fixture
 def swap_ptx(monkeypatch):
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
     kernel = _kernels.swap_kernel(_kernels.TILE_BYTES, _kernels.THREADS)

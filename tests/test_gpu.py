@@ -77,27 +77,32 @@ def test_reversal_fallback(shift):
     assert plan.algorithm == "reversal"
 
 
+@pytest.mark.parametrize("variant", [None, "pipeline"])
 @pytest.mark.parametrize("decode", ["runs", "direct"])
 @pytest.mark.parametrize("offset", [0, 7])
-def test_every_shift_takes_one_chain_pass(offset, decode):
+def test_every_shift_takes_one_chain_pass(offset, decode, variant):
     n = 64 * 1024 * 1024 + 13
     for shift in (1, 3, 4097, (1 << 20) + 5, n // 4 + 3, n // 3, n // 2 + 1, n - 7, 23_456_789):
         plan = check_roll_case(RUNNER, Case((n,), "uint8", shift, offset=offset, max_scratch=n, seed=3,
-                                            tunables=(("chain_decode", decode),)))
-        assert plan.algorithm == "chain" and plan.steps[0].details["decode"] == decode, plan
+                                            tunables=(("chain_decode", decode), ("chain_variant", variant))))
+        details = plan.steps[0].details
+        assert plan.algorithm == "chain" and details["decode"] == decode, plan
+        assert details["pipeline"] == (variant == "pipeline"), plan
 
 
 @settings(deadline=None, max_examples=60)
 @given(n=st.integers(2, 3_000_000), data=st.data(), offset=st.integers(0, 15),
-       tile=st.sampled_from([256, 4096, None]), rows=st.integers(1, 5), decode=st.sampled_from(["runs", "direct"]))
-def test_chain_structured_shifts_and_rows(n, data, offset, tile, rows, decode):
-    """Shifts n/p +- small, near tile and lane boundaries, over several rows; both item decodings."""
+       tile=st.sampled_from([256, 4096, None]), rows=st.integers(1, 5), decode=st.sampled_from(["runs", "direct"]),
+       variant=st.sampled_from([None, "single", "control-warp", "pipeline"]))
+def test_chain_structured_shifts_and_rows(n, data, offset, tile, rows, decode, variant):
+    """Shifts n/p +- small, near tile and lane boundaries, over several rows; every kernel variant and
+    both item decodings."""
     seg = max(2, n // rows)
     p = data.draw(st.integers(1, 9), label="p")
     small = data.draw(st.integers(-40, 40), label="small")
     shift = (seg // p + small) % seg or 1
     check_roll_case(RUNNER, Case((rows, seg), "uint8", shift, axis=1, offset=offset, seed=n + p,
-                                 tunables=tile_tunables(tile) + (("chain_decode", decode),)))
+                                 tunables=tile_tunables(tile) + (("chain_decode", decode), ("chain_variant", variant))))
 
 
 def test_concurrent_streams_do_not_interfere():

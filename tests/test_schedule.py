@@ -18,6 +18,11 @@ from rotate import _schedule as S
 from rotate._emulator import POLICIES, Deadlock, ScheduleError, emulate, plan_rows
 
 
+def variant(control_warp):
+    """``emulate``'s keywords for a kernel variant: False (single), True (control warp), "pipeline"."""
+    return {"control_warp": control_warp in (True, "pipeline"), "pipeline": control_warp == "pipeline"}
+
+
 def expected(data, rows, n, k):
     return np.roll(data.reshape(rows, n), -k, axis=1).reshape(-1)
 
@@ -33,7 +38,7 @@ def expected(data, rows, n, k):
     buffers=st.integers(2, 4),
     policy=st.sampled_from(POLICIES),
     seed=st.integers(0, 2**16),
-    control_warp=st.booleans(),
+    control_warp=st.sampled_from([False, True, "pipeline"]),
 )
 def test_emulated_schedule_matches_numpy_and_never_deadlocks(n, data, head0, tile_bytes, rows, blocks, buffers,
                                                              policy, seed, control_warp):
@@ -43,9 +48,10 @@ def test_emulated_schedule_matches_numpy_and_never_deadlocks(n, data, head0, til
     buf = np.random.default_rng(seed).integers(0, 256, rows * n, dtype=np.uint8)
     note(f"reproduce: emulate(buf, rows={rows}, n={n}, k={k}, head0={head0}, tile_bytes={tile_bytes}, "
          f"blocks={blocks}, policy={policy!r}, seed={seed}, buffers={buffers}, chain={chain}, "
-         f"lane_steps={lane_steps}, control_warp={control_warp}) with buf = np.random.default_rng({seed})"
+         f"lane_steps={lane_steps}, **variant({control_warp!r})) with buf = np.random.default_rng({seed})"
          f".integers(0, 256, {rows * n}, dtype=np.uint8)")
-    out = emulate(buf, rows, n, k, head0, tile_bytes, blocks, policy, seed, buffers, chain, lane_steps, control_warp)
+    out = emulate(buf, rows, n, k, head0, tile_bytes, blocks, policy, seed, buffers, chain, lane_steps,
+                  **variant(control_warp))
     np.testing.assert_array_equal(out, expected(buf, rows, n, k))
 
 
@@ -53,11 +59,11 @@ def test_emulated_schedule_matches_numpy_and_never_deadlocks(n, data, head0, til
                                  (1024, 341), (1024, 513), (1024, 259)])
 @pytest.mark.parametrize("blocks", [1, 2, 7])
 @pytest.mark.parametrize("policy", POLICIES)
-@pytest.mark.parametrize("control_warp", [False, True])
+@pytest.mark.parametrize("control_warp", [False, True, "pipeline"])
 def test_boundary_shifts(n, k, blocks, policy, control_warp):
     buf = np.random.default_rng(n + k).integers(0, 256, n, dtype=np.uint8)
     out = emulate(buf, 1, n, k, 5, 64, blocks, policy, seed=blocks, chain=max(1, k // 64) + (k % 64 > 32),
-                  control_warp=control_warp)
+                  **variant(control_warp))
     np.testing.assert_array_equal(out, expected(buf, 1, n, k))
 
 
@@ -173,7 +179,7 @@ def test_short_shift_needs_only_a_few_pre_read_bytes():
     assert row_bytes <= 16 * (lanes + 1)
 
 
-@pytest.mark.parametrize("control_warp", [False, True])
+@pytest.mark.parametrize("control_warp", [False, True, "pipeline"])
 def test_a_wrong_schedule_is_caught(monkeypatch, control_warp):
     """The emulator is not vacuous: waits that are skipped corrupt the result."""
     real = S.classify
@@ -182,18 +188,18 @@ def test_a_wrong_schedule_is_caught(monkeypatch, control_warp):
     outcomes = set()
     for seed in range(30):  # chain 10, lanes of 4: a quarter of the bytes are guarded by WAIT
         out = emulate(buf, 1, 1024, 341, 0, 32, 8, "random", seed, chain=10, lane_steps=4,
-                      control_warp=control_warp)
+                      **variant(control_warp))
         outcomes.add(bool(np.array_equal(out, expected(buf, 1, 1024, 341))))
     assert False in outcomes
 
 
-@pytest.mark.parametrize("control_warp", [False, True])
+@pytest.mark.parametrize("control_warp", [False, True, "pipeline"])
 def test_forward_wait_is_reported(monkeypatch, control_warp):
     real = S.classify
     monkeypatch.setattr(S, "classify", lambda *a: S.WAIT if real(*a) == S.PRE else real(*a))
     buf = np.arange(300, dtype=np.uint8)
     with pytest.raises((ScheduleError, Deadlock)):
-        emulate(buf, 1, 300, 7, 0, 32, 3, "lowest", 0, chain=1, lane_steps=2, control_warp=control_warp)
+        emulate(buf, 1, 300, 7, 0, 32, 3, "lowest", 0, chain=1, lane_steps=2, **variant(control_warp))
 
 
 _layout_pre_reads = S.layout_pre_reads
@@ -234,18 +240,18 @@ def _early_decoding_outcomes(control_warp):
     buf = np.random.default_rng(1).integers(0, 256, 1024, dtype=np.uint8)
     outcomes = set()
     for seed in range(40):
-        out = emulate(buf, 1, 1024, 341, 0, 32, 8, "random", seed, lane_steps=4, control_warp=control_warp)
+        out = emulate(buf, 1, 1024, 341, 0, 32, 8, "random", seed, lane_steps=4, **variant(control_warp))
         outcomes.add(bool(np.array_equal(out, expected(buf, 1, 1024, 341))))
     return outcomes
 
 
-@pytest.mark.parametrize("control_warp", [False, True])
+@pytest.mark.parametrize("control_warp", [False, True, "pipeline"])
 def test_decoding_before_the_last_pre_read_is_copied(control_warp):
     """The kernel's "every pre-read ticket finished" shortcut, as it is, under those interleavings."""
     assert _early_decoding_outcomes(control_warp) == {True}
 
 
-@pytest.mark.parametrize("control_warp", [False, True])
+@pytest.mark.parametrize("control_warp", [False, True, "pipeline"])
 def test_an_early_all_pre_reads_done_is_caught(monkeypatch, control_warp):
     """The interleavings above are sensitive: counting one ticket short lets an item read scratch
     before its span is there."""
@@ -253,13 +259,13 @@ def test_an_early_all_pre_reads_done_is_caught(monkeypatch, control_warp):
     assert False in _early_decoding_outcomes(control_warp)
 
 
-@pytest.mark.parametrize("control_warp", [False, True])
+@pytest.mark.parametrize("control_warp", [False, True, "pipeline"])
 def test_ring_wait_on_an_item_not_in_flight_is_reported(monkeypatch, control_warp):
     real = S.classify
     monkeypatch.setattr(S, "classify", lambda *a: S.RING if real(*a) == S.PRE else real(*a))
     with pytest.raises(ScheduleError):
         emulate(np.arange(300, dtype=np.uint8), 1, 300, 7, 0, 32, 2, "lowest", 0, chain=1, lane_steps=2,
-                control_warp=control_warp)
+                **variant(control_warp))
 
 
 def test_ring_wait_that_stops_short_is_reported(monkeypatch):
@@ -276,6 +282,8 @@ def test_ring_wait_that_stops_short_is_reported(monkeypatch):
         emulate(buf, 1, 2000, 666, 0, 256, 3, "lowest", 0, buffers=4, chain=3, lane_steps=8)
     with pytest.raises(ScheduleError):
         emulate(buf, 1, 2000, 666, 0, 256, 3, "lowest", 0, buffers=4, chain=3, lane_steps=8, control_warp=True)
+    with pytest.raises(ScheduleError):
+        emulate(buf, 1, 2000, 666, 0, 256, 3, "lowest", 0, buffers=4, chain=3, lane_steps=8, **variant("pipeline"))
 
 
 @settings(deadline=None, max_examples=300)

@@ -130,6 +130,20 @@ MUTANTS = [
     ("schedule-pre-span-one-vector-short", "rotate/_schedule.py",
      "            table[entry + T_VECS] = (hi - lo) // 16",
      "            table[entry + T_VECS] = (hi - lo) // 16 - 1"),
+    # The pipelined chain kernel's hand-offs as the emulator runs them (rotate/_emulator.py, pl_*),
+    # judged by tests/test_schedule.py: a copy into an unwritten buffer, a descriptor slot reused
+    # early, a clear without its ring wait, a write before "cleared".
+    ("pipeline-issue-before-buffer-written", "rotate/_emulator.py",
+     "                if c >= 1 and b.written < c:", "                if False:"),
+    ("pipeline-decode-into-busy-slot", "rotate/_emulator.py",
+     "        if b.end is not None or j >= max(b.freed, buffers + 1):", "        if b.end is not None:"),
+    ("pipeline-clear-without-ring-wait", "rotate/_emulator.py",
+     "                if not waits_clear(b, row, key, tile, ring=ring):",
+     "                if not waits_clear(b, row, key, tile, kinds=(S.WAIT, S.PRE), ring=ring):"),
+    ("pipeline-write-before-cleared", "rotate/_emulator.py",
+     "        if b.phase == \"exit\" or b.cleared <= i:",
+     "        if b.phase == \"exit\" or len(b.items) <= i or (\n"
+     "                b.items[i] is not None and (not b.ring or b.ring[0][1] not in b.landed)):"),
     # The GPU row-cycles schedule's index math (rotate/_cuda/_lanes.py), judged by
     # tests/test_lanes_schedule.py: the segment table's coverage and the emulator.
     ("cycles-source-row-inverted", "rotate/_cuda/_lanes.py",

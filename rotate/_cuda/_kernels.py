@@ -14,10 +14,11 @@ import os
 from numba import cuda, int32, int64, uint32, uint64
 
 from .. import _schedule as S
-from ._memops import (SIMULATED, atomic_add_u64, commit_copies, copies_waiter, copy16_async, copy16_async_at,
-                      funnel_right,
-                      load16, load16_shared, load16_shared_at, load_acquire, load_i64, load_shared_at,
-                      named_barrier, shared_address, store8, store16, store_relaxed, store_u64)
+from ._memops import (SIMULATED, atomic_add_u64, bulk_load, commit_copies, copies_waiter, copy16_async,
+                      copy16_async_at, funnel_right, load16, load16_shared, load16_shared_at, load_acquire, load_i64,
+                      load_shared_at, mbar_address, mbar_arrive, mbar_expect_tx, mbar_init, mbar_init_fence,
+                      mbar_try_wait, named_barrier, proxy_fence_global, shared_address, store8, store16, store_relaxed,
+                      store_u64)
 
 wait_all = copies_waiter(0)
 
@@ -51,11 +52,19 @@ def buffer_vecs(tile_bytes: int) -> int:
     return tile_bytes // 16 + 2 * MAX_PIECES + 2
 
 
+def control_threads(control_warp: bool = False, pipeline: bool = False) -> int:
+    """Threads a chain kernel block has beyond its data warps: a control warp, or (pipelined) a
+    producer warp and a decoder warp."""
+    return 64 if pipeline else 32 if control_warp else 0
+
+
 def smem_bytes(tile_bytes: int, buffers: int = BUFFERS, control_warp: bool = False) -> int:
     """Static shared memory of one block: the buffer ring plus descriptors (one more than the
-    buffers: the next item is decoded ahead; twice the buffers with a control warp) and item slots."""
+    buffers: the next item is decoded ahead; twice the buffers with a control warp), item slots
+    and (with a control warp, for the pipelined variant) five mbarriers a buffer."""
     slots = 2 * buffers if control_warp else buffers + 1
-    return buffers * buffer_vecs(tile_bytes) * 16 + slots * (DESC_FIELDS + 1) * 8 + (ENTRY_BATCH + 7) * 8
+    barriers = 5 * (buffers + 1) * 8 if control_warp else 0
+    return buffers * buffer_vecs(tile_bytes) * 16 + slots * (DESC_FIELDS + 1) * 8 + (ENTRY_BATCH + 7) * 8 + barriers
 
 
 @cuda.jit(device=True)
@@ -215,7 +224,8 @@ def _write_moved(threads: int, write_iters: int, spare_vector: bool = False):
 
 @functools.lru_cache(maxsize=None)
 def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: int = BUFFERS,
-                 min_blocks: int = 0, control_warp: bool = False, direct_decode: bool = False):
+                 min_blocks: int = 0, control_warp: bool = False, direct_decode: bool = False,
+                 pipeline: bool = False):
     """The persistent, chain-ordered in-place rotation kernel for one configuration.
 
     Arguments are scalars on the GPU (raw device addresses and integers, so a
@@ -259,7 +269,14 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     without walking the source runs, and readers without a ``WAIT`` are
     cleared from their packed kinds without walking the reader runs: the
     same descriptors and waits with fewer instructions on the decoding
-    thread (not yet timed on a GPU: ``planner.settings["chain_decode"]``).
+    thread (``planner.settings["chain_decode"]``, the default).
+
+    ``pipeline`` (with ``control_warp``): the control warp's first thread is
+    a producer that decodes items, copies their sources into the ring with
+    bulk copies (``cp.async.bulk``, the copy engine), publishes "read done"
+    and clears waits; the data warps only write, each at its own pace, with
+    no block barrier: three mbarriers a buffer say "loaded", "cleared" and
+    "written" (``kernel_pipeline``).
     """
     if tile_bytes % 16 or tile_bytes < 64:
         raise ValueError(f"tile_bytes must be a multiple of 16 and >= 64, got {tile_bytes}")
@@ -275,9 +292,14 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     wait_left2 = copies_waiter(2)
     wait_left3 = copies_waiter(3)
     cache_len = ENTRY_BATCH + 3
-    block = threads + 32 if control_warp else threads
+    if pipeline and not control_warp:
+        raise ValueError("pipeline needs control_warp: the producer is the control warp's first thread")
+    block = threads + control_threads(control_warp, pipeline)
     bounds = (block, min_blocks) if min_blocks else block
     ws_slots = 2 * buffers  # control-warp variant: descriptors decoded ahead of the writes
+    bar_count = 3 * buffers + 2 * slots  # pipelined variant: loaded, cleared, written a buffer; decoded, free a slot
+    bar_decoded = 3 * buffers
+    bar_free = 3 * buffers + slots
     data_barrier = named_barrier(1, threads)
     jit_options = {} if SIMULATED else {"launch_bounds": bounds}
     if not SIMULATED and os.environ.get("ROTATE_LINEINFO") == "1":
@@ -588,6 +610,8 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                 copy_span(data, scratch, row * n + load_i64(table, entry + S.T_LO),
                           row * scratch_row + load_i64(table, entry + S.T_OFFSET), tid,
                           load_i64(table, entry + S.T_VECS), block)
+                if pipeline:
+                    proxy_fence_global()  # scratch is read back by bulk copies (another proxy)
                 cuda.syncthreads()
                 if tid == 0:
                     cuda.threadfence()  # the block's copies are visible before the flag says so
@@ -600,6 +624,8 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                     copy_span(data, scratch, row * n + load_i64(table, entry + S.T_LO),
                               row * scratch_row + load_i64(table, entry + S.T_OFFSET), 0,
                               load_i64(table, entry + S.T_VECS), 1)
+                    if pipeline:
+                        proxy_fence_global()  # scratch is read back by bulk copies (another proxy)
                     cuda.threadfence()  # this thread's copies, then its flag
                     store_relaxed(flags, seam_base + row * m_max + w, uint32(epoch))
                 cuda.syncthreads()
@@ -804,6 +830,194 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             leave(counters)
 
     @cuda.jit(device=True)
+    def issue_loads(smem, buf, desc, d, data, scratch, bars, bar0, loaded):
+        """Producer: bulk-copy an item's source pieces (whole aligned vectors) into buffer ``buf``;
+        barrier ``loaded`` completes once they have landed."""
+        nbytes = int64(0)
+        from_scratch = False
+        for q in range(desc[d, F_PIECES]):
+            nbytes += 16 * desc[d, HEADER_FIELDS + q * PIECE_FIELDS + P_VECS]
+            from_scratch = from_scratch or desc[d, HEADER_FIELDS + q * PIECE_FIELDS + P_SCRATCH] != 0
+        if from_scratch:
+            proxy_fence_global()  # the pre-read's generic stores before this bulk read of them
+        barrier = at(bar0, loaded)
+        mbar_expect_tx(bars, barrier, uint32(nbytes))
+        for q in range(desc[d, F_PIECES]):
+            base = HEADER_FIELDS + q * PIECE_FIELDS
+            to = shared_address(smem, 4 * (buf + desc[d, base + P_SLOT]))
+            piece_bytes = uint32(16 * desc[d, base + P_VECS])
+            if desc[d, base + P_SCRATCH]:
+                bulk_load(smem, to, scratch, desc[d, base + P_POS], piece_bytes, bars, barrier)
+            else:
+                bulk_load(smem, to, data, desc[d, base + P_POS], piece_bytes, bars, barrier)
+        mbar_arrive(bars, barrier)
+
+    @cuda.jit(device=True)
+    def mbar_wait(bars, address, parity):
+        while not mbar_try_wait(bars, address, uint32(parity)):
+            pass
+
+    @cuda.jit(device=True)
+    def at(bar0, index):
+        """The shared address of mbarrier ``index`` of the block's array at ``bar0``."""
+        return uint32(bar0 + uint32(8 * index))
+
+    @cuda.jit(device=True)
+    def decode_ahead(desc, items, bars, bar0, cache, counters, flags, table, rows, n, k, head0, lane_steps, lanes_row,
+                     scratch_row, table_heads, epoch, pre_total):
+        """The pipelined variant's decoder (one thread of its own warp): item ``j`` into descriptor slot
+        ``j % slots`` once the item that held the slot is written (``free``, which the producer
+        arrives on), then "decoded"; up to the first item that says "no more"."""
+        cache[CACHE_BATCH] = -1
+        cache[CACHE_PRE_DONE] = 0
+        cache[CACHE_PRE_TOTAL] = pre_total
+        total_lanes = rows * lanes_row
+        lane = int64(-1)
+        step = int64(0)
+        j = int64(0)
+        while True:
+            s = j % slots
+            if j >= slots:
+                mbar_wait(bars, at(bar0, bar_free + s), (j // slots - 1) & 1)  # item j - slots is written
+            lane, step = take_item(items, desc, s, lane, step, total_lanes, counters, cache, flags, table, rows,
+                                   n, k, head0, lane_steps, lanes_row, scratch_row, table_heads, epoch)
+            mbar_arrive(bars, at(bar0, bar_decoded + s))
+            if items[s] < 0:
+                return
+            j += 1
+
+    @cuda.jit(device=True)
+    def produce(smem, desc, items, bars, bar0, cache, data, scratch, flags, counters, rows, n, k, epoch):
+        """The pipelined variant's producer (one thread): item ``c`` uses buffer ``c % buffers`` and
+        descriptor slot ``c % slots``; barriers ``loaded``, ``cleared`` (its readers have their
+        bytes) and ``written`` of buffer ``c % buffers`` complete phase ``c // buffers`` for it.
+
+        Per item ``c``: clear it (its copies landed, "read done" published,
+        its readers waited for as ``wait_readers`` says; a reader in the
+        ring: that item's copies landed), then start the copies of item
+        ``c + buffers - 1`` (decoded) into the buffer item ``c - 1`` was
+        written from, once written; that write also frees item ``c - 1``'s
+        descriptor slot for the decoder. The copies start first when the
+        farthest ring reader of item ``c`` is that item. Every wait is on
+        another block's earlier lane, a pre-read, a copy already started,
+        the decoder (which waits only for writes of cleared items) or a
+        data warp's write of a cleared item: none waits for itself
+        (docs/design.md). Each barrier is waited on at most one phase
+        behind its last completed one, so parities are never ambiguous.
+        """
+        end = int64(-1)  # the first item that says "no more", once the producer has seen it
+        for i in range(buffers - 1):
+            if end < 0:
+                mbar_wait(bars, at(bar0, bar_decoded + i), 0)
+                if items[i] >= 0:
+                    issue_loads(smem, i * vecs_per_buffer, desc, i, data, scratch, bars, bar0, i)
+                else:
+                    end = i
+                    mbar_arrive(bars, at(bar0, i))
+        c = int64(0)
+        while True:
+            s = c % slots
+            b = c % buffers
+            ahead = c + buffers - 1
+            issue_first = items[s] >= 0 and desc[s, F_REACH] >= buffers - 1
+            for phase in range(2):
+                if (phase == 0) == issue_first:
+                    if end < 0:
+                        ba = ahead % buffers
+                        sa = ahead % slots
+                        if c >= 1:
+                            mbar_wait(bars, at(bar0, 2 * buffers + ba), ((c - 1) // buffers) & 1)  # item c - 1 written
+                            mbar_arrive(bars, at(bar0, bar_free + (c + buffers) % slots))  # its slot: item c + buffers
+                        mbar_wait(bars, at(bar0, bar_decoded + sa), (ahead // slots) & 1)
+                        if items[sa] >= 0:
+                            issue_loads(smem, ba * vecs_per_buffer, desc, sa, data, scratch, bars, bar0, ba)
+                        else:
+                            end = ahead
+                            mbar_arrive(bars, at(bar0, ba))
+                else:
+                    mbar_wait(bars, at(bar0, b), (c // buffers) & 1)
+                    if items[s] >= 0:
+                        # "Read done" needs no fence: the copies have landed.
+                        store_relaxed(flags, desc[s, F_ROW] * S.max_tiles(n, T) + desc[s, F_TILE], uint32(epoch))
+                        reach = wait_readers(desc, s, cache, counters, flags, rows, n, k, epoch)
+                        for ahead_i in range(c + 1, c + reach + 1):
+                            # Every item up to the farthest ring reader: bulk copies land in any
+                            # order, and a tile may have more than one reader in the ring.
+                            mbar_wait(bars, at(bar0, ahead_i % buffers), (ahead_i // buffers) & 1)
+                    mbar_arrive(bars, at(bar0, buffers + b))
+            if items[s] < 0:
+                return
+            c += 1
+
+    @cuda.jit(**jit_options)
+    def kernel_pipeline(data, scratch, flags, counters, table, rows, n, k, head0, lane_steps, lanes_row,
+                        pre_row, scratch_row, table_heads, epoch):
+        """The item loop as a producer, a decoder and consumers (``chain_kernel(pipeline=True)``).
+
+        Threads ``[0, threads)`` write items in order, each thread waiting
+        on the item's "loaded" and "cleared" barriers and arriving on its
+        "written" one: no barrier of the whole block, so a warp that
+        finishes its share of an item goes on to the next. The first thread
+        of the next warp is the producer (``produce``: bulk copies, "read
+        done", waits); the first of the last warp decodes items ahead
+        (``decode_ahead``). What a block publishes and waits for, and in
+        which order, is the chain kernel's.
+        """
+        if SIMULATED:
+            smem = cuda.shared.array(smem_words, uint32)
+        else:
+            smem = cuda.shared.array(smem_words, uint32, alignment=16)
+        desc = cuda.shared.array((slots, DESC_FIELDS), int64)
+        items = cuda.shared.array(slots, int64)
+        bars = cuda.shared.array(bar_count, int64)
+        ctrl = cuda.shared.array(2, int64)
+        producer_cache = cuda.shared.array(cache_len, int64)
+        decoder_cache = cuda.shared.array(cache_len, int64)
+        tid = cuda.threadIdx.x
+        bar0 = mbar_address(bars, 0)
+        if tid == threads:
+            for i in range(buffers):
+                mbar_init(bars, at(bar0, i), 1)  # loaded: the producer's arrival and the copies' bytes
+                mbar_init(bars, at(bar0, buffers + i), 1)  # cleared: the producer
+                mbar_init(bars, at(bar0, 2 * buffers + i), threads)  # written: every data thread
+            for i in range(slots):
+                mbar_init(bars, at(bar0, bar_decoded + i), 1)  # decoded: the decoder
+                mbar_init(bars, at(bar0, bar_free + i), 1)  # free: the producer, once the slot's item is written
+            mbar_init_fence()
+        pre_reads(ctrl, data, scratch, flags, counters, table, rows, n, head0, pre_row, scratch_row, table_heads,
+                  epoch, tid)  # ends with a barrier of every thread: the mbarriers are initialised
+        if tid >= threads:
+            if tid == threads:
+                producer_cache[CACHE_PRE_DONE] = 0
+                producer_cache[CACHE_PRE_TOTAL] = rows * pre_row
+                produce(smem, desc, items, bars, bar0, producer_cache, data, scratch, flags, counters, rows, n, k,
+                        epoch)
+            elif tid == threads + 32:
+                decode_ahead(desc, items, bars, bar0, decoder_cache, counters, flags, table, rows, n, k, head0,
+                             lane_steps, lanes_row, scratch_row, table_heads, epoch, rows * pre_row)
+                leave(counters)  # the decoder draws the block's last ticket
+            return
+        # 32-bit loop state, stepped without divisions: a 64-bit item counter spilled to local
+        # memory here held 15% of the warps' samples (ncu, 1 GiB uint8 shift 3).
+        b = int32(0)
+        s = int32(0)
+        parity = uint32(0)
+        while True:
+            mbar_wait(bars, at(bar0, b), parity)
+            mbar_wait(bars, at(bar0, buffers + b), parity)
+            if items[s] < 0:
+                return
+            write_item(smem, b * vecs_per_buffer, desc, s, data, n, k, tid)
+            mbar_arrive(bars, at(bar0, 2 * buffers + b))
+            b = int32(b + 1)
+            if b == buffers:
+                b = int32(0)
+                parity = uint32(parity ^ uint32(1))
+            s = int32(s + 1)
+            if s == slots:
+                s = int32(0)
+
+    @cuda.jit(device=True)
     def leave(counters):
         """Thread 0, once the block has no item left."""
         finished = atomic_add_u64(counters, 2, uint64(1))
@@ -815,6 +1029,8 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             store_u64(counters, 2, uint64(0))
             store_u64(counters, 3, uint64(0))
 
+    if pipeline:
+        return kernel_pipeline
     return kernel_control_warp if control_warp else kernel
 
 

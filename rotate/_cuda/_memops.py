@@ -228,6 +228,7 @@ if SIMULATED:
         return flags[index]
 
     import threading as _threading
+    import time as _time
 
     _barriers: dict = {}
     _barriers_lock = _threading.Lock()  # made here: threads creating it at their first barrier would race
@@ -263,6 +264,58 @@ if SIMULATED:
 
     def store_relaxed(flags, index, value):
         flags[index] = value
+
+
+    # mbarriers: [expected arrivals, arrivals left, completed phases] per (barrier array, address).
+    _mbarriers: dict = {}
+    _mbarriers_lock = _threading.Lock()
+
+    def mbar_address(bars, index):
+        """The shared address of mbarrier ``bars[index]`` (an int64 array), for the ``mbar_*`` operations:
+        here its byte offset in ``bars``."""
+        return 8 * index
+
+    def _mbar(bars, address):
+        return _mbarriers[(id(bars), int(address))]
+
+    def mbar_init(bars, address, count):
+        """``mbarrier.init``: the barrier completes a phase once ``count`` threads arrive."""
+        with _mbarriers_lock:
+            _mbarriers[(id(bars), int(address))] = [int(count), int(count), 0]
+
+    def mbar_init_fence():
+        """``fence.mbarrier_init``: the initialised barriers are visible to the copy engine."""
+
+    def mbar_arrive(bars, address):
+        """``mbarrier.arrive`` (release): one arrival on the barrier's current phase."""
+        with _mbarriers_lock:
+            state = _mbar(bars, address)
+            state[1] -= 1
+            if state[1] == 0:
+                state[1] = state[0]
+                state[2] += 1
+
+    def mbar_expect_tx(bars, address, nbytes):
+        """``mbarrier.expect_tx``: the phase also waits for ``nbytes`` of bulk copies (which land at once here)."""
+
+    def mbar_try_wait(bars, address, parity):
+        """``mbarrier.try_wait.parity`` (acquire): whether the phase of parity ``parity`` has completed."""
+        with _mbarriers_lock:
+            done = (_mbar(bars, address)[2] & 1) != int(parity)
+        if not done:
+            _time.sleep(0)  # let the arriving Python thread run
+        return done
+
+    def bulk_load(smem, address, src, pos, nbytes, bars, barrier):
+        """``cp.async.bulk`` of ``src[pos:pos + nbytes]`` to shared ``address``, completing on mbarrier
+        ``barrier`` (here a copy at once; the addresses and the size must be multiples of 16, as on the GPU)."""
+        if address % 16 or nbytes % 16:
+            raise MisalignedAccess(f"bulk copy of {nbytes} bytes to shared byte {address}")
+        for v in range(int(nbytes) >> 4):
+            copy16_async(smem, (address >> 2) + 4 * v, src, pos + 16 * v)
+
+    def proxy_fence_global():
+        """``fence.proxy.async.global``: generic-proxy stores ordered before later bulk copies."""
 
 else:
 
@@ -477,5 +530,115 @@ else:
             asm = ir.InlineAsm(ir.FunctionType(_i64, [_i64, _i64]), "atom.global.add.u64 $0, [$1], $2;",
                                "=l,l,l,~{memory}", side_effect=True)
             return builder.call(asm, [address, value])
+
+        return sig, codegen
+
+
+    def _shared32(context, builder, array_type, array, byte_offset):
+        """The 32-bit ``.shared`` address of byte ``byte_offset`` of a shared array."""
+        generic = _address(context, builder, array_type, array, byte_offset)
+        asm = ir.InlineAsm(ir.FunctionType(_i32, [_i64]),
+                           "{ .reg .u64 sa; cvta.to.shared.u64 sa, $1; cvt.u32.u64 $0, sa; }", "=r,l")
+        return builder.call(asm, [generic])
+
+    @intrinsic
+    def mbar_address(typingctx, bars, index):
+        """The 32-bit shared address of mbarrier ``bars[index]`` (an int64 array), for the ``mbar_*``
+        operations: converted once, so a loop holds one 32-bit register, not a generic pointer."""
+        sig = types.uint32(bars, types.int64)
+
+        def codegen(context, builder, signature, args):
+            index = context.cast(builder, args[1], signature.args[1], types.int64)
+            return _shared32(context, builder, signature.args[0], args[0], _scaled(builder, index, 8))
+
+        return sig, codegen
+
+    @intrinsic
+    def mbar_init(typingctx, bars, address, count):
+        """``mbarrier.init``: the barrier at ``address`` completes a phase once ``count`` threads arrive."""
+        sig = types.void(bars, types.uint32, types.int32)
+
+        def codegen(context, builder, signature, args):
+            count = context.cast(builder, args[2], signature.args[2], types.int32)
+            _emit(builder, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r", [args[1], count])
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def mbar_init_fence(typingctx):
+        """``fence.mbarrier_init``: the initialised barriers are visible to the copy engine."""
+        sig = types.void()
+
+        def codegen(context, builder, signature, args):
+            _emit(builder, "fence.mbarrier_init.release.cluster;", "", [])
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def mbar_arrive(typingctx, bars, address):
+        """``mbarrier.arrive`` (release, CTA scope): one arrival on the barrier's current phase."""
+        sig = types.void(bars, types.uint32)
+
+        def codegen(context, builder, signature, args):
+            _emit(builder, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r", [args[1]])
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def mbar_expect_tx(typingctx, bars, address, nbytes):
+        """``mbarrier.expect_tx``: the current phase also waits for ``nbytes`` of bulk copies."""
+        sig = types.void(bars, types.uint32, types.uint32)
+
+        def codegen(context, builder, signature, args):
+            nbytes = context.cast(builder, args[2], signature.args[2], types.uint32)
+            _emit(builder, "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [$0], $1;", "r,r", [args[1], nbytes])
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def mbar_try_wait(typingctx, bars, address, parity):
+        """``mbarrier.try_wait.parity`` (acquire, CTA scope): 1 once the phase of parity ``parity`` has
+        completed (the hardware suspends the thread a while before answering 0)."""
+        sig = types.uint32(bars, types.uint32, types.uint32)
+
+        def codegen(context, builder, signature, args):
+            parity = context.cast(builder, args[2], signature.args[2], types.uint32)
+            asm = ir.InlineAsm(ir.FunctionType(_i32, [_i32, _i32]),
+                               "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2; "
+                               "selp.u32 $0, 1, 0, p; }", "=r,r,r,~{memory}", side_effect=True)
+            return builder.call(asm, [args[1], parity])
+
+        return sig, codegen
+
+    @intrinsic
+    def bulk_load(typingctx, smem, address, src, pos, nbytes, bars, barrier):
+        """``cp.async.bulk`` (the copy engine, issued by one thread) of ``nbytes`` from ``src + pos`` to
+        shared ``address``, completing on the mbarrier at ``barrier``; addresses and size multiples of 16."""
+        sig = types.void(smem, types.uint32, src, types.int64, types.uint32, bars, types.uint32)
+
+        def codegen(context, builder, signature, args):
+            _, s_addr, g_base, g_pos, nbytes, _, barrier = args
+            g_pos = context.cast(builder, g_pos, signature.args[3], types.int64)
+            g_addr = _address(context, builder, signature.args[2], g_base, g_pos)
+            nbytes = context.cast(builder, nbytes, signature.args[4], types.uint32)
+            _emit(builder, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1], $2, [$3];",
+                  "r,l,r,r", [s_addr, g_addr, nbytes, barrier])
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def proxy_fence_global(typingctx):
+        """``fence.proxy.async.global``: this thread's generic-proxy global accesses ordered with later
+        bulk copies (the copy engine is another proxy)."""
+        sig = types.void()
+
+        def codegen(context, builder, signature, args):
+            _emit(builder, "fence.proxy.async.global;", "", [])
+            return context.get_dummy_value()
 
         return sig, codegen

@@ -251,17 +251,18 @@ def _device_table_address(table: np.ndarray) -> int:
 
 
 def _chain_config(d: dict):
-    """``chain_kernel``'s arguments from a chain step's details (``block`` counts the control warp)."""
+    """``chain_kernel``'s arguments from a chain step's details (``block`` counts the control warps)."""
     control_warp = bool(d.get("control_warp", False))
-    return (d["tile_bytes"], d["block"] - 32 if control_warp else d["block"], d["buffers"], d.get("min_blocks", 0),
-            control_warp, d.get("decode", "runs") == "direct")
+    pipeline = bool(d.get("pipeline", False))
+    return (d["tile_bytes"], d["block"] - _kernels.control_threads(control_warp, pipeline), d["buffers"],
+            d.get("min_blocks", 0), control_warp, d.get("decode", "runs") == "direct", pipeline)
 
 
 @_kernels.functools.lru_cache(maxsize=None)
 def _compiled_chain(tile_bytes: int, threads: int, buffers: int, min_blocks: int, control_warp: bool = False,
-                    direct_decode: bool = False):
+                    direct_decode: bool = False, pipeline: bool = False):
     """The chain kernel compiled for all-int64 arguments, and its cuda.core handle."""
-    kernel = _kernels.chain_kernel(tile_bytes, threads, buffers, min_blocks, control_warp, direct_decode)
+    kernel = _kernels.chain_kernel(tile_bytes, threads, buffers, min_blocks, control_warp, direct_decode, pipeline)
     if SIMULATED:
         return kernel, None
     compiled = kernel.compile("void(" + ", ".join(["int64"] * 15) + ")")

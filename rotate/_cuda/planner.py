@@ -23,20 +23,22 @@ from ._memops import SIMULATED
 #: Tunables; ``override`` changes them (tests use tiny tiles in the simulator).
 settings = {
     "tile_bytes": _kernels.TILE_BYTES,
-    "threads": _kernels.THREADS,
+    "threads": None,  # data threads of a chain block; None: _kernels.THREADS, PIPELINE_THREADS pipelined
     "buffers": _kernels.BUFFERS,
     "min_blocks": 0,  # >0: ask ptxas to fit this many blocks per SM (caps registers)
     "grid": None,  # None: fill the GPU (blocks per SM x SMs)
     "lane_steps": None,  # None: one lane per resident block; an int forces the lane length
     "lane_threads": None,  # roll_rows / row-cycles block size; None: each kernel's default
-    # chain kernel: "control-warp" (a warp of its own decodes items and clears waits ahead of the
-    # data warps), "single" (thread 0 of the data warps does it between barriers), "auto" (single
-    # for shifts shorter than a tile); None: DEFAULT_CHAIN_VARIANT.
+    # chain kernel: "pipeline" (a producer warp bulk-copies sources, publishes and clears waits, a
+    # decoder warp decodes items ahead, data warps write with no block barrier), "control-warp" (a
+    # warp of its own decodes items and clears waits ahead of the data warps, which copy), "single"
+    # (thread 0 of the data warps does it between barriers), "auto" (single for shifts shorter than
+    # a tile, else control-warp); None: DEFAULT_CHAIN_VARIANT.
     "chain_variant": None,
     # chain kernel item decoding: "runs" walks every item's source and reader runs; "direct" takes
     # one-array-run items and WAIT-free readers off the packed plan entry (same descriptors, fewer
-    # instructions on the decoding thread; not yet timed on a GPU, so not the default).
-    "chain_decode": "runs",
+    # instructions on the decoding thread; 0-1 points faster, docs/results/chain-ab-pipeline-h200.jsonl).
+    "chain_decode": "direct",
     "swap_panel_bytes": 16 * 1024,  # lane-swaps: bytes a panel streams
     "swap_save_bytes": None,  # lane-swaps: the largest small side saved; None: what fits two blocks an SM
     # row-cycles variant: None picks "three-rows" where three rows fit a block (except aligned
@@ -59,7 +61,11 @@ MIN_SCRATCH = 16 << 20
 #: whole GPU, what a memcpy moves in that time.
 ITEM_COST_BYTES = 26 * 1024
 #: The chain kernel variant when ``settings["chain_variant"]`` is None.
-DEFAULT_CHAIN_VARIANT = "auto"
+DEFAULT_CHAIN_VARIANT = "pipeline"
+#: Data threads of a pipelined chain block (six warps, plus the producer's and the decoder's: 256).
+#: 128-224 ran within a point of each other; 256 (320 a block) capped registers at two blocks an SM
+#: and spilled the data warps' loop state, 3-15 points slower (docs/results/chain-ab-pipeline-h200.jsonl).
+PIPELINE_THREADS = 192
 #: Block-swap fallback limits: beyond these, three reversals are cheaper.
 MAX_SWAP_PASSES = 16
 MAX_SWAP_ROWS = 64
@@ -126,16 +132,36 @@ def device_shape(device_id: int = 0):
 
 
 def chain_control_warp(short: bool = False) -> bool:
-    """Whether a chain step runs the control-warp variant of the chain kernel.
+    """Whether a chain step's block has control warps (the "pipeline" and "control-warp" variants).
 
-    By default every chain but a one-tile step (``short``: shifts shorter
-    than a tile) does: a control warp ran mid and long shifts 2-5 points
-    faster and short shifts about 1 point slower (docs/perf-notes.md).
+    The default, "pipeline", has them for every shift: its producer and
+    decoder warps ran every gate shift 3-14 points faster than the other
+    variants (docs/perf-notes.md). Under "auto" a one-tile step (``short``:
+    shifts shorter than a tile) runs "single".
     """
+    variant = _chain_variant()
+    return variant in ("control-warp", "pipeline") or (variant == "auto" and not short)
+
+
+def _chain_variant() -> str:
     variant = settings["chain_variant"] or DEFAULT_CHAIN_VARIANT
-    if variant not in ("control-warp", "single", "auto"):
-        raise ValueError(f"chain_variant must be 'control-warp', 'single', 'auto' or None, got {variant!r}")
-    return variant == "control-warp" or (variant == "auto" and not short)
+    if variant not in ("control-warp", "pipeline", "single", "auto"):
+        raise ValueError(f"chain_variant must be 'control-warp', 'pipeline', 'single', 'auto' or None, "
+                         f"got {variant!r}")
+    return variant
+
+
+def chain_threads() -> int:
+    """Data threads of a chain kernel block (``settings["threads"]``, or the variant's default)."""
+    if settings["threads"]:
+        return int(settings["threads"])
+    return PIPELINE_THREADS if chain_pipeline() else _kernels.THREADS
+
+
+def chain_pipeline() -> bool:
+    """Whether chain steps run the pipelined variant: a producer thread bulk-copies sources and clears
+    waits, data warps write with no block barrier (``_kernels.chain_kernel(pipeline=True)``)."""
+    return _chain_variant() == "pipeline"
 
 
 def _chain_decode() -> str:
@@ -155,7 +181,7 @@ def blocks_per_sm(tile_bytes: int, threads: int, buffers: int, control_warp: boo
     the bookkeeping).
     """
     _, smem_per_sm = device_shape(_device_id())
-    block = threads + 32 if control_warp else threads
+    block = threads + _kernels.control_threads(control_warp, control_warp and chain_pipeline())
     per_block = _kernels.smem_bytes(tile_bytes, buffers, control_warp) + 1024  # 1 KiB the driver reserves per block
     fit = max(1, min(smem_per_sm // per_block, 2048 // block, 32))
     wanted = settings["min_blocks"] or 3
@@ -240,7 +266,7 @@ def plan_chain(rows: int, seg: int, left: int, head0: int, cap: int):
     reads most of comes next), the ring depth, and the tile size; the lane
     length gives every resident block a lane.
     """
-    threads = settings["threads"]
+    threads = chain_threads()
     heads = _heads(rows, seg, head0)
     tile_sizes = [settings["tile_bytes"]]
     if settings["tile_bytes"] >= 32 * 1024:
@@ -336,8 +362,9 @@ def _chain_step(axis, shift, rows, seg, left, word, head0, cap) -> Optional[Step
             details={
                 "schedule": "chain",
                 "tile_bytes": cfg["tile_bytes"],
-                "block": settings["threads"] + (32 if cfg["control_warp"] else 0),
+                "block": chain_threads() + _kernels.control_threads(cfg["control_warp"], chain_pipeline()),
                 "control_warp": cfg["control_warp"],
+                "pipeline": chain_pipeline(),
                 "decode": _chain_decode(),
                 "buffers": cfg["buffers"],
                 "min_blocks": cfg["min_blocks"],
@@ -386,7 +413,7 @@ def _plan_block_swap(axis, shift, rows, seg, left, word, pointer, cap) -> Option
                 bytes_moved=rows * moved,
                 details={
                     "tile_bytes": settings["tile_bytes"],
-                    "block": settings["threads"],
+                    "block": settings["threads"] or _kernels.THREADS,
                     "grid": sms * 3,
                     "swaps": tuple(swaps),
                     "final": (lo, sub_n, sub_k),
