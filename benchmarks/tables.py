@@ -405,7 +405,7 @@ CHAIN_PROBES = [
 CHAIN_SHIFTS = ["3", "1MiB+5", "n/4+3", "n/3", "n/2+1", "n-7"]
 #: The newest end-to-end run of issue #7's gate points (python -m rotate.bench, 1 and 4 GiB, every gate
 #: dtype and shift): the README's chain sentence and perf-notes' gpu-e2e-chain table.
-CHAIN_GATE_RUN = "gpu-e2e-chain-d7230f7-h200.json"
+CHAIN_GATE_RUN = "gpu-e2e-chain-3afd49f-h200.json"
 #: The newest run of benchmarks/rows_gpu_bench.py (roll_rows, fftshift, multi-axis rolls): perf-notes'
 #: gpu-rows table and the README's rows sentence.
 ROWS_RUN = "gpu-rows-d7230f7-h200.json"

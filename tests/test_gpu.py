@@ -77,7 +77,7 @@ def test_reversal_fallback(shift):
     assert plan.algorithm == "reversal"
 
 
-@pytest.mark.parametrize("variant", [None, "pipeline"])
+@pytest.mark.parametrize("variant", ["pipeline", "control-warp"])
 @pytest.mark.parametrize("decode", ["runs", "direct"])
 @pytest.mark.parametrize("offset", [0, 7])
 def test_every_shift_takes_one_chain_pass(offset, decode, variant):
