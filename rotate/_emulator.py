@@ -299,22 +299,27 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
     # b.ring: the items whose copies the data agent started and has not
     # written (the oldest first); counters as the kernel's ``seq``.
 
+    def decode_next(b: _Block) -> bool:
+        """Draw the block's next item and decode it into ``b.items`` (None: the end), unless it must
+        wait for a pre-read (then False, and the drawn item is kept for the next try)."""
+        if b.drawn is None:
+            b.drawn = next_item(b) or False
+        if b.drawn is False:
+            b.end = len(b.items)
+            b.items.append(None)
+        else:
+            row, key, tile = b.drawn
+            if not can_describe(row, tile):
+                return False
+            b.items.append(b.drawn)
+        b.drawn = None
+        return True
+
     def cw_control(b: _Block) -> bool:
         """One action of the control warp: decode ahead, else clear the oldest uncleared item's waits."""
         decoded = len(b.items)
         if b.end is None and decoded - b.written < 2 * buffers:
-            if b.drawn is None:
-                b.drawn = next_item(b) or False
-            if b.drawn is False:
-                b.end = decoded
-                b.items.append(None)
-            else:
-                row, key, tile = b.drawn
-                if not can_describe(row, tile):
-                    return False
-                b.items.append(b.drawn)
-            b.drawn = None
-            return True
+            return decode_next(b)
         if b.cleared < decoded and (b.end is not None or decoded >= b.cleared + buffers):
             if b.cleared == b.end:
                 return False  # done
@@ -388,18 +393,7 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
             return False
         if j > buffers and b.written < j - buffers:
             raise ScheduleError(f"item {j} is decoded into the slot of item {j - buffers - 1}, not written yet")
-        if b.drawn is None:
-            b.drawn = next_item(b) or False
-        if b.drawn is False:
-            b.end = j
-            b.items.append(None)
-        else:
-            row, key, tile = b.drawn
-            if not can_describe(row, tile):
-                return False
-            b.items.append(b.drawn)
-        b.drawn = None
-        return True
+        return decode_next(b)
 
     def pl_issue(b: _Block, j: int) -> bool:
         """The producer starts item ``j``'s copies (once decoded), or learns it is the end."""

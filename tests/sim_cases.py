@@ -26,14 +26,23 @@ EXAMPLES = int(os.environ.get("SIM_EXAMPLES", "80"))
 SIM_MAX_BYTES = 2048  # the simulator runs every thread in Python
 
 
-def check_fixed():
-    runner = CudaRunner(tile_bytes=64, threads=4, grid=3)
-    ran = 0
+def _fixed_cases(runner, chain_details):
+    """Every fixed case that fits the simulator; each chain step's details must satisfy ``chain_details``."""
+    ran = chains = 0
     for case in FIXED_CASES:
         if case.nbytes <= SIM_MAX_BYTES:
-            check_roll_case(runner, case)
+            plan = check_roll_case(runner, case)
             ran += 1
-    assert ran > 100, ran
+            steps = [step for step in plan.steps if step.algorithm == "chain"]
+            assert all(chain_details(step.details) for step in steps), plan
+            chains += bool(steps)
+    assert ran > 100 and chains > 50, (ran, chains)
+
+
+def check_fixed():
+    """The defaults: the pipelined kernel (producer, decoder, bulk copies, mbarriers), direct decoding."""
+    _fixed_cases(CudaRunner(tile_bytes=64, threads=4, grid=3),
+                 lambda d: d["pipeline"] and d["decode"] == "direct")
 
 
 @settings(deadline=None, max_examples=EXAMPLES, database=None)
@@ -46,30 +55,11 @@ def check_random(case, tile, threads, grid, variant, decode):
                                chain_decode=decode), case)
 
 
-def check_fixed_direct_decode():
-    """The fixed cases again with items decoded off the packed plan entries (``chain_decode="direct"``)."""
-    runner = CudaRunner(tile_bytes=64, threads=4, grid=3, chain_decode="direct")
-    chains = 0
-    for case in FIXED_CASES:
-        if case.nbytes <= SIM_MAX_BYTES:
-            plan = check_roll_case(runner, case)
-            if plan.algorithm == "chain":
-                assert all(step.details["decode"] == "direct" for step in plan.steps), plan
-                chains += 1
-    assert chains > 50, chains
-
-
-def check_fixed_pipeline():
-    """The fixed cases again with the pipelined kernel (a producer thread, bulk copies, mbarriers)."""
-    runner = CudaRunner(tile_bytes=64, threads=4, grid=3, chain_variant="pipeline")
-    chains = 0
-    for case in FIXED_CASES:
-        if case.nbytes <= SIM_MAX_BYTES:
-            plan = check_roll_case(runner, case)
-            if plan.algorithm == "chain":
-                assert all(step.details["pipeline"] for step in plan.steps if step.algorithm == "chain"), plan
-                chains += 1
-    assert chains > 50, chains
+def check_fixed_single_kernel():
+    """The fixed cases again with the single-thread kernel (cp.async ring, block barriers) walking
+    every item's source runs (``chain_decode="runs"``); the control-warp kernel is drawn at random."""
+    _fixed_cases(CudaRunner(tile_bytes=64, threads=4, grid=3, chain_variant="single", chain_decode="runs"),
+                 lambda d: not d["pipeline"] and not d["control_warp"] and d["decode"] == "runs")
 
 
 def check_fallback():
@@ -267,8 +257,7 @@ if __name__ == "__main__":
     check_block_swap_rows_at_every_offset()
     check_block_swap()
     check_fixed()
-    check_fixed_direct_decode()
-    check_fixed_pipeline()
+    check_fixed_single_kernel()
     check_random()
     print("simulator cases passed")
     sys.exit(0)
