@@ -51,7 +51,7 @@ _PLANNER_CONSTANTS = operator.attrgetter(
     "SCRATCH_FRACTION", "MIN_SCRATCH", "MAX_SWAP_PASSES", "MAX_SWAP_ROWS", "MAX_CHAIN_LANES",
     "MIN_CHAIN_LANE_BYTES", "MAX_LANE_SMEM", "MAX_SEGMENTS", "MIN_CYCLE_ROW", "MIN_CHUNKED_SWAP_ROW",
     "CYCLE_CHUNKS", "CYCLE_RINGS", "CYCLE_AHEAD_BYTES", "ITEM_COST_BYTES",
-    "DEFAULT_CHAIN_VARIANT")
+    "DEFAULT_CHAIN_VARIANT", "PIPELINE_THREADS", "PIPELINE_MIN_CAPABILITY")
 _LANE_CONSTANTS = operator.attrgetter("THREADS", "PANEL_BYTES", "MAX_PANEL_ROWS", "MAX_BLOCK_SMEM",
                                       "FAST_GATHER_ROW", "MAX_LEAD")
 
@@ -96,8 +96,8 @@ class CudaBackend(RowBackend):
     def plan_key(self, info, max_scratch_bytes: Optional[int]) -> tuple:
         planner = _planner()
         device = planner._device_id()
-        return (device, planner.device_shape(device), planner.settings_key(), _PLANNER_CONSTANTS(planner),
-                _LANE_CONSTANTS(_lanes()), max_scratch_bytes)
+        return (device, planner.device_shape(device), planner.device_capability(device), planner.settings_key(),
+                _PLANNER_CONSTANTS(planner), _LANE_CONSTANTS(_lanes()), max_scratch_bytes)
 
     def plan_steps(self, info, rotations, max_scratch_bytes):
         # Several axes of a C- or F-contiguous array: one pass (row-cycles) where rows fit a block.

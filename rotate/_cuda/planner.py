@@ -66,6 +66,9 @@ DEFAULT_CHAIN_VARIANT = "pipeline"
 #: 128-224 ran within a point of each other; 256 (320 a block) capped registers at two blocks an SM
 #: and spilled the data warps' loop state, 3-15 points slower (docs/results/chain-ab-pipeline-h200.jsonl).
 PIPELINE_THREADS = 192
+#: The pipelined variant's PTX (cp.async.bulk, mbarrier.expect_tx) needs Hopper (sm_90) or newer.
+PIPELINE_MIN_CAPABILITY = (9, 0)
+NEWEST_CAPABILITY = (99, 0)
 #: Block-swap fallback limits: beyond these, three reversals are cheaper.
 MAX_SWAP_PASSES = 16
 MAX_SWAP_ROWS = 64
@@ -144,11 +147,38 @@ def chain_control_warp(short: bool = False) -> bool:
 
 
 def _chain_variant() -> str:
+    """The chain kernel variant that runs: the setting, or the default ("pipeline", which needs
+    Hopper's bulk copies: an older GPU runs "auto" unless "pipeline" was asked for by name)."""
     variant = settings["chain_variant"] or DEFAULT_CHAIN_VARIANT
     if variant not in ("control-warp", "pipeline", "single", "auto"):
         raise ValueError(f"chain_variant must be 'control-warp', 'pipeline', 'single', 'auto' or None, "
                          f"got {variant!r}")
+    if variant == "pipeline":
+        capability = device_capability(_device_id())
+        if capability < PIPELINE_MIN_CAPABILITY:
+            if settings["chain_variant"] == "pipeline":
+                raise ValueError(
+                    f"chain_variant='pipeline' needs a GPU of compute capability "
+                    f"{'.'.join(map(str, PIPELINE_MIN_CAPABILITY))} or newer (bulk copies, mbarrier transaction "
+                    f"counts); this one is {'.'.join(map(str, capability))}: use 'auto' or None")
+            return "auto"
     return variant
+
+
+@functools.lru_cache(maxsize=None)
+def device_capability(device_id: int = 0) -> tuple:
+    """The compute capability of the current device, ``(major, minor)``.
+
+    Under the CUDA simulator (which reports 5.2 but runs every kernel
+    variant) and where no device answers (planning without a GPU), the
+    newest is assumed.
+    """
+    if SIMULATED:
+        return NEWEST_CAPABILITY
+    try:
+        return tuple(int(v) for v in cuda.get_current_device().compute_capability)
+    except Exception:
+        return NEWEST_CAPABILITY
 
 
 def chain_threads() -> int:
