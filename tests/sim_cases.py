@@ -49,10 +49,10 @@ def check_fixed():
 @given(case=cases(max_elements=700, max_dim=9, dtypes=["uint8", "int16", "float32", "complex128"]),
        tile=st.sampled_from([64, 128, 256]), threads=st.sampled_from([4, 8]), grid=st.integers(1, 4),
        variant=st.sampled_from([None, "single", "control-warp", "pipeline"]),
-       decode=st.sampled_from(["runs", "direct"]))
-def check_random(case, tile, threads, grid, variant, decode):
+       decode=st.sampled_from(["runs", "direct"]), bulk_store=st.booleans())
+def check_random(case, tile, threads, grid, variant, decode, bulk_store):
     check_roll_case(CudaRunner(tile_bytes=tile, threads=threads, grid=grid, chain_variant=variant,
-                               chain_decode=decode), case)
+                               chain_decode=decode, chain_bulk_store=bulk_store), case)
 
 
 def check_fixed_single_kernel():
@@ -60,6 +60,23 @@ def check_fixed_single_kernel():
     every item's source runs (``chain_decode="runs"``); the control-warp kernel is drawn at random."""
     _fixed_cases(CudaRunner(tile_bytes=64, threads=4, grid=3, chain_variant="single", chain_decode="runs"),
                  lambda d: not d["pipeline"] and not d["control_warp"] and d["decode"] == "runs")
+
+
+def check_bulk_stores():
+    """The pipelined kernel with bulk stores: items on the destination's 16-byte phase (shifts of
+    whole vectors, complex128 at any shift) stored by the producer, the others by the data warps,
+    at every base offset and in rows whose starts differ in phase."""
+    runner = CudaRunner(tile_bytes=64, threads=4, grid=3, chain_bulk_store=True)
+    bulk = 0
+    for n, dtype, shift, offset in [(640, "uint8", 16, 0), (640, "uint8", 48, 5), (700, "uint8", 160, 11),
+                                    (40, "complex128", 3, 0), (41, "complex128", 17, 8), (640, "uint8", 17, 0),
+                                    (999, "uint8", 333, 3), (64, "float64", 6, 0)]:
+        plan = check_roll_case(runner, Case((n,), dtype, shift, offset=offset, seed=n + shift))
+        steps = [step for step in plan.steps if step.algorithm == "chain"]
+        assert steps and all(step.details["bulk_store"] for step in steps), plan
+        bulk += (shift * np.dtype(dtype).itemsize) % 16 == 0
+    check_roll_case(runner, Case((5, 203), "uint8", 32, axis=1, offset=7, seed=5))  # rows of every phase
+    assert bulk >= 5
 
 
 def check_fallback():
@@ -258,6 +275,7 @@ if __name__ == "__main__":
     check_block_swap()
     check_fixed()
     check_fixed_single_kernel()
+    check_bulk_stores()
     check_random()
     print("simulator cases passed")
     sys.exit(0)

@@ -17,6 +17,7 @@ from .. import _schedule as S
 from ._memops import (SIMULATED, atomic_add_u64, bulk_load, commit_copies, copies_waiter, copy16_async,
                       copy16_async_at, funnel_right, load16, load16_shared, load16_shared_at, load_acquire, load_i64,
                       load_shared_at, mbar_address, mbar_arrive, mbar_expect_tx, mbar_init, mbar_init_fence,
+                      bulk_commit, bulk_reads_waiter, bulk_store, bulk_wait_all,
                       mbar_try_wait, named_barrier, proxy_fence_global, shared_address, store8, store16, store_relaxed,
                       store_u64)
 
@@ -37,6 +38,9 @@ ENTRY_BATCH = 16  # plan-table entries thread 0 reads at once (a power of two)
 CACHE_BATCH, CACHE_PRE_DONE, CACHE_PRE_TOTAL = ENTRY_BATCH, ENTRY_BATCH + 1, ENTRY_BATCH + 2
 # The control-warp variant's counters in shared memory (``chain_kernel(control_warp=True)``).
 SEQ_DECODED, SEQ_CLEARED, SEQ_WRITTEN, SEQ_END = range(4)
+# The pipelined variant's item slots: -1 the end, 0 an item the data warps write, 1 an item the
+# producer stores with one bulk copy (``chain_kernel(bulk_stores=True)``).
+ITEM_END, ITEM_WRITTEN_BY_WARPS, ITEM_STORED_IN_BULK = -1, 0, 1
 
 #: Default tile and ring (docs/perf-notes.md): 32 KiB tiles, three buffers
 #: (two items' copies in flight while the third is written; two blocks an
@@ -225,7 +229,7 @@ def _write_moved(threads: int, write_iters: int, spare_vector: bool = False):
 @functools.lru_cache(maxsize=None)
 def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: int = BUFFERS,
                  min_blocks: int = 0, control_warp: bool = False, direct_decode: bool = False,
-                 pipeline: bool = False):
+                 pipeline: bool = False, bulk_stores: bool = False):
     """The persistent, chain-ordered in-place rotation kernel for one configuration.
 
     Arguments are scalars on the GPU (raw device addresses and integers, so a
@@ -271,12 +275,17 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     same descriptors and waits with fewer instructions on the decoding
     thread (``planner.settings["chain_decode"]``, the default).
 
-    ``pipeline`` (with ``control_warp``): the control warp's first thread is
-    a producer that decodes items, copies their sources into the ring with
-    bulk copies (``cp.async.bulk``, the copy engine), publishes "read done"
-    and clears waits; the data warps only write, each at its own pace, with
-    no block barrier: three mbarriers a buffer say "loaded", "cleared" and
-    "written" (``kernel_pipeline``).
+    ``pipeline`` (with ``control_warp``; Hopper PTX): two warps after the
+    data warps, one thread each: a decoder that decodes items ahead, and a
+    producer that copies their sources into the ring with bulk copies
+    (``cp.async.bulk``, the copy engine), publishes "read done" and clears
+    waits; the data warps only write, each at its own pace, with no block
+    barrier: mbarriers say "decoded", "free", "loaded", "cleared" and
+    "written" (``kernel_pipeline``). ``bulk_stores`` (pipelined only): an
+    item whose source sits in its buffer at the destination's 16-byte
+    phase, with whole vectors at both ends, is stored by the producer with
+    one bulk copy (shared to global) instead of by the data warps (not yet
+    timed: ``planner.settings["chain_bulk_store"]``).
     """
     if tile_bytes % 16 or tile_bytes < 64:
         raise ValueError(f"tile_bytes must be a multiple of 16 and >= 64, got {tile_bytes}")
@@ -292,11 +301,15 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     wait_left2 = copies_waiter(2)
     wait_left3 = copies_waiter(3)
     cache_len = ENTRY_BATCH + 3
+    if bulk_stores and not pipeline:
+        raise ValueError("bulk_stores needs pipeline: the producer issues them")
     if pipeline and not control_warp:
         raise ValueError("pipeline needs control_warp: the producer is the control warp's first thread")
     block = threads + control_threads(control_warp, pipeline)
     bounds = (block, min_blocks) if min_blocks else block
     ws_slots = 2 * buffers  # control-warp variant: descriptors decoded ahead of the writes
+    wait_bulk_reads_0 = bulk_reads_waiter(0)
+    wait_bulk_reads_1 = bulk_reads_waiter(1)
     bar_count = 3 * buffers + 2 * slots  # pipelined variant: loaded, cleared, written a buffer; decoded, free a slot
     bar_decoded = 3 * buffers
     bar_free = 3 * buffers + slots
@@ -887,6 +900,23 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             j += 1
 
     @cuda.jit(device=True)
+    def bulk_storable(desc, d, n, k):
+        """The buffer byte (from the item's first slot) its tile's bytes start at, when one bulk store can
+        write the whole tile (one realigned run, on the destination's 16-byte phase, whole vectors at
+        both ends), else -1."""
+        x0 = desc[d, F_X0]
+        x1 = desc[d, F_X1]
+        head = desc[d, F_HEAD]
+        if (head + x0) & 15 or (head + x1) & 15 or desc[d, HEADER_FIELDS + P_WXH] != x1:
+            return int64(-1)
+        for q in range(1, desc[d, F_PIECES]):
+            if desc[d, HEADER_FIELDS + q * PIECE_FIELDS + P_WXH] >= 0:
+                return int64(-1)
+        delta = k if x0 + k < n else k - n
+        start = x0 + delta - desc[d, HEADER_FIELDS + P_SRC_AL]
+        return start if start & 15 == 0 else int64(-1)
+
+    @cuda.jit(device=True)
     def produce(smem, desc, items, bars, bar0, cache, data, scratch, flags, counters, rows, n, k, epoch):
         """The pipelined variant's producer (one thread): item ``c`` uses buffer ``c % buffers`` and
         descriptor slot ``c % slots``; barriers ``loaded``, ``cleared`` (its readers have their
@@ -928,6 +958,11 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                         if c >= 1:
                             mbar_wait(bars, at(bar0, 2 * buffers + ba), ((c - 1) // buffers) & 1)  # item c - 1 written
                             mbar_arrive(bars, at(bar0, bar_free + (c + buffers) % slots))  # its slot: item c + buffers
+                            if bulk_stores:  # item c - 1's bulk store has read the buffer (item c's may not have)
+                                if phase == 0:
+                                    wait_bulk_reads_0()
+                                else:
+                                    wait_bulk_reads_1()
                         mbar_wait(bars, at(bar0, bar_decoded + sa), (ahead // slots) & 1)
                         if items[sa] >= 0:
                             issue_loads(smem, ba * vecs_per_buffer, desc, sa, data, scratch, bars, bar0, ba)
@@ -944,8 +979,20 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                             # Every item up to the farthest ring reader: bulk copies land in any
                             # order, and a tile may have more than one reader in the ring.
                             mbar_wait(bars, at(bar0, ahead_i % buffers), (ahead_i // buffers) & 1)
+                    start = int64(-1)
+                    if bulk_stores and items[s] >= 0:
+                        start = bulk_storable(desc, s, n, k)
+                        if start >= 0:
+                            items[s] = ITEM_STORED_IN_BULK  # the data warps skip it (seen after "cleared")
                     mbar_arrive(bars, at(bar0, buffers + b))
+                    if bulk_stores:
+                        if start >= 0:
+                            bulk_store(smem, shared_address(smem, 4 * (b * vecs_per_buffer) + (start >> 2)), data,
+                                       desc[s, F_ROW] * n + desc[s, F_X0], uint32(desc[s, F_X1] - desc[s, F_X0]))
+                        bulk_commit()  # one group an item, stored in bulk or not, so counts agree
             if items[s] < 0:
+                if bulk_stores:
+                    bulk_wait_all()  # the buffers stay until the last bulk store has read them
                 return
             c += 1
 
@@ -1007,7 +1054,8 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             mbar_wait(bars, at(bar0, buffers + b), parity)
             if items[s] < 0:
                 return
-            write_item(smem, b * vecs_per_buffer, desc, s, data, n, k, tid)
+            if items[s] == ITEM_WRITTEN_BY_WARPS:
+                write_item(smem, b * vecs_per_buffer, desc, s, data, n, k, tid)
             mbar_arrive(bars, at(bar0, 2 * buffers + b))
             b = int32(b + 1)
             if b == buffers:

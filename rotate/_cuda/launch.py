@@ -255,14 +255,16 @@ def _chain_config(d: dict):
     control_warp = bool(d.get("control_warp", False))
     pipeline = bool(d.get("pipeline", False))
     return (d["tile_bytes"], d["block"] - _kernels.control_threads(control_warp, pipeline), d["buffers"],
-            d.get("min_blocks", 0), control_warp, d.get("decode", "runs") == "direct", pipeline)
+            d.get("min_blocks", 0), control_warp, d.get("decode", "runs") == "direct", pipeline,
+            bool(d.get("bulk_store", False)))
 
 
 @_kernels.functools.lru_cache(maxsize=None)
 def _compiled_chain(tile_bytes: int, threads: int, buffers: int, min_blocks: int, control_warp: bool = False,
-                    direct_decode: bool = False, pipeline: bool = False):
+                    direct_decode: bool = False, pipeline: bool = False, bulk_stores: bool = False):
     """The chain kernel compiled for all-int64 arguments, and its cuda.core handle."""
-    kernel = _kernels.chain_kernel(tile_bytes, threads, buffers, min_blocks, control_warp, direct_decode, pipeline)
+    kernel = _kernels.chain_kernel(tile_bytes, threads, buffers, min_blocks, control_warp, direct_decode, pipeline,
+                                   bulk_stores)
     if SIMULATED:
         return kernel, None
     compiled = kernel.compile("void(" + ", ".join(["int64"] * 15) + ")")

@@ -39,6 +39,9 @@ settings = {
     # one-array-run items and WAIT-free readers off the packed plan entry (same descriptors, fewer
     # instructions on the decoding thread; 0-1 points faster, docs/results/chain-ab-pipeline-h200.jsonl).
     "chain_decode": "direct",
+    # pipelined chain kernel: items whose source sits at the destination's 16-byte phase stored by the
+    # producer with one bulk copy instead of by the data warps (not yet timed on a GPU: off).
+    "chain_bulk_store": False,
     "swap_panel_bytes": 16 * 1024,  # lane-swaps: bytes a panel streams
     "swap_save_bytes": None,  # lane-swaps: the largest small side saved; None: what fits two blocks an SM
     # row-cycles variant: None picks "three-rows" where three rows fit a block (except aligned
@@ -395,6 +398,7 @@ def _chain_step(axis, shift, rows, seg, left, word, head0, cap) -> Optional[Step
                 "block": chain_threads() + _kernels.control_threads(cfg["control_warp"], chain_pipeline()),
                 "control_warp": cfg["control_warp"],
                 "pipeline": chain_pipeline(),
+                "bulk_store": chain_pipeline() and bool(settings["chain_bulk_store"]),
                 "decode": _chain_decode(),
                 "buffers": cfg["buffers"],
                 "min_blocks": cfg["min_blocks"],
