@@ -63,8 +63,8 @@ MUTANTS = [
      "    if not 0 <= middle <= size:", "    if not 0 <= middle < size:"),
     # Since the backend protocol (main), plan cache keys come from each backend's plan_key.
     ("gpu-plan-cache-ignores-tunables", "rotate/_backends/cuda.py",
-     "        return (device, planner.device_shape(device), planner.settings_key(),",
-     "        return (device, planner.device_shape(device), (),"),
+     "        return (device, planner.device_shape(device), planner.device_capability(device), planner.settings_key(),",
+     "        return (device, planner.device_shape(device), planner.device_capability(device), (),"),
     ("cpu-plan-cache-ignores-tunables", "rotate/_cpu.py",
      "    return (num_threads(), SCRATCH_BYTES, TILE_BYTES, SMALL_ROW_BYTES, MIN_LANE_BYTES, LANES, CHAIN_TILE_BYTES,\n"
      "            CHAIN_RING, ALIAS_SLACK)",
@@ -219,11 +219,12 @@ def run_tests(tree: Path, timeout: int) -> tuple[str, float, str]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-k", default="", help="only mutants whose name contains this")
+    parser.add_argument("--names", help="only these mutants (comma-separated names)")
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--timeout", type=int, default=900)
     args = parser.parse_args(argv)
-    mutants = [m for m in MUTANTS if args.k in m[0]]
+    mutants = [m for m in MUTANTS if args.k in m[0] and (not args.names or m[0] in args.names.split(","))]
     for name, path, old, new in mutants:  # every snippet must still match exactly once
         count = (ROOT / path).read_text().count(old)
         if count != 1:

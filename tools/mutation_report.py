@@ -11,7 +11,7 @@ lines = [
     "`tools/mutation.py` (CONTRIBUTING.md, \"Mutation testing\") applies one-line mutants of",
     "`rotate/` and `waveops/` one at a time and runs a fast subset of the suite against each.",
     f"Latest run (docs/results/mutation.json): **{result['killed']} of {result['total']} killed "
-    f"= {result['score']:.0f}%**.",
+    f"= {result['score']:.0f}%**." + (f" {result['note']}" if result.get("note") else ""),
     "",
     "The mutants were written by the developers who wrote the tests, so the score is an",
     "upper bound: it shows these bug classes are caught, not that every one-line bug is.",
