@@ -141,9 +141,9 @@ def chain_control_warp(short: bool = False) -> bool:
     """Whether a chain step's block has control warps (the "pipeline" and "control-warp" variants).
 
     The default, "pipeline", has them for every shift: its producer and
-    decoder warps ran every gate shift 3-14 points faster than the other
-    variants (docs/perf-notes.md). Under "auto" a one-tile step (``short``:
-    shifts shorter than a tile) runs "single".
+    decoder warps ran every gate shift 3-12 points faster than the variants
+    "auto" picks (docs/results/chain-ab-pipeline-h200.jsonl). Under "auto" a
+    one-tile step (``short``: shifts shorter than a tile) runs "single".
     """
     variant = _chain_variant()
     return variant in ("control-warp", "pipeline") or (variant == "auto" and not short)
