@@ -472,13 +472,15 @@ def test_gpu_default_scratch_is_the_larger_of_one_percent_and_the_floor(gpu_plan
 def test_gpu_pipelined_kernel_only_where_bulk_copies_exist(gpu_planner, monkeypatch, capability):
     """The default chain kernel needs sm_90's bulk copies: an older GPU plans the "auto" variants, and
     asking for "pipeline" there by name is an error that names the fix, raised before any launch."""
+    from rotate._cuda import _kernels
+
     monkeypatch.setattr(gpu_planner, "device_capability", lambda device_id=0: capability)
     hopper = capability >= (9, 0)
     for shift in (3, 1 << 19):  # shorter than a tile (single under "auto"), and longer (control warp)
         d = gpu_planner.plan_step(None, 1, 1, 1 << 22, shift, 1, 0, None).details
         assert d["pipeline"] == hopper
         assert d["block"] == (gpu_planner.PIPELINE_THREADS + 64 if hopper else
-                              _kernels_threads() + (32 if d["control_warp"] else 0))
+                              _kernels.THREADS + (32 if d["control_warp"] else 0))
         assert d["control_warp"] == (hopper or shift >= d["tile_bytes"])
     with gpu_planner.override(chain_variant="pipeline"):
         if hopper:
@@ -501,12 +503,6 @@ def test_gpu_plan_cache_key_includes_the_capability(gpu_planner, monkeypatch):
         plan = _api._make_plan(cuda, info, {None: 12345}, None)
         assert plan.steps[0].details["pipeline"] == (capability >= (9, 0))
     assert keys[0] != keys[1]
-
-
-def _kernels_threads():
-    from rotate._cuda import _kernels
-
-    return _kernels.THREADS
 
 
 def test_gpu_plan_cache_key_includes_tunables(gpu_planner):

@@ -14,12 +14,11 @@ import os
 from numba import cuda, int32, int64, uint32, uint64
 
 from .. import _schedule as S
-from ._memops import (SIMULATED, atomic_add_u64, bulk_load, commit_copies, copies_waiter, copy16_async,
-                      copy16_async_at, funnel_right, load16, load16_shared, load16_shared_at, load_acquire, load_i64,
-                      load_shared_at, mbar_address, mbar_arrive, mbar_expect_tx, mbar_init, mbar_init_fence,
-                      bulk_commit, bulk_reads_waiter, bulk_store, bulk_wait_all,
-                      mbar_try_wait, named_barrier, proxy_fence_global, shared_address, store8, store16, store_relaxed,
-                      store_u64)
+from ._memops import (SIMULATED, atomic_add_u64, bulk_commit, bulk_load, bulk_reads_waiter, bulk_store, bulk_wait_all,
+                      commit_copies, copies_waiter, copy16_async, copy16_async_at, funnel_right, load16, load16_shared,
+                      load16_shared_at, load_acquire, load_i64, load_shared_at, mbar_address, mbar_arrive,
+                      mbar_expect_tx, mbar_init, mbar_init_fence, mbar_try_wait, named_barrier, proxy_fence_global,
+                      shared_address, store8, store16, store_relaxed, store_u64)
 
 wait_all = copies_waiter(0)
 
@@ -936,6 +935,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         behind its last completed one, so parities are never ambiguous.
         """
         end = int64(-1)  # the first item that says "no more", once the producer has seen it
+        m_max = S.max_tiles(n, T)
         for i in range(buffers - 1):
             if end < 0:
                 mbar_wait(bars, at(bar0, bar_decoded + i), 0)
@@ -973,7 +973,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                     mbar_wait(bars, at(bar0, b), (c // buffers) & 1)
                     if items[s] >= 0:
                         # "Read done" needs no fence: the copies have landed.
-                        store_relaxed(flags, desc[s, F_ROW] * S.max_tiles(n, T) + desc[s, F_TILE], uint32(epoch))
+                        store_relaxed(flags, desc[s, F_ROW] * m_max + desc[s, F_TILE], uint32(epoch))
                         reach = wait_readers(desc, s, cache, counters, flags, rows, n, k, epoch)
                         for ahead_i in range(c + 1, c + reach + 1):
                             # Every item up to the farthest ring reader: bulk copies land in any

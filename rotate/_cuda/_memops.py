@@ -84,6 +84,22 @@ else:
         builder.call(ir.InlineAsm(fnty, instruction, constraints + ",~{memory}" if constraints else "~{memory}",
                                   side_effect=True), operands)
 
+    def _instruction(instruction):
+        """An intrinsic with no operands that emits ``instruction`` where it stands: a fence, a barrier,
+        or a commit or wait of asynchronous copies (the counts these take are immediates)."""
+
+        @intrinsic
+        def emit_instruction(typingctx):
+            sig = types.void()
+
+            def codegen(context, builder, signature, args):
+                _emit(builder, instruction, "", [])
+                return context.get_dummy_value()
+
+            return sig, codegen
+
+        return emit_instruction
+
     def _load_words(context, builder, return_type, address, instruction):
         """Emit a 4 x u32 vector load (``instruction`` reads address ``$4``) as a numba tuple."""
         fnty = ir.FunctionType(ir.LiteralStructType([_i32] * 4), [_i64])
@@ -454,16 +470,8 @@ else:
 
         return sig, codegen
 
-    @intrinsic
-    def commit_copies(typingctx):
-        """``cp.async.commit_group``: the copies issued since the last commit form one group."""
-        sig = types.void()
-
-        def codegen(context, builder, signature, args):
-            _emit(builder, "cp.async.commit_group;", "", [])
-            return context.get_dummy_value()
-
-        return sig, codegen
+    # ``cp.async.commit_group``: the copies issued since the last commit form one group.
+    commit_copies = _instruction("cp.async.commit_group;")
 
     def copies_waiter(pending):
         """An intrinsic waiting until at most ``pending`` of this thread's groups are in flight.
@@ -471,34 +479,12 @@ else:
         ``cp.async.wait_group`` takes its count as an immediate, so each ring
         depth gets its own intrinsic.
         """
-
-        @intrinsic
-        def wait_copies_but(typingctx):
-            sig = types.void()
-
-            def codegen(context, builder, signature, args):
-                _emit(builder, f"cp.async.wait_group {int(pending)};", "", [])
-                return context.get_dummy_value()
-
-            return sig, codegen
-
-        return wait_copies_but
+        return _instruction(f"cp.async.wait_group {int(pending)};")
 
     def named_barrier(barrier_id, count):
         """``bar.sync id, count``: a barrier for the first ``count`` threads of a block only
         (the data warps; the control warp never reaches it)."""
-
-        @intrinsic
-        def bar_sync(typingctx):
-            sig = types.void()
-
-            def codegen(context, builder, signature, args):
-                _emit(builder, f"bar.sync {int(barrier_id)}, {int(count)};", "", [])
-                return context.get_dummy_value()
-
-            return sig, codegen
-
-        return bar_sync
+        return _instruction(f"bar.sync {int(barrier_id)}, {int(count)};")
 
     @intrinsic
     def load_acquire(typingctx, flags, index):
@@ -584,16 +570,8 @@ else:
 
         return sig, codegen
 
-    @intrinsic
-    def mbar_init_fence(typingctx):
-        """``fence.mbarrier_init``: the initialised barriers are visible to the copy engine."""
-        sig = types.void()
-
-        def codegen(context, builder, signature, args):
-            _emit(builder, "fence.mbarrier_init.release.cluster;", "", [])
-            return context.get_dummy_value()
-
-        return sig, codegen
+    # ``fence.mbarrier_init``: the initialised barriers are visible to the copy engine.
+    mbar_init_fence = _instruction("fence.mbarrier_init.release.cluster;")
 
     @intrinsic
     def mbar_arrive(typingctx, bars, address):
@@ -650,17 +628,9 @@ else:
 
         return sig, codegen
 
-    @intrinsic
-    def proxy_fence_global(typingctx):
-        """``fence.proxy.async.global``: this thread's generic-proxy global accesses ordered with later
-        bulk copies (the copy engine is another proxy)."""
-        sig = types.void()
-
-        def codegen(context, builder, signature, args):
-            _emit(builder, "fence.proxy.async.global;", "", [])
-            return context.get_dummy_value()
-
-        return sig, codegen
+    # ``fence.proxy.async.global``: this thread's generic-proxy global accesses ordered with later
+    # bulk copies (the copy engine is another proxy).
+    proxy_fence_global = _instruction("fence.proxy.async.global;")
 
     @intrinsic
     def bulk_store(typingctx, smem, address, dst, pos, nbytes):
@@ -679,40 +649,12 @@ else:
 
         return sig, codegen
 
-    @intrinsic
-    def bulk_commit(typingctx):
-        """``cp.async.bulk.commit_group``: this thread's bulk stores since the last commit form a group."""
-        sig = types.void()
-
-        def codegen(context, builder, signature, args):
-            _emit(builder, "cp.async.bulk.commit_group;", "", [])
-            return context.get_dummy_value()
-
-        return sig, codegen
+    # ``cp.async.bulk.commit_group``: this thread's bulk stores since the last commit form a group.
+    bulk_commit = _instruction("cp.async.bulk.commit_group;")
+    # ``cp.async.bulk.wait_group 0``: every bulk store of this thread has completed.
+    bulk_wait_all = _instruction("cp.async.bulk.wait_group 0;")
 
     def bulk_reads_waiter(pending):
         """An intrinsic waiting until at most ``pending`` of this thread's bulk groups may still read
         shared memory (``cp.async.bulk.wait_group.read``; the count is an immediate)."""
-
-        @intrinsic
-        def wait_bulk_reads(typingctx):
-            sig = types.void()
-
-            def codegen(context, builder, signature, args):
-                _emit(builder, f"cp.async.bulk.wait_group.read {int(pending)};", "", [])
-                return context.get_dummy_value()
-
-            return sig, codegen
-
-        return wait_bulk_reads
-
-    @intrinsic
-    def bulk_wait_all(typingctx):
-        """``cp.async.bulk.wait_group 0``: every bulk store of this thread has completed."""
-        sig = types.void()
-
-        def codegen(context, builder, signature, args):
-            _emit(builder, "cp.async.bulk.wait_group 0;", "", [])
-            return context.get_dummy_value()
-
-        return sig, codegen
+        return _instruction(f"cp.async.bulk.wait_group.read {int(pending)};")
