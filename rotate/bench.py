@@ -41,8 +41,8 @@ def shift_elements(label: str, n: int, itemsize: int) -> int:
         return n // 3
     if label == "n/2+1":
         return n // 2 + 1
-    if label == "n-7":
-        return n - 7
+    if label.startswith("n-"):  # a right roll by n - c: a left rotation by c elements
+        return n - int(label[2:])
     return int(label)
 
 
