@@ -79,6 +79,41 @@ def check_bulk_stores():
     assert bulk >= 5
 
 
+def check_sector_split():
+    """Bulk copies and bulk stores whose global end would start halfway into a 32-byte sector move
+    that first vector alone, the rest from the sector boundary (``_kernels.bulk_load_sectors``):
+    every copy longer than a vector starts on a sector, the rolls stay right, and both kinds of
+    split happen in these cases."""
+    from rotate._cuda import _kernels, _memops
+
+    seen = []
+    plain_load, plain_store = _kernels.bulk_load, _kernels.bulk_store
+
+    def load(smem, to, src, pos, nbytes, bars, barrier):
+        seen.append(("load", _memops.address_low(src, pos), int(nbytes)))
+        plain_load(smem, to, src, pos, nbytes, bars, barrier)
+
+    def store(smem, at_byte, dst, pos, nbytes):
+        seen.append(("store", _memops.address_low(dst, pos), int(nbytes)))
+        plain_store(smem, at_byte, dst, pos, nbytes)
+
+    _kernels.bulk_load, _kernels.bulk_store = load, store
+    try:
+        runner = CudaRunner(tile_bytes=128, threads=4, grid=3, chain_bulk_store=True)
+        for n, dtype, shift, offset in [(1000, "uint8", 3, 0), (1000, "uint8", 17, 0), (1000, "uint8", 500, 9),
+                                        (997, "uint8", 16, 0), (999, "uint8", 48, 16 - 1), (60, "complex128", 1, 0),
+                                        (61, "complex128", 7, 8), (1000, "uint8", 30, 0)]:
+            check_roll_case(runner, Case((n,), dtype, shift, offset=offset, seed=n + shift))
+        check_roll_case(runner, Case((5, 307), "uint8", 40, axis=1, offset=7, seed=5))  # rows of every phase
+    finally:
+        _kernels.bulk_load, _kernels.bulk_store = plain_load, plain_store
+    long_misplaced = [c for c in seen if c[2] > 16 and c[1] % 32]
+    assert not long_misplaced, long_misplaced[:5]
+    assert all(c[1] % 16 == 0 and c[2] % 16 == 0 for c in seen), seen[:5]
+    split = {kind for kind, address, nbytes in seen if nbytes == 16 and address % 32 == 16}
+    assert split == {"load", "store"}, (split, len(seen))
+
+
 def check_fallback():
     runner = CudaRunner(tile_bytes=64, threads=4, grid=3)
     seen = set()
@@ -276,6 +311,7 @@ if __name__ == "__main__":
     check_fixed()
     check_fixed_single_kernel()
     check_bulk_stores()
+    check_sector_split()
     check_random()
     print("simulator cases passed")
     sys.exit(0)

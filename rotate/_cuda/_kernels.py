@@ -14,7 +14,7 @@ import os
 from numba import cuda, int32, int64, uint32, uint64
 
 from .. import _schedule as S
-from ._memops import (SIMULATED, atomic_add_u64, bulk_commit, bulk_load, bulk_reads_waiter, bulk_store, bulk_wait_all,
+from ._memops import (SIMULATED, address_low, atomic_add_u64, bulk_commit, bulk_load, bulk_reads_waiter, bulk_store, bulk_wait_all,
                       commit_copies, copies_waiter, copy16_async, copy16_async_at, funnel_right, load16, load16_shared,
                       load16_shared_at, load_acquire, load_i64, load_shared_at, mbar_address, mbar_arrive,
                       mbar_expect_tx, mbar_init, mbar_init_fence, mbar_try_wait, named_barrier, proxy_fence_global,
@@ -68,6 +68,36 @@ def smem_bytes(tile_bytes: int, buffers: int = BUFFERS, control_warp: bool = Fal
     slots = 2 * buffers if control_warp else buffers + 1
     barriers = 5 * (buffers + 1) * 8 if control_warp else 0
     return buffers * buffer_vecs(tile_bytes) * 16 + slots * (DESC_FIELDS + 1) * 8 + (ENTRY_BATCH + 7) * 8 + barriers
+
+
+#: DRAM and L2 move global memory in 32-byte sectors. A bulk copy whose global end starts halfway
+#: into a sector ran the pipelined chain kernel 5 points slower than one starting on a sector
+#: (1 GiB uint8: left rotations by c bytes with c mod 32 in [16, 31] at 83-85% of memcpy, the
+#: others at 88%; docs/results/chain-ab-sectors-h200.jsonl), so such a copy moves its first
+#: vector alone and the rest from the sector boundary.
+SECTOR_BYTES = 32
+
+
+@cuda.jit(device=True)
+def bulk_load_sectors(smem, to, src, pos, nbytes, bars, barrier):
+    """``bulk_load`` of ``src[pos:pos + nbytes]`` to shared byte ``to``, its longest part starting on a
+    sector: a copy that would start halfway into one copies that half first, alone."""
+    if nbytes > 16 and address_low(src, pos) & (SECTOR_BYTES - 16):
+        bulk_load(smem, to, src, pos, uint32(16), bars, barrier)
+        bulk_load(smem, uint32(to + 16), src, pos + 16, uint32(nbytes - 16), bars, barrier)
+    else:
+        bulk_load(smem, to, src, pos, nbytes, bars, barrier)
+
+
+@cuda.jit(device=True)
+def bulk_store_sectors(smem, at_byte, dst, pos, nbytes):
+    """``bulk_store`` of shared byte ``at_byte`` on to ``dst[pos:pos + nbytes]``, split as
+    ``bulk_load_sectors`` splits loads."""
+    if nbytes > 16 and address_low(dst, pos) & (SECTOR_BYTES - 16):
+        bulk_store(smem, at_byte, dst, pos, uint32(16))
+        bulk_store(smem, uint32(at_byte + 16), dst, pos + 16, uint32(nbytes - 16))
+    else:
+        bulk_store(smem, at_byte, dst, pos, nbytes)
 
 
 @cuda.jit(device=True)
@@ -859,9 +889,9 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             to = shared_address(smem, 4 * (buf + desc[d, base + P_SLOT]))
             piece_bytes = uint32(16 * desc[d, base + P_VECS])
             if desc[d, base + P_SCRATCH]:
-                bulk_load(smem, to, scratch, desc[d, base + P_POS], piece_bytes, bars, barrier)
+                bulk_load_sectors(smem, to, scratch, desc[d, base + P_POS], piece_bytes, bars, barrier)
             else:
-                bulk_load(smem, to, data, desc[d, base + P_POS], piece_bytes, bars, barrier)
+                bulk_load_sectors(smem, to, data, desc[d, base + P_POS], piece_bytes, bars, barrier)
         mbar_arrive(bars, barrier)
 
     @cuda.jit(device=True)
@@ -987,8 +1017,9 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                     mbar_arrive(bars, at(bar0, buffers + b))
                     if bulk_stores:
                         if start >= 0:
-                            bulk_store(smem, shared_address(smem, 4 * (b * vecs_per_buffer) + (start >> 2)), data,
-                                       desc[s, F_ROW] * n + desc[s, F_X0], uint32(desc[s, F_X1] - desc[s, F_X0]))
+                            bulk_store_sectors(smem, shared_address(smem, 4 * (b * vecs_per_buffer) + (start >> 2)),
+                                               data, desc[s, F_ROW] * n + desc[s, F_X0],
+                                               uint32(desc[s, F_X1] - desc[s, F_X0]))
                         bulk_commit()  # one group an item, stored in bulk or not, so counts agree
             if items[s] < 0:
                 if bulk_stores:

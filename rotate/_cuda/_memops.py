@@ -31,6 +31,12 @@ if SIMULATED:
         if (address + pos) % 16:
             raise MisalignedAccess(f"16-byte access at byte {pos} of an array at address {address:#x}")
 
+    def address_low(data, pos):
+        """The low 32 bits of the address of byte ``pos`` of ``data`` (its phase within sectors and lines)."""
+        address = data.__array_interface__["data"][0] if hasattr(data, "__array_interface__") else \
+            data._ary.__array_interface__["data"][0]
+        return (address + pos) & 0xFFFFFFFF
+
     def load16(data, pos):
         """Four little-endian words of ``data[pos:pos + 16]``; bytes outside read 0."""
         _check_aligned(data, pos)
@@ -123,6 +129,17 @@ else:
             address = _address(context, builder, signature.args[0], array, position)
             return _load_words(context, builder, signature.return_type, address,
                                "ld.global.cg.v4.u32 {$0, $1, $2, $3}, [$4];")
+
+        return sig, codegen
+
+    @intrinsic
+    def address_low(typingctx, data, pos):
+        """The low 32 bits of the address of byte ``pos`` of ``data`` (its phase within sectors and lines)."""
+        sig = types.uint32(data, types.int64)
+
+        def codegen(context, builder, signature, args):
+            pos = context.cast(builder, args[1], signature.args[1], types.int64)
+            return builder.trunc(_address(context, builder, signature.args[0], args[0], pos), _i32)
 
         return sig, codegen
 
