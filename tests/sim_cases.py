@@ -81,16 +81,18 @@ def check_bulk_stores():
 
 def check_sector_split():
     """Bulk copies and bulk stores whose global end would start halfway into a 32-byte sector move
-    that first vector alone, the rest from the sector boundary (``_kernels.bulk_load_sectors``):
-    every copy longer than a vector starts on a sector, the rolls stay right, and both kinds of
-    split happen in these cases."""
+    that first vector alone, the rest from the sector boundary (``_kernels.bulk_load_sectors``),
+    and every copy lands in shared memory at its global source's phase within a sector
+    (``_kernels.sector_shift``) unless it continues the copy before it: every copy longer than a
+    vector starts on a sector, the rolls stay right, and both kinds of split happen here."""
     from rotate._cuda import _kernels, _memops
 
-    seen = []
+    seen, landed = [], []
     plain_load, plain_store = _kernels.bulk_load, _kernels.bulk_store
 
     def load(smem, to, src, pos, nbytes, bars, barrier):
         seen.append(("load", _memops.address_low(src, pos), int(nbytes)))
+        landed.append((int(to), int(nbytes), int(_memops.address_low(src, pos))))
         plain_load(smem, to, src, pos, nbytes, bars, barrier)
 
     def store(smem, at_byte, dst, pos, nbytes):
@@ -112,6 +114,12 @@ def check_sector_split():
     assert all(c[1] % 16 == 0 and c[2] % 16 == 0 for c in seen), seen[:5]
     split = {kind for kind, address, nbytes in seen if nbytes == 16 and address % 32 == 16}
     assert split == {"load", "store"}, (split, len(seen))
+    # Each load lands at its source's phase in a sector (buffers start on 128-byte lines; offsets
+    # here are from the buffers' start), or continues the copy before it (a joined piece).
+    off_phase = [(i, copy) for i, copy in enumerate(landed) if (copy[0] - copy[2]) % 32
+                 and (i == 0 or copy[0] != landed[i - 1][0] + landed[i - 1][1])]
+    assert not off_phase, off_phase[:5]
+    assert sum((to - address) % 32 == 0 for to, _, address in landed) > 0.8 * len(landed)
 
 
 def check_fallback():

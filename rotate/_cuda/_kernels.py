@@ -51,8 +51,10 @@ BUFFERS = 3
 
 
 def buffer_vecs(tile_bytes: int) -> int:
-    """16-byte vectors of one ring buffer: a tile plus the over-copy of up to MAX_PIECES pieces."""
-    return tile_bytes // 16 + 2 * MAX_PIECES + 2
+    """16-byte vectors of one ring buffer: a tile, the over-copy of up to MAX_PIECES pieces and a
+    vector a piece that puts its shared copy at its global source's phase within a 32-byte sector
+    (``sector_shift``); whole 128-byte lines, so every buffer starts on one."""
+    return -(-(tile_bytes // 16 + 3 * MAX_PIECES + 2) // 8) * 8
 
 
 def control_threads(control_warp: bool = False, pipeline: bool = False) -> int:
@@ -76,6 +78,14 @@ def smem_bytes(tile_bytes: int, buffers: int = BUFFERS, control_warp: bool = Fal
 #: others at 88%; docs/results/chain-ab-sectors-h200.jsonl), so such a copy moves its first
 #: vector alone and the rest from the sector boundary.
 SECTOR_BYTES = 32
+
+
+@cuda.jit(device=True)
+def sector_shift(src, pos, slot):
+    """1 when a copy of ``src + pos`` to buffer vector ``slot`` would land at the other phase within a
+    32-byte sector than its global source has, else 0: the vectors to move the slot by. Bulk copies
+    whose two ends differ in that phase ran 5 points slower (buffers start on 128-byte lines)."""
+    return int64(((address_low(src, pos) >> 4) ^ uint32(slot)) & 1)
 
 
 @cuda.jit(device=True)
@@ -681,7 +691,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         if SIMULATED:  # pruned at compile time; the simulator rejects alignment
             smem = cuda.shared.array(smem_words, uint32)
         else:
-            smem = cuda.shared.array(smem_words, uint32, alignment=16)
+            smem = cuda.shared.array(smem_words, uint32, alignment=128)
         desc = cuda.shared.array((slots, DESC_FIELDS), int64)
         items = cuda.shared.array(slots, int64)
         ctrl = cuda.shared.array(2, int64)
@@ -809,7 +819,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         if SIMULATED:
             smem = cuda.shared.array(smem_words, uint32)
         else:
-            smem = cuda.shared.array(smem_words, uint32, alignment=16)
+            smem = cuda.shared.array(smem_words, uint32, alignment=128)
         desc = cuda.shared.array((ws_slots, DESC_FIELDS), int64)
         items = cuda.shared.array(ws_slots, int64)
         ctrl = cuda.shared.array(2, int64)
@@ -884,8 +894,15 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             proxy_fence_global()  # the pre-read's generic stores before this bulk read of them
         barrier = at(bar0, loaded)
         mbar_expect_tx(bars, barrier, uint32(nbytes))
+        shift = int64(0)
         for q in range(desc[d, F_PIECES]):
             base = HEADER_FIELDS + q * PIECE_FIELDS
+            slot = desc[d, base + P_SLOT] + shift
+            if desc[d, base + P_WXH] >= 0:  # a piece not joined to the one before: its own phase
+                move = sector_shift(scratch if desc[d, base + P_SCRATCH] else data, desc[d, base + P_POS], slot)
+                shift += move
+                slot += move
+            desc[d, base + P_SLOT] = slot  # the data warps read the slots once "loaded" completes
             to = shared_address(smem, 4 * (buf + desc[d, base + P_SLOT]))
             piece_bytes = uint32(16 * desc[d, base + P_VECS])
             if desc[d, base + P_SCRATCH]:
@@ -943,7 +960,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                 return int64(-1)
         delta = k if x0 + k < n else k - n
         start = x0 + delta - desc[d, HEADER_FIELDS + P_SRC_AL]
-        return start if start & 15 == 0 else int64(-1)
+        return start + 16 * desc[d, HEADER_FIELDS + P_SLOT] if start & 15 == 0 else int64(-1)
 
     @cuda.jit(device=True)
     def produce(smem, desc, items, bars, bar0, cache, data, scratch, flags, counters, rows, n, k, epoch):
@@ -1044,7 +1061,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         if SIMULATED:
             smem = cuda.shared.array(smem_words, uint32)
         else:
-            smem = cuda.shared.array(smem_words, uint32, alignment=16)
+            smem = cuda.shared.array(smem_words, uint32, alignment=128)
         desc = cuda.shared.array((slots, DESC_FIELDS), int64)
         items = cuda.shared.array(slots, int64)
         bars = cuda.shared.array(bar_count, int64)
