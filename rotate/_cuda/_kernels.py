@@ -72,11 +72,12 @@ def smem_bytes(tile_bytes: int, buffers: int = BUFFERS, control_warp: bool = Fal
     return buffers * buffer_vecs(tile_bytes) * 16 + slots * (DESC_FIELDS + 1) * 8 + (ENTRY_BATCH + 7) * 8 + barriers
 
 
-#: DRAM and L2 move global memory in 32-byte sectors. A bulk copy whose global end starts halfway
-#: into a sector ran the pipelined chain kernel 5 points slower than one starting on a sector
-#: (1 GiB uint8: left rotations by c bytes with c mod 32 in [16, 31] at 83-85% of memcpy, the
-#: others at 88%; docs/results/chain-ab-sectors-h200.jsonl), so such a copy moves its first
-#: vector alone and the rest from the sector boundary.
+#: DRAM and L2 move global memory in 32-byte sectors. Left rotations by c bytes with c mod 32 in
+#: [16, 31] ran the pipelined chain kernel at 83-85% of memcpy, the others at 88% (1 GiB uint8):
+#: their bulk copies read from halfway into a sector into a buffer that starts on one. Splitting
+#: off the first vector so the rest starts on a sector changed nothing (shared side still off by
+#: half); landing each copy at its global source's phase (``sector_shift``) brought those shifts
+#: to 88-89% (docs/results/chain-ab-sectors-h200.jsonl, runs 1-3; both measured together).
 SECTOR_BYTES = 32
 
 
