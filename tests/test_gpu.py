@@ -112,7 +112,10 @@ def test_bulk_stores_on_vector_shifts(dtype, offset):
     """The pipelined kernel's bulk stores (items on the destination's 16-byte phase), at gate-like shifts."""
     n = (64 << 20) // np.dtype(dtype).itemsize + 13
     for shift in (16, 4096 + 16, n // 4 + 3, n // 3 + 16, n - 16):
-        plan = check_roll_case(RUNNER, Case((n,), dtype, shift, offset=offset, max_scratch=n, seed=shift,
+        # Scratch up to the array's own size: the chain takes every one of these shifts (a cap of n
+        # bytes, 1/16 of a complex128 array, sent 4096 + 16 to the reversal fallback).
+        cap = n * np.dtype(dtype).itemsize
+        plan = check_roll_case(RUNNER, Case((n,), dtype, shift, offset=offset, max_scratch=cap, seed=shift,
                                             tunables=(("chain_bulk_store", True),)))
         assert plan.algorithm == "chain" and plan.steps[0].details["bulk_store"], plan
 
