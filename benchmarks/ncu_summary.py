@@ -4,7 +4,8 @@
     python benchmarks/ncu_summary.py rep.csv [top]
 
 Prints the total of warp samples, the instructions holding the most samples
-(with their execution counts), the samples by opcode and by stall reason.
+(with their execution counts; a spin loop's branch names the mbarrier wait or
+global load it follows), the samples by opcode and by stall reason.
 """
 import csv
 import sys
@@ -49,7 +50,12 @@ def main(path, top=15):
     print("stall reasons:", ", ".join(f"{k} {100 * v / stall_total:.1f}%" for k, v in
                                       sorted(stalls.items(), key=lambda kv: -kv[1])[:8]))
     for index, r in sorted(enumerate(rows), key=lambda ir: -number(ir[1], samples))[:top]:
-        print(f"  #{index:5d} {100 * number(r, samples) / total:5.1f}%  executed {number(r, executed):10.0f}  {r[source]}")
+        # A spin loop's samples sit on its branch; name the mbarrier wait (or global load) it follows.
+        waits = [rows[j][source].strip() for j in range(max(0, index - 10), index)
+                 if "TRYWAIT" in rows[j][source] or "LDG" in rows[j][source]]
+        after = f"  (after {waits[-1]})" if waits and "BRA" in r[source] else ""
+        print(f"  #{index:5d} {100 * number(r, samples) / total:5.1f}%  executed {number(r, executed):10.0f}  "
+              f"{r[source].strip()}{after}")
 
 
 if __name__ == "__main__":

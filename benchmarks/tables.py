@@ -405,7 +405,9 @@ CHAIN_PROBES = [
 CHAIN_SHIFTS = ["3", "1MiB+5", "n/4+3", "n/3", "n/2+1", "n-7"]
 #: The newest end-to-end run of issue #7's gate points (python -m rotate.bench, 1 and 4 GiB, every gate
 #: dtype and shift): the README's chain sentence and perf-notes' gpu-e2e-chain table.
-CHAIN_GATE_RUN = "gpu-e2e-chain-3afd49f-h200.json"
+CHAIN_GATE_RUN = "gpu-e2e-chain-eee3343-h200.json"
+#: The same gate points at 16 GiB (3 repeats of 5 calls: torch.roll of 16 GiB uint8 takes 0.15 s a call).
+CHAIN_GATE_16G_RUN = "gpu-e2e-chain-16g-eee3343-h200.json"
 #: The newest run of benchmarks/rows_gpu_bench.py (roll_rows, fftshift, multi-axis rolls): perf-notes'
 #: gpu-rows table and the README's rows sentence.
 ROWS_RUN = "gpu-rows-d7230f7-h200.json"
@@ -469,6 +471,8 @@ def blocks() -> dict:
                                                                      overhead, load("gpu-e2e-quick-h200.json"),
                                                                      CHAIN_GATE_RUN),
         ("docs/perf-notes.md", "table", "gpu-e2e-chain"): gpu_e2e_table(load(CHAIN_GATE_RUN), CHAIN_GATE_RUN),
+        ("docs/perf-notes.md", "table", "gpu-e2e-chain-16g"): gpu_e2e_table(load(CHAIN_GATE_16G_RUN),
+                                                                            CHAIN_GATE_16G_RUN),
         ("docs/perf-notes.md", "table", "chain-history"): chain_history_table(),
         ("docs/perf-notes.md", "table", "dist"): dist_table(load("dist-h200x2.json")),
         ("docs/perf-notes.md", "table", "gpu-rows"): gpu_rows_table(load(ROWS_RUN), ROWS_RUN),
