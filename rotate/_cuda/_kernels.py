@@ -14,11 +14,11 @@ import os
 from numba import cuda, int32, int64, uint32, uint64
 
 from .. import _schedule as S
-from ._memops import (SIMULATED, address_low, atomic_add_u64, bulk_commit, bulk_load, bulk_reads_waiter, bulk_store, bulk_wait_all,
-                      commit_copies, copies_waiter, copy16_async, copy16_async_at, funnel_right, load16, load16_shared,
-                      load16_shared_at, load_acquire, load_i64, load_shared_at, mbar_address, mbar_arrive,
-                      mbar_expect_tx, mbar_init, mbar_init_fence, mbar_try_wait, named_barrier, proxy_fence_global,
-                      shared_address, store8, store16, store_relaxed, store_u64)
+from ._memops import (SIMULATED, address_low, atomic_add_u64, bulk_commit, bulk_load, bulk_reads_waiter, bulk_store,
+                      bulk_wait_all, commit_copies, copies_waiter, copy16_async, copy16_async_at, funnel_right,
+                      load16, load16_shared, load16_shared_at, load_acquire, load_i64, load_shared_at, mbar_address,
+                      mbar_arrive, mbar_expect_tx, mbar_init, mbar_init_fence, mbar_try_wait, named_barrier,
+                      proxy_fence_global, shared_address, store8, store16, store_relaxed, store_u64)
 
 wait_all = copies_waiter(0)
 
@@ -898,18 +898,16 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         shift = int64(0)
         for q in range(desc[d, F_PIECES]):
             base = HEADER_FIELDS + q * PIECE_FIELDS
+            src = scratch if desc[d, base + P_SCRATCH] else data
+            pos = desc[d, base + P_POS]
             slot = desc[d, base + P_SLOT] + shift
             if desc[d, base + P_WXH] >= 0:  # a piece not joined to the one before: its own phase
-                move = sector_shift(scratch if desc[d, base + P_SCRATCH] else data, desc[d, base + P_POS], slot)
+                move = sector_shift(src, pos, slot)
                 shift += move
                 slot += move
             desc[d, base + P_SLOT] = slot  # the data warps read the slots once "loaded" completes
-            to = shared_address(smem, 4 * (buf + desc[d, base + P_SLOT]))
-            piece_bytes = uint32(16 * desc[d, base + P_VECS])
-            if desc[d, base + P_SCRATCH]:
-                bulk_load_sectors(smem, to, scratch, desc[d, base + P_POS], piece_bytes, bars, barrier)
-            else:
-                bulk_load_sectors(smem, to, data, desc[d, base + P_POS], piece_bytes, bars, barrier)
+            bulk_load_sectors(smem, shared_address(smem, 4 * (buf + slot)), src, pos,
+                              uint32(16 * desc[d, base + P_VECS]), bars, barrier)
         mbar_arrive(bars, barrier)
 
     @cuda.jit(device=True)

@@ -25,17 +25,18 @@ if SIMULATED:
     class MisalignedAccess(AssertionError):
         """A 16-byte access at an address that is not a multiple of 16 (a fault on the GPU)."""
 
-    def _check_aligned(data, pos):
-        address = data.__array_interface__["data"][0] if hasattr(data, "__array_interface__") else \
+    def _base_address(data):
+        return data.__array_interface__["data"][0] if hasattr(data, "__array_interface__") else \
             data._ary.__array_interface__["data"][0]
+
+    def _check_aligned(data, pos):
+        address = _base_address(data)
         if (address + pos) % 16:
             raise MisalignedAccess(f"16-byte access at byte {pos} of an array at address {address:#x}")
 
     def address_low(data, pos):
         """The low 32 bits of the address of byte ``pos`` of ``data`` (its phase within sectors and lines)."""
-        address = data.__array_interface__["data"][0] if hasattr(data, "__array_interface__") else \
-            data._ary.__array_interface__["data"][0]
-        return (address + pos) & 0xFFFFFFFF
+        return (_base_address(data) + pos) & 0xFFFFFFFF
 
     def load16(data, pos):
         """Four little-endian words of ``data[pos:pos + 16]``; bytes outside read 0."""
