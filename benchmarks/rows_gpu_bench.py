@@ -54,6 +54,10 @@ CASES = [
     ("fftshift", (16384, 16384), "complex64", None),   # 2 GiB, 128 KiB rows: the first row in shared memory
     ("roll", (8192, 20000), "float64", ((1001, 77), (0, 1))),  # 1.2 GiB, 160 KB rows, one cut cycle
     ("roll", (2048, 262144), "uint8", ((1, 1000), (0, 1))),  # 512 MiB, 256 KiB rows: first rows in scratch
+    ("fftshift", (1 << 27,), "complex64", None),       # 1-D, 1 GiB
+    ("roll", (65536, 4096), "float32", ((2048,), (1,))),  # one axis by half the row, 1 GiB
+    ("roll_rows", (1 << 20, 1024), "float32", None),    # lanes of 4 KiB, 4 GiB
+    ("roll_rows", (65536, 16384), "float32", None),     # lanes of 64 KiB, 4 GiB
 ]
 
 
@@ -66,11 +70,19 @@ def main(argv=None) -> int:
                         help="force a row-cycles variant (default: the planner's pick)")
     parser.add_argument("--cycle-chunk", type=int, help="the chunked variant's chunk bytes (a multiple of 16)")
     parser.add_argument("--cycle-ring", type=int, choices=[2, 3, 4], help="the chunked variant's ring depth")
+    parser.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE",
+                        help="a planner setting, e.g. half_swaps=False (a Python literal; repeatable)")
+    parser.add_argument("--no-peers", action="store_true", help="time rotate only (knob sweeps)")
     args = parser.parse_args(argv)
+    import ast
+
     from rotate._cuda import planner
 
     forced = {k: v for k, v in (("cycle_variant", args.cycle_variant), ("cycle_chunk_bytes", args.cycle_chunk),
                                 ("cycle_ring", args.cycle_ring)) if v is not None}
+    for item in args.set:
+        key, _, value = item.partition("=")
+        forced[key] = ast.literal_eval(value)
     with planner.override(**forced):
         return _run(args)
 
@@ -163,7 +175,8 @@ def _case(index, args, torch, cuda, cupy, rotate, bench, timers, stream):
     # Rolling back and forth keeps the data meaningful; every call moves every byte either way.
     result.update(bench._with_pct(bench._time_all_ways(call, timers, args.repeat), memcpy_ms))
     result["peers"] = {}
-    for name, peer in peers.items():
+    result["knobs"] = {k: v for k, v in (x.partition("=")[::2] for x in args.set)}
+    for name, peer in ({} if args.no_peers else peers).items():
         try:
             result["peers"][name] = bench._with_pct(bench._time_all_ways(peer, timers, args.repeat), memcpy_ms)
         except Exception as exc:  # out of memory for the gather's index or output

@@ -135,12 +135,14 @@ def fftshift(a: Any, axes: Axes = None, *, stream: Any = None, max_scratch_bytes
 
     ``rotate.roll(a, [a.shape[ax] // 2 for ax in axes], axes)``: every axis
     moves in one pass for C- and F-contiguous arrays (see :func:`rotate.plan`:
-    one ``multi-axis-cycles`` step on the CPU, one ``row-cycles`` step on the
-    GPU where a row, from the last shifted axis on, is at least 2 KiB: up
-    to ~75 KiB three rows a block, beyond that a ring of chunks, with first
-    rows in scratch above ~200 KiB as far as ``max_scratch_bytes`` allows);
-    strided views and other GPU layouts take one pass per axis (one step per
-    axis in the plan).
+    one ``multi-axis-cycles`` step on the CPU; on the GPU one ``half-swaps``
+    step when every shifted length is even and the half rows are 16-byte
+    aligned (the shift is its own inverse: disjoint swaps, no scratch),
+    else one ``row-cycles`` step where a row, from the last shifted axis on,
+    is at least 2 KiB: up to ~75 KiB three rows a block, beyond that a ring
+    of chunks, with first rows in scratch above ~200 KiB as far as
+    ``max_scratch_bytes`` allows); strided views and other GPU layouts take
+    one pass per axis (one step per axis in the plan).
 
     Parameters
     ----------

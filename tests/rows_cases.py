@@ -211,6 +211,16 @@ def _fixed() -> list:
         out.append(RowsCase("fftshift", (7, 9), dtype, None, None, 0, seed=len(out)))
         out.append(RowsCase("ifftshift", (5, 4, 3), dtype, None, None, 0, seed=len(out)))
         out.append(RowsCase("fftshift", (8, 6), dtype, None, None, 0, order="F", seed=len(out)))
+        # Every rolled axis by half its length (half-swaps where the halves are 16-byte aligned, else the
+        # other kernels): rows swapping across the array, an unrolled axis between, one axis, 1-D, F order.
+        for function, shape, shifts, axes, order in (("fftshift", (4, 32), None, None, "C"),
+                                                     ("ifftshift", (2, 3, 64), None, (0, 2), "C"),
+                                                     ("roll", (3, 96), (48,), (1,), "C"),
+                                                     ("roll", (6, 2, 32), (-3, 1, 16), (0, 1, 2), "C"),
+                                                     ("fftshift", (128,), None, None, "C"),
+                                                     ("ifftshift", (32, 8), None, None, "F")):
+            for offset in (0, 8):
+                out.append(RowsCase(function, shape, dtype, shifts, axes, offset, seed=len(out), order=order))
     return out
 
 

@@ -159,10 +159,12 @@ def check_rows_fixed():
 
     seen = set()
     for grid in (1, 3):  # one resident block must finish too: every wait is on an earlier ticket
-        runner = CudaRowsRunner(constants={"MIN_CYCLE_ROW": 16}, lane_threads=16, grid=grid)
+        # grid 1 writes rows with the per-unit gather, grid 3 as runs (row-cycles' default)
+        runner = CudaRowsRunner(constants={"MIN_CYCLE_ROW": 16}, lane_threads=16, grid=grid,
+                                lane_writer="gather" if grid == 1 else None)
         for case in FIXED_ROWS_CASES[grid - 1:: 2 if grid == 3 else 5]:  # the GPU tests run them all
             seen.add(check_rows_case(runner, case).algorithm)
-    assert {"lane-panels", "row-cycles"} <= seen, seen
+    assert {"lane-panels", "row-cycles", "half-swaps"} <= seen, seen
 
 
 def check_rows_long_lanes():
@@ -258,6 +260,33 @@ def check_rows_random(data, threads, grid):
     check_rows_case(CudaRowsRunner(constants={"MIN_CYCLE_ROW": 16}, lane_threads=threads, grid=grid), case)
 
 
+def check_rows_run_writer():
+    """lane-panels' run writer (each lane as two runs through ``_write_moved``, lanes of 2 KiB and more
+    by default) forced onto short lanes: every other fixed roll_rows case and random ones, groups of 4
+    and 16 threads, panels of one or several lanes, grids of 1 and 3 blocks."""
+    from rows_cases import FIXED_ROWS_CASES, CudaRowsRunner, check_rows_case, rows_cases
+
+    seen = set()
+    lanes = [case for case in FIXED_ROWS_CASES if case.function == "roll_rows"]
+    for i, case in enumerate(lanes[::2]):
+        runner = CudaRowsRunner(constants={"MIN_ROW_THREADS": 4}, lane_threads=16, grid=(1, 3)[i % 2],
+                                lane_writer="runs", panel_bytes=(64, 200)[i % 3 == 0])
+        plan = check_rows_case(runner, case)
+        assert plan.algorithm == "lane-panels" and plan.steps[0].details["writer"] == "runs", plan
+        seen.add(plan.steps[0].details["row_threads"])
+    assert seen == {4, 8, 16}, seen
+
+    @settings(deadline=None, max_examples=EXAMPLES // 4, database=None)
+    @given(data=st.data(), grid=st.integers(1, 3), panel=st.sampled_from([48, 256, 1000]))
+    def random_cases(data, grid, panel):
+        case = data.draw(rows_cases(max_bytes=800).filter(lambda c: c.function == "roll_rows"))
+        runner = CudaRowsRunner(constants={"MIN_ROW_THREADS": 4}, lane_threads=16, grid=grid, lane_writer="runs",
+                                panel_bytes=panel)
+        check_rows_case(runner, case)
+
+    random_cases()
+
+
 def check_write_moved():
     """The tiled kernels' write path (``_kernels._write_moved``) against its definition, byte for byte.
 
@@ -310,6 +339,7 @@ if __name__ == "__main__":
     check_rows_long_lanes()
     check_rows_long_lanes_random()
     check_rows_fixed()
+    check_rows_run_writer()
     check_rows_chunked()
     check_rows_chunked_picked_where_three_rows_do_not_fit()
     check_rows_random()

@@ -143,6 +143,52 @@ def test_lane_kernels_compile_for_every_unit(monkeypatch, which, unit):
         assert "ld.acquire.gpu.global.u32" in text and "atom.global.add.u64" in text
 
 
+@pytest.mark.parametrize("unit", [1, 4, 16])
+@pytest.mark.parametrize("row_threads", [32, 256])
+def test_panel_run_writer_compiles_to_straight_vector_loops(monkeypatch, unit, row_threads):
+    """lane-panels' run writer (lanes of 2 KiB and more): the chain kernel's realigning loops, 128-bit
+    shared loads and global stores, 32-bit shared addresses (``ld.shared`` on ``%r``), no local memory."""
+    from rotate._cuda import _lanes
+
+    monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
+    kernel = _lanes.panel_kernel(unit, 256, row_threads)
+    text, _ = cuda.compile_ptx(kernel.py_func, (types.int64,) * 11, cc=(9, 0), launch_bounds=256)
+    assert "st.global.v4.u32" in text and re.search(r"ld\.shared\.v4\.u32 \{[^}]*\}, \[%r\d+\]", text)
+    assert text.count("shf.r.clamp.b32") >= 16  # four funnel shifts in each of the four shifted loops
+    assert "ld.local" not in text and "st.local" not in text
+
+
+@pytest.mark.parametrize("unit", [1, 8, 16])
+def test_cycle_run_writer_compiles_without_local_memory(monkeypatch, unit):
+    """row-cycles' three-row kernel writing rows as runs, at the widest block the planner gives it (512)."""
+    from rotate._cuda import _lanes, planner
+
+    monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
+    threads = planner.RUN_CYCLE_THREADS
+    kernel = _lanes.cycle_kernel(unit, threads, True)
+    text, _ = cuda.compile_ptx(kernel.py_func, (types.int64,) * 21, cc=(9, 0), launch_bounds=threads)
+    assert "st.global.v4.u32" in text and text.count("shf.r.clamp.b32") >= 16
+    assert "ld.acquire.gpu.global.u32" in text and "atom.global.add.u64" in text
+    assert "ld.local" not in text and "st.local" not in text
+
+
+@pytest.mark.parametrize("vecs", [1, 4])
+@pytest.mark.parametrize("group", [32, 256])
+def test_half_swap_kernel_loads_both_runs_before_storing(monkeypatch, vecs, group):
+    """half-swaps: a pass's 128-bit loads of both runs all come before its first store (the loads are in
+    flight together), no shared memory, no local memory."""
+    from rotate._cuda import _halfswap
+
+    monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
+    kernel = _halfswap.half_swap_kernel(256, vecs, group)
+    text, _ = cuda.compile_ptx(kernel.py_func, (types.int64,) * 15, cc=(9, 0), launch_bounds=256)
+    loads = [m.start() for m in re.finditer(r"ld\.global\.cg\.v4\.u32", text)]
+    stores = [m.start() for m in re.finditer(r"st\.global\.v4\.u32", text)]
+    assert len(loads) == len(stores) and len(loads) % (2 * vecs) == 0  # LLVM may unroll the pass loop
+    assert loads[2 * vecs - 1] < stores[0]
+    assert ".shared" not in text and "ld.local" not in text and "st.local" not in text
+
+
 @pytest.mark.parametrize("panel_bytes", [16 * 1024, 64])
 def test_swap_lane_kernel_compiles_to_128_bit_copies_and_stores(monkeypatch, panel_bytes):
     """roll_rows' long lanes (lane-swaps): 128-bit copies in, realigned 128-bit stores out, no local

@@ -26,6 +26,8 @@ pytestmark = pytest.mark.gpu
 
 RUNNER = CudaRowsRunner()
 SMALL_ROWS = CudaRowsRunner(constants={"MIN_CYCLE_ROW": 16})  # row-cycles on short rows too
+NO_HALF_SWAPS = CudaRowsRunner(half_swaps=False)  # even fftshifts through row-cycles, as before half-swaps
+RUN_WRITER = CudaRowsRunner(lane_writer="runs")  # lane-panels' run writer on short lanes too (default from 2 KiB)
 LONG_LANES = CudaRowsRunner(**LONG_LANE_SETTINGS)  # lane-swaps on lanes of a few hundred bytes
 ONE_BLOCK_LONG_LANES = CudaRowsRunner(grid=1, **LONG_LANE_SETTINGS)
 
@@ -34,6 +36,14 @@ ONE_BLOCK_LONG_LANES = CudaRowsRunner(grid=1, **LONG_LANE_SETTINGS)
 def test_fixed_rows_cases(case):
     check_rows_case(RUNNER, case)
     check_rows_case(SMALL_ROWS, case)
+    if case.function == "roll_rows":
+        assert check_rows_case(RUN_WRITER, case).steps[0].details.get("writer") in ("runs", None)
+
+
+@settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@given(case=rows_cases(max_bytes=1 << 16).filter(lambda c: c.function == "roll_rows"))
+def test_random_rows_cases_run_writer(case):
+    check_rows_case(RUN_WRITER, case)
 
 
 @settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
@@ -70,7 +80,11 @@ LARGE = [
     RowsCase("roll_rows", (4096, 16), "complex128", 5, -1, 0, device_shifts=True),
     RowsCase("fftshift", (1023, 1025), "complex64", None, None, 0),
     RowsCase("fftshift", (64, 48, 330), "float64", None, None, 8),
-    RowsCase("ifftshift", (2048, 1536), "complex64", None, None, 0),
+    RowsCase("ifftshift", (2048, 1536), "complex64", None, None, 0),                    # half-swaps
+    RowsCase("fftshift", (64, 96, 130), "complex128", None, None, 0),                    # half-swaps, 3-D
+    RowsCase("fftshift", (1 << 22,), "float32", None, None, 0),                          # half-swaps, 1-D
+    RowsCase("roll", (300, 4096), "uint16", (0, 2048), (0, 1), 0),                       # half-swaps, one axis
+    RowsCase("fftshift", (2048, 1536), "complex64", None, None, 8),                     # misaligned: row-cycles
     RowsCase("roll", (5001, 700), "float32", (2500, -3), (0, 1), 4),
     RowsCase("roll", (257, 3, 4097), "uint8", (100, 1, 4000), (0, 1, 2), 5),
 ]
@@ -80,7 +94,12 @@ LARGE = [
 def test_large_rows_cases(case):
     plan = check_rows_case(RUNNER, case)
     if case.function != "roll_rows":
-        assert plan.algorithm == "row-cycles", plan
+        axes = case.axis if case.function == "roll" else range(len(case.shape))
+        half = case.function != "roll" or all(2 * s % case.shape[ax] == 0 for s, ax in zip(case.shifts, case.axis))
+        even = all(n % 2 == 0 for n in case.shape) or case.function == "roll"
+        row = int(np.prod(case.shape[max(axes):])) * np.dtype(case.dtype).itemsize  # from the last rolled axis on
+        aligned = case.offset % 16 == 0 and row % 32 == 0
+        assert plan.algorithm == ("half-swaps" if half and even and aligned else "row-cycles"), plan
     elif case.nbytes // case.shape[0] > 226 * 1024:  # beyond lane-panels
         few_huge = case.shape[0] <= 8 and case.nbytes // case.shape[0] >= 64 << 20 and not case.device_shifts
         assert plan.algorithm == ("lane-chains" if few_huge else "lane-swaps"), plan
@@ -123,8 +142,10 @@ def test_long_lanes_with_device_shifts_from_each_library(library):
 @pytest.mark.parametrize("case", BIG_ROWS_CASES, ids=repr)
 def test_big_rows_run_chunked_row_cycles_in_one_pass(case):
     """Rows beyond the three-row kernel (~75 KiB): the chunked variant, first rows in shared memory up to
-    ~200 KiB, pre-read into scratch beyond."""
+    ~200 KiB, pre-read into scratch beyond (the even fftshift is half-swaps by default: both run)."""
     plan = check_rows_case(RUNNER, case)
+    if plan.algorithm == "half-swaps":
+        plan = check_rows_case(NO_HALF_SWAPS, case)
     assert plan.algorithm == "row-cycles", plan
     details = plan.steps[0].details
     assert details["variant"] == "chunked", details

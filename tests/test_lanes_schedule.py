@@ -8,6 +8,8 @@ and no interleaving may deadlock (docs/design.md, "Termination of
 row-cycles"). The CUDA simulator runs the kernel itself (tests/sim_cases.py).
 """
 
+from unittest import mock
+
 import numpy as np
 import pytest
 from hypothesis import given, note, settings
@@ -171,3 +173,60 @@ def test_the_emulator_catches_a_ring_wait_one_group_short():
     """Not vacuous: waiting for all but the newest ``ring`` groups (not ``ring - 1``) writes chunks from
     buffers whose copies have not landed."""
     assert _chunked_finds_a_wrong_row(wait_pending=3)
+
+
+# --- half-swaps (every rolled axis by half its length; rotate/_rowperm.py) ---
+
+
+@settings(deadline=None, max_examples=300)
+@given(data=st.data(), threads=st.sampled_from([1, 2, 4, 8, 256]), vecs=st.integers(1, 4), seed=st.integers(0, 10**6))
+def test_half_swaps_equal_numpy_in_any_item_order(data, threads, vecs, seed):
+    """The planner's half-swap items, run in a random order (blocks never wait for each other, so any
+    interleaving of items is one order of them), touch every byte exactly once and give numpy.roll."""
+    from rotate import _rowperm as R
+    from rotate._cuda import planner
+
+    ndim = data.draw(st.integers(0, 4))
+    lead = tuple(data.draw(st.integers(1, 6)) for _ in range(ndim))
+    shifts = tuple(data.draw(st.sampled_from([0, n // 2])) if n % 2 == 0 else 0 for n in lead)
+    seg = 32 * data.draw(st.integers(1, 20))
+    note(f"lead={lead} shifts={shifts} seg={seg}")
+    rows = int(np.prod(lead)) if lead else 1
+    with planner.override(lane_threads=threads, half_swap_vecs=vecs), \
+            mock.patch.object(planner, "device_shape", lambda device_id=0: (132, 228 * 1024)), \
+            mock.patch.object(planner, "_device_id", lambda: 0):  # plan as for an H200, without one
+        step = planner.plan_half_swaps(lead or (1,), shifts or (0,), rows, seg, seg // 2, 1, 0)
+    assert step is not None and step.algorithm == "half-swaps"
+    d = step.details
+    assert d["chunk_bytes"] <= 16 * d["group"] * vecs and d["chunk_bytes"] % 16 == 0
+    assert d["group"] * d["rows_per_item"] == threads and (d["rows_per_item"] == 1 or d["chunks_per_half"] == 1)
+    x = np.random.default_rng(seed).integers(0, 256, rows * seg, dtype=np.uint8)
+    got = x.copy()
+    order = np.random.default_rng(seed + 1).permutation(d["items"])
+    touched = R.emulate_half_swaps(got, order, rows, d["rows_per_item"], d["chunk_bytes"], d["chunks_per_half"],
+                                   seg, seg // 2, *d["lead"], *d["lead_shifts"])
+    assert (touched == 1).all(), "every byte lies in exactly one item, on one side"
+    want = np.roll(x.reshape(*lead, seg), (*shifts, seg // 2), tuple(range(ndim + 1))).reshape(-1)
+    assert np.array_equal(got, want)
+
+
+def test_half_swap_shape_takes_only_half_rolls():
+    from rotate._rowperm import half_swap_shape
+
+    assert half_swap_shape((4, 6), (2, 0), 64, 32) == ((1, 1, 4, 6), (0, 0, 2, 0))
+    assert half_swap_shape((), (), 64, 32) == ((1, 1, 1, 1), (0, 0, 0, 0))
+    assert half_swap_shape((4,), (1,), 64, 32) is None  # not half the radix
+    assert half_swap_shape((5,), (2,), 64, 32) is None  # odd radix: 2 is n // 2, but no involution
+    assert half_swap_shape((4,), (2,), 64, 16) is None  # the row moves by a quarter
+    assert half_swap_shape((2, 2, 2, 2, 2), (1,) * 5, 64, 32) is None  # more radices than the kernel walks
+
+
+def test_the_half_swap_emulator_catches_a_wrong_partner(monkeypatch):
+    """Not vacuous: items pairing a row with itself instead of its partner leave rows unmoved."""
+    from rotate import _rowperm as R
+
+    x = np.arange(4 * 64, dtype=np.uint8)
+    got = x.copy()
+    touched = R.emulate_half_swaps(got, np.arange(4), 4, 1, 32, 1, 64, 32, 1, 1, 1, 4, 0, 0, 0, 0)  # no shifts
+    want = np.roll(x.reshape(4, 64), (2, 32), (0, 1)).reshape(-1)
+    assert (touched == 1).all() and not np.array_equal(got, want)

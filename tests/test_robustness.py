@@ -458,7 +458,7 @@ def test_gpu_default_scratch_is_the_larger_of_one_percent_and_the_floor(gpu_plan
     assert gpu_planner.default_cap(1, 1 << 20) == gpu_planner.MIN_SCRATCH  # 1% would be 10 KiB
     n = 4 << 30  # 1% is 43 MB > 16 MiB
     assert gpu_planner.default_cap(1, n) == n // gpu_planner.SCRATCH_FRACTION
-    small = gpu_planner.plan_step(None, 1, 1, 1 << 20, 1 << 19, 1, 0, None)
+    small = gpu_planner.plan_step(None, 1, 1, 1 << 20, (1 << 19) + 16, 1, 0, None)  # exactly half: half-swaps
     assert small.algorithm == "chain"  # needs more than 1% of the array: only the floor lets it buffer
     assert (1 << 20) // gpu_planner.SCRATCH_FRACTION < small.scratch_bytes <= gpu_planner.MIN_SCRATCH
     big = gpu_planner.plan_step(None, 1, 1, n, 30 << 20, 1, 0, None)
@@ -552,6 +552,34 @@ def test_gpu_long_lanes_plan_one_launch_of_two_blocks_an_sm(gpu_planner):
             gpu_planner.plan_long_lanes(1, rows, n, 1, 0, None, None)
 
 
+def test_gpu_even_fftshifts_and_half_rolls_plan_half_swaps(gpu_planner):
+    """Every rolled axis by half its length is disjoint swaps (rotate/_rowperm.py): issue #9's gate shapes
+    (8192^2, 1 GiB and 4 GiB complex64 fftshifts), 3-D ones and one-axis rolls by n/2 plan ``half-swaps``,
+    one pass, 2N, no scratch; misaligned halves, other shifts, a forced row-cycles variant or the setting
+    off plan what they did before."""
+    multi = gpu_planner.plan_multi_axis
+    for shape in ((8192, 8192), (16384, 8192), (65536, 8192), (512, 512, 512)):
+        step = multi(shape, 8, {ax: n // 2 for ax, n in enumerate(shape)}, 0, None)
+        assert step.algorithm == "half-swaps" and step.scratch_bytes == 0, step
+        assert step.bytes_moved == 2 * step.rows * step.seg_bytes == 2 * 8 * int(np.prod(shape))
+        d = step.details
+        assert d["items"] * d["chunk_bytes"] * d["rows_per_item"] >= step.rows * step.seg_bytes // 2
+    assert multi((8192, 8192), 8, {0: 4096, 1: 4096}, 8, None).algorithm == "row-cycles"  # base 8 past 16
+    assert multi((8191, 8193), 8, {0: 4095, 1: 4096}, 0, None).algorithm == "row-cycles"  # odd lengths
+    assert multi((8192, 8192), 8, {0: 1001, 1: 4096}, 0, None).algorithm == "row-cycles"  # not half
+    assert multi((8192, 8194), 4, {0: 4096, 1: 4097}, 0, None).algorithm == "row-cycles"  # half row 16388 B
+    for forced in ({"cycle_variant": "chunked"}, {"half_swaps": False}):
+        with gpu_planner.override(**forced):
+            assert multi((8192, 8192), 8, {0: 4096, 1: 4096}, 0, None).algorithm == "row-cycles"
+    one = gpu_planner.plan_step(1, 512, 1000, 8192, 4096, 8, 0, None)  # roll(a, 512, axis=1), (1000, 1024) f64
+    assert one.algorithm == "half-swaps" and one.details["lead"] == (1, 1, 1, 1000) and one.rows == 1000
+    assert gpu_planner.plan_step(None, 1 << 29, 1, 1 << 30, 1 << 29, 1, 0, None).algorithm == "half-swaps"
+    assert gpu_planner.plan_step(None, (1 << 29) + 1, 1, 1 << 30, (1 << 29) - 1, 1, 0, None).algorithm == "chain"
+    with gpu_planner.override(half_swap_vecs=5):
+        with pytest.raises(ValueError, match="half_swap_vecs"):
+            multi((64, 64), 8, {0: 32, 1: 32}, 0, None)
+
+
 def test_gpu_row_cycles_variant_follows_the_row_length(gpu_planner):
     """Issue #9's long rows: three row buffers up to ~75 KiB rows (the measured kernel stays the default),
     the chunked kernel with the first row in shared memory beyond (the 16384 x 16384 complex64 fftshift: one
@@ -565,7 +593,7 @@ def test_gpu_row_cycles_variant_follows_the_row_length(gpu_planner):
 
     mid = run((16384, 8192), {0: 1001, 1: 77})  # long cut cycles, a misaligned row shift: three rows
     assert mid.details["variant"] == "three-rows"
-    swaps = run((16384, 8192), {0: 8192, 1: 4096})  # even fftshift: aligned two-row swaps stream faster chunked
+    swaps = run((16384, 8192), {0: 8192, 1: 4096})  # even fftshift (half-swaps by default): chunked swaps
     assert swaps.details["variant"] == "chunked" and swaps.bytes_moved == 2 * swaps.rows * swaps.seg_bytes
     assert run((16384, 8192), {0: 8192, 1: 4096}, cycle_variant="three-rows").details["variant"] == "three-rows"
     odd = run((8191, 8193), {0: 4096, 1: 4097})  # odd fftshift: one long cycle, misaligned

@@ -51,7 +51,8 @@ _PLANNER_CONSTANTS = operator.attrgetter(
     "SCRATCH_FRACTION", "MIN_SCRATCH", "MAX_SWAP_PASSES", "MAX_SWAP_ROWS", "MAX_CHAIN_LANES",
     "MIN_CHAIN_LANE_BYTES", "MAX_LANE_SMEM", "MAX_SEGMENTS", "MIN_CYCLE_ROW", "MIN_CHUNKED_SWAP_ROW",
     "CYCLE_CHUNKS", "CYCLE_RINGS", "CYCLE_AHEAD_BYTES", "ITEM_COST_BYTES",
-    "DEFAULT_CHAIN_VARIANT", "PIPELINE_THREADS", "PIPELINE_MIN_CAPABILITY")
+    "DEFAULT_CHAIN_VARIANT", "PIPELINE_THREADS", "PIPELINE_MIN_CAPABILITY", "HALF_SWAP_THREADS", "HALF_SWAP_VECS", "MIN_ROW_THREADS",
+    "RUN_THREADS", "RUN_PANEL_BYTES", "RUN_REGISTERS", "RUN_CYCLE_THREADS")
 _LANE_CONSTANTS = operator.attrgetter("THREADS", "PANEL_BYTES", "MAX_PANEL_ROWS", "MAX_BLOCK_SMEM",
                                       "FAST_GATHER_ROW", "MAX_LEAD")
 
@@ -100,14 +101,14 @@ class CudaBackend(RowBackend):
                 _PLANNER_CONSTANTS(planner), _LANE_CONSTANTS(_lanes()), max_scratch_bytes)
 
     def plan_steps(self, info, rotations, max_scratch_bytes):
-        # Several axes of a C- or F-contiguous array: one pass (row-cycles) where rows fit a block.
+        # Several axes of a C- or F-contiguous array: one pass (half-swaps, or row-cycles where rows fit a block).
         if len(rotations) >= 2 and rotations[0][0] is not None and (info.c_contiguous or info.f_contiguous):
             from .._cuda import planner
 
             flip = not info.c_contiguous  # an F-contiguous array is its transpose, C-ordered
             shape = info.shape[::-1] if flip else info.shape
             c_shifts = {(info.ndim - 1 - axis if flip else axis): s for axis, _, s in rotations}
-            step = planner.plan_row_cycles(shape, info.itemsize, c_shifts, info.pointer, max_scratch_bytes)
+            step = planner.plan_multi_axis(shape, info.itemsize, c_shifts, info.pointer, max_scratch_bytes)
             if step is not None:
                 return (step,)
         return super().plan_steps(info, rotations, max_scratch_bytes)

@@ -13,7 +13,9 @@ swap kernel (below), which stages and writes with the same helpers.
     array on the device, reduced modulo the lane length on the device, so a
     device array of shifts is never read by the host). Items are disjoint:
     no flags. Two panels are in flight per block (the next one's copies fly
-    while the current one is written).
+    while the current one is written). Lanes of FAST_GATHER_ROW bytes and
+    more are written as two runs each (``_run_writer``), shorter ones by
+    ``gather_write``.
 
 ``swap_kernel`` (``roll_rows`` of lanes beyond a block's shared memory; algorithm ``lane-swaps``)
     One block rotates a whole lane (lanes grid-strided), its shift read on the
@@ -55,6 +57,7 @@ from numba.extending import register_jitable
 
 
 from .. import _schedule as S
+from .._rowperm import MAX_LEAD, source_row  # noqa: F401  (re-exported: the emulator and tests use L.source_row)
 from ._kernels import _write_moved, store_realigned
 from ._memops import (SIMULATED, atomic_add_u64, commit_copies, copies_waiter, copy16_async, load16,
                       load16_shared, load_acquire, load_i64, store16, store8, store_relaxed, store_u64)
@@ -69,8 +72,6 @@ MAX_PANEL_ROWS = 2048
 MAX_BLOCK_SMEM = 226 * 1024
 #: Rows (lanes) from this many bytes take the two-loads-and-funnel gather.
 FAST_GATHER_ROW = 2048
-#: Leading (row-index) axes the cycle kernel walks at most.
-MAX_LEAD = 4
 
 wait_all = copies_waiter(0)
 wait_but_one = copies_waiter(1)
@@ -117,32 +118,6 @@ def log2_unit(unit: int) -> int:
 
 
 # --- index math shared by the host planner, the emulator and the kernels ---
-
-
-@register_jitable
-def source_row(d, n0, n1, n2, n3, s0, s1, s2, s3):
-    """The source row of destination row ``d``: each digit ``i`` of ``d`` (radices ``n0..n3``, ``n3``
-    least significant) becomes ``(i - s) mod n`` (numpy.roll moves element ``i - s`` to ``i``)."""
-    src = int64(0)
-    scale = int64(1)
-    rest = d
-    for axis in range(3, -1, -1):
-        if axis == 3:
-            n, s = n3, s3
-        elif axis == 2:
-            n, s = n2, s2
-        elif axis == 1:
-            n, s = n1, s1
-        else:
-            n, s = n0, s0
-        i = rest % n
-        rest = rest // n
-        i -= s
-        if i < 0:
-            i += n
-        src += i * scale
-        scale *= n
-    return src
 
 
 @njit(cache=True)
@@ -326,17 +301,54 @@ def _movers(unit: int, threads: int):
 
 
 @functools.lru_cache(maxsize=None)
-def panel_kernel(unit: int, threads: int = THREADS):
+def _run_writer(unit: int, threads: int, row_threads: int):
+    """The panel kernel's write for lanes of FAST_GATHER_ROW bytes and more: each lane as its two runs.
+
+    Lane ``rho`` rolled right by ``s`` bytes is two moves of contiguous bytes
+    with one source offset each (``[s, seg)`` from ``[0, seg - s)``, ``[0,
+    s)`` from ``[seg - s, seg)``), which the chain kernel's write path
+    (``_kernels._write_moved``) does with the realignment loop chosen once a
+    run: a few instructions a vector instead of the per-vector source lookup
+    of ``gather_write``. The block's threads split into groups of
+    ``row_threads``, a lane a group at a time.
+    """
+    write_moved = _write_moved(row_threads, 0)
+    shift_bits = log2_unit(unit)
+    groups = threads // row_threads
+
+    @cuda.jit(device=True)
+    def write_runs(sm32, buf_vec, data, lo, head, count, seg, shift_word, tid):
+        """Write lanes ``[0, count)`` of the panel at ``data[lo:]`` (``head`` bytes past a 16-byte boundary),
+        staged from shared byte ``16 * buf_vec + head`` on, lane ``rho`` rolled right by word
+        ``shift_word + rho`` of shared memory (in units)."""
+        lane = tid % row_threads
+        rho = int64(tid // row_threads)
+        while rho < count:
+            s = int64(sm32[shift_word + rho]) << shift_bits
+            first = rho * seg
+            write_moved(sm32, buf_vec, -head, data, lo, head, first + s, first + seg, -s, lane)
+            if s > 0:
+                write_moved(sm32, buf_vec, -head, data, lo, head, first, first + s, seg - s, lane)
+            rho += groups
+
+    return write_runs
+
+
+@functools.lru_cache(maxsize=None)
+def panel_kernel(unit: int, threads: int = THREADS, row_threads: int = 0):
     """``kernel(data, shifts, rows, seg, n, m, shift_stride, panel_rows, head0, buf_vecs, buffers)``.
 
     Rolls each of ``rows`` lanes of ``seg`` bytes (``n`` items of ``m`` units
     of ``unit`` bytes) right by ``shifts[lane * shift_stride] mod n`` items;
     ``panel_rows`` lanes per item, ``buf_vecs`` vectors per staging buffer,
     ``buffers`` (2: the next panel's copies fly while one is written; 1: a
-    lane too long for two).
+    lane too long for two). ``row_threads``: 0 writes with ``gather_write``
+    (each destination unit looks up its source: short lanes), else lanes are
+    written as runs by groups of that many threads (``_run_writer``).
     Launch with ``panel_smem_bytes`` of dynamic shared memory.
     """
     stage, gather_write = _movers(unit, threads)
+    write_runs = _run_writer(unit, threads, row_threads or threads)
     jit_options = {} if SIMULATED else {"launch_bounds": threads}
 
     @cuda.jit(device=True)
@@ -381,8 +393,11 @@ def panel_kernel(unit: int, threads: int = THREADS):
             count = min(panel_rows, rows - row0)
             lo = row0 * seg
             head = (head0 + lo) & 15
-            gather_write(sm8, sm16, sm32, 16 * buf * buf_vecs + head, data, lo, head, count * seg, seg, n_units,
-                         int64(0), int64(shift_words + buf * panel_rows), tid)
+            if row_threads:
+                write_runs(sm32, buf * buf_vecs, data, lo, head, count, seg, shift_words + buf * panel_rows, tid)
+            else:
+                gather_write(sm8, sm16, sm32, 16 * buf * buf_vecs + head, data, lo, head, count * seg, seg,
+                             n_units, int64(0), int64(shift_words + buf * panel_rows), tid)
             cuda.syncthreads()  # the buffer is staged again
             if buffers == 1 and following < panels:
                 row1 = following * panel_rows
@@ -528,7 +543,7 @@ def swap_kernel(threads: int = THREADS, panel_bytes: int = PANEL_BYTES):
 
 
 @functools.lru_cache(maxsize=None)
-def cycle_kernel(unit: int, threads: int = THREADS):
+def cycle_kernel(unit: int, threads: int = THREADS, runs: bool = False):
     """``kernel(data, scratch, flags, counters, table, nseg, seg, n_units, shift_units, head0,
     slot_bytes, buf_vecs, n0, n1, n2, n3, s0, s1, s2, s3, epoch)``.
 
@@ -537,10 +552,14 @@ def cycle_kernel(unit: int, threads: int = THREADS):
     units. ``scratch`` holds one ``slot_bytes`` slot per segment (pre-reads
     of cut cycles), ``flags`` one "pre-read done" flag per segment (set to
     ``epoch``), ``counters[0]`` the tickets and ``counters[2]`` the finished
-    blocks (the last block out rewinds both). Launch with
+    blocks (the last block out rewinds both). ``runs``: rows are written as
+    their two runs through the chain kernel's realigning loops (as
+    ``lane-panels``' run writer), else with ``gather_write``. Launch with
     ``cycle_smem_bytes(seg)`` of dynamic shared memory.
     """
     stage, gather_write = _movers(unit, threads)
+    write_moved = _write_moved(threads, 0)
+    shift_bits = log2_unit(unit)
     jit_options = {} if SIMULATED else {"launch_bounds": threads}
 
     @cuda.jit(device=True)
@@ -624,8 +643,15 @@ def cycle_kernel(unit: int, threads: int = THREADS):
                 dst = d * seg
                 src_head = (head0 + src * seg) & 15
                 from_buffer = saved if whole and step == steps - 1 else current
-                gather_write(sm8, sm16, sm32, 16 * from_buffer + src_head, data, dst, (head0 + dst) & 15, seg, seg,
-                             n_units, shift_units, int64(-1), tid)
+                dst_head = (head0 + dst) & 15
+                if runs:  # the row as its two runs, each through one realigning loop
+                    shift = int64(shift_units) << shift_bits
+                    write_moved(sm32, from_buffer, -src_head, data, dst, dst_head, shift, seg, -shift, tid)
+                    if shift > 0:
+                        write_moved(sm32, from_buffer, -src_head, data, dst, dst_head, 0, shift, seg - shift, tid)
+                else:
+                    gather_write(sm8, sm16, sm32, 16 * from_buffer + src_head, data, dst, dst_head, seg, seg,
+                                 n_units, shift_units, int64(-1), tid)
                 cuda.syncthreads()  # the buffer is staged again two steps on
                 d = src
                 src = after

@@ -425,7 +425,8 @@ def _set_dynamic_smem(cufunc) -> None:
 
 
 @_kernels.functools.lru_cache(maxsize=None)
-def _compiled_lanes(which: str, unit: int, threads: int, args: int, device: int, panel_bytes: int = 0):
+def _compiled_lanes(which: str, unit: int, threads: int, args: int, device: int, panel_bytes: int = 0,
+                    row_threads: int = 0, runs: bool = False):
     """A kernel of rotate/_cuda/_lanes.py compiled for int64 arguments, its cuda.core handle,
     allowed the most dynamic shared memory a block can have (on ``device``). ``which``: "panel",
     "cycle" (built per ``unit``) or "swap" (per ``panel_bytes``)."""
@@ -433,8 +434,10 @@ def _compiled_lanes(which: str, unit: int, threads: int, args: int, device: int,
 
     if which == "swap":
         kernel = _lanes.swap_kernel(threads, panel_bytes)
+    elif which == "panel":
+        kernel = _lanes.panel_kernel(unit, threads, row_threads)
     else:
-        kernel = (_lanes.panel_kernel if which == "panel" else _lanes.cycle_kernel)(unit, threads)
+        kernel = _lanes.cycle_kernel(unit, threads, runs)
     if SIMULATED:
         return kernel, None
     compiled = kernel.compile("void(" + ", ".join(["int64"] * args) + ")")
@@ -464,7 +467,7 @@ def run_row_cycles(target: Any, info, step, handle: int) -> None:
     scalars = (nseg, step.seg_bytes, step.seg_bytes // unit, d["row_shift_bytes"] // unit, d["head0"], d["_slot"],
                d["_buf_vecs"], *d["lead"], *d["lead_shifts"], epoch)
     _launch_cycles(target, info, step, handle, device, (pre, flags, counters),
-                   _compiled_lanes("cycle", unit, d["block"], 21, device), scalars)
+                   _compiled_lanes("cycle", unit, d["block"], 21, device, runs=d.get("writer") == "runs"), scalars)
 
 
 def _launch_cycles(target: Any, info, step, handle: int, device: int, scratch: tuple, compiled: tuple,
@@ -515,7 +518,8 @@ def run_lane_panels(target: Any, info, step, handle: int, shifts: Any, shift_str
     n = d["_n"]
     scalars = (step.rows, step.seg_bytes, n, step.word_bytes // unit, shift_stride, d["panel_rows"], d["head0"],
                d["_buf_vecs"], d["buffers"])
-    kernel, cu_kernel = _compiled_lanes("panel", unit, d["block"], 11, planner._device_id())
+    kernel, cu_kernel = _compiled_lanes("panel", unit, d["block"], 11, planner._device_id(),
+                                        row_threads=d.get("row_threads", 0))
     if SIMULATED:
         data = _sim_bytes(target, step.rows * step.seg_bytes)
         flat = getattr(shifts, "_ary", shifts).reshape(-1)  # a 0-d array of one shift too
@@ -542,6 +546,35 @@ def run_lane_swaps(target: Any, info, step, handle: int, shifts: Any, shift_stri
 
 
 RUNNERS["row-cycles"] = run_row_cycles
+
+
+@_kernels.functools.lru_cache(maxsize=None)
+def _compiled_half_swaps(threads: int, vecs: int, group: int):
+    """``_halfswap.half_swap_kernel`` compiled for int64 arguments (15) and its cuda.core handle."""
+    from . import _halfswap
+
+    kernel = _halfswap.half_swap_kernel(threads, vecs, group)
+    if SIMULATED:
+        return kernel, None
+    compiled = kernel.compile("void(" + ", ".join(["int64"] * 15) + ")")
+    return kernel, compiled._codelibrary.get_cufunc().kernel
+
+
+def run_half_swaps(target: Any, info, step, handle: int) -> None:
+    """Launch one ``half-swaps`` step (every rolled axis by half its length: disjoint swaps of aligned runs)."""
+    d = step.details
+    if info.pointer % 16:
+        raise AssertionError("internal error: a half-swaps plan run on an array that is not 16-byte aligned")
+    scalars = (d["items"], step.rows, d["chunk_bytes"], d["chunks_per_half"], step.seg_bytes, step.seg_bytes // 2,
+               *d["lead"], *d["lead_shifts"])
+    kernel, cu_kernel = _compiled_half_swaps(d["block"], d["vecs"], d["group"])
+    if SIMULATED:
+        kernel[d["grid"], d["block"]](_sim_bytes(target, step.rows * step.seg_bytes), *scalars)
+        return
+    _launch_core(handle, d["grid"], d["block"], 0, cu_kernel, info.pointer, *scalars)
+
+
+RUNNERS["half-swaps"] = run_half_swaps
 
 
 _shift_scalars: collections.OrderedDict = collections.OrderedDict()

@@ -52,6 +52,15 @@ settings = {
     "cycle_chunk_bytes": None,  # the chunked variant's chunk (a multiple of 16); None: the planner's pick
     "cycle_ring": None,  # the chunked variant's ring depth (2-4); None: the planner's pick
     "cycle_smem": None,  # shared memory a row-cycles block may take; None: MAX_LANE_SMEM
+    # Rolls by half of every rolled axis (even fftshifts) as disjoint swaps of aligned runs (half-swaps);
+    # False leaves them to the chain / row-cycles kernels (measurements).
+    "half_swaps": True,
+    "half_swap_vecs": None,  # 16-byte vectors of each run a half-swap thread holds (1-4); None: HALF_SWAP_VECS
+    "panel_bytes": None,  # lane-panels: lane bytes a panel holds; None: _lanes.PANEL_BYTES
+    # lane-panels' and row-cycles' (three-rows) write: "runs" (each lane or row as two runs through the
+    # chain kernel's realigning loops; lane-panels by groups of threads), "gather" (each destination unit
+    # looks its source up); None: runs for row-cycles and for lanes of FAST_GATHER_ROW bytes and more.
+    "lane_writer": None,
 }
 
 #: Default scratch bound: the larger of this fraction of the array and MIN_SCRATCH.
@@ -72,6 +81,19 @@ PIPELINE_THREADS = 192
 #: The pipelined variant's PTX (cp.async.bulk, mbarrier.expect_tx) needs Hopper (sm_90) or newer.
 PIPELINE_MIN_CAPABILITY = (9, 0)
 NEWEST_CAPABILITY = (99, 0)
+#: lane-panels' run writer: the fewest threads a group writing one lane has; block size and panel bytes
+#: (sweep of 32-96 KiB panels and 256-512 threads, 1 and 4 GiB, lanes of 4-64 KiB: docs/perf-notes.md).
+MIN_ROW_THREADS = 32
+RUN_THREADS = 512
+RUN_PANEL_BYTES = 96 * 1024
+#: Registers a thread of a kernel with the run writer takes at most (ptxas for sm_90: 92-114), for the
+#: blocks an SM can hold; and the widest row-cycles block that writes with it (1024 threads spill; 512
+#: ran the (32768, 8192) float32 roll at 64% of memcpy, 256 at 85%, the other rows within a point).
+RUN_REGISTERS = 120
+RUN_CYCLE_THREADS = 256
+#: half-swaps: threads a block and 16-byte vectors of each run a thread holds at once.
+HALF_SWAP_THREADS = 256
+HALF_SWAP_VECS = 4
 #: Block-swap fallback limits: beyond these, three reversals are cheaper.
 MAX_SWAP_PASSES = 16
 MAX_SWAP_ROWS = 64
@@ -492,6 +514,12 @@ def _plan_row_panels(axis, shift, rows, seg, left, word, pointer, cap) -> Option
     return dataclasses.replace(step, shift=shift, left_bytes=left, algorithm="row-panels", details=details)
 
 
+def _plan_half_swap_schedule(axis, shift, rows, seg, left, word, pointer, cap) -> Optional[Step]:
+    """A roll by half the segment: every row swaps its two halves (``half-swaps``)."""
+    return plan_half_swaps((rows,), (0,), rows, seg, left, word, pointer, axis, shift)
+
+
+register_schedule("half-swaps", _plan_half_swap_schedule)
 register_schedule("row-panels", _plan_row_panels)
 register_schedule("chain", _plan_chain_schedule)
 register_schedule("block-swap", _plan_block_swap)
@@ -508,9 +536,11 @@ def lane_unit(itemsize: int, head0: int) -> int:
     return unit
 
 
-def _blocks_for_smem(smem: int, threads: int) -> int:
+def _blocks_for_smem(smem: int, threads: int, registers: int = 0) -> int:
+    """Blocks an SM holds by shared memory, threads and (given a thread's ``registers``) the register file."""
     _, smem_per_sm = device_shape(_device_id())
-    return max(1, min(smem_per_sm // (smem + 1024), 2048 // threads, 32))
+    by_registers = 65536 // (registers * threads) if registers else 32
+    return max(1, min(smem_per_sm // (smem + 1024), 2048 // threads, by_registers, 32))
 
 
 def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) -> Optional[Step]:
@@ -524,8 +554,14 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
     seg = n * itemsize
     head0 = pointer % 16
     unit = lane_unit(itemsize, head0)
-    threads = settings["lane_threads"] or L.THREADS
-    panel_rows = max(1, min(L.MAX_PANEL_ROWS, L.PANEL_BYTES // seg, rows))
+    writer = settings["lane_writer"] or ("runs" if seg >= L.FAST_GATHER_ROW else "gather")
+    if writer not in ("runs", "gather"):
+        raise ValueError(f"GPU setting lane_writer must be 'runs', 'gather' or None, got {writer!r}")
+    # The run writer's loops take 96 registers: big panels and wide blocks keep bytes in flight at one
+    # block an SM (docs/perf-notes.md, the lane-panels sweep); the gather writer streams at 48.
+    threads = settings["lane_threads"] or (RUN_THREADS if writer == "runs" else L.THREADS)
+    panel_bytes = settings["panel_bytes"] or (RUN_PANEL_BYTES if writer == "runs" else L.PANEL_BYTES)
+    panel_rows = max(1, min(L.MAX_PANEL_ROWS, panel_bytes // seg, rows))
     for buffers in (2, 1):  # two panels in flight per block if a lane allows, else one
         while panel_rows > 1 and L.panel_smem_bytes(panel_rows * seg, panel_rows, buffers) > MAX_LANE_SMEM:
             panel_rows //= 2
@@ -536,7 +572,12 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
         return None
     panels = S.ceil_div(rows, panel_rows)
     sms, _ = device_shape(_device_id())
-    grid = settings["grid"] or sms * _blocks_for_smem(smem, threads)
+    grid = settings["grid"] or sms * _blocks_for_smem(smem, threads, RUN_REGISTERS if writer == "runs" else 0)
+    row_threads = 0
+    if writer == "runs":  # groups of at least a warp, a lane each, as many as a panel has lanes
+        row_threads = threads
+        while row_threads // 2 >= MIN_ROW_THREADS and row_threads % 2 == 0 and threads // row_threads < panel_rows:
+            row_threads //= 2
     return Step(
         axis, 0, rows, seg, 0, itemsize,
         algorithm="lane-panels",
@@ -548,6 +589,8 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
             "grid": max(1, min(grid, panels)),
             "panel_rows": panel_rows,
             "buffers": buffers,
+            "writer": writer,
+            "row_threads": row_threads,
             "unit_bytes": unit,
             "smem_bytes": smem,
             "head0": head0,
@@ -748,6 +791,94 @@ def _cycle_stream_config(seg: int, limit: int, first_rows_in_smem: bool, max_blo
     return None if best is None else best[1]
 
 
+def _fold_rows(shape: tuple, itemsize: int, c_shifts: dict):
+    """``(lead, lead_shifts, seg, block)``: a C-ordered array as rows of ``seg`` bytes from the last rolled
+    axis on (``block``: the bytes of one index of that axis), the axes before it folded into leading radices
+    (axes of length 1 dropped, adjacent unrolled ones merged)."""
+    last = max(c_shifts)
+    block = int(np.prod(shape[last + 1:], dtype=np.int64)) * itemsize
+    lead, offs = [], []
+    for ax in range(last):
+        s = c_shifts.get(ax, 0)
+        if shape[ax] == 1:
+            continue
+        if s == 0 and lead and offs[-1] == 0:
+            lead[-1] *= shape[ax]
+        else:
+            lead.append(shape[ax])
+            offs.append(s)
+    return lead, offs, shape[last] * block, block
+
+
+def plan_multi_axis(shape: tuple, itemsize: int, c_shifts: dict, pointer: int, cap: Optional[int]) -> Optional[Step]:
+    """A roll over several axes of a C-ordered array in one pass: ``half-swaps`` where every rolled axis
+    moves by half its length, else ``row-cycles``; None when neither takes it (one pass per axis then)."""
+    lead, offs, seg, block = _fold_rows(shape, itemsize, c_shifts)
+    rows = int(np.prod(lead, dtype=np.int64)) if lead else 1
+    step = plan_half_swaps(lead, offs, rows, seg, c_shifts[max(c_shifts)] * block, itemsize, pointer)
+    if step is not None:
+        return step
+    return plan_row_cycles(shape, itemsize, c_shifts, pointer, cap)
+
+
+def plan_half_swaps(lead, lead_shifts, rows: int, seg: int, row_shift: int, word: int, pointer: int,
+                    axis: Optional[int] = None, shift: int = 0) -> Optional[Step]:
+    """``half-swaps`` (rotate/_rowperm.py): every rolled axis by half its length, as disjoint swaps of runs.
+
+    ``lead``/``lead_shifts``: the leading radices and their shifts (``(rows,)``
+    and ``(0,)`` for a one-axis roll: every row swaps its own halves); ``row_shift``: the
+    in-row shift in bytes. None unless it is a half-swap whose runs are
+    16-byte aligned (the array's start, ``seg`` and ``seg / 2``), or when
+    ``settings["half_swaps"]`` is off or a row-cycles variant is forced.
+    """
+    from .._rowperm import half_swap_shape
+
+    if not settings["half_swaps"] or settings["cycle_variant"] is not None:
+        return None
+    shape = half_swap_shape(tuple(lead), tuple(lead_shifts), seg, row_shift)
+    if shape is None or pointer % 16 or seg % 32 or rows < 1:
+        return None
+    dims, halves = shape
+    if int(np.prod(dims, dtype=np.int64)) != rows:
+        return None
+    half = seg // 2
+    threads = settings["lane_threads"] or HALF_SWAP_THREADS
+    vecs = settings["half_swap_vecs"] or HALF_SWAP_VECS
+    if vecs not in (1, 2, 3, 4):
+        raise ValueError(f"GPU setting half_swap_vecs must be 1, 2, 3, 4 or None, got {vecs!r}")
+    # Halves shorter than a block moves at once share an item: a group of threads a row, the smallest
+    # power of two whose vectors cover the half.
+    group = threads
+    while group > 1 and 16 * (group // 2) * vecs >= half:
+        group //= 2
+    rows_per_item = threads // group
+    chunk = min(16 * group * vecs, half)
+    chunks_per_half = S.ceil_div(half, chunk)
+    items = S.ceil_div(rows, rows_per_item) * chunks_per_half
+    sms, _ = device_shape(_device_id())
+    grid = settings["grid"] or sms * max(1, 2048 // threads)
+    return Step(
+        axis, shift, rows, seg, half if axis is not None else 0, word,
+        algorithm="half-swaps",
+        scratch_bytes=0,
+        bytes_moved=2 * rows * seg,
+        details={
+            "schedule": "half-swaps",
+            "block": threads,
+            "grid": max(1, min(grid, items)),
+            "vecs": vecs,
+            "group": group,
+            "rows_per_item": rows_per_item,
+            "chunk_bytes": chunk,
+            "items": items,
+            "chunks_per_half": chunks_per_half,
+            "lead": dims,
+            "lead_shifts": halves,
+            "co_resident": False,  # no block waits for another
+        },
+    )
+
+
 def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
                     cap: Optional[int]) -> Optional[Step]:
     """A multi-axis roll of a C-ordered array in one pass (``row-cycles``), or None.
@@ -768,22 +899,11 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
 
     _check_cycle_settings()
     last = max(c_shifts)
-    block = int(np.prod(shape[last + 1:], dtype=np.int64)) * itemsize
-    seg = shape[last] * block
+    lead, offs, seg, block = _fold_rows(shape, itemsize, c_shifts)
     head0 = pointer % 16
     unit = lane_unit(itemsize, head0)
     if seg < MIN_CYCLE_ROW:
         return None
-    lead, offs = [], []  # fold the leading axes; adjacent unrolled ones merge
-    for ax in range(last):
-        s = c_shifts.get(ax, 0)
-        if shape[ax] == 1:
-            continue
-        if s == 0 and lead and offs[-1] == 0:
-            lead[-1] *= shape[ax]
-        else:
-            lead.append(shape[ax])
-            offs.append(s)
     if len(lead) > L.MAX_LEAD:
         return None
     rows = int(np.prod(lead, dtype=np.int64)) if lead else 1
@@ -798,11 +918,16 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     # swaps) 20 points. So the default takes it only for aligned swaps of rows of 64 KiB and more.
     swaps_aligned = (head0 == 0 and seg >= MIN_CHUNKED_SWAP_ROW and (c_shifts[last] * block) % 16 == 0
                      and all((2 * s) % n == 0 for n, s in zip(lead, offs)))
+    writer = settings["lane_writer"] or "runs"
+    if writer not in ("runs", "gather"):
+        raise ValueError(f"GPU setting lane_writer must be 'runs', 'gather' or None, got {writer!r}")
     if variant in (None, "three-rows") and L.cycle_smem_bytes(seg) <= limit and \
             not (variant is None and swaps_aligned):
         smem = L.cycle_smem_bytes(seg)
         threads = settings["lane_threads"] or L.cycle_threads(seg)
-        blocks = _blocks_for_smem(smem, threads)
+        if writer == "runs":
+            threads = settings["lane_threads"] or min(threads, RUN_CYCLE_THREADS)
+        blocks = _blocks_for_smem(smem, threads, RUN_REGISTERS if writer == "runs" else 0)
         first_rows_in_smem = True
     elif variant == "three-rows":
         return None
@@ -858,7 +983,7 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
         "_pre_bytes": pre_bytes,
     }
     if stream is None:
-        details.update(unit_bytes=unit, _buf_vecs=L.buffer_vecs(seg))
+        details.update(unit_bytes=unit, writer=writer, _buf_vecs=L.buffer_vecs(seg))
     else:
         details.update(chunk_bytes=chunk, ring=ring, chunks_per_row=L.chunks_per_row(seg, chunk),
                        _ring_vecs=L.chunk_vecs(chunk), _saved_vecs=L.buffer_vecs(seg) if first_rows_in_smem else 0)
