@@ -58,6 +58,12 @@ CASES = [
     ("roll", (65536, 4096), "float32", ((2048,), (1,))),  # one axis by half the row, 1 GiB
     ("roll_rows", (1 << 20, 1024), "float32", None),    # lanes of 4 KiB, 4 GiB
     ("roll_rows", (65536, 16384), "float32", None),     # lanes of 64 KiB, 4 GiB
+    # Issue #9's "every size from 16 MiB": smaller arrays, where host work is a larger share of the call.
+    ("roll_rows", (4096, 1024), "float32", None),       # lanes of 4 KiB, 16 MiB
+    ("roll_rows", (4096, 4096), "float32", None),       # lanes of 16 KiB, 64 MiB
+    ("roll_rows", (1024, 65536), "float32", None),      # lanes of 256 KiB, 256 MiB (lane-swaps)
+    ("roll_rows", (16384, 4096), "float32", None),      # lanes of 16 KiB, 256 MiB
+    ("fftshift", (2048, 2048), "complex64", None),      # 32 MiB
 ]
 
 
