@@ -192,3 +192,43 @@ def test_roll_rows_on_the_callers_stream_and_library_arrays():
     with pytest.raises(ValueError, match="broadcast"):
         rotate.roll_rows(y, torch.zeros(3, dtype=torch.int64, device="cuda"))
     assert torch.count_nonzero(y) == 0
+
+
+@pytest.mark.parametrize("library", ["torch", "cupy"])
+def test_repeated_roll_rows_take_the_quick_path_and_stay_correct(library, monkeypatch):
+    """A call repeated on the same arrays (device shifts) skips describing, checking and planning; the
+    shifts are still read on the device every call, and a changed setting plans again."""
+    from rotate import rows as R
+    from rotate._cuda import planner
+
+    rng = np.random.default_rng(3)
+    host = rng.integers(0, 1 << 20, (64, 1024)).astype(np.float32)
+    host_shifts = rng.integers(-3000, 3000, 64)
+    if library == "torch":
+        torch = pytest.importorskip("torch")
+        x, s = torch.from_numpy(host).cuda(), torch.from_numpy(host_shifts).cuda()
+        read, bump = (lambda t: t.cpu().numpy()), (lambda t: t.add_(13))
+    else:
+        cupy = pytest.importorskip("cupy")
+        x, s = cupy.asarray(host), cupy.asarray(host_shifts)
+        read, bump = cupy.asnumpy, (lambda t: t.__iadd__(13))
+    want = host.copy()
+    R._quick_lanes.clear()
+    rotate.roll_rows(x, s)  # the full path, remembered
+    want = np.stack([np.roll(r, int(k)) for r, k in zip(want, read(s))])
+    assert np.array_equal(read(x), want) and len(R._quick_lanes) == 1
+
+    def no_full_path(*args, **kwargs):
+        raise AssertionError("the quick path was not taken")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(R, "_prepare_lanes", no_full_path)
+        for _ in range(2):
+            bump(s)  # new shift values in the same array
+            rotate.roll_rows(x, s)
+            want = np.stack([np.roll(r, int(k)) for r, k in zip(want, read(s))])
+            assert np.array_equal(read(x), want)
+    with planner.override(lane_writer="gather"):  # the plan key changed: the full path plans again
+        rotate.roll_rows(x, s)
+    want = np.stack([np.roll(r, int(k)) for r, k in zip(want, read(s))])
+    assert np.array_equal(read(x), want)

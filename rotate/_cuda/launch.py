@@ -272,7 +272,8 @@ def _compiled_chain(tile_bytes: int, threads: int, buffers: int, min_blocks: int
 
 
 def _address(array) -> int:
-    return int(array.__cuda_array_interface__["data"][0])
+    """A device array's address (an int is one already: ``roll_rows``' quick path passes the shifts' address)."""
+    return array if type(array) is int else int(array.__cuda_array_interface__["data"][0])
 
 
 def run_chain(pointer: int, target: Any, step, handle: int) -> None:
