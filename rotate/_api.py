@@ -246,7 +246,7 @@ _quick_layouts: dict = {}
 
 def _prepare(part: Any, shift: Any, axis: Any, middle: Optional[int], max_scratch_bytes: Any, stream: Any):
     """Validate and plan one array: (backend, target, info, plan, resolved stream)."""
-    fast = (type(shift) is int and (axis is None or type(axis) is int)
+    fast = (_plain_ints(shift) and (axis is None or _plain_ints(axis))
             and (middle is None or type(middle) is int)
             and (max_scratch_bytes is None or type(max_scratch_bytes) is int))
     quick = None
@@ -289,6 +289,11 @@ def _prepare(part: Any, shift: Any, axis: Any, middle: Optional[int], max_scratc
         if quick is not None and target is part and info.pointer == pointer:
             _remember_quick(pointer, args, (info, plan_key, p))
     return backend, target, info, p, resolved
+
+
+def _plain_ints(value: Any) -> bool:
+    """An int, or a tuple of ints (multi-axis rolls, fftshift): arguments a cached plan can be keyed on."""
+    return type(value) is int or (type(value) is tuple and all(type(v) is int for v in value))
 
 
 def _remember_quick(pointer: int, args: tuple, entry: tuple) -> None:

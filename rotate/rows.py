@@ -175,8 +175,8 @@ def fftshift(a: Any, axes: Axes = None, *, stream: Any = None, max_scratch_bytes
     >>> rotate.plan(x, (1, 1), axis=(0, 1)).algorithm
     'multi-axis-cycles'
     """
-    axes, shape = _fft_axes(a, axes)
-    return _api.roll(a, [shape[ax] // 2 for ax in axes], axes, stream=stream, max_scratch_bytes=max_scratch_bytes)
+    axes, shape = _fft_axes(a, axes)  # tuples: a repeated call takes roll's cached plan
+    return _api.roll(a, tuple(shape[ax] // 2 for ax in axes), axes, stream=stream, max_scratch_bytes=max_scratch_bytes)
 
 
 def ifftshift(a: Any, axes: Axes = None, *, stream: Any = None, max_scratch_bytes: Optional[int] = None) -> Any:
@@ -190,7 +190,7 @@ def ifftshift(a: Any, axes: Axes = None, *, stream: Any = None, max_scratch_byte
     array([ 0.,  1.,  2., -2., -1.])
     """
     axes, shape = _fft_axes(a, axes)
-    return _api.roll(a, [-(shape[ax] // 2) for ax in axes], axes, stream=stream,
+    return _api.roll(a, tuple(-(shape[ax] // 2) for ax in axes), axes, stream=stream,
                      max_scratch_bytes=max_scratch_bytes)
 
 

@@ -778,6 +778,22 @@ def test_quick_path_reuses_the_full_description_and_plan(quick_device):
     assert _api._prepare(a, 3, None, None, None, 0)[4] == 0  # stream= wins over the current stream
 
 
+def test_quick_path_takes_tuples_of_ints(quick_device):
+    """Multi-axis rolls and fftshift pass tuples: a repeated call skips the description and the planning too;
+    lists and numpy integers still take the full path (same plans)."""
+    a = _FakeDeviceArray(1 << 20)
+    full = _api._prepare(a, (3,), (0,), None, None, None)
+    reads = a.reads
+    again = _api._prepare(a, (3,), (0,), None, None, None)
+    assert a.reads == reads + 1 and again[3] is full[3]
+    summed = _api._prepare(a, (3, 4), (0, 0), None, None, None)[3]  # shifts naming one axis add up
+    assert summed == rotate.plan(a, 7, 0) and summed.steps[0].shift == 7
+    reads = a.reads
+    listed = _api._prepare(a, [3], [0], None, None, None)
+    assert a.reads > reads + 1 and listed[3] == full[3]
+    assert _api._prepare(a, (np.int64(3),), (0,), None, None, None)[3] == full[3]
+
+
 def test_quick_path_replans_when_a_setting_changes(quick_device):
     a = _FakeDeviceArray(1 << 20)
     first = _api._prepare(a, 12345, None, None, None, None)[3]
