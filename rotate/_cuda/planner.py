@@ -516,7 +516,7 @@ def _plan_row_panels(axis, shift, rows, seg, left, word, pointer, cap) -> Option
 
 def _plan_half_swap_schedule(axis, shift, rows, seg, left, word, pointer, cap) -> Optional[Step]:
     """A roll by half the segment: every row swaps its two halves (``half-swaps``)."""
-    return plan_half_swaps((rows,), (0,), rows, seg, left, word, pointer, axis, shift)
+    return plan_half_swaps((rows,), (0,), rows, seg, left, word, pointer, axis, shift, left)
 
 
 register_schedule("half-swaps", _plan_half_swap_schedule)
@@ -822,11 +822,12 @@ def plan_multi_axis(shape: tuple, itemsize: int, c_shifts: dict, pointer: int, c
 
 
 def plan_half_swaps(lead, lead_shifts, rows: int, seg: int, row_shift: int, word: int, pointer: int,
-                    axis: Optional[int] = None, shift: int = 0) -> Optional[Step]:
+                    axis: Optional[int] = None, shift: int = 0, left: int = 0) -> Optional[Step]:
     """``half-swaps`` (rotate/_rowperm.py): every rolled axis by half its length, as disjoint swaps of runs.
 
     ``lead``/``lead_shifts``: the leading radices and their shifts (``(rows,)``
-    and ``(0,)`` for a one-axis roll: every row swaps its own halves); ``row_shift``: the
+    and ``(0,)`` for a one-axis roll: every row swaps its own halves; ``axis``,
+    ``shift`` and ``left`` then fill the step as for other schedules); ``row_shift``: the
     in-row shift in bytes. None unless it is a half-swap whose runs are
     16-byte aligned (the array's start, ``seg`` and ``seg / 2``), or when
     ``settings["half_swaps"]`` is off or a row-cycles variant is forced.
@@ -858,7 +859,7 @@ def plan_half_swaps(lead, lead_shifts, rows: int, seg: int, row_shift: int, word
     sms, _ = device_shape(_device_id())
     grid = settings["grid"] or sms * max(1, 2048 // threads)
     return Step(
-        axis, shift, rows, seg, half if axis is not None else 0, word,
+        axis, shift, rows, seg, left, word,
         algorithm="half-swaps",
         scratch_bytes=0,
         bytes_moved=2 * rows * seg,
