@@ -573,7 +573,8 @@ def test_gpu_even_fftshifts_and_half_rolls_plan_half_swaps(gpu_planner):
             assert multi((8192, 8192), 8, {0: 4096, 1: 4096}, 0, None).algorithm == "row-cycles"
     one = gpu_planner.plan_step(1, 512, 1000, 8192, 4096, 8, 0, None)  # roll(a, 512, axis=1), (1000, 1024) f64
     assert one.algorithm == "half-swaps" and one.details["lead"] == (1, 1, 1, 1000) and one.rows == 1000
-    assert gpu_planner.plan_step(None, 1 << 29, 1, 1 << 30, 1 << 29, 1, 0, None).algorithm == "half-swaps"
+    flat = gpu_planner.plan_step(None, 1 << 29, 1, 1 << 30, 1 << 29, 1, 0, None)  # roll(a, n // 2), axis=None
+    assert flat.algorithm == "half-swaps" and (flat.axis, flat.shift, flat.left_bytes) == (None, 1 << 29, 1 << 29)
     assert gpu_planner.plan_step(None, (1 << 29) + 1, 1, 1 << 30, (1 << 29) - 1, 1, 0, None).algorithm == "chain"
     with gpu_planner.override(half_swap_vecs=5):
         with pytest.raises(ValueError, match="half_swap_vecs"):
