@@ -198,6 +198,16 @@ MUTANTS = [
      "                    if False:\n"),
     ("wave-pow2-check", "waveops/_core.py",
      "    return n > 0 and (n & (n - 1)) == 0", "    return n > 0 and (n & (n - 2)) == 0"),
+    # Issue #9's half-swaps (judged by tests/test_lanes_schedule.py's emulator and tests/test_robustness.py's
+    # planner checks) and the quick path's tuple keys (tests/test_robustness.py, device stubbed).
+    ("half-swap-partner-is-the-row", "rotate/_rowperm.py",
+     "    partner = source_row(d, n0, n1, n2, n3, s0, s1, s2, s3)\n", "    partner = d\n"),
+    ("half-swap-takes-odd-radices", "rotate/_rowperm.py",
+     "    if any(s not in (0, n // 2) or (s and n % 2) for n, s in zip(lead, lead_shifts)):",
+     "    if any(s not in (0, n // 2) for n, s in zip(lead, lead_shifts)):"),
+    ("quick-path-takes-lists", "rotate/_api.py",
+     "    return type(value) is int or (type(value) is tuple and all(type(v) is int for v in value))",
+     "    return type(value) is int or (type(value) in (tuple, list) and all(type(v) is int for v in value))"),
 ]
 
 IGNORE = shutil.ignore_patterns(".git", ".venv", ".hypothesis", ".pytest_cache", "*.egg-info", "bench-results")
