@@ -170,10 +170,7 @@ def gpu_rows_table(data, name="gpu-rows-h200.json") -> str:
              "| call | shape | dtype | size | algorithm | traffic / 2N | whole call | one at a time | device | "
              "device vs the run's fastest memcpy | peers (whole call) | faster |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    fastest = {}  # the same size's memcpy varied by case within one run (0.506-0.566 ms for 1 GiB)
-    for r in data["cases"]:
-        if "memcpy_ms" in r:
-            fastest[r["nbytes"]] = min(fastest.get(r["nbytes"], r["memcpy_ms"]), r["memcpy_ms"])
+    fastest = _fastest_memcpy(data["cases"])
     for r in data["cases"]:
         if "error" in r:
             lines.append(f"| case {r.get('case')} | | | | failed: {r['error'][:60]} | | | | | | |")
@@ -190,6 +187,15 @@ def gpu_rows_table(data, name="gpu-rows-h200.json") -> str:
                      f"{r['traffic_over_2n']:.3f} | {_pct(r)} | {_pct(r, 'sync_pct_memcpy')} | "
                      f"{_pct(r, 'device_pct_memcpy')} | {_vs_fastest(r, fastest)} | {peer_text} | {verdict} |")
     return "\n".join(lines)
+
+
+def _fastest_memcpy(cases) -> dict:
+    """Bytes -> the fastest memcpy of that size in the run (it varied by case: 0.506-0.566 ms for 1 GiB)."""
+    fastest = {}
+    for r in cases:
+        if "memcpy_ms" in r:
+            fastest[r["nbytes"]] = min(fastest.get(r["nbytes"], r["memcpy_ms"]), r["memcpy_ms"])
+    return fastest
 
 
 def _vs_fastest(r, fastest) -> str:
@@ -219,9 +225,7 @@ def readme_rows(data, quick, name="gpu-rows-h200.json") -> str:
     ok = [r for r in data["cases"] if "error" not in r]
     # The run's memcpy of one size varied by case (0.506-0.566 ms for 1 GiB): every percentage here is
     # against the fastest memcpy of that size in the run, the conservative reading.
-    fastest = {}
-    for r in ok:
-        fastest[r["nbytes"]] = min(fastest.get(r["nbytes"], r["memcpy_ms"]), r["memcpy_ms"])
+    fastest = _fastest_memcpy(ok)
     ok = [dict(r, pct_memcpy=100 * fastest[r["nbytes"]] / r["ms"],
                device_pct_memcpy=100 * fastest[r["nbytes"]] / r["device_ms"],
                peers={k: dict(v, pct_memcpy=100 * fastest[r["nbytes"]] / v["ms"]) if "ms" in v else v

@@ -97,12 +97,13 @@ def roll_rows(a: Any, shifts: Any, axis: int = -1, *, stream: Any = None,
            [0, 1],
            [2, 3]])
     """
-    if _quick_roll_rows(a, shifts, axis, max_scratch_bytes, stream):
+    keys = _quick_keys(a, shifts, axis, max_scratch_bytes)
+    if keys is not None and _quick_roll_rows(a, keys, max_scratch_bytes, stream):
         return a
     prepared = [_prepare_lanes(part, shifts, axis, max_scratch_bytes) for part in _api._parts(a)]
     handles = [backend.resolve_stream(target, stream) for backend, target, _, _, _ in prepared]
-    if len(prepared) == 1:
-        _remember_quick(a, shifts, axis, max_scratch_bytes, prepared[0])
+    if keys is not None and len(prepared) == 1:
+        _remember_quick(keys[1], max_scratch_bytes, prepared[0])
     for (backend, target, info, step, lane_shifts), handle in zip(prepared, handles):  # all checked: now move
         if step is None:
             continue
@@ -220,11 +221,8 @@ def _quick_keys(a: Any, shifts: Any, axis: Any, max_scratch_bytes: Any):
     return backend, (layout, pointer, shift_layout, shift_pointer, axis, max_scratch_bytes), default_stream
 
 
-def _quick_roll_rows(a: Any, shifts: Any, axis: Any, max_scratch_bytes: Any, stream: Any) -> bool:
-    """Run a repeated GPU call from the cache; False: take the full path."""
-    keys = _quick_keys(a, shifts, axis, max_scratch_bytes)
-    if keys is None:
-        return False
+def _quick_roll_rows(a: Any, keys: tuple, max_scratch_bytes: Any, stream: Any) -> bool:
+    """Run a repeated GPU call from the cache (``keys`` from :func:`_quick_keys`); False: take the full path."""
     backend, key, default_stream = keys
     hit = _quick_lanes.get(key)
     if hit is None:
@@ -240,16 +238,14 @@ def _quick_roll_rows(a: Any, shifts: Any, axis: Any, max_scratch_bytes: Any, str
     return True
 
 
-def _remember_quick(a: Any, shifts: Any, axis: Any, max_scratch_bytes: Any, prepared: tuple) -> None:
+def _remember_quick(key: tuple, max_scratch_bytes: Any, prepared: tuple) -> None:
+    """Let later calls with this key take the quick path (only after the full path passed)."""
     backend, target, info, step, lane_shifts = prepared
     if backend.name == "cpu" or lane_shifts is None or lane_shifts[1] is None:
         return
-    keys = _quick_keys(a, shifts, axis, max_scratch_bytes)
-    if keys is None or keys[1][1] != info.pointer or (step is not None and step.algorithm == "lane-chains"):
+    if key[1] != info.pointer or (step is not None and step.algorithm == "lane-chains"):
         return
-    if len(_quick_lanes) >= 1024:
-        _quick_lanes.clear()
-    _quick_lanes[keys[1]] = (info, backend.plan_key(info, max_scratch_bytes), step, lane_shifts[2])
+    _api._remember(_quick_lanes, key, (info, backend.plan_key(info, max_scratch_bytes), step, lane_shifts[2]))
 
 
 def _fft_axes(a: Any, axes: Axes):

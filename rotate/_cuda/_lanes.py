@@ -592,6 +592,7 @@ def cycle_kernel(unit: int, threads: int = THREADS, runs: bool = False):
         sm32 = cuda.shared.array(0, uint32)
         ctrl = cuda.shared.array(1, int64)
         tid = cuda.threadIdx.x
+        shift = int64(shift_units) << shift_bits  # the in-row shift in bytes (the run writer's)
         saved = 0  # buffer 0: a one-segment cycle's first row; buffers 1, 2: rows being moved
         current = buf_vecs
         upcoming = 2 * buf_vecs
@@ -645,7 +646,6 @@ def cycle_kernel(unit: int, threads: int = THREADS, runs: bool = False):
                 from_buffer = saved if whole and step == steps - 1 else current
                 dst_head = (head0 + dst) & 15
                 if runs:  # the row as its two runs, each through one realigning loop
-                    shift = int64(shift_units) << shift_bits
                     write_moved(sm32, from_buffer, -src_head, data, dst, dst_head, shift, seg, -shift, tid)
                     if shift > 0:
                         write_moved(sm32, from_buffer, -src_head, data, dst, dst_head, 0, shift, seg - shift, tid)

@@ -536,6 +536,14 @@ def lane_unit(itemsize: int, head0: int) -> int:
     return unit
 
 
+def _lane_writer(default: str) -> str:
+    """``settings["lane_writer"]``, checked, or ``default`` when it is None."""
+    writer = settings["lane_writer"] or default
+    if writer not in ("runs", "gather"):
+        raise ValueError(f"GPU setting lane_writer must be 'runs', 'gather' or None, got {writer!r}")
+    return writer
+
+
 def _blocks_for_smem(smem: int, threads: int, registers: int = 0) -> int:
     """Blocks an SM holds by shared memory, threads and (given a thread's ``registers``) the register file."""
     _, smem_per_sm = device_shape(_device_id())
@@ -554,9 +562,7 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
     seg = n * itemsize
     head0 = pointer % 16
     unit = lane_unit(itemsize, head0)
-    writer = settings["lane_writer"] or ("runs" if seg >= L.FAST_GATHER_ROW else "gather")
-    if writer not in ("runs", "gather"):
-        raise ValueError(f"GPU setting lane_writer must be 'runs', 'gather' or None, got {writer!r}")
+    writer = _lane_writer("runs" if seg >= L.FAST_GATHER_ROW else "gather")
     # The run writer's loops take 96 registers: big panels and wide blocks keep bytes in flight at one
     # block an SM (docs/perf-notes.md, the lane-panels sweep); the gather writer streams at 48.
     threads = settings["lane_threads"] or (RUN_THREADS if writer == "runs" else L.THREADS)
@@ -919,9 +925,7 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     # swaps) 20 points. So the default takes it only for aligned swaps of rows of 64 KiB and more.
     swaps_aligned = (head0 == 0 and seg >= MIN_CHUNKED_SWAP_ROW and (c_shifts[last] * block) % 16 == 0
                      and all((2 * s) % n == 0 for n, s in zip(lead, offs)))
-    writer = settings["lane_writer"] or "runs"
-    if writer not in ("runs", "gather"):
-        raise ValueError(f"GPU setting lane_writer must be 'runs', 'gather' or None, got {writer!r}")
+    writer = _lane_writer("runs")
     if variant in (None, "three-rows") and L.cycle_smem_bytes(seg) <= limit and \
             not (variant is None and swaps_aligned):
         smem = L.cycle_smem_bytes(seg)
