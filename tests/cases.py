@@ -144,6 +144,29 @@ def _check(runner, case: Case) -> None:
 # --- runners -------------------------------------------------------------------
 
 
+def device_copy(raw: np.ndarray):
+    """``raw`` on the device, starting on a 256-byte boundary as ``cudaMalloc``'s memory does.
+
+    Under the CUDA simulator a device array is a numpy copy, which malloc
+    aligns to 16 bytes only; the kernels' sector and line phases (and the
+    tests that check them) would then depend on where the host allocator
+    happened to put the copy, so here it goes where a GPU would put it.
+    """
+    from numba import cuda
+
+    from rotate._cuda import _memops
+
+    if not _memops.SIMULATED:
+        return cuda.to_device(raw)
+    backing = np.empty(raw.nbytes + 256, np.uint8)
+    skip = -backing.__array_interface__["data"][0] % 256
+    aligned = backing[skip:skip + raw.nbytes].view(raw.dtype).reshape(raw.shape)
+    aligned[...] = raw
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    return FakeCUDAArray(aligned)
+
+
 class CpuRunner:
     """numpy arrays through the CPU backend; scratch poisoned and counted, executed steps recorded."""
 
@@ -210,7 +233,7 @@ class CudaRunner:
         import rotate
         from rotate._cuda import planner
 
-        buf = self.cuda.to_device(raw)
+        buf = device_copy(raw)
         view = view_of(buf, case)
         self.poison_scratch()
         settings = dict(self.defaults, **dict(case.tunables))

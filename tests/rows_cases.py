@@ -17,7 +17,7 @@ from typing import Any, Optional
 import numpy as np
 from hypothesis import strategies as st
 
-from cases import GUARD, POISON, void
+from cases import GUARD, POISON, device_copy, void
 
 FUNCTIONS = ("roll_rows", "roll", "fftshift", "ifftshift")
 
@@ -163,7 +163,7 @@ class CudaRowsRunner:
 
         from rotate._cuda import planner
 
-        buf = cuda.to_device(raw)
+        buf = device_copy(raw)
         view = view_of(buf, case)
         shifts = None
         if case.function == "roll_rows":

@@ -104,7 +104,10 @@ def check_sector_split():
         runner = CudaRunner(tile_bytes=128, threads=4, grid=3, chain_bulk_store=True)
         for n, dtype, shift, offset in [(1000, "uint8", 3, 0), (1000, "uint8", 17, 0), (1000, "uint8", 500, 9),
                                         (997, "uint8", 16, 0), (999, "uint8", 48, 16 - 1), (60, "complex128", 1, 0),
-                                        (61, "complex128", 7, 8), (1000, "uint8", 30, 0)]:
+                                        (61, "complex128", 7, 8), (1000, "uint8", 30, 0),
+                                        (1000, "uint8", 32, 16), (500, "complex128", 2, 48)]:
+            # The last two start 16 bytes into a sector (device buffers start on 256-byte
+            # boundaries, tests/cases.device_copy) with whole-vector shifts: bulk stores that split.
             check_roll_case(runner, Case((n,), dtype, shift, offset=offset, seed=n + shift))
         check_roll_case(runner, Case((5, 307), "uint8", 40, axis=1, offset=7, seed=5))  # rows of every phase
     finally:
