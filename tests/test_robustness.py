@@ -517,6 +517,20 @@ def test_gpu_plan_cache_key_includes_tunables(gpu_planner):
     assert a.tile_bytes == 8192 and b.tile_bytes == 4096
 
 
+def test_gpu_lane_panel_groups(gpu_planner):
+    """lane-panels' run writer: groups of a warp or more, as many as a panel has lanes, unless
+    ``row_threads`` forces a size (which must divide the block)."""
+    def details(n, **forced):
+        with gpu_planner.override(**forced):
+            return gpu_planner.plan_lane_panels(1, 1 << 18, n, 4, 0).details
+
+    got = {n * 4: (details(n)["panel_rows"], details(n)["row_threads"]) for n in (1024, 4096, 16384)}
+    assert got == {4096: (24, 32), 16384: (6, 64), 65536: (1, 512)}, got
+    assert details(1024, row_threads=64)["row_threads"] == 64
+    with pytest.raises(ValueError, match="row_threads must divide the block's 512 threads, got 96"):
+        details(1024, row_threads=96)
+
+
 def test_gpu_long_lanes_plan_one_launch_of_two_blocks_an_sm(gpu_planner):
     """256 lanes of 4 MiB (issue #9): lane-swaps, one launch, shifts host or device; the plan says
     grid, block, shared memory, scratch and bytes moved (exact for host shifts, a bound otherwise)."""

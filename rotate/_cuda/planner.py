@@ -57,6 +57,7 @@ settings = {
     "half_swaps": True,
     "half_swap_vecs": None,  # 16-byte vectors of each run a half-swap thread holds (1-4); None: HALF_SWAP_VECS
     "panel_bytes": None,  # lane-panels: lane bytes a panel holds; None: _lanes.PANEL_BYTES
+    "row_threads": None,  # lane-panels' run writer: threads a group writing one lane has; None: group_threads
     # lane-panels' and row-cycles' (three-rows) write: "runs" (each lane or row as two runs through the
     # chain kernel's realigning loops; lane-panels by groups of threads), "gather" (each destination unit
     # looks its source up); None: runs for row-cycles and for lanes of FAST_GATHER_ROW bytes and more.
@@ -580,10 +581,11 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
     sms, _ = device_shape(_device_id())
     grid = settings["grid"] or sms * _blocks_for_smem(smem, threads, RUN_REGISTERS if writer == "runs" else 0)
     row_threads = 0
-    if writer == "runs":  # groups of at least a warp, a lane each, as many as a panel has lanes
-        row_threads = threads
-        while row_threads // 2 >= MIN_ROW_THREADS and row_threads % 2 == 0 and threads // row_threads < panel_rows:
-            row_threads //= 2
+    if writer == "runs":
+        row_threads = settings["row_threads"] or group_threads(threads, panel_rows)
+        if row_threads < 1 or threads % row_threads:
+            raise ValueError(f"GPU setting row_threads must divide the block's {threads} threads, got "
+                             f"{row_threads!r}; use a power of two up to {threads}, or None")
     return Step(
         axis, 0, rows, seg, 0, itemsize,
         algorithm="lane-panels",
@@ -605,6 +607,22 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
             "_buf_vecs": L.buffer_vecs(panel_rows * seg),
         },
     )
+
+
+def group_threads(threads: int, panel_rows: int) -> int:
+    """Threads of a group that writes one lane of a ``lane-panels`` panel with the run writer.
+
+    Groups of at least MIN_ROW_THREADS, as many as the panel has lanes (the
+    largest such power-of-two split of ``threads``). Not balanced: 24 lanes
+    of 4 KiB in a 512-thread block get 16 groups of 32, so half the groups
+    idle through the second round; groups of 64 would take three full rounds
+    (docs/perf-notes.md, "Still open"; ``settings["row_threads"]`` forces a
+    size for that A/B).
+    """
+    size = threads
+    while size // 2 >= MIN_ROW_THREADS and size % 2 == 0 and threads // size < panel_rows:
+        size //= 2
+    return size
 
 
 #: ``roll_rows`` lanes beyond ``lane-panels`` with shifts on the host take ``lane-chains`` (one
