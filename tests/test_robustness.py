@@ -593,6 +593,9 @@ def test_gpu_even_fftshifts_and_half_rolls_plan_half_swaps(gpu_planner):
     with gpu_planner.override(half_swap_vecs=5):
         with pytest.raises(ValueError, match="half_swap_vecs"):
             multi((64, 64), 8, {0: 32, 1: 32}, 0, None)
+    with gpu_planner.override(lane_threads=384):  # groups are halvings of the block
+        with pytest.raises(ValueError, match="lane_threads must be a power of two for half-swaps, got 384"):
+            multi((64, 64), 8, {0: 32, 1: 32}, 0, None)
 
 
 def test_gpu_row_cycles_variant_follows_the_row_length(gpu_planner):

@@ -868,6 +868,10 @@ def plan_half_swaps(lead, lead_shifts, rows: int, seg: int, row_shift: int, word
         return None
     half = seg // 2
     threads = settings["lane_threads"] or HALF_SWAP_THREADS
+    if threads < 1 or threads & (threads - 1):
+        # A row's group is the block halved until it fits the half: only a power of two splits evenly.
+        raise ValueError(f"GPU setting lane_threads must be a power of two for half-swaps, got {threads!r}; "
+                         f"use 256 (the default) or set half_swaps=False")
     vecs = settings["half_swap_vecs"] or HALF_SWAP_VECS
     if vecs not in (1, 2, 3, 4):
         raise ValueError(f"GPU setting half_swap_vecs must be 1, 2, 3, 4 or None, got {vecs!r}")
