@@ -79,6 +79,8 @@ def main(argv=None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE",
                         help="a planner setting, e.g. half_swaps=False (a Python literal; repeatable)")
     parser.add_argument("--no-peers", action="store_true", help="time rotate only (knob sweeps)")
+    parser.add_argument("--max-scratch", type=int, default=None,
+                        help="max_scratch_bytes for the multi-axis roll cases (default: the library's bound)")
     args = parser.parse_args(argv)
     import ast
 
@@ -158,8 +160,8 @@ def _case(index, args, torch, cuda, cupy, rotate, bench, timers, stream):
             peers["cupy.fft.fftshift"] = lambda: cupy.fft.fftshift(cx)
     else:
         shift, axes = extra
-        call = lambda: rotate.roll(x, shift, axes)  # noqa: E731
-        plan = rotate.plan(x, shift, axes)
+        call = lambda: rotate.roll(x, shift, axes, max_scratch_bytes=args.max_scratch)  # noqa: E731
+        plan = rotate.plan(x, shift, axes, max_scratch_bytes=args.max_scratch)
         want = torch.roll(original, shift, axes)
         peers["torch.roll"] = lambda: torch.roll(x, shift, axes)
         if cupy is not None:
@@ -182,6 +184,8 @@ def _case(index, args, torch, cuda, cupy, rotate, bench, timers, stream):
     result.update(bench._with_pct(bench._time_all_ways(call, timers, args.repeat), memcpy_ms))
     result["peers"] = {}
     result["knobs"] = {k: v for k, v in (x.partition("=")[::2] for x in args.set)}
+    if args.max_scratch is not None:
+        result["knobs"]["max_scratch_bytes"] = str(args.max_scratch)
     for name, peer in ({} if args.no_peers else peers).items():
         try:
             result["peers"][name] = bench._with_pct(bench._time_all_ways(peer, timers, args.repeat), memcpy_ms)

@@ -118,3 +118,139 @@ def emulate_half_swaps(data, order, rows, rows_per_item, chunk, chunks_per_half,
                 touched[a + x] += 1
                 touched[b + x] += 1
     return touched
+
+
+# --- flat pass and row strips (algorithm ``row-strips``) ---------------------
+#
+# A roll of ``rows`` rows of ``seg`` bytes by ``S`` rows and ``r`` bytes within
+# the row (0 < r < seg) sends source row ``i``'s bytes ``[0, seg - r)`` (part A)
+# to row ``i + S`` at ``r``, and its bytes ``[seg - r, seg)`` (part B) to row
+# ``i + S`` at 0. A flat rotation of all ``rows * seg`` bytes right by
+# ``S * seg + r`` puts every A part in place and every B part one row too far
+# (row ``i + S + 1``); right by ``(S - 1) * seg + r`` instead, every B part in
+# place and every A part one row too early. Either way one *strip* of columns
+# is then off by one row: ``[0, r)``, to be moved up a row (row ``d`` takes the
+# strip of row ``d + 1``), or ``[r, seg)``, to be moved down a row. The planner
+# takes the narrower strip, so the two steps move ``2N (1 + w / seg)`` bytes
+# with ``w <= seg / 2`` (docs/design.md, "Flat pass and row strips").
+#
+# The strip step cuts each batch's rows into chunks of ``chunk_rows``; item
+# ``(batch, q)`` moves the strips of chunk ``q``'s rows, walking them in the
+# order the move allows (upward moves from the chunk's first row, downward from
+# its last), so each row's strip is read, as the next step's source, before it
+# is written. The one source row outside the chunk (its *boundary row*, the
+# next chunk's first row or the previous chunk's last) is copied to scratch by
+# a launch before: no item reads a row another item writes, so items need no
+# flags and finish in any order with any number of resident blocks.
+
+
+def flat_strip_shape(lead: tuple, lead_shifts: tuple, seg: int, row_shift: int):
+    """``(batches, rows, flat, lo, hi, up)`` for a roll with one rolled leading radix, else None.
+
+    ``lead``/``lead_shifts``: the leading radices and their shifts in ``[0, n)``
+    (exactly one nonzero); ``row_shift``: the in-row shift in bytes, in
+    ``(0, seg)``. The radices before the rolled one are ``batches`` (each a
+    segment of ``rows`` rows rolled on its own), the rolled one and those after
+    it ``rows``; ``flat``: the right rotation in bytes of each segment; the
+    strip ``[lo, hi)`` then moves up a row (``up``) or down.
+    """
+    rolled = [i for i, s in enumerate(lead_shifts) if s]
+    if len(rolled) != 1 or not 0 < row_shift < seg:
+        return None
+    i = rolled[0]
+    batches = int(np.prod(lead[:i], dtype=np.int64))
+    rows = int(np.prod(lead[i:], dtype=np.int64))
+    step = int(lead_shifts[i]) * int(np.prod(lead[i + 1:], dtype=np.int64))  # the roll in rows, in (0, rows)
+    if 2 * row_shift <= seg:
+        return batches, rows, step * seg + row_shift, 0, row_shift, True
+    return batches, rows, (step - 1) * seg + row_shift, row_shift, seg, False
+
+
+@register_jitable
+def strip_chunk(item, chunks, chunk_rows, rows):
+    """Item ``item``'s ``(batch, first row, row count)``: ``chunks`` chunks of ``chunk_rows`` rows a batch."""
+    batch = item // chunks
+    first = (item - batch * chunks) * chunk_rows
+    return batch, first, min(chunk_rows, rows - first)
+
+
+@register_jitable
+def strip_boundary_row(first, count, rows, up):
+    """The one source row of chunk ``[first, first + count)`` outside it (read from scratch)."""
+    if up:
+        row = first + count
+        return 0 if row == rows else row
+    return rows - 1 if first == 0 else first - 1
+
+
+@register_jitable
+def strip_step(first, count, j, rows, up):
+    """Step ``j`` of a chunk: ``(destination row, source row, source is the boundary row in scratch)``.
+    Upward moves walk the chunk from its first row, downward ones from its last, so a row's strip is
+    read (as the source of the step before) before the step that writes it."""
+    if up:
+        dest = first + j
+        src = dest + 1
+        if src == rows:
+            src = 0
+    else:
+        dest = first + count - 1 - j
+        src = dest - 1
+        if src < 0:
+            src = rows - 1
+    return dest, src, j == count - 1
+
+
+@register_jitable
+def strip_take_mask(v, word, lo, hi):
+    """The bits of word ``word`` (0-3) of 16-byte vector ``v`` of a row whose bytes lie in ``[lo, hi)``:
+    the bytes a strip move replaces (the others keep the destination's value)."""
+    at = 16 * v + 4 * word
+    first = max(lo - at, 0)
+    last = min(hi - at, 4)
+    if last <= first:
+        return int64(0)
+    return ((int64(1) << (8 * (last - first))) - 1) << (8 * first)
+
+
+@njit(cache=True)
+def emulate_row_strips(data, order, items, chunks, chunk_rows, rows, seg, v_lo, nv, lo, hi, up, batch_vecs):
+    """The ``row-strips`` step on ``data`` (uint8, the array's bytes) as the kernels run it: the boundary
+    rows saved first, then the items in ``order`` (any permutation: blocks run in any interleaving), each
+    in batches of ``batch_vecs`` vectors whose loads all come before their stores. Returns how often each
+    byte was written (strip bytes once, the others never)."""
+    scratch = np.zeros(items * nv * 16, np.uint8)
+    for item in range(items):
+        batch, first, count = strip_chunk(item, chunks, chunk_rows, rows)
+        row = strip_boundary_row(first, count, rows, up)
+        at = (batch * rows + row) * seg + 16 * v_lo
+        scratch[item * nv * 16:(item + 1) * nv * 16] = data[at:at + nv * 16]
+    written = np.zeros(data.shape[0], np.int64)
+    staged = np.zeros((batch_vecs, 16), np.uint8)
+    for item in order:
+        batch, first, count = strip_chunk(item, chunks, chunk_rows, rows)
+        total = count * nv
+        for base in range(0, total, batch_vecs):
+            n = min(batch_vecs, total - base)
+            for e in range(base, base + n):  # every load of the batch
+                j = e // nv
+                vi = e - j * nv
+                dest, src, saved = strip_step(first, count, j, rows, up)
+                if saved:
+                    staged[e - base] = scratch[(item * nv + vi) * 16:(item * nv + vi + 1) * 16]
+                else:
+                    at = (batch * rows + src) * seg + 16 * (v_lo + vi)
+                    staged[e - base] = data[at:at + 16]
+            for e in range(base, base + n):  # then every store
+                j = e // nv
+                vi = e - j * nv
+                dest, src, saved = strip_step(first, count, j, rows, up)
+                at = (batch * rows + dest) * seg + 16 * (v_lo + vi)
+                for word in range(4):
+                    take = strip_take_mask(v_lo + vi, word, lo, hi)
+                    for b in range(4):
+                        if (take >> (8 * b)) & 0xFF:
+                            x = at + 4 * word + b
+                            written[x] += 1
+                            data[x] = staged[e - base, 4 * word + b]
+    return written

@@ -206,6 +206,17 @@ class CpuRunner:
         return buf, plan, executed
 
 
+def poison_launch_scratch() -> None:
+    """Fill the launcher's cached scratch for the default stream with POISON (before a call, so a kernel
+    that reads scratch it never wrote gets garbage). It reaches into today's launcher
+    (``launch.scratch_for``): when the launcher changes, change it here, never drop it."""
+    from rotate._cuda import launch
+
+    entry = launch.scratch_for(0)  # the default stream's handle
+    if entry.pre is not None:
+        entry.pre.copy_to_device(np.full(entry.pre.size, POISON, np.uint8))
+
+
 class CudaRunner:
     """Device arrays (real GPU or the simulator) through the CUDA backend.
 
@@ -223,11 +234,7 @@ class CudaRunner:
         self.defaults = defaults  # planner settings applied to every case (e.g. tiny tiles in the simulator)
 
     def poison_scratch(self) -> None:
-        from rotate._cuda import launch
-
-        entry = launch.scratch_for(0)  # the default stream's handle
-        if entry.pre is not None:
-            entry.pre.copy_to_device(np.full(entry.pre.size, POISON, np.uint8))
+        poison_launch_scratch()
 
     def roll(self, raw: np.ndarray, case: Case):
         import rotate

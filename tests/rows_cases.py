@@ -17,7 +17,7 @@ from typing import Any, Optional
 import numpy as np
 from hypothesis import strategies as st
 
-from cases import GUARD, POISON, device_copy, void
+from cases import GUARD, POISON, device_copy, poison_launch_scratch, void
 
 FUNCTIONS = ("roll_rows", "roll", "fftshift", "ifftshift")
 
@@ -150,7 +150,8 @@ class CpuRowsRunner:
 
 
 class CudaRowsRunner:
-    """Device arrays (a GPU or the simulator); ``settings`` are planner overrides, ``module`` constants too."""
+    """Device arrays (a GPU or the simulator), scratch poisoned before each call; ``settings`` are planner
+    overrides, ``constants`` the planner's module constants to set."""
 
     backend = "cuda"
 
@@ -170,6 +171,7 @@ class CudaRowsRunner:
             shifts = case.shift_array()
             if case.device_shifts:
                 shifts = cuda.to_device(shifts)
+        poison_launch_scratch()
         with planner.override(**self.settings), _constants(planner, self.constants):
             out, plan = call(case, view, shifts)
         assert out is view
@@ -386,3 +388,16 @@ def short_lane_cases(draw, max_lane_bytes=300):
         shifts = shifts[0]
     return RowsCase("roll_rows", outer + (n,), _short_dtype(item), shifts, -1, draw(st.sampled_from([0, 1, 3, 8, 15])),
                     draw(st.integers(0, 2**31)))
+
+
+#: ``flat_strips`` cases (tests/sim_cases.py, tests/test_gpu_rows.py): multi-axis rolls with one rolled
+#: leading axis, rows on 16-byte boundaries; (function, shape, dtype, shifts, axes, order).
+FLAT_STRIP_CASES = [
+    ("roll", (40, 48), "uint8", (4, 5), (0, 1), "C"),  # strip [0, 5) up a row, several chunks
+    ("roll", (40, 48), "uint8", (-4, 40), (0, 1), "C"),  # strip [40, 48) down a row
+    ("roll", (3, 7, 32), "float32", (2, 3), (1, 2), "C"),  # three batches of 7 rows
+    ("roll", (5, 4, 64), "int16", (3, 60), (0, 2), "C"),  # rows of 4 x 128 bytes rolled by 12 rows
+    ("roll", (12, 16), "complex128", (1, 9), (0, 1), "C"),  # strip of 7 items, down
+    ("fftshift", (7, 32), "uint8", None, (0, 1), "C"),  # odd axis, half row: strip [0, 16) up
+    ("roll", (48, 9), "uint8", (5, 4), (0, 1), "F"),  # F-ordered: the transposed rows
+]

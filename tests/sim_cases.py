@@ -263,6 +263,29 @@ def check_rows_random(data, threads, grid):
     check_rows_case(CudaRowsRunner(constants={"MIN_CYCLE_ROW": 16}, lane_threads=threads, grid=grid), case)
 
 
+
+
+def check_rows_flat_strips():
+    """``flat_strips``: a flat chain pass then ``row-strips`` (the boundary rows saved, then the chunks in
+    any order), blocks of 1-8 threads so chunks hold one or several batches of loads, grids of 1 and 3,
+    against numpy; every case's plan is the two steps."""
+    from rows_cases import FLAT_STRIP_CASES, CudaRowsRunner, RowsCase, check_rows_case
+
+    from rotate._cuda.planner import ONE_PASS_SCHEDULES
+
+    seen = set()
+    for i, (function, shape, dtype, shifts, axes, order) in enumerate(FLAT_STRIP_CASES):
+        for threads, grid in ((1, 3), (2, 1), (8, 3))[i % 2:]:
+            runner = CudaRowsRunner(flat_strips=True, lane_threads=threads, grid=grid, tile_bytes=64, threads=4)
+            case = RowsCase(function, shape, dtype, shifts if shifts is not None else 0, axes, 0, seed=i, order=order)
+            plan = check_rows_case(runner, case)
+            flat, strip = plan.steps
+            assert flat.algorithm in ONE_PASS_SCHEDULES and strip.algorithm == "row-strips", plan
+            seen.add((flat.algorithm, strip.details["up"], strip.details["chunks"] > 1))
+    assert {"chain", "half-swaps"} == {flat for flat, _, _ in seen}, seen  # 112 of 224 bytes: a half-swap
+    assert {(up, many) for _, up, many in seen} >= {(True, True), (False, True), (True, False)}, seen
+
+
 def check_rows_run_writer():
     """lane-panels' run writer (each lane as two runs through ``_write_moved``, lanes of 2 KiB and more
     by default) forced onto short lanes: every other fixed roll_rows case and random ones, groups of 4
@@ -343,6 +366,7 @@ if __name__ == "__main__":
     check_rows_long_lanes_random()
     check_rows_fixed()
     check_rows_run_writer()
+    check_rows_flat_strips()
     check_rows_chunked()
     check_rows_chunked_picked_where_three_rows_do_not_fit()
     check_rows_random()

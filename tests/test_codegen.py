@@ -189,6 +189,27 @@ def test_half_swap_kernel_loads_both_runs_before_storing(monkeypatch, vecs, grou
     assert ".shared" not in text and "ld.local" not in text and "st.local" not in text
 
 
+@pytest.mark.parametrize("vecs", [1, 4])
+def test_row_strip_kernels_load_a_batch_before_the_barrier(monkeypatch, vecs):
+    """row-strips: the save kernel is a 128-bit copy; the move kernel issues a batch's 128-bit loads
+    (sources, and destinations the strip only partly covers) before its one barrier and every store
+    after it, with no shared or local memory."""
+    from rotate._cuda import _strips
+
+    monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
+    save, _ = cuda.compile_ptx(_strips.strip_save_kernel(256).py_func, (types.int64,) * 10, cc=(9, 0),
+                               launch_bounds=256)
+    assert save.count("ld.global.cg.v4.u32") == 1 and save.count("st.global.v4.u32") == 1
+    text, _ = cuda.compile_ptx(_strips.strip_kernel(256, vecs).py_func, (types.int64,) * 12, cc=(9, 0),
+                               launch_bounds=256)
+    loads = [m.start() for m in re.finditer(r"ld\.global\.cg\.v4\.u32", text)]
+    stores = [m.start() for m in re.finditer(r"st\.global\.v4\.u32", text)]
+    barriers = [m.start() for m in re.finditer(r"bar\.sync", text)]
+    assert len(barriers) == 1 and len(stores) == vecs and len(loads) >= 2 * vecs
+    assert max(loads) < barriers[0] < min(stores)
+    assert ".shared" not in text and "ld.local" not in text and "st.local" not in text
+
+
 @pytest.mark.parametrize("panel_bytes", [16 * 1024, 64])
 def test_swap_lane_kernel_compiles_to_128_bit_copies_and_stores(monkeypatch, panel_bytes):
     """roll_rows' long lanes (lane-swaps): 128-bit copies in, realigned 128-bit stores out, no local

@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 
 import rotate  # noqa: E402
 from rows_cases import (BIG_ROWS_CASES, CHUNKED_ROWS_CASES, CHUNKED_RUNS, FIXED_ROWS_CASES,  # noqa: E402
-                        LONG_LANE_CASES, LONG_LANE_SETTINGS, CudaRowsRunner, RowsCase, check_rows_case,
+                        FLAT_STRIP_CASES, LONG_LANE_CASES, LONG_LANE_SETTINGS, CudaRowsRunner, RowsCase, check_rows_case,
                         long_lane_cases, rows_cases)
 
 pytestmark = pytest.mark.gpu
@@ -232,3 +232,29 @@ def test_repeated_roll_rows_take_the_quick_path_and_stay_correct(library, monkey
         rotate.roll_rows(x, s)
     want = np.stack([np.roll(r, int(k)) for r, k in zip(want, read(s))])
     assert np.array_equal(read(x), want)
+
+
+@pytest.mark.parametrize("index", range(len(FLAT_STRIP_CASES)))
+def test_flat_strips_small(index):
+    """``flat_strips``: the simulator's cases (a flat one-pass rotation, then row-strips), with the
+    default block and with one warp."""
+    from rotate._cuda.planner import ONE_PASS_SCHEDULES
+
+    function, shape, dtype, shifts, axes, order = FLAT_STRIP_CASES[index]
+    case = RowsCase(function, shape, dtype, shifts if shifts is not None else 0, axes, 0, seed=index, order=order)
+    for settings_ in ({}, {"lane_threads": 32}):
+        plan = check_rows_case(CudaRowsRunner(flat_strips=True, **settings_), case)
+        assert plan.steps[0].algorithm in ONE_PASS_SCHEDULES and plan.steps[1].algorithm == "row-strips", plan
+
+
+@pytest.mark.parametrize("case", [
+    RowsCase("roll", (4096, 2048), "float32", (101, 7), (0, 1), 0, seed=1),  # strip of 28 bytes, up
+    RowsCase("roll", (2048, 1000), "float64", (-3, 997), (0, 1), 0, seed=2),  # the last 3 items, down
+    RowsCase("roll", (3, 600, 4096), "uint8", (77, 1500), (1, 2), 0, seed=3),  # three batches, 1500-byte strip
+    RowsCase("roll", (1000, 8192), "complex64", (500, 77), (0, 1), 0, seed=4),  # a 616-byte strip, up
+], ids=repr)
+def test_flat_strips_large(case):
+    """``flat_strips`` on MiB arrays with a bound the flat chain fits: many chunks, every strip width."""
+    plan = check_rows_case(CudaRowsRunner(flat_strips=True), case)
+    assert [step.algorithm for step in plan.steps][1:] == ["row-strips"], plan
+    assert plan.steps[1].details["items"] > 1, plan

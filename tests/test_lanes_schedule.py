@@ -230,3 +230,92 @@ def test_the_half_swap_emulator_catches_a_wrong_partner(monkeypatch):
     touched = R.emulate_half_swaps(got, np.arange(4), 4, 1, 32, 1, 64, 32, 1, 1, 1, 4, 0, 0, 0, 0)  # no shifts
     want = np.roll(x.reshape(4, 64), (2, 32), (0, 1)).reshape(-1)
     assert (touched == 1).all() and not np.array_equal(got, want)
+
+
+# --- flat pass and row strips (one rolled leading axis; rotate/_rowperm.py) ---
+
+
+def _plan_as_h200(fn, *args, **overrides):
+    from rotate._cuda import planner
+
+    with planner.override(**overrides), \
+            mock.patch.object(planner, "device_shape", lambda device_id=0: (132, 228 * 1024)), \
+            mock.patch.object(planner, "_device_id", lambda: 0):
+        return fn(*args)
+
+
+@settings(deadline=None, max_examples=300)
+@given(data=st.data(), threads=st.sampled_from([1, 2, 4, 256]), seed=st.integers(0, 10**6))
+def test_flat_pass_then_row_strips_equal_numpy_in_any_item_order(data, threads, seed):
+    """A roll with one rolled leading axis and an in-row shift: the flat rotation the planner's first
+    step makes (numpy.roll of each batch's bytes here; the chain schedule is tested on its own), then
+    the strip items in a random order, each in batches of loads before stores as the kernel runs them,
+    give numpy.roll over both axes and write each strip byte exactly once."""
+    from rotate import _rowperm as R
+    from rotate._cuda import planner
+
+    ndim = data.draw(st.integers(1, 3))
+    lead = tuple(data.draw(st.integers(1, 7)) for _ in range(ndim))
+    rolled = data.draw(st.integers(0, ndim - 1))
+    lead = lead[:rolled] + (max(2, lead[rolled]),) + lead[rolled + 1:]
+    shifts = tuple(data.draw(st.integers(1, n - 1)) if i == rolled else 0 for i, n in enumerate(lead))
+    seg = 16 * data.draw(st.integers(1, 6))
+    row_shift = data.draw(st.integers(1, seg - 1))
+    cap = data.draw(st.sampled_from([None, 16 * 4, 1 << 20]))
+    note(f"lead={lead} shifts={shifts} seg={seg} row_shift={row_shift} cap={cap}")
+    batches, rows, flat, lo, hi, up = R.flat_strip_shape(lead, shifts, seg, row_shift)
+    strip = _plan_as_h200(planner.plan_row_strips, batches, rows, seg, lo, hi, up, 1, cap or 1 << 30,
+                          lane_threads=threads)
+    slot = 16 * (-(-hi // 16) - lo // 16)
+    if strip is None:  # only where a strip a batch passes the scratch bound
+        assert batches * slot > cap, (lead, cap)
+        return
+    assert strip.algorithm == "row-strips" and strip.rows == batches
+    d = strip.details
+    assert hi - lo <= seg // 2 and (lo == 0) == up == d["up"] and row_shift in (lo, hi)
+    assert d["items"] == batches * d["chunks"] and d["chunks"] * d["chunk_rows"] >= rows > (d["chunks"] - 1) * d["chunk_rows"]
+    assert strip.scratch_bytes == d["items"] * slot <= (cap or 1 << 30)
+    x = np.random.default_rng(seed).integers(0, 256, int(np.prod(lead)) * seg, dtype=np.uint8)
+    got = np.roll(x.reshape(batches, rows * seg), flat, axis=1).reshape(-1)  # the flat step: each batch by flat
+    order = np.random.default_rng(seed + 1).permutation(d["items"])
+    written = R.emulate_row_strips(got, order, d["items"], d["chunks"], d["chunk_rows"], d["rows"], seg, d["v_lo"],
+                                   d["vectors"], lo, hi, d["up"], threads * d["vecs"])
+    want = np.roll(x.reshape(*lead, seg), (*shifts, row_shift), tuple(range(ndim + 1))).reshape(-1)
+    assert np.array_equal(got, want)
+    in_strip = np.zeros(seg, bool)
+    in_strip[lo:hi] = True
+    assert np.array_equal(written, np.tile(in_strip, x.size // seg).astype(np.int64))
+
+
+def test_flat_strip_shape_takes_one_rolled_leading_radix():
+    from rotate._rowperm import flat_strip_shape
+
+    # (batches, rows, flat right rotation of a batch, strip lo, hi, up)
+    assert flat_strip_shape((8,), (3,), 64, 10) == (1, 8, 3 * 64 + 10, 0, 10, True)
+    assert flat_strip_shape((8,), (3,), 64, 40) == (1, 8, 2 * 64 + 40, 40, 64, False)  # the narrower strip
+    assert flat_strip_shape((2, 8, 5), (0, 3, 0), 64, 10) == (2, 40, 15 * 64 + 10, 0, 10, True)
+    assert flat_strip_shape((8, 5), (3, 1), 64, 10) is None  # two rolled radices
+    assert flat_strip_shape((8,), (0,), 64, 10) is None  # nothing rolls before the row
+    assert flat_strip_shape((8,), (3,), 64, 0) is None  # no in-row shift: a flat rotation alone
+
+
+def test_the_strip_emulator_catches_a_wrong_walk(monkeypatch):
+    """Not vacuous: an upward chunk walked from its last row (sources right, the boundary row first)
+    reads strips it has already overwritten, and the emulator's result shows it."""
+    from rotate import _rowperm as R
+
+    x = np.arange(6 * 16, dtype=np.uint8)
+    want = x.reshape(6, 16).copy()
+    want[:, :5] = np.roll(want[:, :5], -1, axis=0)
+    got = x.copy()
+    R.emulate_row_strips(got, np.arange(1), 1, 1, 6, 6, 16, 0, 1, 0, 5, True, 1)
+    assert np.array_equal(got.reshape(6, 16), want)
+
+    def from_the_last_row(first, count, j, rows, up):
+        dest = first + count - 1 - j
+        return dest, (dest + 1) % rows, j == 0
+
+    monkeypatch.setattr(R, "strip_step", from_the_last_row)
+    got = x.copy()
+    R.emulate_row_strips.py_func(got, np.arange(1), 1, 1, 6, 6, 16, 0, 1, 0, 5, True, 1)
+    assert not np.array_equal(got.reshape(6, 16), want)

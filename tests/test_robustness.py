@@ -571,7 +571,11 @@ def test_gpu_even_fftshifts_and_half_rolls_plan_half_swaps(gpu_planner):
     (8192^2, 1 GiB and 4 GiB complex64 fftshifts), 3-D ones and one-axis rolls by n/2 plan ``half-swaps``,
     one pass, 2N, no scratch; misaligned halves, other shifts, a forced row-cycles variant or the setting
     off plan what they did before."""
-    multi = gpu_planner.plan_multi_axis
+    def multi(*args):
+        steps = gpu_planner.plan_multi_axis(*args)
+        assert len(steps) == 1, steps  # one pass
+        return steps[0]
+
     for shape in ((8192, 8192), (16384, 8192), (65536, 8192), (512, 512, 512)):
         step = multi(shape, 8, {ax: n // 2 for ax, n in enumerate(shape)}, 0, None)
         assert step.algorithm == "half-swaps" and step.scratch_bytes == 0, step
@@ -596,6 +600,36 @@ def test_gpu_even_fftshifts_and_half_rolls_plan_half_swaps(gpu_planner):
     with gpu_planner.override(lane_threads=384):  # groups are halvings of the block
         with pytest.raises(ValueError, match="lane_threads must be a power of two for half-swaps, got 384"):
             multi((64, 64), 8, {0: 32, 1: 32}, 0, None)
+
+
+def test_gpu_flat_strips_plan_a_flat_pass_and_a_narrow_strip(gpu_planner):
+    """``flat_strips`` (off by default): issue #9's general multi-axis gate shapes as a flat chain pass and
+    a row-strips step moving the narrower strip (77 of 8192 columns: ~1% more bytes than 2N); rows off a
+    16-byte boundary, two rolled leading axes or a strip a batch over the scratch bound keep row-cycles."""
+    shape, shifts = (16384, 8192), {0: 1001, 1: 77}
+    assert [s.algorithm for s in gpu_planner.plan_multi_axis(shape, 8, shifts, 0, None)] == ["row-cycles"]
+    with gpu_planner.override(flat_strips=True):
+        # the flat rotation's pre-reads need 27 MB: over the default bound, row-cycles stays
+        assert [s.algorithm for s in gpu_planner.plan_multi_axis(shape, 8, shifts, 0, None)] == ["row-cycles"]
+        flat, strip = gpu_planner.plan_multi_axis(shape, 8, shifts, 0, 64 << 20)
+        assert flat.algorithm == "chain" and (flat.rows, flat.seg_bytes) == (1, 1 << 30)
+        assert flat.left_bytes == (1 << 30) - (1001 * 65536 + 77 * 8)
+        d = strip.details
+        assert strip.algorithm == "row-strips" and d["strip"] == (0, 616) and d["up"] and d["rows"] == 16384
+        assert d["items"] >= 132 and strip.scratch_bytes == d["items"] * 16 * d["vectors"]
+        assert strip.bytes_moved < 0.011 * 2 * (1 << 30)
+        # (32768, 8192) float32 by (5, -3): the strip is the last 3 columns, moved down a row
+        flat, strip = gpu_planner.plan_multi_axis((32768, 8192), 4, {0: 5, 1: 8189}, 0, None)
+        assert strip.details["strip"] == (8189 * 4, 32768) and not strip.details["up"]
+        assert flat.left_bytes == (1 << 30) - (4 * 32768 + 8189 * 4)
+        # (2, 8, 64) uint8 rolled over axes 1 and 2: two batches of 8 rows
+        flat, strip = gpu_planner.plan_multi_axis((2, 8, 64), 1, {1: 3, 2: 5}, 0, None)
+        assert (flat.rows, flat.seg_bytes, strip.rows, strip.details["rows"]) == (2, 512, 2, 8)
+        steps = gpu_planner.plan_multi_axis(shape, 8, shifts, 8, 64 << 20)  # rows at 8 past a 16-byte boundary
+        assert [s.algorithm for s in steps] == ["row-cycles"]
+        three = gpu_planner.plan_multi_axis((16, 16, 512), 8, {0: 3, 1: 5, 2: 7}, 0, None)
+        assert [s.algorithm for s in three] == ["row-cycles"]
+        assert gpu_planner.plan_flat_strips((4096,), (5,), 1 << 20, 1 << 19, 1, 0, 1 << 18) is None
 
 
 def test_gpu_row_cycles_variant_follows_the_row_length(gpu_planner):

@@ -101,16 +101,17 @@ class CudaBackend(RowBackend):
                 _PLANNER_CONSTANTS(planner), _LANE_CONSTANTS(_lanes()), max_scratch_bytes)
 
     def plan_steps(self, info, rotations, max_scratch_bytes):
-        # Several axes of a C- or F-contiguous array: one pass (half-swaps, or row-cycles where rows fit a block).
+        # Several axes of a C- or F-contiguous array: one pass (half-swaps, or row-cycles where rows fit a block;
+        # or a flat pass and a strip step, settings['flat_strips']).
         if len(rotations) >= 2 and rotations[0][0] is not None and (info.c_contiguous or info.f_contiguous):
             from .._cuda import planner
 
             flip = not info.c_contiguous  # an F-contiguous array is its transpose, C-ordered
             shape = info.shape[::-1] if flip else info.shape
             c_shifts = {(info.ndim - 1 - axis if flip else axis): s for axis, _, s in rotations}
-            step = planner.plan_multi_axis(shape, info.itemsize, c_shifts, info.pointer, max_scratch_bytes)
-            if step is not None:
-                return (step,)
+            steps = planner.plan_multi_axis(shape, info.itemsize, c_shifts, info.pointer, max_scratch_bytes)
+            if steps is not None:
+                return steps
         return super().plan_steps(info, rotations, max_scratch_bytes)
 
     def plan_step(self, info, axis, shift, rows, seg_bytes, left_bytes, word, max_scratch_bytes):

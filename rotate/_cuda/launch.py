@@ -578,6 +578,46 @@ def run_half_swaps(target: Any, info, step, handle: int) -> None:
 RUNNERS["half-swaps"] = run_half_swaps
 
 
+@_kernels.functools.lru_cache(maxsize=None)
+def _compiled_strips(threads: int, vecs: int):
+    """``_strips``' save and move kernels compiled for int64 arguments (10 and 12), with their cuda.core
+    handles."""
+    from . import _strips
+
+    save, move = _strips.strip_save_kernel(threads), _strips.strip_kernel(threads, vecs)
+    if SIMULATED:
+        return save, None, move, None
+    return (save, save.compile("void(" + ", ".join(["int64"] * 10) + ")")._codelibrary.get_cufunc().kernel,
+            move, move.compile("void(" + ", ".join(["int64"] * 12) + ")")._codelibrary.get_cufunc().kernel)
+
+
+def run_row_strips(target: Any, info, step, handle: int) -> None:
+    """Launch a ``row-strips`` step (after a flat pass, one strip of every row moved a row): the boundary
+    rows to scratch, then the items."""
+    d = step.details
+    if info.pointer % 16 or d["pitch"] % 16:
+        raise AssertionError("internal error: a row-strips plan run on rows that are not 16-byte aligned")
+    device = planner._device_id()
+    entry = scratch_for(handle, device)
+    _, pre, _, _ = entry.reserve(0, step.scratch_bytes)
+    lo, hi = d["strip"]
+    head = (d["items"], d["chunks"], d["chunk_rows"], d["rows"], d["pitch"], d["v_lo"], d["vectors"])
+    up = int(d["up"])
+    save, cu_save, move, cu_move = _compiled_strips(d["block"], d["vecs"])
+    save_grid = max(1, min(d["grid"], S.ceil_div(d["items"] * d["vectors"], d["block"])))
+    if SIMULATED:
+        data = _sim_bytes(target, step.rows * d["rows"] * d["pitch"])
+        save[save_grid, d["block"]](data, pre, *head, up)
+        move[d["grid"], d["block"]](data, pre, *head, lo, hi, up)
+        return
+    pre_address = entry.addresses[0]
+    _launch_core(handle, save_grid, d["block"], 0, cu_save, info.pointer, pre_address, *head, up)
+    _launch_core(handle, d["grid"], d["block"], 0, cu_move, info.pointer, pre_address, *head, lo, hi, up)
+
+
+RUNNERS["row-strips"] = run_row_strips
+
+
 _shift_scalars: collections.OrderedDict = collections.OrderedDict()
 
 

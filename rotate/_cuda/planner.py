@@ -56,6 +56,10 @@ settings = {
     # False leaves them to the chain / row-cycles kernels (measurements).
     "half_swaps": True,
     "half_swap_vecs": None,  # 16-byte vectors of each run a half-swap thread holds (1-4); None: HALF_SWAP_VECS
+    # Multi-axis rolls with one rolled leading axis as a flat rotation (chain) and a strip step (row-strips,
+    # rotate/_rowperm.py), where rows are 16-byte aligned: 2N(1 + w/seg) bytes with a strip of w <= seg/2
+    # bytes a row, against row-cycles' 2N at 18-76% of memcpy. Not yet timed on a GPU: off by default.
+    "flat_strips": False,
     "panel_bytes": None,  # lane-panels: lane bytes a panel holds; None: _lanes.PANEL_BYTES
     "row_threads": None,  # lane-panels' run writer: threads a group writing one lane has; None: group_threads
     # lane-panels' and row-cycles' (three-rows) write: "runs" (each lane or row as two runs through the
@@ -834,15 +838,102 @@ def _fold_rows(shape: tuple, itemsize: int, c_shifts: dict):
     return lead, offs, shape[last] * block, block
 
 
-def plan_multi_axis(shape: tuple, itemsize: int, c_shifts: dict, pointer: int, cap: Optional[int]) -> Optional[Step]:
-    """A roll over several axes of a C-ordered array in one pass: ``half-swaps`` where every rolled axis
-    moves by half its length, else ``row-cycles``; None when neither takes it (one pass per axis then)."""
+def plan_multi_axis(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
+                    cap: Optional[int]) -> Optional[tuple]:
+    """The steps of a roll over several axes of a C-ordered array: one ``half-swaps`` step where every
+    rolled axis moves by half its length; with ``settings["flat_strips"]``, a flat ``chain`` pass and a
+    ``row-strips`` step where one leading axis rolls; else one ``row-cycles`` step. None when none takes
+    it (one pass per axis then)."""
     lead, offs, seg, block = _fold_rows(shape, itemsize, c_shifts)
     rows = int(np.prod(lead, dtype=np.int64)) if lead else 1
-    step = plan_half_swaps(lead, offs, rows, seg, c_shifts[max(c_shifts)] * block, itemsize, pointer)
+    row_shift = c_shifts[max(c_shifts)] * block
+    step = plan_half_swaps(lead, offs, rows, seg, row_shift, itemsize, pointer)
     if step is not None:
-        return step
-    return plan_row_cycles(shape, itemsize, c_shifts, pointer, cap)
+        return (step,)
+    if settings["flat_strips"]:
+        steps = plan_flat_strips(lead, offs, seg, row_shift, itemsize, pointer, cap)
+        if steps is not None:
+            return steps
+    step = plan_row_cycles(shape, itemsize, c_shifts, pointer, cap)
+    return None if step is None else (step,)
+
+
+#: Schedules that move each byte once (plus pre-reads): a flat pass worth a strip step after it.
+ONE_PASS_SCHEDULES = ("chain", "half-swaps", "row-panels")
+
+
+def plan_flat_strips(lead, lead_shifts, seg: int, row_shift: int, word: int, pointer: int,
+                     max_scratch_bytes: Optional[int]) -> Optional[tuple]:
+    """A multi-axis roll with one rolled leading radix as two steps (rotate/_rowperm.py): each batch of
+    rows rotated flat (``chain``, or whichever one-pass schedule ``plan_step`` picks), then the strip
+    left one row off moved by ``row-strips``. None unless rows start on 16-byte boundaries, the strip
+    step's scratch (a strip a chunk) fits ``max_scratch_bytes`` and the flat rotation is one pass
+    within it (at 1 GiB the chain's pre-reads for some shifts need more than the default bound: 27 MB
+    for the (16384, 8192) complex64 roll by (1001, 77), against 16 MiB)."""
+    from .._rowperm import flat_strip_shape
+
+    shape = flat_strip_shape(tuple(lead), tuple(lead_shifts), seg, row_shift)
+    if shape is None or pointer % 16 or seg % 16:
+        return None
+    batches, rows, flat, lo, hi, up = shape
+    total = rows * seg
+    strip = plan_row_strips(batches, rows, seg, lo, hi, up, word,
+                            default_cap(batches, total) if max_scratch_bytes is None else max_scratch_bytes)
+    if strip is None:
+        return None
+    flat_step = plan_step(None, flat // word, batches, total, (total - flat) % total, word, pointer,
+                          max_scratch_bytes)
+    if flat_step.algorithm not in ONE_PASS_SCHEDULES:  # the chain's pre-reads passed the bound: two passes
+        return None
+    return flat_step, strip
+
+
+def plan_row_strips(batches: int, rows: int, seg: int, lo: int, hi: int, up: bool, word: int,
+                    cap: int) -> Optional[Step]:
+    """The ``row-strips`` step: in each of ``batches`` segments of ``rows`` rows of ``seg`` bytes, bytes
+    ``[lo, hi)`` of every row moved up a row (``up``: row ``d`` takes row ``d + 1``'s, cyclically) or
+    down. None when a strip a batch passes ``cap`` bytes of scratch."""
+    from . import _strips
+
+    v_lo = lo // 16
+    nv = S.ceil_div(hi, 16) - v_lo
+    slot = 16 * nv
+    if batches * slot > cap:
+        return None
+    threads = settings["lane_threads"] or _strips.THREADS
+    vecs = _strips.VECS
+    sms, _ = device_shape(_device_id())
+    blocks = sms * max(1, 2048 // threads)
+    # Chunks: about four items a block for balance, fewer where the strips are short (a batch of loads
+    # a chunk at least) or the scratch (a strip a chunk) would pass the bound.
+    per_batch = max(1, min(rows, S.ceil_div(4 * blocks, batches), rows * nv // (threads * vecs) or 1,
+                           (cap // slot) // batches))
+    chunk_rows = S.ceil_div(rows, per_batch)
+    chunks = S.ceil_div(rows, chunk_rows)
+    items = batches * chunks
+    width = hi - lo
+    return Step(
+        None, 1 if up else -1, batches, rows * width, width if up else (rows - 1) * width, word,
+        algorithm="row-strips",
+        scratch_bytes=items * slot,
+        bytes_moved=2 * batches * rows * slot + 2 * items * slot,
+        details={
+            "schedule": "row-strips",
+            "block": threads,
+            "grid": max(1, min(blocks, items)),
+            "vecs": vecs,
+            "items": items,
+            "chunks": chunks,
+            "chunk_rows": chunk_rows,
+            "rows": rows,
+            "pitch": seg,
+            "strip": (lo, hi),
+            "up": up,
+            "v_lo": v_lo,
+            "vectors": nv,
+            "co_resident": False,  # no block waits for another
+        },
+    )
 
 
 def plan_half_swaps(lead, lead_shifts, rows: int, seg: int, row_shift: int, word: int, pointer: int,
