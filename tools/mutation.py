@@ -205,6 +205,13 @@ MUTANTS = [
     ("half-swap-takes-odd-radices", "rotate/_rowperm.py",
      "    if any(s not in (0, n // 2) or (s and n % 2) for n, s in zip(lead, lead_shifts)):",
      "    if any(s not in (0, n // 2) for n, s in zip(lead, lead_shifts)):"),
+    # flat_strips' strip step (tests/test_lanes_schedule.py's emulator, tests/test_robustness.py's planner).
+    ("strip-boundary-row-off-by-one", "rotate/_rowperm.py",
+     "        row = first + count\n", "        row = first + count - 1\n"),
+    ("strip-mask-one-byte-short", "rotate/_rowperm.py",
+     "    last = min(hi - at, 4)\n", "    last = min(hi - at - 1, 4)\n"),
+    ("flat-strip-wider-strip", "rotate/_rowperm.py",
+     "    if 2 * row_shift <= seg:\n", "    if 2 * row_shift >= seg:\n"),
     ("quick-path-takes-lists", "rotate/_api.py",
      "    return type(value) is int or (type(value) is tuple and all(type(v) is int for v in value))",
      "    return type(value) is int or (type(value) in (tuple, list) and all(type(v) is int for v in value))"),
