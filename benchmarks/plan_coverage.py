@@ -1,0 +1,84 @@
+"""Which GPU schedule the planner picks for random shifts, and how many bytes it moves (no GPU needed).
+
+The GPU benchmarks time structured shifts (1, 3, 4097, 1 MiB + 5, n/4 + 3,
+n/3, n/2 + 1, n - 7). This plans seeded random shifts of 1-D arrays as well,
+for an H200's shape (132 SMs, 228 KiB of shared memory an SM: stated in the
+result file, since the planner only reads those two numbers), under the
+default scratch bound and under larger ones, and records each plan's
+schedule, bytes moved against the ideal 2N and scratch, with the smallest
+bound under which the chain takes the shift in one pass.
+
+    python benchmarks/plan_coverage.py --json docs/results/plan-coverage-h200-shape.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+from unittest import mock
+
+import numpy as np
+
+GiB = 1 << 30
+H200_SHAPE = (132, 228 * 1024)
+STRUCTURED = {"1": lambda n: 1, "3": lambda n: 3, "4097": lambda n: 4097, "1MiB+5": lambda n: (1 << 20) + 5,
+              "n/4+3": lambda n: n // 4 + 3, "n/3": lambda n: n // 3, "n/2+1": lambda n: n // 2 + 1,
+              "n-7": lambda n: n - 7}
+
+
+def plan_one(planner, n_bytes: int, itemsize: int, shift_items: int, cap):
+    n = n_bytes // itemsize
+    left = (n - shift_items % n) % n * itemsize
+    step = planner.plan_step(None, shift_items, 1, n_bytes, left, itemsize, 0, cap)
+    return {"algorithm": step.algorithm, "bytes_vs_ideal": round(step.bytes_moved / (2 * n_bytes), 4),
+            "scratch_bytes": int(step.scratch_bytes)}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json")
+    parser.add_argument("--random", type=int, default=12, help="random shifts a (size, dtype)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+    from rotate._cuda import planner
+    from rotate._provenance import environment
+
+    rng = np.random.default_rng(args.seed)
+    rows = []
+    with mock.patch.object(planner, "device_shape", lambda device_id=0: H200_SHAPE), \
+            mock.patch.object(planner, "_device_id", lambda: 0):
+        for n_bytes in (GiB, 4 * GiB):
+            for dtype in ("uint8", "float32"):
+                itemsize = np.dtype(dtype).itemsize
+                n = n_bytes // itemsize
+                shifts = [(label, f(n)) for label, f in STRUCTURED.items()]
+                shifts += [("random", int(s)) for s in rng.integers(1, n, args.random)]
+                for label, shift in shifts:
+                    row = {"size_bytes": n_bytes, "dtype": dtype, "shift_label": label, "shift": shift,
+                           "default_cap_bytes": planner.default_cap(1, n_bytes)}
+                    row["default"] = plan_one(planner, n_bytes, itemsize, shift, None)
+                    row["chain_from_cap_bytes"] = row["default_cap_bytes"] if row["default"]["algorithm"] == "chain" \
+                        else None
+                    for fraction in (2, 4, 8, 16, 25):  # percent of the array (1%: the default)
+                        cap = max(n_bytes * fraction // 100, planner.MIN_SCRATCH)
+                        if row["chain_from_cap_bytes"] is not None:
+                            break
+                        if plan_one(planner, n_bytes, itemsize, shift, cap)["algorithm"] == "chain":
+                            row["chain_from_cap_bytes"] = cap
+                            break
+                    rows.append(row)
+                    print(f"{n_bytes >> 30} GiB {dtype:8} {label:7} {shift:>11} {row['default']['algorithm']:11}"
+                          f" {row['default']['bytes_vs_ideal']:.3f}x  chain from "
+                          f"{row['chain_from_cap_bytes'] and row['chain_from_cap_bytes'] / n_bytes:.0%}", flush=True)
+    result = {"benchmark": "plan_coverage", "environment": environment(), "device_shape_assumed": list(H200_SHAPE),
+              "seed": args.seed, "random_per_case": args.random, "rows": rows}
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
