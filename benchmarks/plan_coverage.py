@@ -6,7 +6,8 @@ for an H200's shape (132 SMs, 228 KiB of shared memory an SM: stated in the
 result file, since the planner only reads those two numbers), under the
 default scratch bound and under larger ones, and records each plan's
 schedule, bytes moved against the ideal 2N and scratch, with the smallest
-bound under which the chain takes the shift in one pass.
+bound under which the chain takes the shift in one pass. The CPU's plans
+for 256 MiB arrays (``cpu_rows``: this machine's thread count) come after.
 
     python benchmarks/plan_coverage.py --json docs/results/plan-coverage-h200-shape.json
 """
@@ -70,11 +71,24 @@ def main(argv=None) -> int:
                             row["chain_from_cap_bytes"] = cap
                             break
                     rows.append(row)
+                    cap = row["chain_from_cap_bytes"]
                     print(f"{n_bytes >> 30} GiB {dtype:8} {label:7} {shift:>11} {row['default']['algorithm']:11}"
                           f" {row['default']['bytes_vs_ideal']:.3f}x  chain from "
-                          f"{row['chain_from_cap_bytes'] and row['chain_from_cap_bytes'] / n_bytes:.0%}", flush=True)
+                          + ("never (25% tried)" if cap is None else f"{cap / n_bytes:.1%}"), flush=True)
+    cpu_rows = []
+    import rotate
+
+    for dtype in ("uint8", "float64"):  # the CPU benchmark's size and dtypes, this machine's thread count
+        a = np.empty((256 << 20) // np.dtype(dtype).itemsize, dtype)
+        shifts = [(label, f(a.size)) for label, f in STRUCTURED.items()]
+        shifts += [("random", int(s)) for s in rng.integers(1, a.size, args.random)]
+        for label, shift in shifts:
+            plan = rotate.plan(a, shift)
+            cpu_rows.append({"size_bytes": a.nbytes, "dtype": dtype, "shift_label": label, "shift": shift,
+                             "algorithm": plan.algorithm,
+                             "bytes_vs_ideal": round(plan.bytes_moved / (2 * a.nbytes), 4)})
     result = {"benchmark": "plan_coverage", "environment": environment(), "device_shape_assumed": list(H200_SHAPE),
-              "seed": args.seed, "random_per_case": args.random, "rows": rows}
+              "seed": args.seed, "random_per_case": args.random, "rows": rows, "cpu_rows": cpu_rows}
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(result, indent=1))
     return 0

@@ -345,7 +345,35 @@ def cpu_call_overhead_table(data, before=None) -> str:
 
 # --- README ---------------------------------------------------------------------------
 
-def readme_how_fast(bench, longdist, e2e, cpu, overhead, quick=None, e2e_source="gpu-e2e-h200.json") -> str:
+def plan_coverage_sentence(data, source: str = "plan-coverage-h200-shape.json") -> str:
+    """What the planner does with random 1-D shifts (no timing: the schedules and bytes they move)."""
+    rows = [r for r in data["rows"] if r["shift_label"] == "random"]
+    if not rows:
+        return ""
+    chain = [r for r in rows if r["default"]["algorithm"] == "chain"]
+    other = sorted(r["default"]["bytes_vs_ideal"] for r in rows if r["default"]["algorithm"] != "chain")
+    dtypes = sorted({r["dtype"] for r in rows})
+    sizes = sorted({r["size_bytes"] for r in rows})
+    commit = str(data.get("environment", {}).get("git_commit", "?"))[:12]
+    text = (f"Those are structured shifts. Random ones do worse: planned for the H200's shape under the default "
+            f"scratch bound (docs/results/{source}, commit `{commit}`, {len(rows)} seeded random shifts of "
+            f"{' and '.join(size_label(b) for b in sizes)} {' and '.join(dtypes)} arrays; planned, not timed), "
+            f"{len(chain)} of {len(rows)} take the chain's one pass")
+    if other:
+        text += (f"; the others take block swaps or reversals, which move {other[0]:.2f}-{other[-1]:.2f}x the "
+                 f"bytes of one pass (median {other[len(other) // 2]:.2f}x), so expect roughly half the speed "
+                 f"above")
+    caps = sorted(r["chain_from_cap_bytes"] / r["size_bytes"] for r in rows
+                  if r["chain_from_cap_bytes"] is not None and r["default"]["algorithm"] != "chain")
+    never = sum(r["chain_from_cap_bytes"] is None for r in rows)
+    if caps:
+        text += (f". A larger `max_scratch_bytes` lets the chain take them ({caps[0]:.0%}-{caps[-1]:.0%} of the "
+                 f"array" + (f"; {never} not even at 25%" if never else "") + ")")
+    return text + "; docs/perf-notes.md (\"Random shifts\") says why and what would fix it."
+
+
+def readme_how_fast(bench, longdist, e2e, cpu, overhead, quick=None, e2e_source="gpu-e2e-h200.json",
+                    coverage=None) -> str:
     parts = []
     if e2e is not None:
         rows = [r for r in e2e["rows"] if r["algorithm"] == "chain"]
@@ -364,6 +392,8 @@ def readme_how_fast(bench, longdist, e2e, cpu, overhead, quick=None, e2e_source=
                          f"and above" + (f" ({min(short):.0f}-{max(short):.0f}% for shifts shorter than a tile "
                                          f"or the array's length less a few elements)" if short else "")
                          + "; the goal is 90%, and docs/perf-notes.md says where the time goes.")
+            if coverage is not None:
+                parts.append(plan_coverage_sentence(coverage))
         ours = [r for r in rows]
         wins = [r for r in ours if all(f"{p}_ms" not in r or r[f"{p}_ms"] >= r["ms"] for p in ("cupy", "torch"))]
         if wins:
@@ -505,7 +535,8 @@ def blocks() -> dict:
         ("docs/perf-notes.md", "table", "cpu-call-overhead"): cpu_call_overhead_table(overhead, before),
         ("README.md", "numbers", "readme-how-fast"): readme_how_fast(bench, longdist, load(CHAIN_GATE_RUN), cpu,
                                                                      overhead, load("gpu-e2e-quick-h200.json"),
-                                                                     CHAIN_GATE_RUN),
+                                                                     CHAIN_GATE_RUN,
+                                                                     load("plan-coverage-h200-shape.json")),
         ("docs/perf-notes.md", "table", "gpu-e2e-chain"): gpu_e2e_table(load(CHAIN_GATE_RUN), CHAIN_GATE_RUN),
         ("docs/perf-notes.md", "table", "gpu-e2e-chain-16g"): gpu_e2e_table(load(CHAIN_GATE_16G_RUN),
                                                                             CHAIN_GATE_16G_RUN),
