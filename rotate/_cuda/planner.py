@@ -858,6 +858,8 @@ def plan_multi_axis(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     return None if step is None else (step,)
 
 
+#: Registers a thread of the row-strips kernel takes (ptxas for sm_90, four vectors a thread: 72).
+STRIP_REGISTERS = 72
 #: Schedules that move each byte once (plus pre-reads): a flat pass worth a strip step after it.
 ONE_PASS_SCHEDULES = ("chain", "half-swaps", "row-panels")
 
@@ -903,7 +905,7 @@ def plan_row_strips(batches: int, rows: int, seg: int, lo: int, hi: int, up: boo
     threads = settings["lane_threads"] or _strips.THREADS
     vecs = _strips.VECS
     sms, _ = device_shape(_device_id())
-    blocks = sms * max(1, 2048 // threads)
+    blocks = sms * _blocks_for_smem(0, threads, STRIP_REGISTERS)
     # Chunks: about four items a block for balance, fewer where the strips are short (a batch of loads
     # a chunk at least) or the scratch (a strip a chunk) would pass the bound.
     per_batch = max(1, min(rows, S.ceil_div(4 * blocks, batches), rows * nv // (threads * vecs) or 1,
