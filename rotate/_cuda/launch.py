@@ -579,9 +579,9 @@ RUNNERS["half-swaps"] = run_half_swaps
 
 
 @_kernels.functools.lru_cache(maxsize=None)
-def _compiled_strips(threads: int, vecs: int):
+def _compiled_strips(threads: int, vecs: int, device: int):
     """``_strips``' save and move kernels compiled for int64 arguments (10 and 12), with their cuda.core
-    handles."""
+    handles in ``device``'s context (the key holds the device: a handle belongs to one context)."""
     from . import _strips
 
     save, move = _strips.strip_save_kernel(threads), _strips.strip_kernel(threads, vecs)
@@ -603,7 +603,7 @@ def run_row_strips(target: Any, info, step, handle: int) -> None:
     lo, hi = d["strip"]
     head = (d["items"], d["chunks"], d["chunk_rows"], d["rows"], d["pitch"], d["v_lo"], d["vectors"])
     up = int(d["up"])
-    save, cu_save, move, cu_move = _compiled_strips(d["block"], d["vecs"])
+    save, cu_save, move, cu_move = _compiled_strips(d["block"], d["vecs"], device)
     save_grid = max(1, min(d["grid"], S.ceil_div(d["items"] * d["vectors"], d["block"])))
     if SIMULATED:
         data = _sim_bytes(target, step.rows * d["rows"] * d["pitch"])
