@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import tracemalloc
+import types
 from pathlib import Path
 
 import numpy as np
@@ -910,3 +911,46 @@ def test_gpu_plan_cache_key_includes_the_planners_module_constants(gpu_planner, 
     key = cuda.plan_key(info, None)
     monkeypatch.setattr(_lanes, "PANEL_BYTES", 2 * _lanes.PANEL_BYTES)  # what lane-panels plans read
     assert cuda.plan_key(info, None) != key
+
+
+@pytest.mark.parametrize("name", ["chain", "half_swaps", "strips"])
+def test_gpu_kernel_handles_are_cached_per_device(monkeypatch, name):
+    """numba loads a kernel's module once per device (``get_cufunc``), so the launcher caches cuda.core
+    handles per device: an array on a second GPU never launches a handle loaded in the first one's
+    context. Fakes stand in for the compiled kernels (no GPU needed)."""
+    launch = pytest.importorskip("rotate._cuda.launch")
+    if launch.SIMULATED:
+        pytest.skip("the simulator compiles nothing")
+    from rotate._cuda import _halfswap, _kernels, _strips
+
+    current = [0]
+
+    class Compiled:
+        class _codelibrary:  # noqa: N801 (numba's attribute name)
+            @staticmethod
+            def get_cufunc():
+                return types.SimpleNamespace(kernel=("handle loaded on device", current[0]))
+
+    class Kernel:
+        def compile(self, signature):
+            return Compiled()
+
+    monkeypatch.setattr(_kernels, "chain_kernel", lambda *args: Kernel())
+    monkeypatch.setattr(_halfswap, "half_swap_kernel", lambda *args: Kernel())
+    monkeypatch.setattr(_strips, "strip_save_kernel", lambda *args: Kernel())
+    monkeypatch.setattr(_strips, "strip_kernel", lambda *args: Kernel())
+    compiled = {"chain": lambda device: launch._compiled_chain(-1, -2, -3, -4, device=device)[1],
+                "half_swaps": lambda device: launch._compiled_half_swaps(-1, -2, -4, device)[1],
+                "strips": lambda device: launch._compiled_strips(-1, -2, device)[3]}[name]
+    cache = {"chain": launch._compiled_chain, "half_swaps": launch._compiled_half_swaps,
+             "strips": launch._compiled_strips}[name]
+    cache.cache_clear()
+    try:
+        handles = []
+        for device in (0, 1, 0):
+            current[0] = device
+            handles.append(compiled(device))
+        assert handles == [("handle loaded on device", 0), ("handle loaded on device", 1),
+                           ("handle loaded on device", 0)]
+    finally:
+        cache.cache_clear()

@@ -261,8 +261,10 @@ def _chain_config(d: dict):
 
 @_kernels.functools.lru_cache(maxsize=None)
 def _compiled_chain(tile_bytes: int, threads: int, buffers: int, min_blocks: int, control_warp: bool = False,
-                    direct_decode: bool = False, pipeline: bool = False, bulk_stores: bool = False):
-    """The chain kernel compiled for all-int64 arguments, and its cuda.core handle."""
+                    direct_decode: bool = False, pipeline: bool = False, bulk_stores: bool = False,
+                    device: int = 0):
+    """The chain kernel compiled for all-int64 arguments, and its cuda.core handle in ``device``'s context
+    (numba loads the module per device: a handle from another device's context would not launch here)."""
     kernel = _kernels.chain_kernel(tile_bytes, threads, buffers, min_blocks, control_warp, direct_decode, pipeline,
                                    bulk_stores)
     if SIMULATED:
@@ -315,7 +317,7 @@ def _prepare_launch(step, device: int, handle: int):
     from cuda.core import LaunchConfig, launch
 
     d = step.details
-    _, cu_kernel = _compiled_chain(*_chain_config(d))
+    _, cu_kernel = _compiled_chain(*_chain_config(d), device=device)
     ref = core_stream(handle)
     config = LaunchConfig(grid=d["grid"], block=d["block"])
     prepared = (step, launch, ref, config, cu_kernel, _device_table_address(d["_table"]),
@@ -550,8 +552,9 @@ RUNNERS["row-cycles"] = run_row_cycles
 
 
 @_kernels.functools.lru_cache(maxsize=None)
-def _compiled_half_swaps(threads: int, vecs: int, group: int):
-    """``_halfswap.half_swap_kernel`` compiled for int64 arguments (15) and its cuda.core handle."""
+def _compiled_half_swaps(threads: int, vecs: int, group: int, device: int = 0):
+    """``_halfswap.half_swap_kernel`` compiled for int64 arguments (15) and its cuda.core handle in
+    ``device``'s context."""
     from . import _halfswap
 
     kernel = _halfswap.half_swap_kernel(threads, vecs, group)
@@ -568,7 +571,7 @@ def run_half_swaps(target: Any, info, step, handle: int) -> None:
         raise AssertionError("internal error: a half-swaps plan run on an array that is not 16-byte aligned")
     scalars = (d["items"], step.rows, d["chunk_bytes"], d["chunks_per_half"], step.seg_bytes, step.seg_bytes // 2,
                *d["lead"], *d["lead_shifts"])
-    kernel, cu_kernel = _compiled_half_swaps(d["block"], d["vecs"], d["group"])
+    kernel, cu_kernel = _compiled_half_swaps(d["block"], d["vecs"], d["group"], planner._device_id())
     if SIMULATED:
         kernel[d["grid"], d["block"]](_sim_bytes(target, step.rows * step.seg_bytes), *scalars)
         return
