@@ -259,6 +259,12 @@ def _chain_config(d: dict):
             bool(d.get("bulk_store", False)))
 
 
+def _int64_cufunc(kernel, args: int):
+    """``kernel`` compiled for ``args`` int64 parameters and loaded in the current device's context (numba
+    loads a module per device, so callers cache the result per device)."""
+    return kernel.compile("void(" + ", ".join(["int64"] * args) + ")")._codelibrary.get_cufunc()
+
+
 @_kernels.functools.lru_cache(maxsize=None)
 def _compiled_chain(tile_bytes: int, threads: int, buffers: int, min_blocks: int, control_warp: bool = False,
                     direct_decode: bool = False, pipeline: bool = False, bulk_stores: bool = False,
@@ -269,8 +275,7 @@ def _compiled_chain(tile_bytes: int, threads: int, buffers: int, min_blocks: int
                                    bulk_stores)
     if SIMULATED:
         return kernel, None
-    compiled = kernel.compile("void(" + ", ".join(["int64"] * 15) + ")")
-    return kernel, compiled._codelibrary.get_cufunc().kernel
+    return kernel, _int64_cufunc(kernel, 15).kernel
 
 
 def _address(array) -> int:
@@ -443,8 +448,7 @@ def _compiled_lanes(which: str, unit: int, threads: int, args: int, device: int,
         kernel = _lanes.cycle_kernel(unit, threads, runs)
     if SIMULATED:
         return kernel, None
-    compiled = kernel.compile("void(" + ", ".join(["int64"] * args) + ")")
-    cufunc = compiled._codelibrary.get_cufunc()
+    cufunc = _int64_cufunc(kernel, args)
     _set_dynamic_smem(cufunc)
     return kernel, cufunc.kernel
 
@@ -496,8 +500,7 @@ def _compiled_cycle_stream(threads: int, ring: int, device: int):
     kernel = _lanes.cycle_stream_kernel(threads, ring)
     if SIMULATED:
         return kernel, None
-    compiled = kernel.compile("void(" + ", ".join(["int64"] * 23) + ")")
-    cufunc = compiled._codelibrary.get_cufunc()
+    cufunc = _int64_cufunc(kernel, 23)
     _set_dynamic_smem(cufunc)
     return kernel, cufunc.kernel
 
@@ -560,8 +563,7 @@ def _compiled_half_swaps(threads: int, vecs: int, group: int, device: int = 0):
     kernel = _halfswap.half_swap_kernel(threads, vecs, group)
     if SIMULATED:
         return kernel, None
-    compiled = kernel.compile("void(" + ", ".join(["int64"] * 15) + ")")
-    return kernel, compiled._codelibrary.get_cufunc().kernel
+    return kernel, _int64_cufunc(kernel, 15).kernel
 
 
 def run_half_swaps(target: Any, info, step, handle: int) -> None:
@@ -590,8 +592,7 @@ def _compiled_strips(threads: int, vecs: int, device: int):
     save, move = _strips.strip_save_kernel(threads), _strips.strip_kernel(threads, vecs)
     if SIMULATED:
         return save, None, move, None
-    return (save, save.compile("void(" + ", ".join(["int64"] * 10) + ")")._codelibrary.get_cufunc().kernel,
-            move, move.compile("void(" + ", ".join(["int64"] * 12) + ")")._codelibrary.get_cufunc().kernel)
+    return save, _int64_cufunc(save, 10).kernel, move, _int64_cufunc(move, 12).kernel
 
 
 def run_row_strips(target: Any, info, step, handle: int) -> None:
