@@ -10,6 +10,13 @@ bound under which the chain takes the shift in one pass. The CPU's plans
 for 256 MiB arrays (``cpu_rows``: this machine's thread count) come after.
 
     python benchmarks/plan_coverage.py --json docs/results/plan-coverage-h200-shape.json
+    python benchmarks/plan_coverage.py --probes --json docs/results/plan-probes-h200-shape.json
+
+``--probes`` records instead what docs/perf-notes.md quotes about the
+levers: ``flat_strips``' plans for the multi-axis cases of
+``rows_gpu_bench.py`` at three scratch bounds, and, for random 1 GiB uint8
+shifts, the fewest chain pre-read bytes over tile sizes of 8-64 KiB (1 KiB
+steps) and over lane lengths of half to twice the planner's.
 """
 
 from __future__ import annotations
@@ -37,16 +44,71 @@ def plan_one(planner, n_bytes: int, itemsize: int, shift_items: int, cap):
             "scratch_bytes": int(step.scratch_bytes)}
 
 
+def probes(planner, seed: int) -> dict:
+    """The ``--probes`` records (see the module docstring)."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    from rows_gpu_bench import CASES
+
+    flat = []
+    for index, (function, shape, dtype, extra) in enumerate(CASES):
+        if function != "roll" or len(extra[1]) < 2:
+            continue
+        itemsize = np.dtype(dtype).itemsize
+        c_shifts = {ax: s % shape[ax] for s, ax in zip(*extra)}
+        for cap in (None, 64 << 20, 256 << 20):
+            with planner.override(flat_strips=True):
+                steps = planner.plan_multi_axis(shape, itemsize, c_shifts, 0, cap)
+            nbytes = int(np.prod(shape)) * itemsize
+            flat.append({"case": index, "shape": list(shape), "dtype": dtype, "shifts": list(extra[0]),
+                         "max_scratch_bytes": cap,
+                         "steps": [{"algorithm": st.algorithm, "scratch_bytes": int(st.scratch_bytes),
+                                    "bytes_vs_ideal": round(st.bytes_moved / (2 * nbytes), 5)} for st in steps]})
+    rng = np.random.default_rng(seed)
+    scans = []
+    for k in rng.integers(1, GiB, 6):
+        left = GiB - int(k)
+        by_tile = {}
+        for tile in range(8192, 65537, 1024):
+            with planner.override(tile_bytes=tile):
+                cfg = planner.plan_chain(1, GiB, left, 0, 1 << 40)
+            if cfg is not None:
+                by_tile[tile] = int(cfg["scratch_row"])
+        base = planner.plan_chain(1, GiB, left, 0, 1 << 40)
+        by_lane = {}
+        for lane in range(max(8, base["lane_steps"] // 2), 2 * base["lane_steps"], 4):
+            with planner.override(lane_steps=lane):
+                cfg = planner.plan_chain(1, GiB, left, 0, 1 << 40)
+            if cfg is not None:
+                by_lane[lane] = int(cfg["scratch_row"])
+        best_tile = min(by_tile, key=by_tile.get)
+        best_lane = min(by_lane, key=by_lane.get)
+        scans.append({"shift": int(k), "default_pre_read_bytes": int(base["scratch_row"]),
+                      "best_tile": best_tile, "best_tile_pre_read_bytes": by_tile[best_tile],
+                      "tiles_tried": len(by_tile), "best_lane_steps": best_lane,
+                      "best_lane_pre_read_bytes": by_lane[best_lane], "lane_lengths_tried": len(by_lane)})
+        print(scans[-1], flush=True)
+    return {"flat_strips": flat, "random_shift_scans": scans}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json")
     parser.add_argument("--random", type=int, default=12, help="random shifts a (size, dtype)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--probes", action="store_true", help="the levers' records instead (module docstring)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
     from rotate._cuda import planner
     from rotate._provenance import environment
 
+    if args.probes:
+        with mock.patch.object(planner, "device_shape", lambda device_id=0: H200_SHAPE), \
+                mock.patch.object(planner, "_device_id", lambda: 0):
+            result = {"benchmark": "plan_coverage --probes", "environment": environment(),
+                      "device_shape_assumed": list(H200_SHAPE), "seed": args.seed, **probes(planner, args.seed)}
+        if args.json:
+            pathlib.Path(args.json).write_text(json.dumps(result, indent=1))
+        return 0
     rng = np.random.default_rng(args.seed)
     rows = []
     with mock.patch.object(planner, "device_shape", lambda device_id=0: H200_SHAPE), \
