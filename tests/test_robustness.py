@@ -610,7 +610,7 @@ def test_gpu_flat_strips_plan_a_flat_pass_and_a_narrow_strip(gpu_planner):
     shape, shifts = (16384, 8192), {0: 1001, 1: 77}
     assert [s.algorithm for s in gpu_planner.plan_multi_axis(shape, 8, shifts, 0, None)] == ["row-cycles"]
     with gpu_planner.override(flat_strips=True):
-        # the flat rotation's pre-reads need 27 MB: over the default bound, row-cycles stays
+        # the flat rotation's pre-reads need 27.6 MiB: over the 16 MiB default bound, row-cycles stays
         assert [s.algorithm for s in gpu_planner.plan_multi_axis(shape, 8, shifts, 0, None)] == ["row-cycles"]
         flat, strip = gpu_planner.plan_multi_axis(shape, 8, shifts, 0, 64 << 20)
         assert flat.algorithm == "chain" and (flat.rows, flat.seg_bytes) == (1, 1 << 30)

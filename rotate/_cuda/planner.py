@@ -870,8 +870,8 @@ def plan_flat_strips(lead, lead_shifts, seg: int, row_shift: int, word: int, poi
     rows rotated flat (``chain``, or whichever one-pass schedule ``plan_step`` picks), then the strip
     left one row off moved by ``row-strips``. None unless rows start on 16-byte boundaries, the strip
     step's scratch (a strip a chunk) fits ``max_scratch_bytes`` and the flat rotation is one pass
-    within it (at 1 GiB the chain's pre-reads for some shifts need more than the default bound: 27 MB
-    for the (16384, 8192) complex64 roll by (1001, 77), against 16 MiB)."""
+    within it (at 1 GiB the chain's pre-reads for many shifts need more than the default bound:
+    docs/results/plan-probes-h200-shape.json)."""
     from .._rowperm import flat_strip_shape
 
     shape = flat_strip_shape(tuple(lead), tuple(lead_shifts), seg, row_shift)
