@@ -103,6 +103,7 @@ def main(argv=None) -> int:
 
     if args.probes:
         with mock.patch.object(planner, "device_shape", lambda device_id=0: H200_SHAPE), \
+                mock.patch.object(planner, "_cooperative_config", lambda: True), \
                 mock.patch.object(planner, "_device_id", lambda: 0):
             result = {"benchmark": "plan_coverage --probes", "environment": environment(),
                       "device_shape_assumed": list(H200_SHAPE), "seed": args.seed, **probes(planner, args.seed)}
@@ -112,6 +113,7 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(args.seed)
     rows = []
     with mock.patch.object(planner, "device_shape", lambda device_id=0: H200_SHAPE), \
+            mock.patch.object(planner, "_cooperative_config", lambda: True), \
             mock.patch.object(planner, "_device_id", lambda: 0):
         for n_bytes in (GiB, 4 * GiB):
             for dtype in ("uint8", "float32"):

@@ -626,7 +626,7 @@ def _plan_chain_serial(rows: int, n: int, k: int, budget: int):
     ``budget``, with the chain step (``q`` or ``q + 1``) that pre-reads less.
     Returns ``(scratch_bytes, bytes_moved, runner)``.
     """
-    layout, kinds = S.compiled_table_builders()
+    layout, kinds, _ = S.compiled_table_builders()
     best = None
     # The largest tile whose pre-reads and ring fit: fewer, longer copies (16 KiB
     # tiles ran n/3 about 20% slower than 64 KiB ones on one thread).
@@ -635,7 +635,7 @@ def _plan_chain_serial(rows: int, n: int, k: int, budget: int):
             continue
         q = k // tile_bytes
         lane = S.tile_count(n, 0, tile_bytes)  # one lane a row: every position of its chain
-        pre, chain = min((kinds(n, k, 0, tile_bytes, c, lane, CHAIN_RING)[3], c) for c in sorted({max(1, q), q + 1}))
+        pre, chain = min((kinds(n, k, 0, tile_bytes, c, lane, CHAIN_RING, 0)[3], c) for c in sorted({max(1, q), q + 1}))
         if pre + 32 + CHAIN_RING * tile_bytes + _alias_slack(tile_bytes) <= budget:
             best = (pre, tile_bytes, chain)
             break
@@ -644,7 +644,7 @@ def _plan_chain_serial(rows: int, n: int, k: int, budget: int):
     _, tile_bytes, chain = best
     m_max = S.max_tiles(n, tile_bytes)
     table = np.zeros(S.table_stride(m_max), np.int64)
-    scratch_row = layout(n, k, 0, tile_bytes, chain, S.tile_count(n, 0, tile_bytes), CHAIN_RING, table, 0)
+    scratch_row = layout(n, k, 0, tile_bytes, chain, S.tile_count(n, 0, tile_bytes), CHAIN_RING, 0, table, 0)
     if scratch_row < 0:
         return None
     scratch_row = S.align_up(scratch_row) + 16  # spans are over-copied to 16-byte multiples

@@ -72,7 +72,7 @@ class _Block:
     freed: int = 0                               # pipeline: items the decoder may decode (slots free)
 
 
-def plan_rows(rows, n, k, head0, tile_bytes, chain=None, lane_steps=None, buffers=2):
+def plan_rows(rows, n, k, head0, tile_bytes, chain=None, lane_steps=None, buffers=2, co_resident=False):
     """The pre-read table and per-row scratch the planner would build (all heads the rows take)."""
     if chain is None:
         chain = max(1, k // tile_bytes)
@@ -84,7 +84,8 @@ def plan_rows(rows, n, k, head0, tile_bytes, chain=None, lane_steps=None, buffer
     table = np.zeros(stride * len(heads), np.int64)
     row_bytes = 0
     for index, head in enumerate(heads):
-        head_bytes = S.layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, buffers, table, stride * index)
+        head_bytes = S.layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, buffers, int(co_resident), table,
+                                          stride * index)
         assert head_bytes >= 0, "a tile has more runs than the kernel decodes"
         row_bytes = max(row_bytes, head_bytes)
     return chain, lane_steps, table, S.align_up(row_bytes), len(heads)
@@ -92,20 +93,25 @@ def plan_rows(rows, n, k, head0, tile_bytes, chain=None, lane_steps=None, buffer
 
 def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes: int,
             blocks: int, policy: str = "random", seed: int = 0, buffers: int = 2,
-            chain=None, lane_steps=None, control_warp: bool = False, pipeline: bool = False) -> np.ndarray:
+            chain=None, lane_steps=None, control_warp: bool = False, pipeline: bool = False,
+            co_resident: bool = False) -> np.ndarray:
     """Rotate each of ``rows`` segments of ``data`` (uint8) left by ``k``, as the GPU would.
 
     ``control_warp``: run the control-warp variant of the kernel instead,
     whose blocks are two agents the scheduler interleaves (``cw_control``,
     ``cw_data``). ``pipeline``: the pipelined variant, three agents a block
-    (``pl_decoder``, ``pl_producer``, ``pl_data``).
+    (``pl_decoder``, ``pl_producer``, ``pl_data``). ``co_resident``: the
+    plan a cooperative launch runs (``classify``'s co-resident rule: waits on
+    later lanes at earlier steps); it finishes only with a block for every
+    lane, and the emulator then checks waits against ``(step, lane)`` order.
 
     Returns the rotated copy; ``data`` is left untouched.
     """
     if policy not in POLICIES:
         raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
     T = tile_bytes
-    chain, lane_steps, table, scratch_row, n_heads = plan_rows(rows, n, k, head0, T, chain, lane_steps, buffers)
+    chain, lane_steps, table, scratch_row, n_heads = plan_rows(rows, n, k, head0, T, chain, lane_steps, buffers,
+                                                                 co_resident)
     mem = data.copy()
     scratch = np.full(rows * scratch_row, 0xA5, np.uint8)  # poisoned
     m_max = S.max_tiles(n, T)
@@ -137,6 +143,10 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
         base = S.table_stride(m_max) * (head if n_heads > 1 else 0) + S.TILE_FIELDS * m_max
         return S.item_ring_reach(int(table[base + (key[0] - row * lanes_row) * lane_steps + key[1]]))
 
+    def wait_order(key):
+        """The order waits must point down: ``(lane, step)``, or ``(step, lane)`` for a co-resident plan."""
+        return (key[1], key[0]) if co_resident else key
+
     def key_of(row, tile):
         head, m, g, length, inv = geometry(row)
         pos = S.position_of(m, g, length, inv, tile)
@@ -154,6 +164,9 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
                 position = (b.lane - row * lanes_row) * lane_steps + b.step
                 if position < m:
                     return row, (b.lane, b.step), S.tile_at(m, S.chain_step(m, chain), g, length, position)
+            if co_resident and b.lane >= 0:  # one lane a block (the kernel's ``one_lane``)
+                b.lane = total_lanes
+                return None
             b.lane = counters[0]
             counters[0] += 1
             b.step = 0
@@ -168,7 +181,7 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
         x = x0
         while x < x1:
             w, z, xe = S.source_run(n, k, head, T, x, x1)
-            kind = S.classify(m, g, length, inv, lane_steps, buffers, tile, w)
+            kind = S.classify(m, g, length, inv, lane_steps, buffers, int(co_resident), tile, w)
             out.append((x, xe, z, kind == S.PRE, w))
             x = xe
         return out
@@ -203,11 +216,11 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
         z = x0
         while z < x1:
             reader, ze = S.reader_run(n, k, head, T, z, x1)
-            kind = S.classify(m, g, length, inv, lane_steps, buffers, reader, tile)
+            kind = S.classify(m, g, length, inv, lane_steps, buffers, int(co_resident), reader, tile)
             if kind not in kinds:
                 pass
             elif kind == S.WAIT:
-                if not key_of(row, reader) < key:
+                if not wait_order(key_of(row, reader)) < wait_order(key):
                     raise ScheduleError(f"item {key} (row {row}, tile {tile}) waits for tile {reader} "
                                         f"at {key_of(row, reader)}")
                 if (row, reader) not in read_done:
@@ -502,6 +515,9 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
                 f"no block can move: n={n} k={k} head0={head0} tile_bytes={T} blocks={blocks} "
                 f"rings {[b.ring for b in live]} phases {[b.phase for b in live]}"
             )
+    if counters[0] < total_lanes:  # a co-resident plan with fewer blocks than lanes: lanes nobody walked
+        raise Deadlock(f"lanes {counters[0]}..{total_lanes - 1} were never drawn: a co-resident plan needs one block "
+                       f"a lane, got {blocks}")
     return mem
 
 

@@ -43,6 +43,13 @@ from overwriting the byte before the reader has it:
 Waits therefore only point to lexicographically smaller keys (or to the
 pre-read phase, which waits for nothing), which is what makes the kernel
 finish with any number of resident blocks (docs/design.md).
+
+A *co-resident* plan (``co_resident=1``: one block a lane, all resident at
+once, launched cooperatively) also waits for readers in later lanes at
+earlier steps: its waits point to smaller ``(step, lane)`` keys, which
+finishes because every lane is being walked at once. A random shift's
+pieces read across lanes in both directions; without co-residency half of
+them are pre-read.
 """
 
 from __future__ import annotations
@@ -190,7 +197,7 @@ def lanes_per_row(n, tile_bytes, lane_steps):
 
 
 @register_jitable
-def classify(m, g, length, inv, lane_steps, ring, reader, writer):
+def classify(m, g, length, inv, lane_steps, ring, co_resident, reader, writer):
     """How ``writer`` is kept from overwriting bytes before ``reader`` (same row) has them."""
     if reader == writer:
         return SELF
@@ -198,12 +205,21 @@ def classify(m, g, length, inv, lane_steps, ring, reader, writer):
     pw = position_of(m, g, length, inv, writer)
     lane_r = pr // lane_steps
     lane_w = pw // lane_steps
-    return classify_keys(lane_r, pr - lane_r * lane_steps, lane_w, pw - lane_w * lane_steps, ring)
+    return classify_keys(lane_r, pr - lane_r * lane_steps, lane_w, pw - lane_w * lane_steps, ring, co_resident)
 
 
 @register_jitable
-def classify_keys(lane_r, step_r, lane_w, step_w, ring):
-    """``classify`` on the readers' and writers' (lane, step) keys (the kernel reads them from the plan's table)."""
+def classify_keys(lane_r, step_r, lane_w, step_w, ring, co_resident):
+    """``classify`` on the readers' and writers' (lane, step) keys (the kernel reads them from the plan's table).
+
+    ``co_resident`` 0: a ``WAIT`` needs the reader's lane earlier *and* its
+    step no later, so every wait points to a lexicographically smaller
+    ``(lane, step)`` and any number of resident blocks finishes. 1: every lane
+    of the launch has a block of its own, all resident at once (a cooperative
+    launch guarantees it), so a wait may point to any smaller ``(step, lane)``:
+    a reader in a *later* lane at an earlier step is waited for, not
+    pre-read (docs/design.md, "Co-resident lanes").
+    """
     if lane_r == lane_w and step_r == step_w:
         return SELF
     if lane_r == lane_w:
@@ -212,8 +228,9 @@ def classify_keys(lane_r, step_r, lane_w, step_w, ring):
         if step_r - step_w < ring:
             return RING
         return PRE
-    if lane_r < lane_w and step_r <= step_w:
-        return WAIT
+    if step_r < step_w or (step_r == step_w and lane_r < lane_w):
+        if co_resident or lane_r < lane_w:
+            return WAIT
     return PRE
 
 
@@ -246,7 +263,7 @@ def source_run(n, k, head, tile_bytes, x, x1):
 
 
 @register_jitable
-def pre_span(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, w):
+def pre_span(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, co_resident, w):
     """Positions ``[lo, hi)`` of tile ``w`` to pre-read (16-byte aligned in memory); ``lo >= hi``: none.
 
     The span covers every byte of ``D_w`` whose reader ``classify`` marks ``PRE``.
@@ -259,7 +276,7 @@ def pre_span(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, w):
     z = x0
     while z < x1:
         reader, run_end = reader_run(n, k, head, tile_bytes, z, x1)
-        if classify(m, g, length, inv, lane_steps, ring, reader, w) == PRE:
+        if classify(m, g, length, inv, lane_steps, ring, co_resident, reader, w) == PRE:
             if z < lo:
                 lo = z
             if run_end > hi:
@@ -422,7 +439,7 @@ def kinds_have(kinds, kind):
 
 
 @register_jitable
-def item_kinds(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, j):
+def item_kinds(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, co_resident, j):
     """``(piece_kinds, reader_kinds, ok)`` of tile ``j``'s item, packed 2 bits per run in run order.
 
     Pieces: ``classify(j, writer)`` for each ``source_run`` of ``j``'s
@@ -437,7 +454,7 @@ def item_kinds(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, j):
         writer, z, end = source_run(n, k, head, tile_bytes, x, x1)
         if count >= MAX_RUNS:
             return 0, 0, 0
-        pieces |= classify(m, g, length, inv, lane_steps, ring, j, writer) << (2 * count)
+        pieces |= classify(m, g, length, inv, lane_steps, ring, co_resident, j, writer) << (2 * count)
         count += 1
         x = end
     readers = 0
@@ -447,14 +464,14 @@ def item_kinds(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, j):
         reader, end = reader_run(n, k, head, tile_bytes, z, x1)
         if count >= MAX_RUNS:
             return 0, 0, 0
-        readers |= classify(m, g, length, inv, lane_steps, ring, reader, j) << (2 * count)
+        readers |= classify(m, g, length, inv, lane_steps, ring, co_resident, reader, j) << (2 * count)
         count += 1
         z = end
     return pieces, readers, 1
 
 
 @register_jitable
-def ring_reach(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, j):
+def ring_reach(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, co_resident, j):
     """How many steps ahead of tile ``j``'s item its farthest ``RING`` reader is (0: none).
 
     The kernel waits for its own copies up to that item, not for every copy
@@ -467,7 +484,7 @@ def ring_reach(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, j):
     z = x0
     while z < x1:
         reader, end = reader_run(n, k, head, tile_bytes, z, x1)
-        if classify(m, g, length, inv, lane_steps, ring, reader, j) == RING:
+        if classify(m, g, length, inv, lane_steps, ring, co_resident, reader, j) == RING:
             distance = position_of(m, g, length, inv, reader) - pw  # same lane: the step difference
             if distance > reach:
                 reach = distance
@@ -476,7 +493,7 @@ def ring_reach(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, j):
 
 
 @register_jitable
-def layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, table, table_base):
+def layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, co_resident, table, table_base):
     """Fill one head's part of the plan table, from ``table_base``.
 
     Per tile ``w``: the scratch offset of its pre-read span (-1: none), the
@@ -505,12 +522,12 @@ def layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, table, tab
         if w >= m:
             continue
         j = tile_at(m, p, g, length, w)
-        pieces, readers, ok = item_kinds(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, j)
+        pieces, readers, ok = item_kinds(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, co_resident, j)
         if not ok:
             return -1
         table[items + w] = pack_item(j, pieces, readers,
-                                     ring_reach(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, j))
-        lo, hi = pre_span(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, w)
+                                     ring_reach(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, co_resident, j))
+        lo, hi = pre_span(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, co_resident, w)
         if lo < hi:
             table[entry + T_OFFSET] = total
             table[entry + T_LO] = lo
@@ -542,7 +559,7 @@ def layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, table, tab
 
 
 @register_jitable
-def count_kinds(n, k, head, tile_bytes, chain, lane_steps, ring):
+def count_kinds(n, k, head, tile_bytes, chain, lane_steps, ring, co_resident):
     """Bytes of one row guarded by each kind (SELF, WAIT, RING, PRE): what the planner's cost reads."""
     m = tile_count(n, head, tile_bytes)
     p = chain_step(m, chain)
@@ -553,9 +570,57 @@ def count_kinds(n, k, head, tile_bytes, chain, lane_steps, ring):
         z = x0
         while z < x1:
             reader, end = reader_run(n, k, head, tile_bytes, z, x1)
-            counts[classify(m, g, length, inv, lane_steps, ring, reader, w)] += end - z
+            counts[classify(m, g, length, inv, lane_steps, ring, co_resident, reader, w)] += end - z
             z = end
     return counts[0], counts[1], counts[2], counts[3]
+
+
+@register_jitable
+def pre_bytes_by_lane_steps(n, k, head, tile_bytes, chain, ring, co_resident, candidates, out):
+    """``out[i]``: the bytes of one row ``classify`` marks ``PRE`` with lanes of ``candidates[i]`` steps.
+
+    ``count_kinds``' PRE count for many lane lengths at once: the chain
+    positions of every (reader, writer) run are found once, then each lane
+    length only divides them. The planner scans lane lengths with it for a
+    co-resident plan, whose pre-reads shrink to nearly nothing at some
+    lengths and not at others (docs/perf-notes.md, "Random shifts").
+    """
+    m = tile_count(n, head, tile_bytes)
+    p = chain_step(m, chain)
+    g, length, inv = chain_shape(m, p)
+    runs = 0
+    for w in range(m):
+        x0, x1 = tile_dest(n, head, tile_bytes, w)
+        z = x0
+        while z < x1:
+            reader, end = reader_run(n, k, head, tile_bytes, z, x1)
+            runs += 1
+            z = end
+    reader_pos = np.empty(runs, np.int64)
+    writer_pos = np.empty(runs, np.int64)
+    run_bytes = np.empty(runs, np.int64)
+    i = 0
+    for w in range(m):
+        x0, x1 = tile_dest(n, head, tile_bytes, w)
+        pw = position_of(m, g, length, inv, w)
+        z = x0
+        while z < x1:
+            reader, end = reader_run(n, k, head, tile_bytes, z, x1)
+            reader_pos[i] = position_of(m, g, length, inv, reader)
+            writer_pos[i] = pw
+            run_bytes[i] = end - z
+            i += 1
+            z = end
+    for c in range(len(candidates)):
+        steps = candidates[c]
+        total = 0
+        for i in range(runs):
+            lane_r = reader_pos[i] // steps
+            lane_w = writer_pos[i] // steps
+            if classify_keys(lane_r, reader_pos[i] - lane_r * steps, lane_w, writer_pos[i] - lane_w * steps, ring,
+                             co_resident) == PRE:
+                total += run_bytes[i]
+        out[c] = total
 
 
 # --- lane-swaps: Gries-Mills block swaps, then a saved-small-side rotation --------
@@ -624,7 +689,8 @@ def swap_traffic(n, k, save):
 
 @functools.lru_cache(maxsize=1)
 def compiled_table_builders():
-    """``(layout, kinds)``: ``layout_pre_reads`` and ``count_kinds`` compiled for the CPU (``@njit``).
+    """``(layout, kinds, lane_scan)``: ``layout_pre_reads``, ``count_kinds`` and ``pre_bytes_by_lane_steps``
+    compiled for the CPU (``@njit``).
 
     The GPU planner builds the kernel's plan table with them and the CPU's
     ``chain-serial`` its own; compiled on first use, cached on disk.
@@ -632,11 +698,15 @@ def compiled_table_builders():
     from numba import njit
 
     @njit(cache=True)
-    def layout(n, k, head, tile_bytes, chain, lane_steps, ring, table, table_base):
-        return layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, table, table_base)
+    def layout(n, k, head, tile_bytes, chain, lane_steps, ring, co_resident, table, table_base):
+        return layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, co_resident, table, table_base)
 
     @njit(cache=True)
-    def kinds(n, k, head, tile_bytes, chain, lane_steps, ring):
-        return count_kinds(n, k, head, tile_bytes, chain, lane_steps, ring)
+    def kinds(n, k, head, tile_bytes, chain, lane_steps, ring, co_resident):
+        return count_kinds(n, k, head, tile_bytes, chain, lane_steps, ring, co_resident)
 
-    return layout, kinds
+    @njit(cache=True)
+    def lane_scan(n, k, head, tile_bytes, chain, ring, co_resident, candidates, out):
+        pre_bytes_by_lane_steps(n, k, head, tile_bytes, chain, ring, co_resident, candidates, out)
+
+    return layout, kinds, lane_scan

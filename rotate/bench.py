@@ -32,7 +32,14 @@ SHIFTS = ["1", "3", "4097", "1MiB+5", "n/4+3", "n/3", "n/2+1", "n-7"]
 
 
 def shift_elements(label: str, n: int, itemsize: int) -> int:
-    """The shift (in elements) a label names for an array of n elements."""
+    """The shift (in elements) a label names for an array of n elements.
+
+    ``randS``: a shift drawn uniformly from ``[1, n)`` by a generator seeded
+    with ``S`` (the same shift on every run): what a user's shift looks like,
+    where the others are structured.
+    """
+    if label.startswith("rand"):
+        return int(np.random.default_rng(int(label[4:])).integers(1, n))
     if label == "1MiB+5":
         return (MiB + 5) // itemsize if itemsize > 1 else MiB + 5
     if label == "n/4+3":
@@ -107,10 +114,10 @@ def forced_chain(tile_bytes: int, buffers: int):
     def forced():
         real = planner.chain_layout
 
-        def only(n, k, heads, tile, chain, lane_steps, ring):
+        def only(n, k, heads, tile, chain, lane_steps, ring, co_resident=False):
             if tile != tile_bytes or ring != buffers:
                 return None, 0
-            return real(n, k, heads, tile, chain, lane_steps, ring)
+            return real(n, k, heads, tile, chain, lane_steps, ring, co_resident)
 
         planner.chain_layout = only
         try:
@@ -271,7 +278,8 @@ def run(sizes, dtypes, shifts, repeat, check=True, log=print, calls=20):
                 row = {
                     "size_bytes": size, "dtype": dtype_name, "shift_label": label, "shift": s,
                     "algorithm": p.algorithm, "tile_bytes": p.tile_bytes, "grid": p.grid,
-                    "block": p.block, "buffers": p._detail("buffers"),
+                    "block": p.block, "buffers": p._detail("buffers"), "co_resident": p._detail("co_resident"),
+                    "pre_read_bytes": p._detail("pre_read_bytes"), "lanes": p._detail("lanes"),
                     "scratch_bytes": p.scratch_bytes, "memcpy_ms": memcpy_ms,
                     "memcpy_call_ms": memcpy_ms_call, "correct": ok, "calls_back_to_back": calls,
                 }
@@ -451,7 +459,8 @@ def plot(rows, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = sorted({r["shift_label"] for r in rows}, key=SHIFTS.index)
+    labels = sorted({r["shift_label"] for r in rows},
+                    key=lambda label: (SHIFTS.index(label) if label in SHIFTS else len(SHIFTS), label))
     fig, axes = plt.subplots(1, len(labels), figsize=(4 * len(labels), 3.6), sharey=True, squeeze=False)
     for ax, label in zip(axes[0], labels):
         for dtype in DTYPES:
@@ -498,6 +507,9 @@ def main(argv=None) -> int:
     parser.add_argument("--no-small", action="store_true", help="skip the small-array per-call table")
     parser.add_argument("--tiles", help="sweep tile_bytes:threads[:buffers[:min_blocks]], e.g. 32768:256:2,24576:256:2:4")
     parser.add_argument("--profile", action="store_true", help="cProfile the host overhead of small rolls")
+    parser.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE",
+                        help="a GPU planner setting for the whole run (rotate._cuda.planner.settings), e.g. "
+                             "co_resident=False")
     parser.add_argument("--json", help="write results here")
     parser.add_argument("--plot", help="write a PNG plot here")
     args = parser.parse_args(argv)
@@ -516,20 +528,14 @@ def main(argv=None) -> int:
     started = time.time()
     print("headline: the whole call as a user times it (CUDA events around the Python call, "
           f"{args.calls} calls back to back); then one call at a time, then device work only")
-    if args.tiles:
-        from rotate._cuda import planner
+    import ast
+    import contextlib
 
-        rows = []
-        for config in args.tiles.split(","):
-            values = [int(v) for v in config.split(":")]
-            tile, threads = values[:2]
-            buffers = values[2] if len(values) > 2 else planner.settings["buffers"]
-            min_blocks = values[3] if len(values) > 3 else 0
-            print(f"== tile_bytes={tile} threads={threads} buffers={buffers} min_blocks={min_blocks}")
-            with planner.override(tile_bytes=tile, threads=threads, buffers=buffers, min_blocks=min_blocks):
-                rows += run(sizes, dtypes, shifts, args.repeat, check=not args.no_check, calls=args.calls)
-    else:
-        rows = run(sizes, dtypes, shifts, args.repeat, check=not args.no_check, calls=args.calls)
+    from rotate._cuda import planner
+
+    knobs = {key: ast.literal_eval(value) for key, _, value in (item.partition("=") for item in args.set)}
+    with planner.override(**knobs) if knobs else contextlib.nullcontext():
+        rows = _runs(args, sizes, dtypes, shifts)
     small = []
     if not args.no_small:
         print("small arrays, per call:")
@@ -556,7 +562,7 @@ def main(argv=None) -> int:
         with open(args.json, "w") as fh:
             json.dump({"benchmark": "rotate.bench", "format": 2, "environment": env,
                        "device": env.get("gpu_knobs", {}).get("gpu"),
-                       "arguments": vars(args), "seconds": time.time() - started,
+                       "arguments": vars(args), "knobs": knobs, "seconds": time.time() - started,
                        "timing": {"ms": f"whole call, CUDA events around {args.calls} back-to-back Python calls",
                                   "sync_ms": "whole call, one synchronised call at a time",
                                   "device_ms": "device work only (a spin kernel keeps the host ahead)",
@@ -570,6 +576,24 @@ def main(argv=None) -> int:
         print(f"{len(wrong)} configurations gave WRONG results")
         return 2
     return 0
+
+
+def _runs(args, sizes, dtypes, shifts) -> list:
+    """``run`` once, or once per ``--tiles`` configuration."""
+    if args.tiles:
+        from rotate._cuda import planner
+
+        rows = []
+        for config in args.tiles.split(","):
+            values = [int(v) for v in config.split(":")]
+            tile, threads = values[:2]
+            buffers = values[2] if len(values) > 2 else planner.settings["buffers"]
+            min_blocks = values[3] if len(values) > 3 else 0
+            print(f"== tile_bytes={tile} threads={threads} buffers={buffers} min_blocks={min_blocks}")
+            with planner.override(tile_bytes=tile, threads=threads, buffers=buffers, min_blocks=min_blocks):
+                rows += run(sizes, dtypes, shifts, args.repeat, check=not args.no_check, calls=args.calls)
+        return rows
+    return run(sizes, dtypes, shifts, args.repeat, check=not args.no_check, calls=args.calls)
 
 
 if __name__ == "__main__":

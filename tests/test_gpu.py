@@ -90,6 +90,38 @@ def test_every_shift_takes_one_chain_pass(offset, decode, variant):
         assert details["pipeline"] == (variant == "pipeline"), plan
 
 
+@pytest.mark.parametrize("variant", ["pipeline", "control-warp", "single"])
+@pytest.mark.parametrize("offset", [0, 5])
+def test_random_shifts_take_co_resident_chains(offset, variant):
+    """Random shifts of 64 MiB: the co-resident chain (one block a lane, launched cooperatively, waits on
+    later lanes at earlier steps) equals numpy.roll; the planner takes it for most of them (it pre-reads
+    less), so this cannot pass without running it. The same shifts with co_resident=False agree."""
+    n = 64 * 1024 * 1024 + offset
+    rng = np.random.default_rng(offset)
+    co_resident = 0
+    for shift in rng.integers(1, n, 6):
+        for allowed in (True, False):
+            plan = check_roll_case(RUNNER, Case((n,), "uint8", int(shift), offset=offset, seed=int(shift),
+                                                tunables=(("co_resident", allowed), ("chain_variant", variant))))
+            details = plan.steps[0].details
+            if details.get("co_resident"):
+                assert allowed and details["grid"] == details["lanes"], plan
+                co_resident += 1
+    assert co_resident >= 3, f"only {co_resident} of 6 random shifts planned co-resident chains"
+
+
+@pytest.mark.parametrize("rows", [2, 7])
+def test_co_resident_chains_over_rows(rows):
+    """Several misaligned rows (16 heads in the plan table), a random shift each call, co-resident."""
+    seg = (48 << 20) // rows + 3
+    rng = np.random.default_rng(rows)
+    seen = 0
+    for shift in rng.integers(1, seg, 4):
+        plan = check_roll_case(RUNNER, Case((rows, seg), "uint8", int(shift), axis=1, offset=3, seed=int(shift)))
+        seen += bool(plan.steps[0].details.get("co_resident"))
+    assert seen >= 1, "no co-resident plan among the random shifts"
+
+
 @settings(deadline=None, max_examples=60)
 @given(n=st.integers(2, 3_000_000), data=st.data(), offset=st.integers(0, 15),
        tile=st.sampled_from([256, 4096, None]), rows=st.integers(1, 5), decode=st.sampled_from(["runs", "direct"]),

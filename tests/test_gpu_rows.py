@@ -26,7 +26,8 @@ pytestmark = pytest.mark.gpu
 
 RUNNER = CudaRowsRunner()
 SMALL_ROWS = CudaRowsRunner(constants={"MIN_CYCLE_ROW": 16})  # row-cycles on short rows too
-NO_HALF_SWAPS = CudaRowsRunner(half_swaps=False)  # even fftshifts through row-cycles, as before half-swaps
+# Even fftshifts and narrow-strip rolls through row-cycles, as before half-swaps and flat_strips.
+NO_HALF_SWAPS = CudaRowsRunner(half_swaps=False, flat_strips=False)
 RUN_WRITER = CudaRowsRunner(lane_writer="runs")  # lane-panels' run writer on short lanes too (default from 2 KiB)
 LONG_LANES = CudaRowsRunner(**LONG_LANE_SETTINGS)  # lane-swaps on lanes of a few hundred bytes
 ONE_BLOCK_LONG_LANES = CudaRowsRunner(grid=1, **LONG_LANE_SETTINGS)
@@ -144,7 +145,7 @@ def test_big_rows_run_chunked_row_cycles_in_one_pass(case):
     """Rows beyond the three-row kernel (~75 KiB): the chunked variant, first rows in shared memory up to
     ~200 KiB, pre-read into scratch beyond (the even fftshift is half-swaps by default: both run)."""
     plan = check_rows_case(RUNNER, case)
-    if plan.algorithm == "half-swaps":
+    if plan.algorithm != "row-cycles":  # half-swaps, or a flat pass and a strip: both run, then row-cycles
         plan = check_rows_case(NO_HALF_SWAPS, case)
     assert plan.algorithm == "row-cycles", plan
     details = plan.steps[0].details

@@ -450,6 +450,8 @@ def gpu_planner(monkeypatch):
     planner = pytest.importorskip("rotate._cuda.planner")
     monkeypatch.setattr(planner, "device_shape", lambda device_id=0: (132, 228 * 1024))
     monkeypatch.setattr(planner, "_device_id", lambda: 0)
+    # Classic chain plans unless a test asks for co-resident ones: the same plans with or without a driver.
+    monkeypatch.setattr(planner, "_cooperative_config", lambda: False)
     return planner
 
 
@@ -604,9 +606,9 @@ def test_gpu_even_fftshifts_and_half_rolls_plan_half_swaps(gpu_planner):
 
 
 def test_gpu_flat_strips_plan_a_flat_pass_and_a_narrow_strip(gpu_planner):
-    """``flat_strips`` (off by default): issue #9's general multi-axis gate shapes as a flat chain pass and
-    a row-strips step moving the narrower strip (77 of 8192 columns: ~1% more bytes than 2N); rows off a
-    16-byte boundary, two rolled leading axes or a strip a batch over the scratch bound keep row-cycles."""
+    """``flat_strips``: issue #9's general multi-axis gate shapes as a flat chain pass and a row-strips
+    step moving the narrower strip (77 of 8192 columns: ~1% more bytes than 2N); rows off a 16-byte
+    boundary, two rolled leading axes or a strip a batch over the scratch bound keep row-cycles."""
     shape, shifts = (16384, 8192), {0: 1001, 1: 77}
     assert [s.algorithm for s in gpu_planner.plan_multi_axis(shape, 8, shifts, 0, None)] == ["row-cycles"]
     with gpu_planner.override(flat_strips=True):
@@ -904,6 +906,7 @@ def test_gpu_plan_cache_key_includes_the_planners_module_constants(gpu_planner, 
 
     cuda = _backends.backend_named("cuda")
     info = _arrays.ArrayInfo((4096, 1024), (4096, 4), np.dtype(np.float32), "cuda", pointer=1 << 20)
+    monkeypatch.setitem(gpu_planner.settings, "flat_strips", False)  # a narrow strip: row-cycles, not a flat pass
     before = _api._make_plan(cuda, info, {0: 3, 1: 5}, None)
     monkeypatch.setattr(gpu_planner, "MIN_CYCLE_ROW", 1 << 20)  # 4 KiB rows no longer take row-cycles
     after = _api._make_plan(cuda, info, {0: 3, 1: 5}, None)
@@ -954,3 +957,41 @@ def test_gpu_kernel_handles_are_cached_per_device(monkeypatch, name):
                            ("handle loaded on device", 0)]
     finally:
         cache.cache_clear()
+
+
+def test_gpu_co_resident_chains_take_random_shifts(gpu_planner, monkeypatch):
+    """Where a cooperative launch exists, random 1 GiB shifts plan one co-resident chain pass within the
+    default bound (block swaps without it); structured shifts keep the classic plan; the plan's table is
+    ``layout_pre_reads``' with the co-resident rule, its grid one block a lane."""
+    from rotate import _schedule as S
+
+    n = 1 << 30
+    shifts = [int(s) for s in np.random.default_rng(0).integers(1, n, 4)]
+    classic = [gpu_planner.plan_step(None, s, 1, n, s, 1, 0, None).algorithm for s in shifts]
+    assert classic.count("chain") <= 1, classic
+    monkeypatch.setattr(gpu_planner, "_cooperative_config", lambda: True)
+    for s in shifts:
+        step = gpu_planner.plan_step(None, s, 1, n, s, 1, 0, None)
+        d = step.details
+        assert step.algorithm == "chain" and d["co_resident"], (s, step)
+        assert d["grid"] == d["lanes"] <= gpu_planner.persistent_grid(d["tile_bytes"], gpu_planner.chain_threads(),
+                                                                      d["buffers"], d["control_warp"])
+        assert step.scratch_bytes <= gpu_planner.default_cap(1, n)
+        table, _ = gpu_planner.chain_layout(n, s, (0,), d["tile_bytes"], d["chain_step"], d["lane_steps"],
+                                            d["buffers"], True)
+        assert np.array_equal(table, d["_table"])
+    for s in (3, 4097, n - 7):  # nothing pre-read either way: the classic plan, no cooperative launch
+        d = gpu_planner.plan_step(None, s, 1, n, s, 1, 0, None).details
+        assert not d["co_resident"], (s, d)
+    with gpu_planner.override(co_resident=False):
+        assert not gpu_planner.plan_step(None, shifts[0], 1, n, shifts[0], 1, 0, None).details.get("co_resident")
+    # The general multi-axis gate shape: a co-resident flat pass fits the default bound, then the strip.
+    steps = gpu_planner.plan_multi_axis((16384, 8192), 8, {0: 1001, 1: 77}, 0, None)
+    assert [s.algorithm for s in steps] == ["chain", "row-strips"] and steps[0].details["co_resident"]
+    # A wide strip (1500 of 4096 columns) stays with three-row row-cycles unless flat_strips=True forces it.
+    wide = gpu_planner.plan_multi_axis((3, 600, 4096), 1, {1: 77, 2: 1500}, 0, None)
+    assert [s.algorithm for s in wide] == ["row-cycles"]
+    with gpu_planner.override(flat_strips=True):
+        assert [s.algorithm for s in gpu_planner.plan_multi_axis((3, 600, 4096), 1, {1: 77, 2: 1500}, 0, None)][1:] \
+            == ["row-strips"]
+    assert S.PRE == 3  # the co-resident rule only trades PRE for WAIT (tests/test_schedule.py)

@@ -76,11 +76,12 @@ def _key(n, head, tile_bytes, chain, lane_steps, tile):
 
 @settings(deadline=None, max_examples=400)
 @given(n=st.integers(2, 1500), data=st.data(), head=st.integers(0, 15),
-       tile_bytes=st.sampled_from([16, 32, 64, 96, 1024]), ring=st.integers(2, 4))
-def test_every_overwritten_byte_has_its_reader_handled(n, data, head, tile_bytes, ring):
+       tile_bytes=st.sampled_from([16, 32, 64, 96, 1024]), ring=st.integers(2, 4), co_resident=st.booleans())
+def test_every_overwritten_byte_has_its_reader_handled(n, data, head, tile_bytes, ring, co_resident):
     """Completeness of the hooks, byte by byte: the writer of each byte either waits for its reader
-    (an earlier lane at no later step), or has it in its own ring, or the byte is inside the
-    writer's pre-read span and the reader takes it from scratch."""
+    (an earlier lane at no later step; co-resident: any other lane at an earlier step, or an earlier
+    lane at the same step), or has it in its own ring, or the byte is inside the writer's pre-read
+    span and the reader takes it from scratch."""
     k = data.draw(st.integers(1, n - 1), label="k")
     chain = data.draw(st.integers(1, 60), label="chain")
     lane_steps = data.draw(st.integers(1, 20), label="lane_steps")
@@ -93,7 +94,7 @@ def test_every_overwritten_byte_has_its_reader_handled(n, data, head, tile_bytes
     F = S.TILE_FIELDS
     m_max = S.max_tiles(n, tile_bytes)
     table = np.zeros(S.table_stride(m_max), np.int64)
-    assert S.layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, table, 0) >= 0
+    assert S.layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, int(co_resident), table, 0) >= 0
     for position in range(m):  # the table the kernel reads holds exactly the hooks' decisions
         packed = int(table[F * m_max + position])
         j = S.item_tile(packed)
@@ -103,13 +104,13 @@ def test_every_overwritten_byte_has_its_reader_handled(n, data, head, tile_bytes
         while x < x1:
             writer, _, x = S.source_run(n, k, head, tile_bytes, x, x1)
             assert S.kind_at(S.item_piece_kinds(packed), index) == S.classify(m, g, length, inv, lane_steps, ring,
-                                                                               j, writer)
+                                                                               int(co_resident), j, writer)
             index += 1
         z, index = x0, 0
         while z < x1:
             reader, z = S.reader_run(n, k, head, tile_bytes, z, x1)
             assert S.kind_at(S.item_reader_kinds(packed), index) == S.classify(m, g, length, inv, lane_steps, ring,
-                                                                                reader, j)
+                                                                                int(co_resident), reader, j)
             index += 1
     covered = np.zeros(n, np.int32)
     for w in range(m):
@@ -120,10 +121,12 @@ def test_every_overwritten_byte_has_its_reader_handled(n, data, head, tile_bytes
         for z in range(x0, x1):
             reader = S.tile_of(head, tile_bytes, (z - k) % n)  # brute force, not the hooks' runs
             assert S.reader_run(n, k, head, tile_bytes, z, x1)[0] == reader
-            kind = S.classify(m, g, length, inv, lane_steps, ring, reader, w)
+            kind = S.classify(m, g, length, inv, lane_steps, ring, int(co_resident), reader, w)
             key_r = _key(n, head, tile_bytes, chain, lane_steps, reader)
             if kind == S.SELF:
                 assert reader == w or (key_r[0] == key_w[0] and key_r[1] < key_w[1])
+            elif kind == S.WAIT and co_resident:  # all lanes run at once: (step, lane) order
+                assert key_r[0] != key_w[0] and key_r[::-1] < key_w[::-1]
             elif kind == S.WAIT:
                 assert key_r < key_w and key_r[1] <= key_w[1]
             elif kind == S.RING:
@@ -205,10 +208,10 @@ def test_forward_wait_is_reported(monkeypatch, control_warp):
 _layout_pre_reads = S.layout_pre_reads
 
 
-def _no_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, table, base):
+def _no_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, co_resident, table, base):
     """A layout that forgot its pre-reads: every span, and the list of them, empty."""
     m_max = S.max_tiles(n, tile_bytes)
-    _layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, table, base)
+    _layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, co_resident, table, base)
     for w in range(m_max):
         table[base + S.TILE_FIELDS * w + S.T_OFFSET] = -1
         table[base + S.TILE_FIELDS * w + S.T_VECS] = 0
@@ -324,3 +327,95 @@ def test_kinds_have_matches_the_fields():
             for kind in (S.WAIT, S.RING, S.PRE):
                 assert S.kinds_have(packed, kind) == (kind in fields), (fields, kind)
                 assert any(S.kind_at(packed, i) == kind for i in range(runs)) == (kind in fields)
+
+
+# --- co-resident plans (one block a lane, launched cooperatively) ---------------------------------
+
+def _co_resident_geometry(n, k, tile_bytes, chain, lane_steps):
+    """Whether a co-resident table of this geometry waits on a later lane (what co-residency buys)."""
+    m = S.tile_count(n, 0, tile_bytes)
+    g, length, inv = S.chain_shape(m, S.chain_step(m, chain))
+    for w in range(m):
+        x0, x1 = S.tile_dest(n, 0, tile_bytes, w)
+        z = x0
+        while z < x1:
+            reader, z = S.reader_run(n, k, 0, tile_bytes, z, x1)
+            if (S.classify(m, g, length, inv, lane_steps, 2, 1, reader, w) == S.WAIT
+                    and _key(n, 0, tile_bytes, chain, lane_steps, reader)[0]
+                    > _key(n, 0, tile_bytes, chain, lane_steps, w)[0]):
+                return True
+    return False
+
+
+@settings(deadline=None, max_examples=60)
+@given(n=st.integers(200, 2500), data=st.data(), policy=st.sampled_from(POLICIES),
+       control_warp=st.sampled_from([False, True, "pipeline"]), seed=st.integers(0, 2**16))
+def test_co_resident_plans_finish_with_a_block_per_lane(n, data, policy, control_warp, seed):
+    """A co-resident plan under any interleaving, every lane held by a block of its own: numpy.roll's
+    result, every wait pointing to a smaller (step, lane) key (the emulator raises otherwise)."""
+    tile_bytes = data.draw(st.sampled_from([16, 32, 48, 64]), label="tile_bytes")
+    k = data.draw(st.integers(1, n - 1), label="k")
+    q = k // tile_bytes
+    chain = data.draw(st.sampled_from(sorted({max(1, q), q + 1})), label="chain")
+    m = S.tile_count(n, 5, tile_bytes)
+    lane_steps = data.draw(st.integers(1, max(1, m // 2)), label="lane_steps")
+    lanes = S.lanes_per_row(n, tile_bytes, lane_steps)
+    buf = np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8)
+    out = emulate(buf, 1, n, k, 5, tile_bytes, lanes, policy, seed, buffers=data.draw(st.integers(2, 4)),
+                  chain=chain, lane_steps=lane_steps, co_resident=True, **variant(control_warp))
+    np.testing.assert_array_equal(out, expected(buf, 1, n, k),
+                                  err_msg=f"emulate(buf, 1, {n}, {k}, 5, {tile_bytes}, {lanes}, {policy!r}, {seed}, "
+                                          f"chain={chain}, lane_steps={lane_steps}, co_resident=True)")
+
+
+@pytest.mark.parametrize("rows", [1, 3])
+def test_co_resident_rows(rows):
+    """Several rows, every row's lanes a block each, misaligned rows (16 heads in the table)."""
+    n, k, T = 1001, 389, 32
+    chain, lane_steps = k // T + 1, 7
+    lanes = rows * S.lanes_per_row(n, T, lane_steps)
+    buf = np.random.default_rng(rows).integers(0, 256, rows * n, dtype=np.uint8)
+    for policy in POLICIES:
+        out = emulate(buf, rows, n, k, 3, T, lanes, policy, 1, chain=chain, lane_steps=lane_steps, co_resident=True,
+                      pipeline=True, control_warp=True)
+        np.testing.assert_array_equal(out, expected(buf, rows, n, k))
+
+
+def test_co_resident_plan_needs_every_lane_resident():
+    """Not vacuous: a co-resident table waits on later lanes, so with one block it cannot finish."""
+    n, k, T, chain, lane_steps = 1500, 700, 32, 22, 6
+    assert _co_resident_geometry(n, k, T, chain, lane_steps)
+    buf = np.random.default_rng(0).integers(0, 256, n, dtype=np.uint8)
+    with pytest.raises(Deadlock):
+        emulate(buf, 1, n, k, 0, T, 1, "lowest", 0, chain=chain, lane_steps=lane_steps, co_resident=True)
+    lanes = S.lanes_per_row(n, T, lane_steps)
+    out = emulate(buf, 1, n, k, 0, T, lanes, "lowest", 0, chain=chain, lane_steps=lane_steps, co_resident=True)
+    np.testing.assert_array_equal(out, expected(buf, 1, n, k))
+
+
+@settings(deadline=None, max_examples=200)
+@given(n=st.integers(64, 4000), data=st.data(), ring=st.integers(2, 4))
+def test_co_resident_pre_reads_only_what_the_order_forces(n, data, ring):
+    """Co-residency only turns PRE into WAIT: never the reverse, never a different SELF or RING; and
+    ``pre_bytes_by_lane_steps`` (the planner's lane scan) counts what ``count_kinds`` counts."""
+    tile_bytes = data.draw(st.sampled_from([16, 32, 64]), label="tile_bytes")
+    k = data.draw(st.integers(1, n - 1), label="k")
+    chain = data.draw(st.integers(1, 40), label="chain")
+    head = data.draw(st.integers(0, 15), label="head")
+    m = S.tile_count(n, head, tile_bytes)
+    steps = np.array(sorted(set(data.draw(st.lists(st.integers(1, m + 2), min_size=1, max_size=5)))), np.int64)
+    for co_resident in (0, 1):
+        scanned = np.empty(len(steps), np.int64)
+        S.pre_bytes_by_lane_steps(n, k, head, tile_bytes, chain, ring, co_resident, steps, scanned)
+        for lane_steps, pre in zip(steps, scanned):
+            assert pre == S.count_kinds(n, k, head, tile_bytes, chain, int(lane_steps), ring, co_resident)[3]
+    g, length, inv = S.chain_shape(m, S.chain_step(m, chain))
+    for lane_steps in steps:
+        for w in range(m):
+            x0, x1 = S.tile_dest(n, head, tile_bytes, w)
+            z = x0
+            while z < x1:
+                reader, z = S.reader_run(n, k, head, tile_bytes, z, x1)
+                alone = S.classify(m, g, length, inv, int(lane_steps), ring, 0, reader, w)
+                together = S.classify(m, g, length, inv, int(lane_steps), ring, 1, reader, w)
+                assert together == alone or (alone == S.PRE and together == S.WAIT)

@@ -269,8 +269,15 @@ def _write_moved(threads: int, write_iters: int, spare_vector: bool = False):
 @functools.lru_cache(maxsize=None)
 def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: int = BUFFERS,
                  min_blocks: int = 0, control_warp: bool = False, direct_decode: bool = False,
-                 pipeline: bool = False, bulk_stores: bool = False):
+                 pipeline: bool = False, bulk_stores: bool = False, one_lane: bool = False):
     """The persistent, chain-ordered in-place rotation kernel for one configuration.
+
+    ``one_lane``: the kernel of a co-resident plan (``co_resident`` in the
+    plan's details): a block walks the one lane its first ticket gives and
+    leaves, never drawing a second, since its waits may point to any lane at
+    an earlier step, and a block walking two lanes would hold the second's
+    first steps behind the first's last (docs/design.md, "Co-resident lanes").
+    The launch has exactly one block a lane, cooperatively.
 
     Arguments are scalars on the GPU (raw device addresses and integers, so a
     launch passes them as they are) and arrays under the simulator:
@@ -395,6 +402,8 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                 position = (lane - row * lanes_row) * lane_steps + step
                 if position < S.tile_count(n, head, T):
                     return lane, step, 1
+            if one_lane and lane >= 0:
+                return total_lanes, step, 0
             lane = int64(atomic_add_u64(counters, 0, uint64(1)))
             step = int64(0)
             if lane >= total_lanes:

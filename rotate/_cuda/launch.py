@@ -256,7 +256,7 @@ def _chain_config(d: dict):
     pipeline = bool(d.get("pipeline", False))
     return (d["tile_bytes"], d["block"] - _kernels.control_threads(control_warp, pipeline), d["buffers"],
             d.get("min_blocks", 0), control_warp, d.get("decode", "runs") == "direct", pipeline,
-            bool(d.get("bulk_store", False)))
+            bool(d.get("bulk_store", False)), bool(d.get("co_resident", False)))
 
 
 def _int64_cufunc(kernel, args: int):
@@ -268,11 +268,11 @@ def _int64_cufunc(kernel, args: int):
 @_kernels.functools.lru_cache(maxsize=None)
 def _compiled_chain(tile_bytes: int, threads: int, buffers: int, min_blocks: int, control_warp: bool = False,
                     direct_decode: bool = False, pipeline: bool = False, bulk_stores: bool = False,
-                    device: int = 0):
+                    one_lane: bool = False, device: int = 0):
     """The chain kernel compiled for all-int64 arguments, and its cuda.core handle in ``device``'s context
     (numba loads the module per device: a handle from another device's context would not launch here)."""
     kernel = _kernels.chain_kernel(tile_bytes, threads, buffers, min_blocks, control_warp, direct_decode, pipeline,
-                                   bulk_stores)
+                                   bulk_stores, one_lane)
     if SIMULATED:
         return kernel, None
     return kernel, _int64_cufunc(kernel, 15).kernel
@@ -324,7 +324,14 @@ def _prepare_launch(step, device: int, handle: int):
     d = step.details
     _, cu_kernel = _compiled_chain(*_chain_config(d), device=device)
     ref = core_stream(handle)
-    config = LaunchConfig(grid=d["grid"], block=d["block"])
+    if d["co_resident"]:
+        if d["grid"] != d["lanes"]:
+            raise AssertionError(f"internal error: a co-resident chain plan has {d['lanes']} lanes and a grid of "
+                                 f"{d['grid']} blocks; it needs one block a lane")
+        check_co_resident(cu_kernel, d, device)
+    # A co-resident plan's blocks wait on each other's later lanes: a cooperative launch makes the driver
+    # start them all at once or refuse the launch (before any byte moves), never start part of them.
+    config = LaunchConfig(grid=d["grid"], block=d["block"], is_cooperative=bool(d["co_resident"]))
     prepared = (step, launch, ref, config, cu_kernel, _device_table_address(d["_table"]),
                 (step.rows, step.seg_bytes, step.left_bytes),
                 (d["lane_steps"], d["_lanes_row"], d["_pre_row"], d["_scratch_row"], d["_heads"]))
@@ -334,6 +341,22 @@ def _prepare_launch(step, device: int, handle: int):
     return prepared
 
 
+
+
+def check_co_resident(cu_kernel, details: dict, device: int) -> None:
+    """Raise before launching if the driver would not hold every block of a co-resident plan at once.
+
+    The planner counts blocks from its model of the kernel's shared memory
+    and registers (``planner.blocks_per_sm``); the driver's occupancy of the
+    compiled kernel is what a cooperative launch checks.
+    """
+    sms, _ = planner.device_shape(device)
+    fit = cu_kernel.occupancy.max_active_blocks_per_multiprocessor(details["block"], 0) * sms
+    if details["grid"] > fit:
+        raise RuntimeError(
+            f"internal error: a co-resident chain plan needs {details['grid']} blocks resident at once, but the "
+            f"compiled kernel fits {fit} on this GPU; plan with rotate's GPU setting co_resident=False "
+            f"(rotate._cuda.planner.override(co_resident=False)) and report this")
 
 
 def _sim_bytes(target, nbytes: int, offset: int = 0):

@@ -28,6 +28,9 @@ settings = {
     "min_blocks": 0,  # >0: ask ptxas to fit this many blocks per SM (caps registers)
     "grid": None,  # None: fill the GPU (blocks per SM x SMs)
     "lane_steps": None,  # None: one lane per resident block; an int forces the lane length
+    # Chain plans may be co-resident (one block a lane, launched cooperatively, waits on later lanes
+    # at earlier steps) where that pre-reads less: random shifts (docs/design.md, "Co-resident lanes").
+    "co_resident": True,
     "lane_threads": None,  # roll_rows / row-cycles block size; None: each kernel's default
     # chain kernel: "pipeline" (a producer warp bulk-copies sources, publishes and clears waits, a
     # decoder warp decodes items ahead, data warps write with no block barrier), "control-warp" (a
@@ -58,8 +61,10 @@ settings = {
     "half_swap_vecs": None,  # 16-byte vectors of each run a half-swap thread holds (1-4); None: HALF_SWAP_VECS
     # Multi-axis rolls with one rolled leading axis as a flat rotation (chain) and a strip step (row-strips,
     # rotate/_rowperm.py), where rows are 16-byte aligned: 2N(1 + w/seg) bytes with a strip of w <= seg/2
-    # bytes a row, against row-cycles' 2N at 18-76% of memcpy. Not yet timed on a GPU: off by default.
-    "flat_strips": False,
+    # bytes a row, against row-cycles' 2N at 18-76% of memcpy. None: where the strip is at most
+    # FLAT_STRIP_FRACTION of a row (or row-cycles cannot take the roll); True: wherever the flat pass is
+    # one pass (tests, measurements); False: never.
+    "flat_strips": None,
     "panel_bytes": None,  # lane-panels: lane bytes a panel holds; None: _lanes.PANEL_BYTES
     "row_threads": None,  # lane-panels' run writer: threads a group writing one lane has; None: group_threads
     # lane-panels' and row-cycles' (three-rows) write: "runs" (each lane or row as two runs through the
@@ -288,7 +293,8 @@ def _ctx_get_device():
     return driver.cuCtxGetDevice
 
 
-def chain_layout(n: int, k: int, heads, tile_bytes: int, chain: int, lane_steps: int, ring: int):
+def chain_layout(n: int, k: int, heads, tile_bytes: int, chain: int, lane_steps: int, ring: int,
+                 co_resident: bool = False):
     """The plan table (``S.table_stride`` int64 per head) and the scratch bytes one row needs (max over heads).
 
     Returns ``(None, 0)`` when a tile has more runs than the kernel decodes.
@@ -299,7 +305,7 @@ def chain_layout(n: int, k: int, heads, tile_bytes: int, chain: int, lane_steps:
     table = np.zeros(stride * len(heads) + _kernels.ENTRY_BATCH, np.int64)
     row_bytes = 0
     for index, head in enumerate(heads):
-        head_bytes = layout(n, k, head, tile_bytes, chain, lane_steps, ring, table, stride * index)
+        head_bytes = layout(n, k, head, tile_bytes, chain, lane_steps, ring, int(co_resident), table, stride * index)
         if head_bytes < 0:
             return None, 0
         row_bytes = max(row_bytes, head_bytes)
@@ -319,18 +325,94 @@ def _heads(rows: int, seg: int, head0: int):
     return tuple(range(16))
 
 
+#: A co-resident plan's lane scan (``co_resident_lane_steps``): lane lengths from the shortest that gives
+#: every resident block at most one lane up to CO_RESIDENT_NEAR times it first (the one that pre-reads
+#: least), up to CO_RESIDENT_SCAN times it where nothing fitted (the shortest that fits). Fewer lanes, fewer
+#: busy blocks. Up to 1.25 alone, 3 of 6 random 1 GiB shifts found no length within the bound; up to 2.0,
+#: none missed (docs/results/co-resident-scan-1g-h200.log).
+CO_RESIDENT_SCAN = 2.0
+CO_RESIDENT_NEAR = 1.25
+
+
+def cooperative_launch() -> bool:
+    """Whether chain plans may be co-resident: a real GPU (the simulator runs blocks one after another),
+    ``settings["co_resident"]``, and a cuda.core that launches cooperatively (``is_cooperative``)."""
+    if SIMULATED or not settings["co_resident"]:
+        return False
+    return _cooperative_config()
+
+
+@functools.lru_cache(maxsize=1)
+def _cooperative_config() -> bool:
+    try:
+        from cuda.core import LaunchConfig
+
+        LaunchConfig(grid=1, block=32, is_cooperative=True)
+        return True
+    except Exception:
+        return False
+
+
+def co_resident_lane_steps(rows: int, seg: int, left: int, head: int, tile_bytes: int, chain: int, buffers: int,
+                           grid: int, cap: int, far: bool = False):
+    """``(lane_steps, pre_bytes)`` of a co-resident plan's lanes, or None.
+
+    Every lane needs a resident block of its own, so lanes are at least
+    ``S0 = ceil(m / (grid // rows))`` steps. Longer lanes (fewer blocks)
+    are scanned too, because which lengths leave a piece's writer at a later
+    step than its reader depends on the shift. ``far`` False: the length up
+    to ``CO_RESIDENT_NEAR * S0`` that pre-reads least. ``far`` True (the
+    planner asks only when no configuration fitted ``cap`` otherwise): the
+    shortest length up to ``CO_RESIDENT_SCAN * S0`` that fits, failing that
+    the one that pre-reads least. Both rules are the measured ones
+    (docs/perf-notes.md, "Random shifts: co-resident chains"). A far scan
+    that prefers fewer pre-reads over more lanes lost 3-4 points: lanes for
+    97% of the resident blocks with 8.5 MB of pre-reads ran at 85% of
+    memcpy, lanes for 40% with 6.6 MB at 82%, 82% with 14.5 MB at 76% and
+    51% with 5.7 MB at 72% (docs/results/co-resident-scan-1g-h200.log).
+    """
+    lanes_row = grid // rows
+    m_max = S.max_tiles(seg, tile_bytes)
+    if lanes_row < 2 or m_max < 4:
+        return None
+    shortest = S.ceil_div(m_max, lanes_row)
+    if S.ceil_div(m_max, shortest) < 2:
+        return None
+    reach = CO_RESIDENT_SCAN if far else CO_RESIDENT_NEAR
+    candidates = np.arange(shortest, max(shortest, int(shortest * reach)) + 1, dtype=np.int64)
+    pre = np.empty(len(candidates), np.int64)
+    S.compiled_table_builders()[2](seg, left, head, tile_bytes, chain, buffers, 1, candidates, pre)
+    # Spans are 16-byte aligned at both ends; the flags take 8 bytes a tile.
+    fits = np.flatnonzero(rows * (pre + 32 * m_max) + 8 * rows * m_max + 64 <= cap)
+    best = int(fits[0]) if far and len(fits) else int(np.argmin(pre))
+    return int(candidates[best]), int(pre[best])
+
+
 def plan_chain(rows: int, seg: int, left: int, head0: int, cap: int):
+    """The cheapest chain configuration within ``cap`` scratch bytes, or None (``_plan_chain``; where none
+    fits, co-resident plans with the far lane scan, ``co_resident_lane_steps``)."""
+    best = _plan_chain(rows, seg, left, head0, cap, far=False)
+    if best is None and cooperative_launch() and not settings["lane_steps"]:
+        best = _plan_chain(rows, seg, left, head0, cap, far=True)
+    return best
+
+
+def _plan_chain(rows: int, seg: int, left: int, head0: int, cap: int, far: bool):
     """The cheapest chain configuration within ``cap`` scratch bytes, or None.
 
     Candidates: the chain step (``k // T`` or one more: the tile that item
     reads most of comes next), the ring depth, and the tile size; the lane
-    length gives every resident block a lane.
+    length gives every resident block a lane. Where a cooperative launch is
+    available, each also as a *co-resident* plan (one block a lane, waits on
+    later lanes at earlier steps) with the lane length ``co_resident_lane_steps``
+    picks (``far``: co-resident plans only, from the far scan).
     """
     threads = chain_threads()
     heads = _heads(rows, seg, head0)
     tile_sizes = [settings["tile_bytes"]]
     if settings["tile_bytes"] >= 32 * 1024:
         tile_sizes.append(settings["tile_bytes"] // 2)
+    co_resident_ok = cooperative_launch()
     best = None
     for tile_bytes in tile_sizes:
         rings = [settings["buffers"]] + [b for b in (3, 4) if b > settings["buffers"] and
@@ -349,14 +431,22 @@ def plan_chain(rows: int, seg: int, left: int, head0: int, cap: int):
               # tile (a band) cost a ticket and a wait on the neighbouring lane
               # every item, 6 points more than long lanes once the decoding
               # left the critical path (docs/perf-notes.md).
-              for lane_steps in [settings["lane_steps"]] if settings["lane_steps"] else [per_block]:
-                  table, row_bytes = chain_layout(seg, left, heads, tile_bytes, chain, lane_steps, buffers)
+              candidates = [] if far else [(settings["lane_steps"] or per_block, False)]
+              if co_resident_ok and not settings["lane_steps"]:
+                  found = co_resident_lane_steps(rows, seg, left, heads[0], tile_bytes, chain, buffers, grid, cap,
+                                                 far)
+                  if found is not None:
+                      candidates.append((found[0], True))
+              for lane_steps, co_resident in candidates:
+                  table, row_bytes = chain_layout(seg, left, heads, tile_bytes, chain, lane_steps, buffers,
+                                                  co_resident)
                   if table is None:
                       continue
                   scratch = rows * row_bytes
                   flags_bytes = 8 * rows * m_max
                   _, waited, ringed, pre = S.compiled_table_builders()[1](seg, left, heads[0], tile_bytes, chain,
-                                                                          lane_steps, buffers)
+                                                                          lane_steps, buffers, int(co_resident))
+                  lanes = rows * S.lanes_per_row(seg, tile_bytes, lane_steps)
                   # Cost in bytes of traffic: pre-reads move their bytes twice more;
                   # a RING wait stalls the block until its own copies land (part of
                   # its overlap is lost); a WAIT polls another lane's flag.
@@ -367,12 +457,16 @@ def plan_chain(rows: int, seg: int, left: int, head0: int, cap: int):
                   # One block an SM leaves too few bytes in flight to stream; two
                   # with three 32 KiB buffers beat three with two (docs/perf-notes.md).
                   cost += rows * seg * {1: 50}.get(min_blocks, 0) // 100
-                  score = (cost, scratch, buffers != settings["buffers"], -tile_bytes)
+                  if co_resident:
+                      # A co-resident plan's lanes may leave resident blocks idle (reasoned, not
+                      # measured: a quarter of the idle share's bytes).
+                      cost += rows * seg * max(0, grid - lanes) // (4 * grid)
+                  score = (cost, scratch, co_resident, buffers != settings["buffers"], -tile_bytes)
                   if scratch + flags_bytes + 64 <= cap and (best is None or score < best[0]):
                       best = (score, dict(tile_bytes=tile_bytes, buffers=buffers, chain=chain, lane_steps=lane_steps,
                                           lanes_row=S.lanes_per_row(seg, tile_bytes, lane_steps), grid=grid,
                                           min_blocks=min_blocks, scratch_row=row_bytes, heads=heads, table=table,
-                                          m_max=m_max, control_warp=control_warp))
+                                          m_max=m_max, control_warp=control_warp, co_resident=co_resident))
     return None if best is None else best[1]
 
 
@@ -435,7 +529,9 @@ def _chain_step(axis, shift, rows, seg, left, word, head0, cap) -> Optional[Step
                 "lanes": rows * cfg["lanes_row"],
                 "pre_read_bytes": pre_bytes,
                 "head0": head0,
-                "co_resident": False,  # every wait is on an earlier (lane, step): any residency finishes
+                # False: every wait is on an earlier (lane, step), any residency finishes; True: waits
+                # on earlier (step, lane) keys, one block a lane, launched cooperatively (all resident).
+                "co_resident": cfg["co_resident"],
                 "_table": cfg["table"],
                 "_scratch_row": cfg["scratch_row"],
                 "_heads": len(cfg["heads"]),
@@ -841,8 +937,10 @@ def _fold_rows(shape: tuple, itemsize: int, c_shifts: dict):
 def plan_multi_axis(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
                     cap: Optional[int]) -> Optional[tuple]:
     """The steps of a roll over several axes of a C-ordered array: one ``half-swaps`` step where every
-    rolled axis moves by half its length; with ``settings["flat_strips"]``, a flat ``chain`` pass and a
-    ``row-strips`` step where one leading axis rolls; else one ``row-cycles`` step. None when none takes
+    rolled axis moves by half its length; a flat one-pass rotation and a ``row-strips`` step where one
+    leading axis rolls and the strip is narrow (``FLAT_STRIP_FRACTION``) or ``row-cycles`` cannot take
+    it (``settings["flat_strips"]``: None, that rule; True, wherever it applies; False, never); else one
+    ``row-cycles`` step. None when none takes
     it (one pass per axis then)."""
     lead, offs, seg, block = _fold_rows(shape, itemsize, c_shifts)
     rows = int(np.prod(lead, dtype=np.int64)) if lead else 1
@@ -850,12 +948,23 @@ def plan_multi_axis(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     step = plan_half_swaps(lead, offs, rows, seg, row_shift, itemsize, pointer)
     if step is not None:
         return (step,)
-    if settings["flat_strips"]:
-        steps = plan_flat_strips(lead, offs, seg, row_shift, itemsize, pointer, cap)
-        if steps is not None:
-            return steps
+    # A forced cycle variant asks for row-cycles (measurements, tests), as it does over half-swaps.
+    flat = settings["flat_strips"] is not False and settings["cycle_variant"] is None
+    steps = plan_flat_strips(lead, offs, seg, row_shift, itemsize, pointer, cap) if flat else None
+    if steps is not None and settings["flat_strips"]:
+        return steps
     step = plan_row_cycles(shape, itemsize, c_shifts, pointer, cap)
+    if steps is not None and (step is None or steps[1].seg_bytes <= FLAT_STRIP_FRACTION * steps[0].seg_bytes):
+        return steps
     return None if step is None else (step,)
+
+
+#: ``flat_strips`` replaces a ``row-cycles`` step only when its strip is at most this share of the rows:
+#: the strip moves its bytes a second time, so a strip of a quarter of every row costs a pass at 85% about
+#: as much as one at 75% (reasoned from the 0.04-1% strips of docs/results/gpu-rows-multi-axis-flat-strips-
+#: h200.json, where row-cycles ran 16-76% and the flat pass and strip 73-91%; wide strips not measured).
+#: Aligned two-row swaps (half of every row moved) stay with row-cycles' fast chunked swaps.
+FLAT_STRIP_FRACTION = 0.125
 
 
 #: Registers a thread of the row-strips kernel takes (ptxas for sm_90, four vectors a thread: 72).
