@@ -355,25 +355,51 @@ def plan_coverage_sentence(data, source: str = "plan-coverage-h200-shape.json") 
     dtypes = sorted({r["dtype"] for r in rows})
     sizes = sorted({r["size_bytes"] for r in rows})
     commit = str(data.get("environment", {}).get("git_commit", "?"))[:12]
-    text = (f"Those are structured shifts. Random ones do worse: planned for the H200's shape under the default "
+    text = (f"Those are structured shifts. For random ones, planned for the H200's shape under the default "
             f"scratch bound (docs/results/{source}, commit `{commit}`, {len(rows)} seeded random shifts of "
             f"{' and '.join(size_label(b) for b in sizes)} {' and '.join(dtypes)} arrays; planned, not timed), "
             f"{len(chain)} of {len(rows)} take the chain's one pass")
     if other:
         text += (f"; the others take block swaps or reversals, which move {other[0]:.2f}-{other[-1]:.2f}x the "
-                 f"bytes of one pass (median {other[len(other) // 2]:.2f}x), so expect roughly half the speed "
-                 f"above")
+                 f"bytes of one pass")
     caps = sorted(r["chain_from_cap_bytes"] / r["size_bytes"] for r in rows
                   if r["chain_from_cap_bytes"] is not None and r["default"]["algorithm"] != "chain")
     never = sum(r["chain_from_cap_bytes"] is None for r in rows)
     if caps:
-        text += (f". A larger `max_scratch_bytes` lets the chain take them ({caps[0]:.0%}-{caps[-1]:.0%} of the "
+        span = f"{caps[0]:.0%}" if f"{caps[0]:.0%}" == f"{caps[-1]:.0%}" else f"{caps[0]:.0%}-{caps[-1]:.0%}"
+        text += (f" (a larger `max_scratch_bytes` lets the chain take them: {span} of the "
                  f"array" + (f"; {never} not even at 25%" if never else "") + ")")
-    return text + "; docs/perf-notes.md (\"Random shifts\") says why and what would fix it."
+    return text + "."
+
+
+def random_shift_sentence(data, source: str) -> str:
+    """Random shifts as users time them (``rotate.bench`` rows labelled ``randS``), peers beside."""
+    rows = [r for r in data["rows"] if r["shift_label"].startswith("rand")]
+    if not rows:
+        return ""
+    commit = str(data.get("environment", {}).get("git_commit", "?"))[:24]
+    parts = []
+    for size in sorted({r["size_bytes"] for r in rows}):
+        chain = [r["pct_memcpy"] for r in rows if r["size_bytes"] == size and r["algorithm"] == "chain"]
+        rest = [r["pct_memcpy"] for r in rows if r["size_bytes"] == size and r["algorithm"] != "chain"]
+        part = (f"{size_label(size)}: {len(chain)} of {len(chain) + len(rest)} in one pass at "
+                f"{min(chain):.0f}-{max(chain):.0f}%" if chain else f"{size_label(size)}: none in one pass")
+        if rest:
+            part += f", the others through block swaps at {min(rest):.0f}-{max(rest):.0f}%"
+        parts.append(part)
+    cupy = [r["cupy_pct"] for r in rows if "cupy_pct" in r]
+    text = (f" Timed on the H200 with the first co-resident planner (docs/results/{source}, run from the "
+            f"working tree `{commit}`, "
+            f"{len(rows)} rows, whole call as % of memcpy): " + "; ".join(parts) + ".")
+    if cupy:
+        text += (f" `cupy.roll` ran the same shifts at {min(cupy):.0f}-{max(cupy):.0f}% out of place, faster "
+                 f"where it runs near or above 100%.")
+    return text + (" docs/perf-notes.md (\"Random shifts: co-resident chains\") has the runs since, the plans that "
+                   "changed and what is still slow.")
 
 
 def readme_how_fast(bench, longdist, e2e, cpu, overhead, quick=None, e2e_source="gpu-e2e-h200.json",
-                    coverage=None) -> str:
+                    coverage=None, random_run=None) -> str:
     parts = []
     if e2e is not None:
         rows = [r for r in e2e["rows"] if r["algorithm"] == "chain"]
@@ -393,7 +419,8 @@ def readme_how_fast(bench, longdist, e2e, cpu, overhead, quick=None, e2e_source=
                                          f"or the array's length less a few elements)" if short else "")
                          + "; the goal is 90%, and docs/perf-notes.md says where the time goes.")
             if coverage is not None:
-                parts.append(plan_coverage_sentence(coverage))
+                parts.append(plan_coverage_sentence(coverage)
+                             + (random_shift_sentence(*random_run) if random_run else ""))
         ours = [r for r in rows]
         wins = [r for r in ours if all(f"{p}_ms" not in r or r[f"{p}_ms"] >= r["ms"] for p in ("cupy", "torch"))]
         if wins:
@@ -477,6 +504,8 @@ CHAIN_GATE_16G_RUN = "gpu-e2e-chain-16g-eee3343-h200.json"
 #: The newest run of benchmarks/rows_gpu_bench.py (roll_rows, fftshift, multi-axis rolls): perf-notes'
 #: gpu-rows table and the README's rows sentence.
 ROWS_RUN = "gpu-rows-8bedeb6-h200.json"
+#: Random 1-D shifts timed as users time them (rotate.bench --shifts randS), peers beside.
+RANDOM_RUN = "random-shifts-co-resident-scan125-h200.json"
 
 
 def chain_history_table() -> str:
@@ -536,7 +565,8 @@ def blocks() -> dict:
         ("README.md", "numbers", "readme-how-fast"): readme_how_fast(bench, longdist, load(CHAIN_GATE_RUN), cpu,
                                                                      overhead, load("gpu-e2e-quick-h200.json"),
                                                                      CHAIN_GATE_RUN,
-                                                                     load("plan-coverage-h200-shape.json")),
+                                                                     load("plan-coverage-h200-shape.json"),
+                                                                     (load(RANDOM_RUN), RANDOM_RUN)),
         ("docs/perf-notes.md", "table", "gpu-e2e-chain"): gpu_e2e_table(load(CHAIN_GATE_RUN), CHAIN_GATE_RUN),
         ("docs/perf-notes.md", "table", "gpu-e2e-chain-16g"): gpu_e2e_table(load(CHAIN_GATE_16G_RUN),
                                                                             CHAIN_GATE_16G_RUN),
