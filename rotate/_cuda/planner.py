@@ -413,7 +413,9 @@ def _plan_chain(rows: int, seg: int, left: int, head0: int, cap: int, far: bool)
     if settings["tile_bytes"] >= 32 * 1024:
         tile_sizes.append(settings["tile_bytes"] // 2)
     co_resident_ok = cooperative_launch()
-    best = None
+    # Costs first (``count_kinds``: one walk of the row), plan tables only for the cheapest: a table
+    # layout is the planner's slowest step, and only the cheapest configuration that fits is used.
+    priced = []
     for tile_bytes in tile_sizes:
         rings = [settings["buffers"]] + [b for b in (3, 4) if b > settings["buffers"] and
                                           _kernels.smem_bytes(tile_bytes, b) <= 110 * 1024]
@@ -438,14 +440,10 @@ def _plan_chain(rows: int, seg: int, left: int, head0: int, cap: int, far: bool)
                   if found is not None:
                       candidates.append((found[0], True))
               for lane_steps, co_resident in candidates:
-                  table, row_bytes = chain_layout(seg, left, heads, tile_bytes, chain, lane_steps, buffers,
-                                                  co_resident)
-                  if table is None:
-                      continue
-                  scratch = rows * row_bytes
-                  flags_bytes = 8 * rows * m_max
                   _, waited, ringed, pre = S.compiled_table_builders()[1](seg, left, heads[0], tile_bytes, chain,
                                                                           lane_steps, buffers, int(co_resident))
+                  if rows * pre + 8 * rows * m_max + 64 > cap:
+                      continue  # its spans cover at least its PRE bytes: it cannot fit
                   lanes = rows * S.lanes_per_row(seg, tile_bytes, lane_steps)
                   # Cost in bytes of traffic: pre-reads move their bytes twice more;
                   # a RING wait stalls the block until its own copies land (part of
@@ -461,13 +459,31 @@ def _plan_chain(rows: int, seg: int, left: int, head0: int, cap: int, far: bool)
                       # A co-resident plan's lanes may leave resident blocks idle (reasoned, not
                       # measured: a quarter of the idle share's bytes).
                       cost += rows * seg * max(0, grid - lanes) // (4 * grid)
-                  score = (cost, scratch, co_resident, buffers != settings["buffers"], -tile_bytes)
-                  if scratch + flags_bytes + 64 <= cap and (best is None or score < best[0]):
-                      best = (score, dict(tile_bytes=tile_bytes, buffers=buffers, chain=chain, lane_steps=lane_steps,
-                                          lanes_row=S.lanes_per_row(seg, tile_bytes, lane_steps), grid=grid,
-                                          min_blocks=min_blocks, scratch_row=row_bytes, heads=heads, table=table,
-                                          m_max=m_max, control_warp=control_warp, co_resident=co_resident))
-    return None if best is None else best[1]
+                  priced.append((cost, dict(tile_bytes=tile_bytes, buffers=buffers, chain=chain,
+                                            lane_steps=lane_steps, lanes_row=S.lanes_per_row(seg, tile_bytes, lane_steps),
+                                            grid=grid, min_blocks=min_blocks, heads=heads, m_max=m_max,
+                                            control_warp=control_warp, co_resident=co_resident)))
+    # The cheapest that fits ``cap``, ties broken by (scratch, classic first, the default ring, larger tiles):
+    # laid out a cost group at a time, cheapest group first.
+    priced.sort(key=lambda entry: entry[0])
+    start = 0
+    while start < len(priced):
+        end = start
+        while end < len(priced) and priced[end][0] == priced[start][0]:
+            end += 1
+        best = None
+        for cost, cfg in priced[start:end]:
+            table, row_bytes = chain_layout(seg, left, heads, cfg["tile_bytes"], cfg["chain"], cfg["lane_steps"],
+                                            cfg["buffers"], cfg["co_resident"])
+            if table is None or rows * row_bytes + 8 * rows * cfg["m_max"] + 64 > cap:
+                continue
+            score = (rows * row_bytes, cfg["co_resident"], cfg["buffers"] != settings["buffers"], -cfg["tile_bytes"])
+            if best is None or score < best[0]:
+                best = (score, dict(cfg, scratch_row=row_bytes, table=table))
+        if best is not None:
+            return best[1]
+        start = end
+    return None
 
 
 def default_cap(rows: int, seg: int) -> int:
