@@ -108,6 +108,21 @@ def test_pipelined_kernel_copies_in_bulk_and_hands_off_through_mbarriers(pipelin
     assert "ld.local" not in ptx and "st.local" not in ptx
 
 
+def test_co_resident_kernel_draws_one_lane_and_keeps_its_registers(monkeypatch, pipeline_ptx):
+    """``one_lane`` (co-resident plans): the same pipelined kernel with the block's second ticket draw
+    compiled out; it must still fit its launch bounds without spilling to local memory."""
+    from rotate._cuda import planner
+
+    threads = planner.PIPELINE_THREADS
+    kernel = _kernels.chain_kernel(_kernels.TILE_BYTES, threads, _kernels.BUFFERS, 2, control_warp=True,
+                                   direct_decode=True, pipeline=True, one_lane=True)
+    block = threads + _kernels.control_threads(True, True)
+    ptx, _ = cuda.compile_ptx(kernel.py_func, (types.int64,) * 15, cc=(9, 0), launch_bounds=(block, 2))
+    assert ptx != pipeline_ptx
+    assert "mbarrier.try_wait.parity.shared::cta.b64" in ptx and ptx.count("st.global.v4.u32") >= 2
+    assert "ld.local" not in ptx and "st.local" not in ptx
+
+
 @pytest.fixture
 def swap_ptx(monkeypatch):
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
