@@ -162,7 +162,11 @@ def gpu_rows_table(data, name="gpu-rows-h200.json") -> str:
         return "(no result yet: run benchmarks/rows_gpu_bench.py on a GPU)"
     env = data.get("environment", {})
     versions = env.get("versions", {})
-    lines = [f"Source: `docs/results/{name}` (commit `{str(env.get('git_commit', '?'))[:12]}`, "
+    commit = str(env.get("git_commit", "?"))
+    # A run from an uncommitted tree names it (ROTATE_GIT_COMMIT), not a hash: say so, in full.
+    where = f"commit `{commit[:12]}`" if re.fullmatch(r"[0-9a-f]{7,40}(-dirty)?", commit) else \
+        f"working tree `{commit}`"
+    lines = [f"Source: `docs/results/{name}` ({where}, "
              f"numba-cuda {versions.get('numba-cuda')}, torch {versions.get('torch')}, cupy "
              f"{versions.get('cupy')}). % of a device-to-device memcpy of the same bytes in the same run; "
              f"*whole call* = 20 calls back to back between CUDA events, host work included. Peers are out of "
@@ -506,6 +510,8 @@ CHAIN_GATE_16G_RUN = "gpu-e2e-chain-16g-eee3343-h200.json"
 ROWS_RUN = "gpu-rows-8bedeb6-h200.json"
 #: Random 1-D shifts timed as users time them (rotate.bench --shifts randS), peers beside.
 RANDOM_RUN = "random-shifts-co-resident-scan125-h200.json"
+#: Issue #9's multi-axis cases (13-17) after flat_strips and co-resident chains (run from the tree before 6bbdb9e).
+MULTI_AXIS_RUN = "gpu-rows-multi-axis-flat-strips-h200.json"
 
 
 def chain_history_table() -> str:
@@ -573,6 +579,7 @@ def blocks() -> dict:
         ("docs/perf-notes.md", "table", "chain-history"): chain_history_table(),
         ("docs/perf-notes.md", "table", "dist"): dist_table(load("dist-h200x2.json")),
         ("docs/perf-notes.md", "table", "gpu-rows"): gpu_rows_table(load(ROWS_RUN), ROWS_RUN),
+        ("docs/perf-notes.md", "table", "gpu-rows-multi-axis"): gpu_rows_table(load(MULTI_AXIS_RUN), MULTI_AXIS_RUN),
         ("README.md", "numbers", "readme-rows"): readme_rows(load(ROWS_RUN), load("gpu-e2e-quick-h200.json"),
                                                              ROWS_RUN),
         ("docs/perf-notes.md", "table", "gpu-e2e-quick"): gpu_e2e_table(load("gpu-e2e-quick-h200.json"),
