@@ -967,12 +967,13 @@ def plan_multi_axis(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     # A forced cycle variant asks for row-cycles (measurements, tests), as it does over half-swaps.
     flat = settings["flat_strips"] is not False and settings["cycle_variant"] is None
     steps = plan_flat_strips(lead, offs, seg, row_shift, itemsize, pointer, cap) if flat else None
-    if steps is not None and settings["flat_strips"]:
-        return steps
+    if steps is not None and (settings["flat_strips"]
+                              or steps[1].seg_bytes <= FLAT_STRIP_FRACTION * steps[0].seg_bytes):
+        return steps  # a narrow strip: row-cycles need not be planned at all
     step = plan_row_cycles(shape, itemsize, c_shifts, pointer, cap)
-    if steps is not None and (step is None or steps[1].seg_bytes <= FLAT_STRIP_FRACTION * steps[0].seg_bytes):
-        return steps
-    return None if step is None else (step,)
+    if step is None:
+        return steps  # a wide strip, but row-cycles cannot take the roll (None if neither can)
+    return (step,)
 
 
 #: ``flat_strips`` replaces a ``row-cycles`` step only when its strip is at most this share of the rows:
