@@ -242,7 +242,7 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
         return [item for item in b.ring if item[1] not in b.landed]
 
     def advance(b: _Block) -> bool:
-        if b.phase == "pre":  # one large span or up to PRE_TICKET_ENTRIES small ones a ticket, as the kernel
+        if b.phase == "pre":  # up to pre_group large spans or PRE_TICKET_ENTRIES small ones a ticket, as the kernel
             ticket = counters[1]
             counters[1] += 1
             if ticket >= rows * pre_row:
@@ -256,7 +256,8 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
             head = S.row_head(head0, row, n)
             base = stride * (head if n_heads > 1 else 0)
             listed = base + S.pre_list(m_max)
-            first, end = S.pre_ticket_entries(index, int(table[listed]), int(table[base + S.pre_big(m_max)]))
+            first, end = S.pre_ticket_entries(index, int(table[listed]), int(table[base + S.pre_big(m_max)]),
+                                              int(table[base + S.pre_group_at(m_max)]))
             for e in range(first, end):
                 w = int(table[listed + 1 + e])
                 offset, lo, vecs = entry(row, w)

@@ -327,7 +327,7 @@ MAX_RUNS = 4  # source pieces of an item, and readers of a tile, are at most thi
 @register_jitable
 def table_stride(m_max):
     """int64 entries of one head's part of the plan table."""
-    return (TILE_FIELDS + 2) * m_max + 2
+    return (TILE_FIELDS + 2) * m_max + 3
 
 
 @register_jitable
@@ -344,6 +344,15 @@ PRE_SMALL_VECS = 4
 #: block-wide ticket cost ~5 dependent round trips to memory each, and a
 #: shift with a seam in every tile (1 MiB + 5 bytes) lists one a tile.
 PRE_TICKET_ENTRIES = 256
+#: Large spans a pre-read ticket covers: as many as make about
+#: ``PRE_GROUP_VECS`` vectors on average (``pre_group``), at most
+#: ``PRE_GROUP_MAX``, copied by the block as one run. A ticket costs a few
+#: dependent round trips to memory whatever it copies: with one span a
+#: ticket, random shifts' 1,000-5,700 spans of 2-16 KiB held every block
+#: in the pre-read phase for 8-52 us of a 0.6 ms launch
+#: (benchmarks/chain_trace.py).
+PRE_GROUP_VECS = 2048
+PRE_GROUP_MAX = 32
 
 
 @register_jitable
@@ -353,17 +362,34 @@ def pre_big(m_max):
 
 
 @register_jitable
-def pre_row_tickets(count, big):
-    """Pre-read tickets of a row that lists ``count`` spans, ``big`` of them large: one a large span,
-    then one per ``PRE_TICKET_ENTRIES`` small ones."""
-    return big + ceil_div(count - big, PRE_TICKET_ENTRIES)
+def pre_group_at(m_max):
+    """Offset, within a head's part of the table, of the large spans a pre-read ticket covers."""
+    return pre_big(m_max) + 1
+
+
+@register_jitable
+def pre_group(big, big_vecs):
+    """Large spans a pre-read ticket covers when ``big`` of them hold ``big_vecs`` vectors: about
+    ``PRE_GROUP_VECS`` vectors a ticket, 1 to ``PRE_GROUP_MAX`` spans."""
+    if big == 0:
+        return 1
+    group = PRE_GROUP_VECS * big // max(big_vecs, 1)
+    return max(1, min(group, PRE_GROUP_MAX))
+
+
+@register_jitable
+def pre_row_tickets(count, big, group):
+    """Pre-read tickets of a row that lists ``count`` spans, ``big`` of them large: one per ``group``
+    large spans, then one per ``PRE_TICKET_ENTRIES`` small ones."""
+    return ceil_div(big, group) + ceil_div(count - big, PRE_TICKET_ENTRIES)
 
 
 def pre_tickets_per_row(table, m_max, heads):
     """The pre-read tickets a launch reserves per row: the most any of the table's ``heads`` needs
     (``pre_row_tickets``); what the kernel, the emulator and the planner count with."""
     stride = table_stride(m_max)
-    return max(int(pre_row_tickets(int(table[h * stride + pre_list(m_max)]), int(table[h * stride + pre_big(m_max)])))
+    return max(int(pre_row_tickets(int(table[h * stride + pre_list(m_max)]), int(table[h * stride + pre_big(m_max)]),
+                                   int(table[h * stride + pre_group_at(m_max)])))
                for h in range(heads))
 
 
@@ -375,11 +401,17 @@ def pre_ticket(ticket, pre_row):
 
 
 @register_jitable
-def pre_ticket_entries(index, count, big):
-    """``[first, end)``: the list entries a row's pre-read ticket ``index`` covers (empty past the list)."""
-    if index < big:
-        return index, index + 1
-    first = big + (index - big) * PRE_TICKET_ENTRIES
+def pre_ticket_entries(index, count, big, group):
+    """``[first, end)``: the list entries a row's pre-read ticket ``index`` covers (empty past the list):
+    ``group`` large spans a ticket (the last may have fewer), then ``PRE_TICKET_ENTRIES`` small ones."""
+    big_tickets = ceil_div(big, group)
+    if index < big_tickets:
+        first = index * group
+        end = first + group
+        if end > big:
+            end = big
+        return first, end
+    first = big + (index - big_tickets) * PRE_TICKET_ENTRIES
     end = first + PRE_TICKET_ENTRIES
     if end > count:
         end = count
@@ -535,15 +567,18 @@ def layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, co_residen
             total += hi - lo
             table[listed] += 1
             table[listed + table[listed]] = w
-    # Large spans first (a ticket each, block-wide), then the small ones
-    # (``PRE_TICKET_ENTRIES`` a ticket, a thread each); stable, in tile order.
+    # Large spans first (``pre_group`` a ticket, block-wide), then the small
+    # ones (``PRE_TICKET_ENTRIES`` a ticket, a thread each); stable, in tile order.
     count = table[listed]
     order = np.empty(count, np.int64)
     big = 0
+    big_vecs = 0
     for i in range(count):
-        if table[table_base + TILE_FIELDS * table[listed + 1 + i] + T_VECS] > PRE_SMALL_VECS:
+        vecs = table[table_base + TILE_FIELDS * table[listed + 1 + i] + T_VECS]
+        if vecs > PRE_SMALL_VECS:
             order[big] = table[listed + 1 + i]
             big += 1
+            big_vecs += vecs
     small = big
     for i in range(count):
         if table[table_base + TILE_FIELDS * table[listed + 1 + i] + T_VECS] <= PRE_SMALL_VECS:
@@ -552,6 +587,7 @@ def layout_pre_reads(n, k, head, tile_bytes, chain, lane_steps, ring, co_residen
     for i in range(count):
         table[listed + 1 + i] = order[i]
     table[table_base + pre_big(m_max)] = big
+    table[table_base + pre_group_at(m_max)] = pre_group(big, big_vecs)
     return total
 
 

@@ -149,27 +149,34 @@ def test_every_overwritten_byte_has_its_reader_handled(n, data, head, tile_bytes
     assert (covered == 1).all(), "tiles must cover every destination byte exactly once"
     # The pre-read list holds every tile with a span once, large spans first; the tickets cover it once.
     count, big = int(table[S.pre_list(m_max)]), int(table[S.pre_big(m_max)])
+    group = int(table[S.pre_group_at(m_max)])
     listed = [int(w) for w in table[S.pre_list(m_max) + 1:S.pre_list(m_max) + 1 + count]]
     assert sorted(listed) == [w for w in range(m) if table[F * w] >= 0]
     assert all((table[F * w + S.T_VECS] > S.PRE_SMALL_VECS) == (i < big) for i, w in enumerate(listed))
+    big_vecs = sum(int(table[F * w + S.T_VECS]) for w in listed[:big])
+    assert group == S.pre_group(big, big_vecs) and 1 <= group <= S.PRE_GROUP_MAX
     taken = []
-    for index in range(S.pre_row_tickets(count, big)):
-        first, end = S.pre_ticket_entries(index, count, big)
-        assert first < end and (index >= big or end == first + 1)
+    for index in range(S.pre_row_tickets(count, big, group)):
+        first, end = S.pre_ticket_entries(index, count, big, group)
+        assert first < end and (first >= big or (end <= big and end - first <= group))
         taken.extend(range(first, end))
     assert taken == list(range(count)), "every listed span is in exactly one pre-read ticket"
 
 
-@given(count=st.integers(0, 3 * S.PRE_TICKET_ENTRIES + 5), data=st.data())
-def test_pre_read_tickets_take_each_listed_span_once(count, data):
+@given(count=st.integers(0, 3 * S.PRE_TICKET_ENTRIES + 5), group=st.integers(1, S.PRE_GROUP_MAX), data=st.data())
+def test_pre_read_tickets_take_each_listed_span_once(count, group, data):
     big = data.draw(st.integers(0, count), label="big")
     taken = []
-    for index in range(S.pre_row_tickets(count, big)):
-        first, end = S.pre_ticket_entries(index, count, big)
-        assert end - first == (1 if index < big else min(S.PRE_TICKET_ENTRIES, count - first))
+    big_tickets = -(-big // group)
+    for index in range(S.pre_row_tickets(count, big, group)):
+        first, end = S.pre_ticket_entries(index, count, big, group)
+        if index < big_tickets:  # large spans, group a ticket (the last ticket the rest), never mixed with small
+            assert end - first == min(group, big - first) and end <= big
+        else:
+            assert first >= big and end - first == min(S.PRE_TICKET_ENTRIES, count - first)
         taken.extend(range(first, end))
     assert taken == list(range(count))
-    rows, pre_row = 3, S.pre_row_tickets(count, big)
+    rows, pre_row = 3, S.pre_row_tickets(count, big, group)
     assert [S.pre_ticket(t, pre_row) for t in range(rows * pre_row)] == [(r, i) for r in range(rows)
                                                                            for i in range(pre_row)]
 

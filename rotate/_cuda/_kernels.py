@@ -18,7 +18,8 @@ from ._memops import (SIMULATED, address_low, atomic_add_u64, bulk_commit, bulk_
                       bulk_wait_all, commit_copies, copies_waiter, copy16_async, copy16_async_at, funnel_right,
                       load16, load16_shared, load16_shared_at, load_acquire, load_i64, load_shared_at, mbar_address,
                       mbar_arrive, mbar_expect_tx, mbar_init, mbar_init_fence, mbar_try_wait, named_barrier,
-                      proxy_fence_global, shared_address, store8, store16, store_relaxed, store_u64)
+                      proxy_fence_global, shared_address, sm_clock, sm_id, global_timer, store8, store16,
+                      store_relaxed, store_u64)
 
 wait_all = copies_waiter(0)
 
@@ -40,6 +41,18 @@ SEQ_DECODED, SEQ_CLEARED, SEQ_WRITTEN, SEQ_END = range(4)
 # The pipelined variant's item slots: -1 the end, 0 an item the data warps write, 1 an item the
 # producer stores with one bulk copy (``chain_kernel(bulk_stores=True)``).
 ITEM_END, ITEM_WRITTEN_BY_WARPS, ITEM_STORED_IN_BULK = -1, 0, 1
+# A pre-read ticket's large spans in shared memory (``pre_reads``): tile, source, scratch place,
+# vectors, and first vector in the ticket's run.
+G_TILE, G_SRC, G_DST, G_VECS, G_START = range(5)
+G_FIELDS = 5
+# ``chain_kernel(pipeline=True, trace=address)``: the int64 fields each block records
+# (benchmarks/chain_trace.py). ``t_`` are %globaltimer ns (one clock for every SM); the rest are
+# %clock64 cycles summed over the block's items: the producer's (``P_``: waiting for its copies to
+# land, for other lanes' readers, for its ring, for the data warps' writes, for the decoder; issuing
+# copies), data thread 0's (``W_``: waiting for "loaded" and "cleared"; writing) and the decoder's.
+TRACE_FIELDS = ("t_start", "t_pre_done", "t_end", "P_loop", "P_load_wait", "P_reader_wait", "P_ring_wait",
+                "P_written_wait", "P_decoded_wait", "P_issue", "items", "lane", "sm", "W_wait", "W_write",
+                "Dec_decode", "Dec_free_wait", "P_reader_wait_max")
 
 #: Default tile and ring (docs/perf-notes.md): 32 KiB tiles, three buffers
 #: (two items' copies in flight while the third is written; two blocks an
@@ -69,7 +82,9 @@ def smem_bytes(tile_bytes: int, buffers: int = BUFFERS, control_warp: bool = Fal
     and (with a control warp, for the pipelined variant) five mbarriers a buffer."""
     slots = 2 * buffers if control_warp else buffers + 1
     barriers = 5 * (buffers + 1) * 8 if control_warp else 0
-    return buffers * buffer_vecs(tile_bytes) * 16 + slots * (DESC_FIELDS + 1) * 8 + (ENTRY_BATCH + 7) * 8 + barriers
+    group = (S.PRE_GROUP_MAX + 1) * G_FIELDS * 8  # a pre-read ticket's spans
+    return (buffers * buffer_vecs(tile_bytes) * 16 + slots * (DESC_FIELDS + 1) * 8 + (ENTRY_BATCH + 7) * 8 + barriers
+            + group)
 
 
 #: DRAM and L2 move global memory in 32-byte sectors. Left rotations by c bytes with c mod 32 in
@@ -269,8 +284,13 @@ def _write_moved(threads: int, write_iters: int, spare_vector: bool = False):
 @functools.lru_cache(maxsize=None)
 def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: int = BUFFERS,
                  min_blocks: int = 0, control_warp: bool = False, direct_decode: bool = False,
-                 pipeline: bool = False, bulk_stores: bool = False, one_lane: bool = False):
+                 pipeline: bool = False, bulk_stores: bool = False, one_lane: bool = False, trace: int = 0):
     """The persistent, chain-ordered in-place rotation kernel for one configuration.
+
+    ``trace`` (pipelined kernel, GPU only): 0, or the device address of
+    ``len(TRACE_FIELDS)`` int64 a block, where each block records where its
+    time went (benchmarks/chain_trace.py). A diagnostic: with 0 every timer
+    is pruned at compile time and the kernel is the product's.
 
     ``one_lane``: the kernel of a co-resident plan (``co_resident`` in the
     plan's details): a block walks the one lane its first ticket gives and
@@ -352,6 +372,11 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         raise ValueError("bulk_stores needs pipeline: the producer issues them")
     if pipeline and not control_warp:
         raise ValueError("pipeline needs control_warp: the producer is the control warp's first thread")
+    group_shape = (S.PRE_GROUP_MAX + 1, G_FIELDS)  # a pre-read ticket's spans (``pre_reads``)
+    tracing = trace != 0
+    if tracing and (not pipeline or SIMULATED):
+        raise ValueError("trace is recorded by the pipelined kernel on a GPU only")
+    trace_fields = len(TRACE_FIELDS)
     block = threads + control_threads(control_warp, pipeline)
     bounds = (block, min_blocks) if min_blocks else block
     ws_slots = 2 * buffers  # control-warp variant: descriptors decoded ahead of the writes
@@ -639,19 +664,56 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             v += stride
 
     @cuda.jit(device=True)
+    def span_of(group, spans, q, v):
+        """The span of a ticket's group that holds the group's vector ``v`` (at or after span ``q``)."""
+        while q + 1 < spans and v >= group[q + 1, G_START]:
+            q += 1
+        return q
+
+    @cuda.jit(device=True)
+    def copy_group(data, scratch, group, spans, total, first, stride):
+        """Copy vectors ``first, first + stride, ...`` of a ticket's spans, taken as one run of ``total``
+        vectors (``group``: each span's source, scratch place and first vector in the run), four loads
+        before their stores."""
+        v = first
+        q = 0
+        while v + 3 * stride < total:
+            q0 = span_of(group, spans, q, v)
+            q1 = span_of(group, spans, q0, v + stride)
+            q2 = span_of(group, spans, q1, v + 2 * stride)
+            q3 = span_of(group, spans, q2, v + 3 * stride)
+            a = load16(data, group[q0, G_SRC] + 16 * (v - group[q0, G_START]))
+            b = load16(data, group[q1, G_SRC] + 16 * (v + stride - group[q1, G_START]))
+            c = load16(data, group[q2, G_SRC] + 16 * (v + 2 * stride - group[q2, G_START]))
+            e = load16(data, group[q3, G_SRC] + 16 * (v + 3 * stride - group[q3, G_START]))
+            store16(scratch, group[q0, G_DST] + 16 * (v - group[q0, G_START]), a[0], a[1], a[2], a[3])
+            store16(scratch, group[q1, G_DST] + 16 * (v + stride - group[q1, G_START]), b[0], b[1], b[2], b[3])
+            store16(scratch, group[q2, G_DST] + 16 * (v + 2 * stride - group[q2, G_START]), c[0], c[1], c[2], c[3])
+            store16(scratch, group[q3, G_DST] + 16 * (v + 3 * stride - group[q3, G_START]), e[0], e[1], e[2], e[3])
+            q = q3
+            v += 4 * stride
+        while v < total:
+            q = span_of(group, spans, q, v)
+            a = load16(data, group[q, G_SRC] + 16 * (v - group[q, G_START]))
+            store16(scratch, group[q, G_DST] + 16 * (v - group[q, G_START]), a[0], a[1], a[2], a[3])
+            v += stride
+
+    @cuda.jit(device=True)
     def pre_reads(ctrl, data, scratch, flags, counters, table, rows, n, head0, pre_row, scratch_row, table_heads,
                   epoch, tid):
         """Phase 1, every thread of the block (a control warp too): pre-read tickets until none is left.
 
-        A ticket is one large span, which the block copies together (a
-        barrier, a fence, then thread 0 publishes it), or up to
-        ``PRE_TICKET_ENTRIES`` small spans, a thread each, each publishing
-        its own after a fence (``rotate._schedule.pre_ticket_entries``).
-        Pre-reads wait for nothing, so every ticket taken finishes; a block
-        leaves this loop only once all are taken.
+        A ticket is up to ``pre_group`` large spans, which the block copies
+        together as one run (a barrier, a fence, then thread 0 publishes
+        them), or up to ``PRE_TICKET_ENTRIES`` small spans, a thread each,
+        each publishing its own after a fence
+        (``rotate._schedule.pre_ticket_entries``). Pre-reads wait for
+        nothing, so every ticket taken finishes; a block leaves this loop
+        only once all are taken.
         """
         m_max = S.max_tiles(n, T)
         seam_base = rows * m_max
+        group = cuda.shared.array(group_shape, int64)
         while True:
             if tid == 0:
                 ctrl[0] = int64(atomic_add_u64(counters, 1, uint64(1)))
@@ -665,19 +727,32 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             base = head_base(table_heads, head, m_max)
             listed = base + S.pre_list(m_max)
             big = load_i64(table, base + S.pre_big(m_max))
-            first, end = S.pre_ticket_entries(index, load_i64(table, listed), big)
-            if index < big:
-                w = load_i64(table, listed + 1 + first)
-                entry = base + S.TILE_FIELDS * w
-                copy_span(data, scratch, row * n + load_i64(table, entry + S.T_LO),
-                          row * scratch_row + load_i64(table, entry + S.T_OFFSET), tid,
-                          load_i64(table, entry + S.T_VECS), block)
+            per_ticket = load_i64(table, base + S.pre_group_at(m_max))
+            first, end = S.pre_ticket_entries(index, load_i64(table, listed), big, per_ticket)
+            if index < S.ceil_div(big, per_ticket):
+                spans = end - first
+                if tid < spans:  # a thread a span reads its table entries: one round trip for all
+                    w = load_i64(table, listed + 1 + first + tid)
+                    entry = base + S.TILE_FIELDS * w
+                    group[tid, G_TILE] = w
+                    group[tid, G_SRC] = row * n + load_i64(table, entry + S.T_LO)
+                    group[tid, G_DST] = row * scratch_row + load_i64(table, entry + S.T_OFFSET)
+                    group[tid, G_VECS] = load_i64(table, entry + S.T_VECS)
+                cuda.syncthreads()
+                if tid <= spans:  # where each span starts in the run (the last: the run's length)
+                    start = int64(0)
+                    for q in range(tid):
+                        start += group[q, G_VECS]
+                    group[tid, G_START] = start
+                cuda.syncthreads()
+                copy_group(data, scratch, group, spans, group[spans, G_START], tid, block)
                 if pipeline:
                     proxy_fence_global()  # scratch is read back by bulk copies (another proxy)
                 cuda.syncthreads()
                 if tid == 0:
-                    cuda.threadfence()  # the block's copies are visible before the flag says so
-                    store_relaxed(flags, seam_base + row * m_max + w, uint32(epoch))
+                    cuda.threadfence()  # the block's copies are visible before the flags say so
+                    for q in range(spans):
+                        store_relaxed(flags, seam_base + row * m_max + group[q, G_TILE], uint32(epoch))
                     atomic_add_u64(counters, 3, uint64(1))  # a finished ticket (pre_reads_done)
             else:
                 for e in range(first + tid, end, block):
@@ -942,14 +1017,30 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         lane = int64(-1)
         step = int64(0)
         j = int64(0)
+        free_wait = int64(0)
+        decode_cycles = int64(0)
         while True:
             s = j % slots
             if j >= slots:
+                if tracing:
+                    c0 = sm_clock()
                 mbar_wait(bars, at(bar0, bar_free + s), (j // slots - 1) & 1)  # item j - slots is written
+                if tracing:
+                    free_wait += sm_clock() - c0
+            if tracing:
+                c1 = sm_clock()
             lane, step = take_item(items, desc, s, lane, step, total_lanes, counters, cache, flags, table, rows,
                                    n, k, head0, lane_steps, lanes_row, scratch_row, table_heads, epoch)
+            if tracing:
+                decode_cycles += sm_clock() - c1
+                if j == 0:
+                    store_u64(int64(trace), cuda.blockIdx.x * trace_fields + 11, uint64(lane))
             mbar_arrive(bars, at(bar0, bar_decoded + s))
             if items[s] < 0:
+                if tracing:
+                    record = cuda.blockIdx.x * trace_fields
+                    store_u64(int64(trace), record + 15, uint64(decode_cycles))
+                    store_u64(int64(trace), record + 16, uint64(free_wait))
                 return
             j += 1
 
@@ -991,6 +1082,15 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         """
         end = int64(-1)  # the first item that says "no more", once the producer has seen it
         m_max = S.max_tiles(n, T)
+        if tracing:
+            loop_start = sm_clock()
+            load_wait = int64(0)
+            reader_wait = int64(0)
+            reader_wait_max = int64(0)
+            ring_wait = int64(0)
+            written_wait = int64(0)
+            decoded_wait = int64(0)
+            issue = int64(0)
         for i in range(buffers - 1):
             if end < 0:
                 mbar_wait(bars, at(bar0, bar_decoded + i), 0)
@@ -1011,29 +1111,52 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                         ba = ahead % buffers
                         sa = ahead % slots
                         if c >= 1:
+                            if tracing:
+                                c0 = sm_clock()
                             mbar_wait(bars, at(bar0, 2 * buffers + ba), ((c - 1) // buffers) & 1)  # item c - 1 written
+                            if tracing:
+                                written_wait += sm_clock() - c0
                             mbar_arrive(bars, at(bar0, bar_free + (c + buffers) % slots))  # its slot: item c + buffers
                             if bulk_stores:  # item c - 1's bulk store has read the buffer (item c's may not have)
                                 if phase == 0:
                                     wait_bulk_reads_0()
                                 else:
                                     wait_bulk_reads_1()
+                        if tracing:
+                            c0 = sm_clock()
                         mbar_wait(bars, at(bar0, bar_decoded + sa), (ahead // slots) & 1)
+                        if tracing:
+                            c1 = sm_clock()
+                            decoded_wait += c1 - c0
                         if items[sa] >= 0:
                             issue_loads(smem, ba * vecs_per_buffer, desc, sa, data, scratch, bars, bar0, ba)
                         else:
                             end = ahead
                             mbar_arrive(bars, at(bar0, ba))
+                        if tracing:
+                            issue += sm_clock() - c1
                 else:
+                    if tracing:
+                        c0 = sm_clock()
                     mbar_wait(bars, at(bar0, b), (c // buffers) & 1)
+                    if tracing:
+                        c1 = sm_clock()
+                        load_wait += c1 - c0
                     if items[s] >= 0:
                         # "Read done" needs no fence: the copies have landed.
                         store_relaxed(flags, desc[s, F_ROW] * m_max + desc[s, F_TILE], uint32(epoch))
                         reach = wait_readers(desc, s, cache, counters, flags, rows, n, k, epoch)
+                        if tracing:
+                            c2 = sm_clock()
+                            reader_wait += c2 - c1
+                            if c2 - c1 > reader_wait_max:
+                                reader_wait_max = c2 - c1
                         for ahead_i in range(c + 1, c + reach + 1):
                             # Every item up to the farthest ring reader: bulk copies land in any
                             # order, and a tile may have more than one reader in the ring.
                             mbar_wait(bars, at(bar0, ahead_i % buffers), (ahead_i // buffers) & 1)
+                        if tracing:
+                            ring_wait += sm_clock() - c2
                     start = int64(-1)
                     if bulk_stores and items[s] >= 0:
                         start = bulk_storable(desc, s, n, k)
@@ -1049,6 +1172,18 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             if items[s] < 0:
                 if bulk_stores:
                     bulk_wait_all()  # the buffers stay until the last bulk store has read them
+                if tracing:
+                    record = cuda.blockIdx.x * trace_fields
+                    store_u64(int64(trace), record + 2, uint64(global_timer()))
+                    store_u64(int64(trace), record + 3, uint64(sm_clock() - loop_start))
+                    store_u64(int64(trace), record + 4, uint64(load_wait))
+                    store_u64(int64(trace), record + 5, uint64(reader_wait))
+                    store_u64(int64(trace), record + 6, uint64(ring_wait))
+                    store_u64(int64(trace), record + 7, uint64(written_wait))
+                    store_u64(int64(trace), record + 8, uint64(decoded_wait))
+                    store_u64(int64(trace), record + 9, uint64(issue))
+                    store_u64(int64(trace), record + 10, uint64(c))
+                    store_u64(int64(trace), record + 17, uint64(reader_wait_max))
                 return
             c += 1
 
@@ -1078,6 +1213,9 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         decoder_cache = cuda.shared.array(cache_len, int64)
         tid = cuda.threadIdx.x
         bar0 = mbar_address(bars, 0)
+        if tracing and tid == threads:
+            store_u64(int64(trace), cuda.blockIdx.x * trace_fields, uint64(global_timer()))
+            store_u64(int64(trace), cuda.blockIdx.x * trace_fields + 12, uint64(sm_id()))
         if tid == threads:
             for i in range(buffers):
                 mbar_init(bars, at(bar0, i), 1)  # loaded: the producer's arrival and the copies' bytes
@@ -1089,6 +1227,8 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             mbar_init_fence()
         pre_reads(ctrl, data, scratch, flags, counters, table, rows, n, head0, pre_row, scratch_row, table_heads,
                   epoch, tid)  # ends with a barrier of every thread: the mbarriers are initialised
+        if tracing and tid == threads:
+            store_u64(int64(trace), cuda.blockIdx.x * trace_fields + 1, uint64(global_timer()))
         if tid >= threads:
             if tid == threads:
                 producer_cache[CACHE_PRE_DONE] = 0
@@ -1105,13 +1245,26 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         b = int32(0)
         s = int32(0)
         parity = uint32(0)
+        if tracing:
+            waited = int64(0)
+            writing = int64(0)
         while True:
+            if tracing:
+                c0 = sm_clock()
             mbar_wait(bars, at(bar0, b), parity)
             mbar_wait(bars, at(bar0, buffers + b), parity)
+            if tracing:
+                c1 = sm_clock()
+                waited += c1 - c0
             if items[s] < 0:
+                if tracing and tid == 0:
+                    store_u64(int64(trace), cuda.blockIdx.x * trace_fields + 13, uint64(waited))
+                    store_u64(int64(trace), cuda.blockIdx.x * trace_fields + 14, uint64(writing))
                 return
             if items[s] == ITEM_WRITTEN_BY_WARPS:
                 write_item(smem, b * vecs_per_buffer, desc, s, data, n, k, tid)
+            if tracing:
+                writing += sm_clock() - c1
             mbar_arrive(bars, at(bar0, 2 * buffers + b))
             b = int32(b + 1)
             if b == buffers:
