@@ -997,6 +997,55 @@ def test_gpu_co_resident_chains_take_random_shifts(gpu_planner, monkeypatch):
     assert S.PRE == 3  # the co-resident rule only trades PRE for WAIT (tests/test_schedule.py)
 
 
+@given(m_max=st.integers(4, 1 << 18), sms=st.integers(2, 200), rows=st.integers(1, 3))
+def test_gpu_even_lane_steps_are_exactly_the_lengths_that_load_every_sm_alike(m_max, sms, rows):
+    planner = pytest.importorskip("rotate._cuda.planner")
+    shortest = max(1, -(-m_max // (3 * sms)))
+    longest = 2 * shortest
+    even = set(planner.even_lane_steps(rows, m_max, shortest, longest, sms).tolist())
+    for steps in range(shortest, longest + 1):
+        lanes = rows * -(-m_max // steps)
+        per_sm = -(-lanes // sms)
+        light = per_sm * sms - lanes  # SMs that hold one block fewer than the others
+        assert (steps in even) == (per_sm >= 2 and light <= int(planner.CO_RESIDENT_EVEN_SLACK * sms)), \
+            (steps, lanes, per_sm)
+
+
+def test_gpu_co_resident_lane_scan_prefers_lanes_that_load_every_sm_alike(gpu_planner, monkeypatch):
+    """The lane scan takes an even lane count that fits the bound over an uneven one that pre-reads less;
+    among even ones, more blocks an SM first, then fewer pre-reads; with no even one fitting, the near
+    scan's least pre-reading length, as before."""
+    sms, m_max = 132, 100_000
+    grid = 3 * sms
+    shortest = -(-m_max // grid)
+    pre_of = {}
+
+    def fake_scan(seg, left, head, tile_bytes, chain, ring, co_resident, candidates, out):
+        for i, steps in enumerate(candidates):
+            out[i] = pre_of.get(int(steps), 100 << 20)
+
+    monkeypatch.setattr(gpu_planner.S, "compiled_table_builders", lambda: (None, None, fake_scan))
+    monkeypatch.setattr(gpu_planner.S, "max_tiles", lambda n, tile_bytes: m_max)
+
+    def lanes(steps):
+        return -(-m_max // steps)
+
+    def scan(cap):
+        return gpu_planner.co_resident_lane_steps(1, m_max * 16384, 12345, 0, 16384, 7, 3, grid, cap)
+
+    even = gpu_planner.even_lane_steps(1, m_max, shortest, 2 * shortest, sms)
+    three = [int(s) for s in even if -(-lanes(s) // sms) == 3]
+    two = [int(s) for s in even if -(-lanes(s) // sms) == 2]
+    uneven = next(s for s in range(shortest, 2 * shortest) if s not in set(even.tolist()))
+    assert three and two
+    pre_of.update({uneven: 1 << 20, two[0]: 2 << 20, three[-1]: 3 << 20})
+    assert scan(64 << 20) == (three[-1], 3 << 20)  # three blocks an SM beat two with fewer pre-reads
+    pre_of[three[-1]] = 40 << 20
+    assert scan(32 << 20) == (two[0], 2 << 20)  # the three-an-SM length no longer fits: two an SM, not uneven
+    pre_of.update({two[0]: 40 << 20})
+    assert scan(32 << 20) == (uneven, 1 << 20)  # nothing even fits: the near scan's least pre-reading length
+
+
 def test_gpu_chain_planner_lays_out_only_the_cheapest_tables(gpu_planner, monkeypatch):
     """Plan tables (the planner's slowest step) are built for the cheapest cost group that fits, not for
     every candidate: a random 1 GiB shift costs at most three layouts where building every candidate's

@@ -332,6 +332,23 @@ def _heads(rows: int, seg: int, head0: int):
 #: none missed (docs/results/co-resident-scan-1g-h200.log).
 CO_RESIDENT_SCAN = 2.0
 CO_RESIDENT_NEAR = 1.25
+#: Lane counts that load every SM alike (``even_lane_steps``): ``b`` blocks on each SM, or on all but at most
+#: this fraction of them, which then hold ``b - 1``. A co-resident launch ends with its slowest lane, and
+#: blocks on SMs that hold one block more than others ran slower: traced at 1 GiB
+#: (benchmarks/chain_trace.py), the last block ended 12-21 us after the median one where the lanes filled the
+#: SMs evenly (263 and 382 lanes on 132 SMs), 43-93 us where they did not (152-323 lanes). Among even
+#: counts more blocks an SM won: 382 lanes (3 an SM) ran 2 points faster than 255 (2 an SM).
+CO_RESIDENT_EVEN_SLACK = 0.15
+
+
+def even_lane_steps(rows: int, m_max: int, shortest: int, longest: int, sms: int) -> np.ndarray:
+    """The lane lengths in ``[shortest, longest]`` whose lane count fills the SMs evenly
+    (``CO_RESIDENT_EVEN_SLACK``), at least two blocks an SM (one leaves too few bytes in flight)."""
+    steps = np.arange(shortest, longest + 1, dtype=np.int64)
+    lanes = rows * -(-m_max // steps)
+    per_sm = -(-lanes // sms)
+    even = (per_sm >= 2) & (lanes >= per_sm * sms - int(CO_RESIDENT_EVEN_SLACK * sms))
+    return steps[even]
 
 
 def cooperative_launch() -> bool:
@@ -378,12 +395,28 @@ def co_resident_lane_steps(rows: int, seg: int, left: int, head: int, tile_bytes
     shortest = S.ceil_div(m_max, lanes_row)
     if S.ceil_div(m_max, shortest) < 2:
         return None
+    scan = S.compiled_table_builders()[2]
+
+    def fitting(pre):  # spans are 16-byte aligned at both ends; the flags take 8 bytes a tile
+        return np.flatnonzero(rows * (pre + 32 * m_max) + 8 * rows * m_max + 64 <= cap)
+
+    # First the lengths that load every SM alike, over the far scan's range: the most blocks an SM, then
+    # the fewest pre-reads.
+    sms = device_shape(_device_id())[0]
+    even = even_lane_steps(rows, m_max, shortest, max(shortest, int(shortest * CO_RESIDENT_SCAN)), sms)
+    if len(even):
+        pre = np.empty(len(even), np.int64)
+        scan(seg, left, head, tile_bytes, chain, buffers, 1, even, pre)
+        fits = fitting(pre)
+        if len(fits):
+            per_sm = -(-(rows * -(-m_max // even[fits])) // sms)
+            best = int(fits[np.lexsort((pre[fits], -per_sm))[0]])
+            return int(even[best]), int(pre[best])
     reach = CO_RESIDENT_SCAN if far else CO_RESIDENT_NEAR
     candidates = np.arange(shortest, max(shortest, int(shortest * reach)) + 1, dtype=np.int64)
     pre = np.empty(len(candidates), np.int64)
-    S.compiled_table_builders()[2](seg, left, head, tile_bytes, chain, buffers, 1, candidates, pre)
-    # Spans are 16-byte aligned at both ends; the flags take 8 bytes a tile.
-    fits = np.flatnonzero(rows * (pre + 32 * m_max) + 8 * rows * m_max + 64 <= cap)
+    scan(seg, left, head, tile_bytes, chain, buffers, 1, candidates, pre)
+    fits = fitting(pre)
     best = int(fits[0]) if far and len(fits) else int(np.argmin(pre))
     return int(candidates[best]), int(pre[best])
 
