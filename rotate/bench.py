@@ -286,6 +286,9 @@ def run(sizes, dtypes, shifts, repeat, check=True, log=print, calls=20):
                 row.update(_with_pct(_time_all_ways(lambda: rotate.roll(dev, s), timers, repeat), memcpy_ms))
                 row["GBps"] = 2 * size / row["ms"] / 1e6
                 row["device_GBps"] = 2 * size / row["device_ms"] / 1e6
+                # The two memcpy timings can disagree (4 GiB: 2.24 ms with events around one copy, 2.00 ms
+                # back to back in the same runs); the faster is the honest reference.
+                row["pct_fastest_memcpy"] = 100 * min(memcpy_ms, memcpy_ms_call) / row["ms"]
                 # The same array through the other libraries' front doors, when present.
                 if x is not None:
                     _peer(row, "rotate_cupy", lambda: _time_all_ways(lambda: rotate.roll(x, s), timers, repeat),
