@@ -649,14 +649,30 @@ def pre_bytes_by_lane_steps(n, k, head, tile_bytes, chain, ring, co_resident, ca
             z = end
     for c in range(len(candidates)):
         steps = candidates[c]
+        inv = 1.0 / steps
         total = 0
         for i in range(runs):
-            lane_r = reader_pos[i] // steps
-            lane_w = writer_pos[i] // steps
-            if classify_keys(lane_r, reader_pos[i] - lane_r * steps, lane_w, writer_pos[i] - lane_w * steps, ring,
-                             co_resident) == PRE:
+            # (lane, step) by a float quotient and one correction each way: exact for positions below
+            # 2**52, and without the two 64-bit divisions a run that made the planner's scan its slowest step.
+            lane_r, step_r = _divmod_near(reader_pos[i], steps, inv)
+            lane_w, step_w = _divmod_near(writer_pos[i], steps, inv)
+            if classify_keys(lane_r, step_r, lane_w, step_w, ring, co_resident) == PRE:
                 total += run_bytes[i]
         out[c] = total
+
+
+@register_jitable
+def _divmod_near(x, d, inv):
+    """``(x // d, x % d)`` for ``0 <= x < 2**52``, ``d >= 1``, ``inv = 1.0 / d``: no division."""
+    q = np.int64(np.float64(x) * inv)
+    r = x - q * d
+    if r < 0:
+        q -= 1
+        r += d
+    elif r >= d:
+        q += 1
+        r -= d
+    return q, r
 
 
 # --- lane-swaps: Gries-Mills block swaps, then a saved-small-side rotation --------

@@ -426,3 +426,9 @@ def test_co_resident_pre_reads_only_what_the_order_forces(n, data, ring):
                 alone = S.classify(m, g, length, inv, int(lane_steps), ring, 0, reader, w)
                 together = S.classify(m, g, length, inv, int(lane_steps), ring, 1, reader, w)
                 assert together == alone or (alone == S.PRE and together == S.WAIT)
+
+
+@given(x=st.integers(0, (1 << 52) - 1), d=st.integers(1, 1 << 40))
+def test_lane_scan_divides_positions_exactly(x, d):
+    """The lane scan's float quotient (``_divmod_near``) is ``divmod`` for every chain position it meets."""
+    assert S._divmod_near(x, d, 1.0 / d) == divmod(x, d)
