@@ -335,8 +335,8 @@ CO_RESIDENT_NEAR = 1.25
 #: Lane counts that load every SM alike (``even_lane_steps``): ``b`` blocks on each SM, or on all but at most
 #: this fraction of them, which then hold ``b - 1``. A co-resident launch ends with its slowest lane, and
 #: blocks on SMs that hold one block more than others ran slower: traced at 1 GiB
-#: (benchmarks/chain_trace.py), the last block ended 12-21 us after the median one where the lanes filled the
-#: SMs evenly (263 and 382 lanes on 132 SMs), 43-93 us where they did not (152-323 lanes). Among even
+#: (benchmarks/chain_trace.py), the last block ended 16-22 us after the median one where the lanes filled the
+#: SMs evenly (263 and 382 lanes on 132 SMs), 43-103 us where they did not (152-323 lanes). Among even
 #: counts more blocks an SM won: 382 lanes (3 an SM) ran 2 points faster than 255 (2 an SM).
 CO_RESIDENT_EVEN_SLACK = 0.15
 
