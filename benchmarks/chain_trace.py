@@ -13,8 +13,8 @@ The traced launch is checked against ``numpy.roll``.
     python benchmarks/chain_trace.py --sizes 1G,4G --shifts rand0,rand1,n/3 --json trace.json
 
 Per launch it prints the kernel's span, the pre-read phase, the spread of
-the blocks' end times, the share of the data warps' loop cycles in each
-wait, and the blocks' mean end time grouped by how many blocks shared
+the blocks' end times, the share of each producer's loop cycles spent in
+each wait, and the blocks' mean end time grouped by how many blocks shared
 their SM. ``--raw`` adds every block's record to the JSON.
 """
 
@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import statistics
 import sys
 
 import numpy as np
