@@ -997,6 +997,53 @@ def test_gpu_co_resident_chains_take_random_shifts(gpu_planner, monkeypatch):
     assert S.PRE == 3  # the co-resident rule only trades PRE for WAIT (tests/test_schedule.py)
 
 
+def test_gpu_scratch_keeps_replaced_buffers_until_the_stream_has_passed_them(monkeypatch):
+    """A scratch buffer replaced by a larger one stays referenced until an event recorded on the call's
+    stream at replacement completes (launches queued before it may still use it; an external memory pool
+    would hand freed memory out at once), then is let go."""
+    launch = pytest.importorskip("rotate._cuda.launch")
+    events = []
+
+    class Event:
+        def __init__(self, timing=True):
+            self.done, self.stream = False, None
+            events.append(self)
+
+        def record(self, stream):
+            self.stream = stream
+
+        def query(self):
+            return self.done
+
+    class DeviceArray:
+        def __init__(self, host):
+            self.size, self.dtype = host.size, host.dtype
+            self.__cuda_array_interface__ = {"data": (id(self), False)}
+
+    fake_cuda = types.SimpleNamespace(to_device=lambda host: DeviceArray(np.asarray(host)),
+                                      device_array=lambda size, dtype: DeviceArray(np.empty(size, dtype)),
+                                      event=Event, external_stream=lambda handle: ("stream", handle),
+                                      default_stream=lambda: ("stream", 0))
+    monkeypatch.setattr(launch, "cuda", fake_cuda)
+    monkeypatch.setattr(launch, "SIMULATED", False)
+    scratch = launch.Scratch(1234)
+    scratch.reserve(10, 100)
+    assert scratch._retired == []  # nothing replaced yet
+    first_pre, first_flags = scratch.pre, scratch.flags
+    scratch.reserve(10, 1000)  # the pre-read buffer grows; the flags fit
+    assert scratch.pre is not first_pre and scratch.flags is first_flags
+    assert [kept for _, kept in scratch._retired] == [first_pre] and events[-1].stream == ("stream", 1234)
+    scratch.reserve(5000, 1000)  # the flags grow; the first buffer's launches have not finished: kept
+    assert [kept for _, kept in scratch._retired] == [first_pre, first_flags]
+    held = scratch.nbytes
+    assert held >= first_pre.size + 4 * first_flags.size + scratch.pre.size + 4 * scratch.flags.size
+    for event in events:
+        event.done = True
+    second_pre = scratch.pre
+    scratch.reserve(5000, 10 ** 6)  # finished ones are let go; the one replaced now is kept
+    assert [kept for _, kept in scratch._retired] == [second_pre]
+
+
 @given(m_max=st.integers(4, 1 << 18), sms=st.integers(2, 200), rows=st.integers(1, 3))
 def test_gpu_even_lane_steps_are_exactly_the_lengths_that_load_every_sm_alike(m_max, sms, rows):
     planner = pytest.importorskip("rotate._cuda.planner")

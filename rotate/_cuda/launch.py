@@ -141,15 +141,24 @@ class Scratch:
     are rewound to zero by the last block of each launch. Launches on one
     stream run in order, so they may share it; growth takes a lock, a call
     that fits does not.
+
+    A buffer replaced by a larger one is *retired*, not dropped: it is kept
+    until an event recorded on the stream at replacement has completed, so
+    every launch queued before then (an earlier step of the same plan, or an
+    earlier call) has finished with it. numba's own memory manager frees
+    synchronously, but an external one (an RMM or CuPy pool) hands freed
+    memory out again at once.
     """
 
-    def __init__(self):
+    def __init__(self, handle: int = 0):
         self.flags = None
         self.pre = None
         self.counters = None
         self._epochs = itertools.count(1)
         self._grow = threading.Lock()
         self.addresses = (0, 0, 0)
+        self._handle = handle
+        self._retired = []  # (event, buffers) of replaced buffers, until the stream passes the event
         # What fits without growing, as plain ints: a device array's .size is a
         # Python property, and reserve runs on every call.
         self._flag_capacity = -1
@@ -161,19 +170,31 @@ class Scratch:
                 if self.counters is None:
                     self.counters = cuda.to_device(np.zeros(4, np.uint64))
                 if self.flags is None or self.flags.size < flag_count:
+                    self._retire(self.flags)
                     self.flags = cuda.to_device(np.zeros(max(flag_count, 1024), np.uint32))
                     self._epochs = itertools.count(1)
                 if self.pre is None or self.pre.size < pre_bytes:
+                    self._retire(self.pre)
                     self.pre = cuda.device_array(max(pre_bytes, 16), np.uint8)
                 self._remember_addresses()
         epoch = next(self._epochs)
         if epoch >= 0xFFFFFFFF:  # wrapped: old flags could alias new epochs
             with self._grow:
+                self._retire(self.flags)
                 self.flags = cuda.to_device(np.zeros(self.flags.size, np.uint32))
                 self._epochs = itertools.count(2)
                 self._remember_addresses()
             epoch = 1
         return self.flags, self.pre, self.counters, epoch
+
+    def _retire(self, buffer):
+        """Keep ``buffer`` (being replaced) until the launches queued on this stream so far have finished;
+        forget the retired buffers whose launches have."""
+        self._retired = [(event, kept) for event, kept in self._retired if not event.query()]
+        if buffer is not None and not SIMULATED:  # the simulator runs each launch to its end
+            event = cuda.event(timing=False)
+            event.record(_numba_stream(self._handle))
+            self._retired.append((event, buffer))
 
     def _remember_addresses(self):
         if not SIMULATED:  # what a launch passes, read once per allocation
@@ -183,7 +204,8 @@ class Scratch:
 
     @property
     def nbytes(self) -> int:
-        return sum(int(a.size * a.dtype.itemsize) for a in (self.flags, self.pre, self.counters) if a is not None)
+        held = [self.flags, self.pre, self.counters] + [kept for _, kept in self._retired]
+        return sum(int(a.size * a.dtype.itemsize) for a in held if a is not None)
 
 
 #: Streams whose scratch is kept; the least recently used beyond this is freed.
@@ -199,7 +221,7 @@ def scratch_for(handle: int, device: int = None) -> Scratch:
         with _scratch_lock:
             entry = _scratch.get(key)
             if entry is None:
-                entry = _scratch[key] = Scratch()
+                entry = _scratch[key] = Scratch(handle)
                 while len(_scratch) > MAX_CACHED_STREAMS:
                     _scratch.popitem(last=False)
     return entry
