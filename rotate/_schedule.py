@@ -624,13 +624,23 @@ def pre_bytes_by_lane_steps(n, k, head, tile_bytes, chain, ring, co_resident, ca
     m = tile_count(n, head, tile_bytes)
     p = chain_step(m, chain)
     g, length, inv = chain_shape(m, p)
+    # A run read by the item just before its writer in chain order is the writer's own lane's last
+    # step (SELF) unless the writer starts a lane: then it is PRE for any lane length above one step
+    # (the reader, the previous lane's last step, comes later), a WAIT for one-step lanes. Those runs,
+    # about half of all, are summed by position once and added per length in m / length steps; the
+    # others are classified run by run.
+    before_bytes = np.zeros(m + 1, np.int64)
     runs = 0
     for w in range(m):
         x0, x1 = tile_dest(n, head, tile_bytes, w)
+        pw = position_of(m, g, length, inv, w)
         z = x0
         while z < x1:
             reader, end = reader_run(n, k, head, tile_bytes, z, x1)
-            runs += 1
+            if position_of(m, g, length, inv, reader) == pw - 1:
+                before_bytes[pw] += end - z
+            else:
+                runs += 1
             z = end
     reader_pos = np.empty(runs, np.int64)
     writer_pos = np.empty(runs, np.int64)
@@ -642,15 +652,20 @@ def pre_bytes_by_lane_steps(n, k, head, tile_bytes, chain, ring, co_resident, ca
         z = x0
         while z < x1:
             reader, end = reader_run(n, k, head, tile_bytes, z, x1)
-            reader_pos[i] = position_of(m, g, length, inv, reader)
-            writer_pos[i] = pw
-            run_bytes[i] = end - z
-            i += 1
+            pr = position_of(m, g, length, inv, reader)
+            if pr != pw - 1:
+                reader_pos[i] = pr
+                writer_pos[i] = pw
+                run_bytes[i] = end - z
+                i += 1
             z = end
     for c in range(len(candidates)):
         steps = candidates[c]
         inv = 1.0 / steps
         total = 0
+        if steps > 1:
+            for pw in range(steps, m, steps):  # lane starts
+                total += before_bytes[pw]
         for i in range(runs):
             # (lane, step) by a float quotient and one correction each way: exact for positions below
             # 2**52, and without the two 64-bit divisions a run that made the planner's scan its slowest step.
