@@ -630,6 +630,10 @@ def pre_bytes_by_lane_steps(n, k, head, tile_bytes, chain, ring, co_resident, ca
     # about half of all, are summed by position once and added per length in m / length steps; the
     # others are classified run by run.
     before_bytes = np.zeros(m + 1, np.int64)
+    capacity = m // 2 + 8  # about one run a tile is not the predecessor's: grows (doubling) once or twice
+    reader_pos = np.empty(capacity, np.int64)
+    writer_pos = np.empty(capacity, np.int64)
+    run_bytes = np.empty(capacity, np.int64)
     runs = 0
     for w in range(m):
         x0, x1 = tile_dest(n, head, tile_bytes, w)
@@ -637,31 +641,23 @@ def pre_bytes_by_lane_steps(n, k, head, tile_bytes, chain, ring, co_resident, ca
         z = x0
         while z < x1:
             reader, end = reader_run(n, k, head, tile_bytes, z, x1)
-            if position_of(m, g, length, inv, reader) == pw - 1:
+            pr = position_of(m, g, length, inv, reader)
+            if pr == pw - 1:
                 before_bytes[pw] += end - z
             else:
+                if runs == capacity:
+                    capacity *= 2
+                    reader_pos = _grown(reader_pos, capacity)
+                    writer_pos = _grown(writer_pos, capacity)
+                    run_bytes = _grown(run_bytes, capacity)
+                reader_pos[runs] = pr
+                writer_pos[runs] = pw
+                run_bytes[runs] = end - z
                 runs += 1
-            z = end
-    reader_pos = np.empty(runs, np.int64)
-    writer_pos = np.empty(runs, np.int64)
-    run_bytes = np.empty(runs, np.int64)
-    i = 0
-    for w in range(m):
-        x0, x1 = tile_dest(n, head, tile_bytes, w)
-        pw = position_of(m, g, length, inv, w)
-        z = x0
-        while z < x1:
-            reader, end = reader_run(n, k, head, tile_bytes, z, x1)
-            pr = position_of(m, g, length, inv, reader)
-            if pr != pw - 1:
-                reader_pos[i] = pr
-                writer_pos[i] = pw
-                run_bytes[i] = end - z
-                i += 1
             z = end
     for c in range(len(candidates)):
         steps = candidates[c]
-        inv = 1.0 / steps
+        inv_steps = 1.0 / steps
         total = 0
         if steps > 1:
             for pw in range(steps, m, steps):  # lane starts
@@ -669,11 +665,19 @@ def pre_bytes_by_lane_steps(n, k, head, tile_bytes, chain, ring, co_resident, ca
         for i in range(runs):
             # (lane, step) by a float quotient and one correction each way: exact for positions below
             # 2**52, and without the two 64-bit divisions a run that made the planner's scan its slowest step.
-            lane_r, step_r = _divmod_near(reader_pos[i], steps, inv)
-            lane_w, step_w = _divmod_near(writer_pos[i], steps, inv)
+            lane_r, step_r = _divmod_near(reader_pos[i], steps, inv_steps)
+            lane_w, step_w = _divmod_near(writer_pos[i], steps, inv_steps)
             if classify_keys(lane_r, step_r, lane_w, step_w, ring, co_resident) == PRE:
                 total += run_bytes[i]
         out[c] = total
+
+
+@register_jitable
+def _grown(values, capacity):
+    """``values`` copied into a new array of ``capacity`` entries (the rest unset)."""
+    grown = np.empty(capacity, np.int64)
+    grown[:len(values)] = values
+    return grown
 
 
 @register_jitable

@@ -395,30 +395,30 @@ def co_resident_lane_steps(rows: int, seg: int, left: int, head: int, tile_bytes
     shortest = S.ceil_div(m_max, lanes_row)
     if S.ceil_div(m_max, shortest) < 2:
         return None
-    scan = S.compiled_table_builders()[2]
 
     def fitting(pre):  # spans are 16-byte aligned at both ends; the flags take 8 bytes a tile
         return np.flatnonzero(rows * (pre + 32 * m_max) + 8 * rows * m_max + 64 <= cap)
 
-    # First the lengths that load every SM alike, over the far scan's range: the most blocks an SM, then
-    # the fewest pre-reads.
+    # One scan for both sets (each scan first walks the whole row): the lengths that load every SM alike,
+    # over the far scan's range, and the near (or far) scan's range.
     sms = device_shape(_device_id())[0]
     even = even_lane_steps(rows, m_max, shortest, max(shortest, int(shortest * CO_RESIDENT_SCAN)), sms)
-    if len(even):
-        pre = np.empty(len(even), np.int64)
-        scan(seg, left, head, tile_bytes, chain, buffers, 1, even, pre)
-        fits = fitting(pre)
-        if len(fits):
-            per_sm = -(-(rows * -(-m_max // even[fits])) // sms)
-            best = int(fits[np.lexsort((pre[fits], -per_sm))[0]])
-            return int(even[best]), int(pre[best])
     reach = CO_RESIDENT_SCAN if far else CO_RESIDENT_NEAR
-    candidates = np.arange(shortest, max(shortest, int(shortest * reach)) + 1, dtype=np.int64)
-    pre = np.empty(len(candidates), np.int64)
-    scan(seg, left, head, tile_bytes, chain, buffers, 1, candidates, pre)
+    near = np.arange(shortest, max(shortest, int(shortest * reach)) + 1, dtype=np.int64)
+    candidates = np.union1d(near, even).astype(np.int64)
+    scanned = np.empty(len(candidates), np.int64)
+    S.compiled_table_builders()[2](seg, left, head, tile_bytes, chain, buffers, 1, candidates, scanned)
+    # First the even lengths that fit: the most blocks an SM, then the fewest pre-reads.
+    pre = scanned[np.searchsorted(candidates, even)]
+    fits = fitting(pre)
+    if len(fits):
+        per_sm = -(-(rows * -(-m_max // even[fits])) // sms)
+        best = int(fits[np.lexsort((pre[fits], -per_sm))[0]])
+        return int(even[best]), int(pre[best])
+    pre = scanned[np.searchsorted(candidates, near)]
     fits = fitting(pre)
     best = int(fits[0]) if far and len(fits) else int(np.argmin(pre))
-    return int(candidates[best]), int(pre[best])
+    return int(near[best]), int(pre[best])
 
 
 def plan_chain(rows: int, seg: int, left: int, head0: int, cap: int):
