@@ -397,11 +397,12 @@ def random_shift_sentence(data, source: str) -> str:
             part += f", the others through block swaps at {min(rest):.0f}-{max(rest):.0f}%"
         parts.append(part)
     cupy = [100 * fastest(r) / r["cupy_ms"] for r in rows if "cupy_ms" in r]
+    cupy_wins = sum(1 for r in rows if "cupy_ms" in r and r["cupy_ms"] < r["ms"])
     text = (f" Timed on the H200 (docs/results/{source}, commit `{commit}`, {len(rows)} rows, whole call as % of "
             f"the run's faster memcpy timing): " + "; ".join(parts) + ".")
     if cupy:
         text += (f" `cupy.roll` ran the same shifts at {min(cupy):.0f}-{max(cupy):.0f}% out of place, faster "
-                 f"for some of them.")
+                 f"for {cupy_wins} of the {len(cupy)}.")
     return text + (" docs/perf-notes.md (\"Random shifts: where the time goes\") has the runs since and what is "
                    "still slow.")
 
@@ -513,7 +514,7 @@ CHAIN_GATE_16G_RUN = "gpu-e2e-chain-16g-eee3343-h200.json"
 #: gpu-rows table and the README's rows sentence.
 ROWS_RUN = "gpu-rows-8bedeb6-h200.json"
 #: Random 1-D shifts timed as users time them (rotate.bench --shifts randS), peers beside.
-RANDOM_RUN = "random-shifts-244e2bd-h200.json"
+RANDOM_RUN = "random-shifts-8e6fe2a-h200.json"
 #: Issue #9's multi-axis cases (13-17) after flat_strips and co-resident chains (run from the tree before 6bbdb9e).
 MULTI_AXIS_RUN = "gpu-rows-multi-axis-flat-strips-h200.json"
 
