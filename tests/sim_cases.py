@@ -313,6 +313,43 @@ def check_rows_run_writer():
     random_cases()
 
 
+def check_rows_lane_warps():
+    """lane-panels' warps variant (``_lanes.warp_lane_kernel``, 4 KiB lanes by default) forced onto short
+    lanes: every other fixed roll_rows case and random ones, one and two warps a block, grids of 1-3
+    blocks, two and three slots a warp; more lanes a warp than its 32-shift table (the table refills)."""
+    from rows_cases import FIXED_ROWS_CASES, CudaRowsRunner, RowsCase, check_rows_case, rows_cases
+
+    def check(runner, case):
+        plan = check_rows_case(runner, case)
+        if plan.algorithm == "lane-panels" and plan.steps[0].seg_bytes >= 16:
+            assert plan.steps[0].details["variant"] == "warps", plan
+        return plan
+
+    seen = set()
+    lanes = [case for case in FIXED_ROWS_CASES if case.function == "roll_rows"]
+    for i, case in enumerate(lanes[::2]):
+        runner = CudaRowsRunner(lane_warps=True, lane_threads=(32, 64)[i % 2], grid=1 + i % 3, warp_slots=2 + i % 2)
+        plan = check(runner, case)
+        seen.add(plan.steps[0].details.get("variant"))
+    assert "warps" in seen, seen
+    # 70 lanes for one warp: its shift table (32 a time) refills twice; bytes off the 16-byte grid.
+    many = RowsCase("roll_rows", (70, 33), "uint8", tuple(range(-35, 35)), -1, 3, seed=1)
+    assert check(CudaRowsRunner(lane_warps=True, lane_threads=32, grid=1), many).steps[0].details["variant"] == "warps"
+    # One shift for every row (rotate.roll along the last axis): row-panels runs the same kernel.
+    for shape, dtype, shift in (((40, 100), "uint8", 3), ((12, 64), "float32", -5)):
+        plan = check_rows_case(CudaRowsRunner(lane_warps=True, lane_threads=32, grid=2),
+                               RowsCase("roll", shape, dtype, (shift,), (1,), 4, seed=2))
+        assert plan.algorithm == "row-panels" and plan.steps[0].details["variant"] == "warps", plan
+
+    @settings(deadline=None, max_examples=EXAMPLES // 4, database=None)
+    @given(data=st.data(), grid=st.integers(1, 3), threads=st.sampled_from([32, 64]), slots=st.sampled_from([2, 3]))
+    def random_cases(data, grid, threads, slots):
+        case = data.draw(rows_cases(max_bytes=800).filter(lambda c: c.function == "roll_rows"))
+        check(CudaRowsRunner(lane_warps=True, lane_threads=threads, grid=grid, warp_slots=slots), case)
+
+    random_cases()
+
+
 def check_write_moved():
     """The tiled kernels' write path (``_kernels._write_moved``) against its definition, byte for byte.
 
@@ -366,6 +403,7 @@ if __name__ == "__main__":
     check_rows_long_lanes_random()
     check_rows_fixed()
     check_rows_run_writer()
+    check_rows_lane_warps()
     check_rows_flat_strips()
     check_rows_chunked()
     check_rows_chunked_picked_where_three_rows_do_not_fit()

@@ -190,6 +190,23 @@ def test_panel_run_writer_compiles_to_straight_vector_loops(monkeypatch, unit, r
     assert "ld.local" not in text and "st.local" not in text
 
 
+@pytest.mark.parametrize("slots,min_blocks", [(2, 0), (3, 0), (2, 3)])
+def test_warp_lane_kernel_syncs_warps_only(monkeypatch, slots, min_blocks):
+    """lane-panels' warps variant: the run writer's loops, a warp barrier (``bar.warp.sync``) and no
+    block barrier, ``cp.async`` ring waits by its slot count, no local memory (also under a launch
+    bound of three blocks an SM)."""
+    from rotate._cuda import _lanes
+
+    monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
+    kernel = _lanes.warp_lane_kernel(_lanes.WARP_THREADS, slots, min_blocks)
+    bounds = (_lanes.WARP_THREADS, min_blocks) if min_blocks else _lanes.WARP_THREADS
+    text, _ = cuda.compile_ptx(kernel.py_func, (types.int64,) * 9, cc=(9, 0), launch_bounds=bounds)
+    assert "bar.warp.sync" in text and "bar.sync" not in text and "barrier.sync" not in text
+    assert f"cp.async.wait_group {slots - 1};" in text and "cp.async.cg.shared.global" in text
+    assert "st.global.v4.u32" in text and text.count("shf.r.clamp.b32") >= 16
+    assert "ld.local" not in text and "st.local" not in text
+
+
 @pytest.mark.parametrize("unit", [1, 8, 16])
 def test_cycle_run_writer_compiles_without_local_memory(monkeypatch, unit):
     """row-cycles' three-row kernel writing rows as runs, at the widest block the planner gives it (512)."""

@@ -29,6 +29,8 @@ SMALL_ROWS = CudaRowsRunner(constants={"MIN_CYCLE_ROW": 16})  # row-cycles on sh
 # Even fftshifts and narrow-strip rolls through row-cycles, as before half-swaps and flat_strips.
 NO_HALF_SWAPS = CudaRowsRunner(half_swaps=False, flat_strips=False)
 RUN_WRITER = CudaRowsRunner(lane_writer="runs")  # lane-panels' run writer on short lanes too (default from 2 KiB)
+# lane-panels' warps variant (default for 2-4 KiB lanes) on every lane it fits, with 2 and 3 slots a warp.
+WARPS = (CudaRowsRunner(lane_warps=True), CudaRowsRunner(lane_warps=True, warp_slots=3, lane_threads=64, grid=3))
 LONG_LANES = CudaRowsRunner(**LONG_LANE_SETTINGS)  # lane-swaps on lanes of a few hundred bytes
 ONE_BLOCK_LONG_LANES = CudaRowsRunner(grid=1, **LONG_LANE_SETTINGS)
 
@@ -39,12 +41,22 @@ def test_fixed_rows_cases(case):
     check_rows_case(SMALL_ROWS, case)
     if case.function == "roll_rows":
         assert check_rows_case(RUN_WRITER, case).steps[0].details.get("writer") in ("runs", None)
+        for runner in WARPS:
+            plan = check_rows_case(runner, case)
+            assert plan.steps[0].seg_bytes < 16 or plan.steps[0].details.get("variant") in ("warps", None), plan
 
 
 @settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(case=rows_cases(max_bytes=1 << 16).filter(lambda c: c.function == "roll_rows"))
 def test_random_rows_cases_run_writer(case):
     check_rows_case(RUN_WRITER, case)
+
+
+@settings(deadline=None, max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@given(case=rows_cases(max_bytes=1 << 16).filter(lambda c: c.function == "roll_rows"))
+def test_random_rows_cases_lane_warps(case):
+    for runner in WARPS:
+        check_rows_case(runner, case)
 
 
 @settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
@@ -71,6 +83,9 @@ def _random_shifts(rows, n, seed):
 
 LARGE = [
     RowsCase("roll_rows", (3000, 1021), "float32", tuple(range(-1500, 1500)), -1, 4),
+    RowsCase("roll_rows", (20000, 1024), "float32", _random_shifts(20000, 1024, 4), -1, 0),  # 4 KiB: warps
+    RowsCase("roll_rows", (5000, 4096), "uint8", _random_shifts(5000, 4096, 5), -1, 7, device_shifts=True),
+    RowsCase("roll_rows", (3001, 700), "complex64", _random_shifts(3001, 700, 6), -1, 8),  # 5.6 KB: panels
     RowsCase("roll_rows", (100, 40000), "uint8", tuple(range(-50, 50)), -1, 3),          # 40 KB lanes
     RowsCase("roll_rows", (7, 300001), "uint8", (1, -1, 0, 5, 150000, -299999, 7), -1, 0),  # lane-swaps
     RowsCase("roll_rows", (64, 1 << 22), "uint8", _random_shifts(64, 1 << 22, 1), -1, 0, device_shifts=True),
@@ -101,9 +116,18 @@ def test_large_rows_cases(case):
         row = int(np.prod(case.shape[max(axes):])) * np.dtype(case.dtype).itemsize  # from the last rolled axis on
         aligned = case.offset % 16 == 0 and row % 32 == 0
         assert plan.algorithm == ("half-swaps" if half and even and aligned else "row-cycles"), plan
+    elif 2048 <= case.nbytes // case.shape[0] <= 4096:
+        assert plan.steps[0].details["variant"] == "warps", plan
     elif case.nbytes // case.shape[0] > 226 * 1024:  # beyond lane-panels
         few_huge = case.shape[0] <= 8 and case.nbytes // case.shape[0] >= 64 << 20 and not case.device_shifts
         assert plan.algorithm == ("lane-chains" if few_huge else "lane-swaps"), plan
+
+
+@pytest.mark.parametrize("shape,dtype,shift,offset", [((20000, 1024), "float32", 5, 0), ((3000, 3001), "uint8", -1000, 3)])
+def test_one_shift_rolls_of_4_kib_rows_run_the_warps_kernel(shape, dtype, shift, offset):
+    """rotate.roll along the last axis of many 2-4 KiB rows: row-panels, through lane-panels' warps variant."""
+    plan = check_rows_case(RUNNER, RowsCase("roll", shape, dtype, (shift,), (1,), offset))
+    assert plan.algorithm == "row-panels" and plan.steps[0].details["variant"] == "warps", plan
 
 
 @pytest.mark.parametrize("library", ["torch", "cupy", "numba"])

@@ -527,11 +527,43 @@ def test_gpu_lane_panel_groups(gpu_planner):
         with gpu_planner.override(**forced):
             return gpu_planner.plan_lane_panels(1, 1 << 18, n, 4, 0).details
 
-    got = {n * 4: (details(n)["panel_rows"], details(n)["row_threads"]) for n in (1024, 4096, 16384)}
+    got = {n * 4: (details(n, lane_warps=False)["panel_rows"], details(n, lane_warps=False)["row_threads"])
+           for n in (1024, 4096, 16384)}
     assert got == {4096: (24, 32), 16384: (6, 64), 65536: (1, 512)}, got
-    assert details(1024, row_threads=64)["row_threads"] == 64
+    assert details(1024, row_threads=64, lane_warps=False)["row_threads"] == 64
     with pytest.raises(ValueError, match="row_threads must divide the block's 512 threads, got 96"):
-        details(1024, row_threads=96)
+        details(1024, row_threads=96, lane_warps=False)
+
+
+def test_gpu_lane_warps_take_lanes_of_2_to_4_kib(gpu_planner):
+    """lane-panels' warps variant: by default for run-writer lanes of at most WARP_LANE_BYTES (2-4 KiB),
+    forced by ``lane_warps=True`` where a warp's slots fit, never with False; the grid holds the blocks
+    an SM's shared memory and registers allow, at most one warp a lane; bad knobs are named."""
+    from rotate._cuda import _lanes as L
+
+    def details(lanes, n, item=4, **forced):
+        with gpu_planner.override(**forced):
+            return gpu_planner.plan_lane_panels(1, lanes, n, item, 0).details
+
+    sms, _ = gpu_planner.device_shape(0)
+    four = details(1 << 18, 1024)
+    assert (four["variant"], four["block"], four["slots"], four["writer"]) == ("warps", 256, 2, "runs"), four
+    assert four["smem_bytes"] == L.warp_smem_bytes(4096) == 8 * (2 * 16 * L.warp_slot_vecs(4096) + 128)
+    assert four["grid"] == sms * 2  # 120 registers a thread: two blocks of 256 an SM
+    assert details(1 << 18, 1024, warp_min_blocks=3)["grid"] == sms * 3
+    assert details(1 << 18, 1024, warp_slots=3)["smem_bytes"] == L.warp_smem_bytes(4096, 256, 3)
+    assert details(5, 1024)["grid"] == 1  # 5 lanes: one block of 8 warps
+    assert details(1 << 18, 512)["variant"] == "warps"  # 2 KiB: the run writer's shortest default lane
+    assert "variant" not in details(1 << 18, 256)  # 1 KiB: the gather writer
+    assert details(1 << 18, 256, lane_warps=True)["variant"] == "warps"
+    assert "variant" not in details(1 << 18, 1025)  # past WARP_LANE_BYTES
+    assert "variant" not in details(1 << 18, 1024, lane_warps=False)
+    assert "variant" not in details(1 << 18, 4096, lane_warps=True)  # 16 KiB: 8 warps' slots do not fit
+    assert "variant" not in details(1 << 18, 3, item=4, lane_warps=True)  # under 16 bytes
+    with pytest.raises(ValueError, match="warp_slots must be 2, 3 or None, got 4"):
+        details(1 << 18, 1024, warp_slots=4)
+    with pytest.raises(ValueError, match="lane_threads must be a multiple of 32 up to 1024 .* got 48"):
+        details(1 << 18, 1024, lane_threads=48)
 
 
 def test_gpu_long_lanes_plan_one_launch_of_two_blocks_an_sm(gpu_planner):

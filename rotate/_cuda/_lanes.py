@@ -60,7 +60,7 @@ from .. import _schedule as S
 from .._rowperm import MAX_LEAD, source_row  # noqa: F401  (re-exported: the emulator and tests use L.source_row)
 from ._kernels import _write_moved, store_realigned
 from ._memops import (SIMULATED, atomic_add_u64, commit_copies, copies_waiter, copy16_async, load16,
-                      load16_shared, load_acquire, load_i64, store16, store8, store_relaxed, store_u64)
+                      load16_shared, load_acquire, load_i64, store16, store8, store_relaxed, store_u64, sync_warp)
 
 THREADS = 256
 #: Bytes of lanes one panel item of ``roll_rows`` holds (short lanes are packed).
@@ -406,6 +406,120 @@ def panel_kernel(unit: int, threads: int = THREADS, row_threads: int = 0):
                 stage(sm32, 0, data, row1 * seg, (head0 + row1 * seg) & 15, count1 * seg, tid)
             panel = following
             buf = other
+
+    return kernel
+
+
+#: Threads of a ``lane-panels`` block of the ``warps`` variant: eight warps, each a lane at a time.
+WARP_THREADS = 256
+#: Lanes a warp of the ``warps`` variant reads ahead of the one it writes, plus one: its slots.
+WARP_SLOTS = 2
+#: Shifts a warp of the ``warps`` variant reads at once (one a thread) and keeps in shared memory.
+WARP_SHIFTS = 32
+
+
+def warp_slot_vecs(seg: int) -> int:
+    """16-byte vectors of one slot of the ``warps`` variant: the lane at any head offset, its first 16
+    bytes again after it (the seam's source runs on across the lane's end), and the vector the
+    realigning loops read past a run."""
+    return buffer_vecs(seg + 16) + 1
+
+
+def warp_smem_bytes(seg: int, threads: int = WARP_THREADS, slots: int = WARP_SLOTS) -> int:
+    """Dynamic shared memory of the ``warps`` variant: every warp's slots, then every warp's shift table."""
+    warps = threads // 32
+    return warps * (16 * slots * warp_slot_vecs(seg) + 4 * WARP_SHIFTS)
+
+
+@functools.lru_cache(maxsize=None)
+def warp_lane_kernel(threads: int = WARP_THREADS, slots: int = WARP_SLOTS, min_blocks: int = 0):
+    """``kernel(data, shifts, rows, seg, n, item, shift_stride, head0, slot_vecs)``: the ``warps`` variant
+    of ``lane-panels``.
+
+    Rolls each of ``rows`` lanes of ``seg`` bytes (``n`` items of ``item``
+    bytes) right by ``shifts[lane * shift_stride] mod n`` items, as the panel
+    kernel does, but every warp works alone: it takes lanes ``warp, warp +
+    warps_in_grid, ...``, stages each into one of its own ``slots`` slots
+    (``slots - 1`` lanes read ahead of the one it writes) and writes it as
+    two runs with the run writer's realigning loops. No block barrier: a warp
+    never waits for another, so a block's warps never idle through a round
+    that has fewer lanes than warps (the panel kernel's 24 lanes of 4 KiB for
+    16 groups), and no lane waits for a whole panel to land.
+
+    The seam: a lane rolled right by ``s`` bytes splits at ``s``, which is
+    seldom on the 16-byte grid, so the panel kernel writes the destination
+    vector holding it byte by byte from one thread (up to 30 dependent
+    shared loads and byte stores a lane while the warp's other threads wait).
+    Here the lane's first 16 bytes are copied again after its end in the
+    slot, so the first run extends to the next vector boundary past ``s``
+    with its source running on across the lane's end: both runs then start
+    and end on the grid, and only a lane that is itself off the grid has
+    partial vectors (its own ends).
+
+    Lanes are disjoint: no flags, no waits on other blocks.
+    """
+    stage, _ = _movers(1, 32)
+    write_moved = _write_moved(32, 0)
+    warps = threads // 32
+    wait_ring = copies_waiter(slots - 1)
+    if SIMULATED:
+        jit_options = {}
+    else:
+        jit_options = {"launch_bounds": (threads, min_blocks) if min_blocks else threads}
+
+    @cuda.jit(**jit_options)
+    def kernel(data, shifts, rows, seg, n, item, shift_stride, head0, slot_vecs):
+        sm8 = cuda.shared.array(0, uint8)
+        sm32 = cuda.shared.array(0, uint32)
+        tid = cuda.threadIdx.x
+        warp = int64(tid // 32)
+        lane_tid = tid % 32
+        slot0 = warp * slots * slot_vecs
+        table = 4 * warps * slots * slot_vecs + WARP_SHIFTS * warp  # this warp's shift words
+        stride = int64(cuda.gridDim.x) * warps
+        first = int64(cuda.blockIdx.x) * warps + warp
+        if first >= rows:
+            return
+        rounds = (rows - first + stride - 1) // stride  # the same for the warp's 32 threads
+        for ahead in range(slots - 1):  # the first lanes' copies fly before any is written
+            if ahead < rounds:
+                lane = first + ahead * stride
+                stage(sm32, slot0 + ahead * slot_vecs, data, lane * seg, (head0 + lane * seg) & 15, seg, lane_tid)
+            else:
+                commit_copies()
+        r = int64(0)
+        while r < rounds:
+            if r % WARP_SHIFTS == 0:  # the next 32 lanes' shifts, one a thread, reduced once
+                later = r + lane_tid
+                if later < rounds:
+                    sm32[table + lane_tid] = uint32((load_i64(shifts, (first + later * stride) * shift_stride) % n)
+                                                    * item)
+            following = r + slots - 1
+            if following < rounds:  # into the slot the last round wrote (the barrier below freed it)
+                lane = first + following * stride
+                stage(sm32, slot0 + (following % slots) * slot_vecs, data, lane * seg,
+                      (head0 + lane * seg) & 15, seg, lane_tid)
+            else:
+                commit_copies()
+            wait_ring()
+            sync_warp()  # every thread's copies of lane r have landed, and the shift table is written
+            lane = first + r * stride
+            lo = lane * seg
+            head = (head0 + lo) & 15
+            slot = slot0 + (r % slots) * slot_vecs
+            if lane_tid < 16:  # the lane's first bytes again after its end: the seam's source runs on
+                sm8[16 * slot + head + seg + lane_tid] = sm8[16 * slot + head + lane_tid]
+            sync_warp()
+            s = int64(sm32[table + r % WARP_SHIFTS])
+            cut = S.align_up(head + s) - head if s > 0 else int64(0)
+            if cut > seg:
+                cut = seg
+            if cut > 0:  # [0, cut) from [seg - s, seg - s + cut): past the lane's end, its first bytes again
+                write_moved(sm32, slot, -head, data, lo, head, int64(0), cut, seg - s, lane_tid)
+            if cut < seg:
+                write_moved(sm32, slot, -head, data, lo, head, cut, seg, -s, lane_tid)
+            sync_warp()  # the slot is staged again next round
+            r += 1
 
     return kernel
 

@@ -332,6 +332,22 @@ if SIMULATED:
 
         return bar_sync
 
+    def sync_warp():
+        """``bar.warp.sync -1``: a barrier for the 32 threads of the caller's warp (a
+        ``threading.Barrier`` per simulated warp, as ``named_barrier``)."""
+        thread = _threading.current_thread()
+        warp = thread.threadIdx.x // 32
+        count = min(32, thread._manager._block_dim[0] - 32 * warp)
+        key = (tuple(thread.blockIdx), "warp", warp, count)
+        with _barriers_lock:
+            if _barriers.get("launch") is not thread._manager:
+                _barriers.clear()
+                _barriers["launch"] = thread._manager
+            barrier = _barriers.get(key)
+            if barrier is None:
+                barrier = _barriers[key] = _threading.Barrier(count)
+        barrier.wait()
+
     _atomic_lock = _threading.Lock()
 
     def atomic_add_u64(counters, index, value):
@@ -548,6 +564,10 @@ else:
         """``bar.sync id, count``: a barrier for the first ``count`` threads of a block only
         (the data warps; the control warp never reaches it)."""
         return _instruction(f"bar.sync {int(barrier_id)}, {int(count)};")
+
+    # A barrier for the caller's warp (all 32 threads) that also orders their shared-memory accesses:
+    # what lets a warp write what its other threads staged.
+    sync_warp = _instruction("bar.warp.sync -1;")
 
     @intrinsic
     def load_acquire(typingctx, flags, index):

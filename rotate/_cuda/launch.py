@@ -487,6 +487,8 @@ def _compiled_lanes(which: str, unit: int, threads: int, args: int, device: int,
 
     if which == "swap":
         kernel = _lanes.swap_kernel(threads, panel_bytes)
+    elif which == "warps":  # panel_bytes: the slots a warp has; row_threads: the launch bound's blocks an SM
+        kernel = _lanes.warp_lane_kernel(threads, panel_bytes, row_threads)
     elif which == "panel":
         kernel = _lanes.panel_kernel(unit, threads, row_threads)
     else:
@@ -565,6 +567,9 @@ def run_lane_panels(target: Any, info, step, handle: int, shifts: Any, shift_str
     d = step.details
     if info.pointer % 16 != d["head0"]:
         raise AssertionError("internal error: a lane-panels plan run on an array at another 16-byte offset")
+    if d.get("variant") == "warps":
+        _run_lane_warps(target, info, step, handle, shifts, shift_stride)
+        return
     unit = d["unit_bytes"]
     n = d["_n"]
     scalars = (step.rows, step.seg_bytes, n, step.word_bytes // unit, shift_stride, d["panel_rows"], d["head0"],
@@ -574,6 +579,20 @@ def run_lane_panels(target: Any, info, step, handle: int, shifts: Any, shift_str
     if SIMULATED:
         data = _sim_bytes(target, step.rows * step.seg_bytes)
         flat = getattr(shifts, "_ary", shifts).reshape(-1)  # a 0-d array of one shift too
+        kernel[d["grid"], d["block"], 0, d["smem_bytes"]](data, flat, *scalars)
+        return
+    _launch_core(handle, d["grid"], d["block"], d["smem_bytes"], cu_kernel, info.pointer, _address(shifts), *scalars)
+
+
+def _run_lane_warps(target: Any, info, step, handle: int, shifts: Any, shift_stride: int) -> None:
+    """Launch a ``lane-panels`` step of the ``warps`` variant (``_lanes.warp_lane_kernel``)."""
+    d = step.details
+    scalars = (step.rows, step.seg_bytes, d["_n"], step.word_bytes, shift_stride, d["head0"], d["_slot_vecs"])
+    kernel, cu_kernel = _compiled_lanes("warps", 1, d["block"], 9, planner._device_id(), d["slots"],
+                                        d["min_blocks"])
+    if SIMULATED:
+        data = _sim_bytes(target, step.rows * step.seg_bytes)
+        flat = getattr(shifts, "_ary", shifts).reshape(-1)
         kernel[d["grid"], d["block"], 0, d["smem_bytes"]](data, flat, *scalars)
         return
     _launch_core(handle, d["grid"], d["block"], d["smem_bytes"], cu_kernel, info.pointer, _address(shifts), *scalars)

@@ -71,6 +71,14 @@ settings = {
     # chain kernel's realigning loops; lane-panels by groups of threads), "gather" (each destination unit
     # looks its source up); None: runs for row-cycles and for lanes of FAST_GATHER_ROW bytes and more.
     "lane_writer": None,
+    # lane-panels' "warps" variant (rotate/_cuda/_lanes.py, warp_lane_kernel: a warp stages and writes
+    # one lane at a time, no block barrier, the seam on the vector grid). None: for run-writer lanes of
+    # at most WARP_LANE_BYTES; True: wherever the run writer takes the lanes and a warp's slots fit;
+    # False: never. warp_slots: slots a warp has (2-3; None: _lanes.WARP_SLOTS); warp_min_blocks: the
+    # kernel's launch bound on blocks an SM (None: registers as compiled).
+    "lane_warps": None,
+    "warp_slots": None,
+    "warp_min_blocks": None,
 }
 
 #: Default scratch bound: the larger of this fraction of the array and MIN_SCRATCH.
@@ -713,6 +721,10 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
     head0 = pointer % 16
     unit = lane_unit(itemsize, head0)
     writer = _lane_writer("runs" if seg >= L.FAST_GATHER_ROW else "gather")
+    if writer == "runs" or (settings["lane_warps"] and settings["lane_writer"] is None):  # it writes runs
+        step = _plan_lane_warps(axis, rows, n, itemsize, head0)
+        if step is not None:
+            return step
     # The run writer's loops take 96 registers: big panels and wide blocks keep bytes in flight at one
     # block an SM (docs/perf-notes.md, the lane-panels sweep); the gather writer streams at 48.
     threads = settings["lane_threads"] or (RUN_THREADS if writer == "runs" else L.THREADS)
@@ -754,6 +766,57 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
             "co_resident": False,  # panels are disjoint: no block waits for another
             "_n": n,
             "_buf_vecs": L.buffer_vecs(panel_rows * seg),
+        },
+    )
+
+
+#: Lanes of at most this many bytes take lane-panels' ``warps`` variant by default (measured on 4 KiB
+#: lanes; longer lanes leave too few warps an SM once each has two lane slots).
+WARP_LANE_BYTES = 4096
+
+
+def _plan_lane_warps(axis: int, rows: int, n: int, itemsize: int, head0: int) -> Optional[Step]:
+    """``lane-panels``' ``warps`` variant (``_lanes.warp_lane_kernel``) where ``settings["lane_warps"]``
+    takes it for lanes of ``n * itemsize`` bytes; else None."""
+    from . import _lanes as L
+
+    seg = n * itemsize
+    choice = settings["lane_warps"]
+    if choice is False or seg < 16 or (choice is None and seg > WARP_LANE_BYTES):
+        return None
+    threads = settings["lane_threads"] or L.WARP_THREADS
+    slots = settings["warp_slots"] or L.WARP_SLOTS
+    min_blocks = settings["warp_min_blocks"] or 0
+    if threads % 32 or not 32 <= threads <= 1024:
+        raise ValueError(f"GPU setting lane_threads must be a multiple of 32 up to 1024 for lane-panels' warps "
+                         f"variant, got {threads!r}")
+    if slots not in (2, 3):
+        raise ValueError(f"GPU setting warp_slots must be 2, 3 or None, got {slots!r}")
+    smem = L.warp_smem_bytes(seg, threads, slots)
+    if smem > MAX_LANE_SMEM:
+        return None
+    warps = threads // 32
+    sms, _ = device_shape(_device_id())
+    registers = 65536 // (threads * min_blocks) if min_blocks else RUN_REGISTERS
+    grid = settings["grid"] or sms * _blocks_for_smem(smem, threads, registers)
+    return Step(
+        axis, 0, rows, seg, 0, itemsize,
+        algorithm="lane-panels",
+        scratch_bytes=0,
+        bytes_moved=2 * rows * seg,
+        details={
+            "schedule": "lane-panels",
+            "variant": "warps",
+            "block": threads,
+            "grid": max(1, min(grid, S.ceil_div(rows, warps))),
+            "slots": slots,
+            "min_blocks": min_blocks,
+            "writer": "runs",
+            "smem_bytes": smem,
+            "head0": head0,
+            "co_resident": False,  # lanes are disjoint: no warp waits for another
+            "_n": n,
+            "_slot_vecs": L.warp_slot_vecs(seg),
         },
     )
 
