@@ -64,6 +64,10 @@ CASES = [
     ("roll_rows", (1024, 65536), "float32", None),      # lanes of 256 KiB, 256 MiB (lane-swaps)
     ("roll_rows", (16384, 4096), "float32", None),      # lanes of 16 KiB, 256 MiB
     ("fftshift", (2048, 2048), "complex64", None),      # 32 MiB
+    # Around lane-panels' warps variant (2-4 KiB lanes by default): its shortest default lane, and the next
+    # length up, which the panel kernel keeps.
+    ("roll_rows", (524288, 512), "float32", None),      # lanes of 2 KiB, 1 GiB
+    ("roll_rows", (131072, 2048), "float32", None),     # lanes of 8 KiB, 1 GiB
 ]
 
 

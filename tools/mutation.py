@@ -233,6 +233,13 @@ MUTANTS = [
      "    last = min(hi - at, 4)\n", "    last = min(hi - at - 1, 4)\n"),
     ("flat-strip-wider-strip", "rotate/_rowperm.py",
      "    if 2 * row_shift <= seg:\n", "    if 2 * row_shift >= seg:\n"),
+    # lane-panels' warps variant: which lanes take it and its grid (tests/test_robustness.py, device stubbed;
+    # the kernel itself is judged by the simulator, tests/test_cuda_sim.py, outside this fast subset).
+    ("warp-lanes-exclude-4-kib", "rotate/_cuda/planner.py",
+     "    if choice is False or seg < 16 or (choice is None and seg > WARP_LANE_BYTES):",
+     "    if choice is False or seg < 16 or (choice is None and seg >= WARP_LANE_BYTES):"),
+    ("warp-grid-a-block-a-lane", "rotate/_cuda/planner.py",
+     "grid=max(1, min(grid, S.ceil_div(rows, warps)))", "grid=max(1, min(grid, rows))"),
     ("quick-path-takes-lists", "rotate/_api.py",
      "    return type(value) is int or (type(value) is tuple and all(type(v) is int for v in value))",
      "    return type(value) is int or (type(value) in (tuple, list) and all(type(v) is int for v in value))"),

@@ -319,34 +319,29 @@ if SIMULATED:
         each thread of a block as a Python thread).
         """
         def bar_sync():
-            thread = _threading.current_thread()  # the simulator's BlockThread
-            key = (tuple(thread.blockIdx), barrier_id, count)
-            with _barriers_lock:
-                if _barriers.get("launch") is not thread._manager:  # a new launch: forget the old barriers
-                    _barriers.clear()
-                    _barriers["launch"] = thread._manager
-                barrier = _barriers.get(key)
-                if barrier is None:
-                    barrier = _barriers[key] = _threading.Barrier(count)
-            barrier.wait()
+            _barrier_wait(_threading.current_thread(), barrier_id, count)
 
         return bar_sync
 
-    def sync_warp():
-        """``bar.warp.sync -1``: a barrier for the 32 threads of the caller's warp (a
-        ``threading.Barrier`` per simulated warp, as ``named_barrier``)."""
-        thread = _threading.current_thread()
-        warp = thread.threadIdx.x // 32
-        count = min(32, thread._manager._block_dim[0] - 32 * warp)
-        key = (tuple(thread.blockIdx), "warp", warp, count)
+    def _barrier_wait(thread, name, count):
+        """Wait at barrier ``name`` of ``thread``'s simulated block (the simulator's BlockThread) until
+        ``count`` threads are there."""
+        key = (tuple(thread.blockIdx), name, count)
         with _barriers_lock:
-            if _barriers.get("launch") is not thread._manager:
+            if _barriers.get("launch") is not thread._manager:  # a new launch: forget the old barriers
                 _barriers.clear()
                 _barriers["launch"] = thread._manager
             barrier = _barriers.get(key)
             if barrier is None:
                 barrier = _barriers[key] = _threading.Barrier(count)
         barrier.wait()
+
+    def sync_warp():
+        """``bar.warp.sync -1``: a barrier for the 32 threads of the caller's warp (a
+        ``threading.Barrier`` per simulated warp, as ``named_barrier``)."""
+        thread = _threading.current_thread()
+        warp = thread.threadIdx.x // 32
+        _barrier_wait(thread, ("warp", warp), min(32, thread._manager._block_dim[0] - 32 * warp))
 
     _atomic_lock = _threading.Lock()
 

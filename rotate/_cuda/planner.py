@@ -747,27 +747,18 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
         if row_threads < 1 or threads % row_threads:
             raise ValueError(f"GPU setting row_threads must divide the block's {threads} threads, got "
                              f"{row_threads!r}; use a power of two up to {threads}, or None")
-    return Step(
-        axis, 0, rows, seg, 0, itemsize,
-        algorithm="lane-panels",
-        scratch_bytes=0,
-        bytes_moved=2 * rows * seg,
-        details={
-            "schedule": "lane-panels",
-            "block": threads,
-            "grid": max(1, min(grid, panels)),
-            "panel_rows": panel_rows,
-            "buffers": buffers,
-            "writer": writer,
-            "row_threads": row_threads,
-            "unit_bytes": unit,
-            "smem_bytes": smem,
-            "head0": head0,
-            "co_resident": False,  # panels are disjoint: no block waits for another
-            "_n": n,
-            "_buf_vecs": L.buffer_vecs(panel_rows * seg),
-        },
-    )
+    return _lane_panels_step(axis, rows, n, itemsize, block=threads, grid=max(1, min(grid, panels)),
+                             panel_rows=panel_rows, buffers=buffers, writer=writer, row_threads=row_threads,
+                             unit_bytes=unit, smem_bytes=smem, head0=head0,
+                             _buf_vecs=L.buffer_vecs(panel_rows * seg))
+
+
+def _lane_panels_step(axis: int, rows: int, n: int, itemsize: int, **details) -> Step:
+    """A ``lane-panels`` step (either variant): every lane read once and written once, no scratch; lanes
+    are disjoint, so no block waits for another."""
+    return Step(axis, 0, rows, n * itemsize, 0, itemsize, algorithm="lane-panels", scratch_bytes=0,
+                bytes_moved=2 * rows * n * itemsize,
+                details={"schedule": "lane-panels", **details, "co_resident": False, "_n": n})
 
 
 #: Lanes of at most this many bytes take lane-panels' ``warps`` variant by default (measured on 4 KiB
@@ -799,26 +790,9 @@ def _plan_lane_warps(axis: int, rows: int, n: int, itemsize: int, head0: int) ->
     sms, _ = device_shape(_device_id())
     registers = 65536 // (threads * min_blocks) if min_blocks else RUN_REGISTERS
     grid = settings["grid"] or sms * _blocks_for_smem(smem, threads, registers)
-    return Step(
-        axis, 0, rows, seg, 0, itemsize,
-        algorithm="lane-panels",
-        scratch_bytes=0,
-        bytes_moved=2 * rows * seg,
-        details={
-            "schedule": "lane-panels",
-            "variant": "warps",
-            "block": threads,
-            "grid": max(1, min(grid, S.ceil_div(rows, warps))),
-            "slots": slots,
-            "min_blocks": min_blocks,
-            "writer": "runs",
-            "smem_bytes": smem,
-            "head0": head0,
-            "co_resident": False,  # lanes are disjoint: no warp waits for another
-            "_n": n,
-            "_slot_vecs": L.warp_slot_vecs(seg),
-        },
-    )
+    return _lane_panels_step(axis, rows, n, itemsize, variant="warps", block=threads,
+                             grid=max(1, min(grid, S.ceil_div(rows, warps))), slots=slots, min_blocks=min_blocks,
+                             writer="runs", smem_bytes=smem, head0=head0, _slot_vecs=L.warp_slot_vecs(seg))
 
 
 def group_threads(threads: int, panel_rows: int) -> int:
