@@ -222,6 +222,13 @@ def small_arrays_sentence(data, source: str) -> str:
             + (f"; in the same run {peers} a call." if peers else "."))
 
 
+def _product(values) -> int:
+    out = 1
+    for v in values:
+        out *= v
+    return out
+
+
 def readme_rows(data, quick, name="gpu-rows-h200.json") -> str:
     """README's GPU paragraph for roll_rows / fftshift / multi-axis rolls, from gpu-rows-h200.json."""
     if data is None:
@@ -251,25 +258,38 @@ def readme_rows(data, quick, name="gpu-rows-h200.json") -> str:
         call = r["function"] + (f" {tuple(r['args'][0])}" if r.get("args") else "")
         return f"`{call}` of {tuple(r['shape'])} {r['dtype']}"
 
+    def lane_bytes(r):
+        return r["nbytes"] * r["shape"][-1] // _product(r["shape"])
+
+    def lane_range(rows):
+        sizes = sorted({lane_bytes(r) for r in rows})
+        return f"{size_label(sizes[0])} to {size_label(sizes[-1])}" if sizes else "n/a"
+
     lanes = [r for r in ok if r["algorithm"] == "lane-panels"]
-    long_lanes = [r for r in lanes if r["nbytes"] // r["shape"][0] >= 4096]
-    short_lanes = [r for r in lanes if r["nbytes"] // r["shape"][0] < 4096]
+    long_lanes = [r for r in lanes if lane_bytes(r) >= 4096]
+    short_lanes = [r for r in lanes if lane_bytes(r) < 4096]
     swaps = [r for r in ok if r["algorithm"] == "lane-swaps"]
     beyond = (f"lanes beyond a block's shared memory take one launch (`lane-swaps`) at {span(swaps)}" if swaps
               else "lanes beyond a block's shared memory (`lane-swaps`) were not measured")
     halves = [r for r in ok if r["algorithm"] == "half-swaps"]
-    cycles = [r for r in ok if r["algorithm"] == "row-cycles"]
+    cycles = [r for r in ok if r["algorithm"] in ("row-cycles", "chain+row-strips")]
+    kinds = sorted({r["algorithm"] for r in cycles}, key=["chain+row-strips", "row-cycles"].index)
+    others = " or ".join({"chain+row-strips": "a flat chain pass and row strips (`chain+row-strips`)",
+                          "row-cycles": "row cycles (`row-cycles`)"}[k] for k in kinds) or "none measured"
     ratios = [r["peers"]["cupy.take_along_axis"]["ms"] / r["ms"] for r in lanes
               if "ms" in r["peers"].get("cupy.take_along_axis", {})]
     commit = str(data.get("environment", {}).get("git_commit", "?"))[:12]
     text = (f"On the same GPU (docs/results/{name}, commit `{commit}`, whole call, % of the run's fastest "
             f"memcpy of each size), `roll_rows` "
-            f"moves lanes of 4 KiB to 128 KiB in one pass at **{span(long_lanes)} of memcpy** and lanes of "
-            f"64 B to 1 KiB at {span(short_lanes)}, {min(ratios):.1f}-{max(ratios):.1f}x faster than the "
+            f"moves lanes of {lane_range(long_lanes)} in one pass at **{span(long_lanes)} of memcpy** and lanes "
+            f"of {lane_range(short_lanes)} at {span(short_lanes)}, {min(ratios):.1f}-{max(ratios):.1f}x faster than the "
             f"`cupy.take_along_axis` gather ({peer_span(lanes, 'cupy.take_along_axis')}, plus 8 index bytes per "
             f"element); {beyond}. `fftshift` and multi-axis `roll` run in one pass: where every axis moves by "
             f"half its length (even `fftshift`), as disjoint swaps (`half-swaps`) at **{span(halves)}**; "
-            f"other shifts (`row-cycles`) at {span(cycles)}. ")
+            f"other shifts through {others} at {span(cycles)}"
+            + (f" (moving {min(r['traffic_over_2n'] for r in cycles):.3f}-"
+               f"{max(r['traffic_over_2n'] for r in cycles):.3f}x the bytes of one pass)" if cycles else "")
+            + ". ")
     beaten = []
     for r in halves + cycles:
         peers = {k: v for k, v in r["peers"].items() if "ms" in v}
@@ -512,7 +532,7 @@ CHAIN_GATE_RUN = "gpu-e2e-chain-eee3343-h200.json"
 CHAIN_GATE_16G_RUN = "gpu-e2e-chain-16g-eee3343-h200.json"
 #: The newest run of benchmarks/rows_gpu_bench.py (roll_rows, fftshift, multi-axis rolls): perf-notes'
 #: gpu-rows table and the README's rows sentence.
-ROWS_RUN = "gpu-rows-8bedeb6-h200.json"
+ROWS_RUN = "gpu-rows-4621c2b-h200.json"
 #: Random 1-D shifts timed as users time them (rotate.bench --shifts randS), peers beside.
 RANDOM_RUN = "random-shifts-8e6fe2a-h200.json"
 #: Issue #9's multi-axis cases (13-17) after flat_strips and co-resident chains (run from the tree before 6bbdb9e).
