@@ -314,9 +314,10 @@ def check_rows_run_writer():
 
 
 def check_rows_lane_warps():
-    """lane-panels' warps variant (``_lanes.warp_lane_kernel``, 4 KiB lanes by default) forced onto short
+    """lane-panels' warps variant (``_lanes.warp_lane_kernel``, 2-4 KiB lanes by default) forced onto short
     lanes: every other fixed roll_rows case and random ones, one and two warps a block, grids of 1-3
-    blocks, two and three slots a warp; more lanes a warp than its 32-shift table (the table refills)."""
+    blocks, 2-8 slots a warp (the default by lane length too); more lanes a warp than its 32-shift table
+    (the table refills)."""
     from rows_cases import FIXED_ROWS_CASES, CudaRowsRunner, RowsCase, check_rows_case, rows_cases
 
     def check(runner, case):
@@ -328,7 +329,8 @@ def check_rows_lane_warps():
     seen = set()
     lanes = [case for case in FIXED_ROWS_CASES if case.function == "roll_rows"]
     for i, case in enumerate(lanes[::2]):
-        runner = CudaRowsRunner(lane_warps=True, lane_threads=(32, 64)[i % 2], grid=1 + i % 3, warp_slots=2 + i % 2)
+        runner = CudaRowsRunner(lane_warps=True, lane_threads=(32, 64)[i % 2], grid=1 + i % 3,
+                                warp_slots=(None, 2, 3, 5)[i % 4])
         plan = check(runner, case)
         seen.add(plan.steps[0].details.get("variant"))
     assert "warps" in seen, seen
@@ -342,7 +344,8 @@ def check_rows_lane_warps():
         assert plan.algorithm == "row-panels" and plan.steps[0].details["variant"] == "warps", plan
 
     @settings(deadline=None, max_examples=EXAMPLES // 4, database=None)
-    @given(data=st.data(), grid=st.integers(1, 3), threads=st.sampled_from([32, 64]), slots=st.sampled_from([2, 3]))
+    @given(data=st.data(), grid=st.integers(1, 3), threads=st.sampled_from([32, 64]),
+           slots=st.sampled_from([None, 2, 3, 8]))
     def random_cases(data, grid, threads, slots):
         case = data.draw(rows_cases(max_bytes=800).filter(lambda c: c.function == "roll_rows"))
         check(CudaRowsRunner(lane_warps=True, lane_threads=threads, grid=grid, warp_slots=slots), case)

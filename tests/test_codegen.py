@@ -190,7 +190,7 @@ def test_panel_run_writer_compiles_to_straight_vector_loops(monkeypatch, unit, r
     assert "ld.local" not in text and "st.local" not in text
 
 
-@pytest.mark.parametrize("slots,min_blocks", [(2, 0), (3, 0), (2, 3)])
+@pytest.mark.parametrize("slots,min_blocks", [(2, 0), (3, 0), (5, 0), (8, 0), (2, 3)])
 def test_warp_lane_kernel_syncs_warps_only(monkeypatch, slots, min_blocks):
     """lane-panels' warps variant: the run writer's loops, a warp barrier (``bar.warp.sync``) and no
     block barrier, ``cp.async`` ring waits by its slot count, no local memory (also under a launch

@@ -29,8 +29,8 @@ SMALL_ROWS = CudaRowsRunner(constants={"MIN_CYCLE_ROW": 16})  # row-cycles on sh
 # Even fftshifts and narrow-strip rolls through row-cycles, as before half-swaps and flat_strips.
 NO_HALF_SWAPS = CudaRowsRunner(half_swaps=False, flat_strips=False)
 RUN_WRITER = CudaRowsRunner(lane_writer="runs")  # lane-panels' run writer on short lanes too (default from 2 KiB)
-# lane-panels' warps variant (default for 2-4 KiB lanes) on every lane it fits, with 2 and 3 slots a warp.
-WARPS = (CudaRowsRunner(lane_warps=True), CudaRowsRunner(lane_warps=True, warp_slots=3, lane_threads=64, grid=3))
+# lane-panels' warps variant (default for 2-4 KiB lanes) on every lane it fits: slots by lane length, and 5.
+WARPS = (CudaRowsRunner(lane_warps=True), CudaRowsRunner(lane_warps=True, warp_slots=5, lane_threads=64, grid=3))
 LONG_LANES = CudaRowsRunner(**LONG_LANE_SETTINGS)  # lane-swaps on lanes of a few hundred bytes
 ONE_BLOCK_LONG_LANES = CudaRowsRunner(grid=1, **LONG_LANE_SETTINGS)
 

@@ -536,9 +536,10 @@ def test_gpu_lane_panel_groups(gpu_planner):
 
 
 def test_gpu_lane_warps_take_lanes_of_2_to_4_kib(gpu_planner):
-    """lane-panels' warps variant: by default for run-writer lanes of at most WARP_LANE_BYTES (2-4 KiB),
-    forced by ``lane_warps=True`` where a warp's slots fit, never with False; the grid holds the blocks
-    an SM's shared memory and registers allow, at most one warp a lane; bad knobs are named."""
+    """lane-panels' warps variant: by default for lanes of 2-4 KiB (unless ``lane_threads`` is a block size
+    only the panel kernel takes), forced by ``lane_warps=True`` where a warp's slots fit, never with False;
+    slots by lane length; the grid holds the blocks an SM's shared memory and registers allow, at most one
+    warp a lane; bad knobs are named."""
     from rotate._cuda import _lanes as L
 
     def details(lanes, n, item=4, **forced):
@@ -554,16 +555,19 @@ def test_gpu_lane_warps_take_lanes_of_2_to_4_kib(gpu_planner):
     assert details(1 << 18, 1024, warp_slots=3)["smem_bytes"] == L.warp_smem_bytes(4096, 256, 3)
     assert details(5, 1024)["grid"] == 1  # 5 lanes: one block of 8 warps
     assert details(1 << 18, 512)["variant"] == "warps"  # 2 KiB: the run writer's shortest default lane
+    assert [details(1 << 18, n, lane_warps=True)["slots"] for n in (1024, 700, 512, 256, 16)] == [2, 3, 3, 5, 8]
     assert "variant" not in details(1 << 18, 256)  # 1 KiB: the gather writer
+    assert "variant" not in details(1 << 18, 256, lane_writer="runs")  # the panel kernel's run writer
+    assert "variant" not in details(1 << 18, 1024, lane_threads=16)  # a panel block size: the panel kernel
     assert details(1 << 18, 256, lane_warps=True)["variant"] == "warps"
     assert "variant" not in details(1 << 18, 1025)  # past WARP_LANE_BYTES
     assert "variant" not in details(1 << 18, 1024, lane_warps=False)
     assert "variant" not in details(1 << 18, 4096, lane_warps=True)  # 16 KiB: 8 warps' slots do not fit
     assert "variant" not in details(1 << 18, 3, item=4, lane_warps=True)  # under 16 bytes
-    with pytest.raises(ValueError, match="warp_slots must be 2, 3 or None, got 4"):
-        details(1 << 18, 1024, warp_slots=4)
+    with pytest.raises(ValueError, match="warp_slots must be 2 to 8 or None, got 9"):
+        details(1 << 18, 1024, warp_slots=9)
     with pytest.raises(ValueError, match="lane_threads must be a multiple of 32 up to 1024 .* got 48"):
-        details(1 << 18, 1024, lane_threads=48)
+        details(1 << 18, 1024, lane_threads=48, lane_warps=True)
 
 
 def test_gpu_long_lanes_plan_one_launch_of_two_blocks_an_sm(gpu_planner):

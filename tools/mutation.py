@@ -236,8 +236,8 @@ MUTANTS = [
     # lane-panels' warps variant: which lanes take it and its grid (tests/test_robustness.py, device stubbed;
     # the kernel itself is judged by the simulator, tests/test_cuda_sim.py, outside this fast subset).
     ("warp-lanes-exclude-4-kib", "rotate/_cuda/planner.py",
-     "    if choice is False or seg < 16 or (choice is None and seg > WARP_LANE_BYTES):",
-     "    if choice is False or seg < 16 or (choice is None and seg >= WARP_LANE_BYTES):"),
+     "    if choice is False or seg < 16 or (choice is None and not L.FAST_GATHER_ROW <= seg <= WARP_LANE_BYTES):",
+     "    if choice is False or seg < 16 or (choice is None and not L.FAST_GATHER_ROW <= seg < WARP_LANE_BYTES):"),
     ("warp-grid-a-block-a-lane", "rotate/_cuda/planner.py",
      "grid=max(1, min(grid, S.ceil_div(rows, warps)))", "grid=max(1, min(grid, rows))"),
     ("quick-path-takes-lists", "rotate/_api.py",

@@ -72,10 +72,10 @@ settings = {
     # looks its source up); None: runs for row-cycles and for lanes of FAST_GATHER_ROW bytes and more.
     "lane_writer": None,
     # lane-panels' "warps" variant (rotate/_cuda/_lanes.py, warp_lane_kernel: a warp stages and writes
-    # one lane at a time, no block barrier, the seam on the vector grid). None: for run-writer lanes of
-    # at most WARP_LANE_BYTES; True: wherever the run writer takes the lanes and a warp's slots fit;
-    # False: never. warp_slots: slots a warp has (2-3; None: _lanes.WARP_SLOTS); warp_min_blocks: the
-    # kernel's launch bound on blocks an SM (None: registers as compiled).
+    # one lane at a time, no block barrier, the seam on the vector grid). None: for lanes of
+    # FAST_GATHER_ROW to WARP_LANE_BYTES (2-4 KiB); True: wherever a warp's slots fit (the run writer);
+    # False: never. warp_slots: slots a warp has (2-8; None: _lanes.warp_slots by lane length);
+    # warp_min_blocks: the kernel's launch bound on blocks an SM (None: registers as compiled).
     "lane_warps": None,
     "warp_slots": None,
     "warp_min_blocks": None,
@@ -773,16 +773,18 @@ def _plan_lane_warps(axis: int, rows: int, n: int, itemsize: int, head0: int) ->
 
     seg = n * itemsize
     choice = settings["lane_warps"]
-    if choice is False or seg < 16 or (choice is None and seg > WARP_LANE_BYTES):
+    if choice is False or seg < 16 or (choice is None and not L.FAST_GATHER_ROW <= seg <= WARP_LANE_BYTES):
         return None
     threads = settings["lane_threads"] or L.WARP_THREADS
-    slots = settings["warp_slots"] or L.WARP_SLOTS
+    slots = settings["warp_slots"] or L.warp_slots(seg)
     min_blocks = settings["warp_min_blocks"] or 0
     if threads % 32 or not 32 <= threads <= 1024:
+        if choice is None:  # a block size set for the panel kernel: that kernel takes the lanes
+            return None
         raise ValueError(f"GPU setting lane_threads must be a multiple of 32 up to 1024 for lane-panels' warps "
                          f"variant, got {threads!r}")
-    if slots not in (2, 3):
-        raise ValueError(f"GPU setting warp_slots must be 2, 3 or None, got {slots!r}")
+    if slots not in range(2, L.MAX_WARP_SLOTS + 1):
+        raise ValueError(f"GPU setting warp_slots must be 2 to {L.MAX_WARP_SLOTS} or None, got {slots!r}")
     smem = L.warp_smem_bytes(seg, threads, slots)
     if smem > MAX_LANE_SMEM:
         return None
