@@ -314,10 +314,9 @@ def check_rows_run_writer():
 
 
 def check_rows_lane_warps():
-    """lane-panels' warps variant (``_lanes.warp_lane_kernel``, 2-4 KiB lanes by default) forced onto short
+    """lane-panels' warps variant (``_lanes.warp_lane_kernel``, 2-8 KiB lanes by default) forced onto short
     lanes: every other fixed roll_rows case and random ones, one and two warps a block, grids of 1-3
-    blocks, 2-8 slots a warp (the default by lane length too); more lanes a warp than its 32-shift table
-    (the table refills)."""
+    blocks, 2-8 slots a warp; more lanes a warp than its 32-shift table (the table refills)."""
     from rows_cases import FIXED_ROWS_CASES, CudaRowsRunner, RowsCase, check_rows_case, rows_cases
 
     def check(runner, case):
@@ -330,7 +329,7 @@ def check_rows_lane_warps():
     lanes = [case for case in FIXED_ROWS_CASES if case.function == "roll_rows"]
     for i, case in enumerate(lanes[::2]):
         runner = CudaRowsRunner(lane_warps=True, lane_threads=(32, 64)[i % 2], grid=1 + i % 3,
-                                warp_slots=(None, 2, 3, 5)[i % 4])
+                                warp_slots=(None, 2, 3, 8)[i % 4])
         plan = check(runner, case)
         seen.add(plan.steps[0].details.get("variant"))
     assert "warps" in seen, seen

@@ -29,7 +29,7 @@ SMALL_ROWS = CudaRowsRunner(constants={"MIN_CYCLE_ROW": 16})  # row-cycles on sh
 # Even fftshifts and narrow-strip rolls through row-cycles, as before half-swaps and flat_strips.
 NO_HALF_SWAPS = CudaRowsRunner(half_swaps=False, flat_strips=False)
 RUN_WRITER = CudaRowsRunner(lane_writer="runs")  # lane-panels' run writer on short lanes too (default from 2 KiB)
-# lane-panels' warps variant (default for 2-4 KiB lanes) on every lane it fits: slots by lane length, and 5.
+# lane-panels' warps variant (default for 2-8 KiB lanes) on every lane it fits: two slots a warp, and 5.
 WARPS = (CudaRowsRunner(lane_warps=True), CudaRowsRunner(lane_warps=True, warp_slots=5, lane_threads=64, grid=3))
 LONG_LANES = CudaRowsRunner(**LONG_LANE_SETTINGS)  # lane-swaps on lanes of a few hundred bytes
 ONE_BLOCK_LONG_LANES = CudaRowsRunner(grid=1, **LONG_LANE_SETTINGS)
@@ -116,7 +116,7 @@ def test_large_rows_cases(case):
         row = int(np.prod(case.shape[max(axes):])) * np.dtype(case.dtype).itemsize  # from the last rolled axis on
         aligned = case.offset % 16 == 0 and row % 32 == 0
         assert plan.algorithm == ("half-swaps" if half and even and aligned else "row-cycles"), plan
-    elif 2048 <= case.nbytes // case.shape[0] <= 4096:
+    elif 2048 <= case.nbytes // case.shape[0] <= 8192:
         assert plan.steps[0].details["variant"] == "warps", plan
     elif case.nbytes // case.shape[0] > 226 * 1024:  # beyond lane-panels
         few_huge = case.shape[0] <= 8 and case.nbytes // case.shape[0] >= 64 << 20 and not case.device_shifts
@@ -125,7 +125,7 @@ def test_large_rows_cases(case):
 
 @pytest.mark.parametrize("shape,dtype,shift,offset", [((20000, 1024), "float32", 5, 0), ((3000, 3001), "uint8", -1000, 3)])
 def test_one_shift_rolls_of_4_kib_rows_run_the_warps_kernel(shape, dtype, shift, offset):
-    """rotate.roll along the last axis of many 2-4 KiB rows: row-panels, through lane-panels' warps variant."""
+    """rotate.roll along the last axis of many 2-8 KiB rows: row-panels, through lane-panels' warps variant."""
     plan = check_rows_case(RUNNER, RowsCase("roll", shape, dtype, (shift,), (1,), offset))
     assert plan.algorithm == "row-panels" and plan.steps[0].details["variant"] == "warps", plan
 

@@ -535,11 +535,12 @@ def test_gpu_lane_panel_groups(gpu_planner):
         details(1024, row_threads=96, lane_warps=False)
 
 
-def test_gpu_lane_warps_take_lanes_of_2_to_4_kib(gpu_planner):
-    """lane-panels' warps variant: by default for lanes of 2-4 KiB (unless ``lane_threads`` is a block size
+def test_gpu_lane_warps_take_lanes_of_2_to_8_kib(gpu_planner):
+    """lane-panels' warps variant: by default for lanes of 2-8 KiB (unless ``lane_threads`` is a block size
     only the panel kernel takes), forced by ``lane_warps=True`` where a warp's slots fit, never with False;
-    slots by lane length; the grid holds the blocks an SM's shared memory and registers allow, at most one
-    warp a lane; bad knobs are named."""
+    blocks of eight warps up to 4 KiB lanes, four beyond; two slots a warp unless ``warp_slots`` says; the
+    grid holds the blocks an SM's shared memory and registers allow, at most one warp a lane; bad knobs
+    are named."""
     from rotate._cuda import _lanes as L
 
     def details(lanes, n, item=4, **forced):
@@ -551,18 +552,22 @@ def test_gpu_lane_warps_take_lanes_of_2_to_4_kib(gpu_planner):
     assert (four["variant"], four["block"], four["slots"], four["writer"]) == ("warps", 256, 2, "runs"), four
     assert four["smem_bytes"] == L.warp_smem_bytes(4096) == 8 * (2 * 16 * L.warp_slot_vecs(4096) + 128)
     assert four["grid"] == sms * 2  # 120 registers a thread: two blocks of 256 an SM
+    eight = details(1 << 17, 2048)
+    assert (eight["variant"], eight["block"], eight["slots"]) == ("warps", 128, 2), eight
+    assert eight["smem_bytes"] == L.warp_smem_bytes(8192, 128) and eight["grid"] == sms * 3  # by shared memory
+    assert details(1 << 18, 1025)["block"] == 128  # past 4 KiB: four warps a block
     assert details(1 << 18, 1024, warp_min_blocks=3)["grid"] == sms * 3
     assert details(1 << 18, 1024, warp_slots=3)["smem_bytes"] == L.warp_smem_bytes(4096, 256, 3)
     assert details(5, 1024)["grid"] == 1  # 5 lanes: one block of 8 warps
     assert details(1 << 18, 512)["variant"] == "warps"  # 2 KiB: the run writer's shortest default lane
-    assert [details(1 << 18, n, lane_warps=True)["slots"] for n in (1024, 700, 512, 256, 16)] == [2, 3, 3, 5, 8]
     assert "variant" not in details(1 << 18, 256)  # 1 KiB: the gather writer
     assert "variant" not in details(1 << 18, 256, lane_writer="runs")  # the panel kernel's run writer
     assert "variant" not in details(1 << 18, 1024, lane_threads=16)  # a panel block size: the panel kernel
     assert details(1 << 18, 256, lane_warps=True)["variant"] == "warps"
-    assert "variant" not in details(1 << 18, 1025)  # past WARP_LANE_BYTES
+    assert "variant" not in details(1 << 18, 2049)  # past WARP_LANE_BYTES
     assert "variant" not in details(1 << 18, 1024, lane_warps=False)
-    assert "variant" not in details(1 << 18, 4096, lane_warps=True)  # 16 KiB: 8 warps' slots do not fit
+    assert details(1 << 16, 4096, lane_warps=True)["grid"] == sms  # 16 KiB, forced: one block of 4 warps an SM
+    assert "variant" not in details(1 << 14, 16384, lane_warps=True)  # 64 KiB: four warps' slots do not fit
     assert "variant" not in details(1 << 18, 3, item=4, lane_warps=True)  # under 16 bytes
     with pytest.raises(ValueError, match="warp_slots must be 2 to 8 or None, got 9"):
         details(1 << 18, 1024, warp_slots=9)

@@ -235,7 +235,7 @@ MUTANTS = [
      "    if 2 * row_shift <= seg:\n", "    if 2 * row_shift >= seg:\n"),
     # lane-panels' warps variant: which lanes take it and its grid (tests/test_robustness.py, device stubbed;
     # the kernel itself is judged by the simulator, tests/test_cuda_sim.py, outside this fast subset).
-    ("warp-lanes-exclude-4-kib", "rotate/_cuda/planner.py",
+    ("warp-lanes-exclude-8-kib", "rotate/_cuda/planner.py",
      "    if choice is False or seg < 16 or (choice is None and not L.FAST_GATHER_ROW <= seg <= WARP_LANE_BYTES):",
      "    if choice is False or seg < 16 or (choice is None and not L.FAST_GATHER_ROW <= seg < WARP_LANE_BYTES):"),
     ("warp-grid-a-block-a-lane", "rotate/_cuda/planner.py",

@@ -412,17 +412,14 @@ def panel_kernel(unit: int, threads: int = THREADS, row_threads: int = 0):
 
 #: Threads of a ``lane-panels`` block of the ``warps`` variant: eight warps, each a lane at a time.
 WARP_THREADS = 256
-#: Lanes a warp of the ``warps`` variant reads ahead of the one it writes, plus one: its slots. By default
-#: (``warp_slots``) enough that the lanes read ahead hold WARP_AHEAD_BYTES: a warp's bytes in flight.
+#: Lanes a warp of the ``warps`` variant reads ahead of the one it writes, plus one: its slots. More do
+#: not help: 2 KiB lanes ran 1.5 points slower with three, 1 KiB lanes no faster with five or eight
+#: (docs/perf-notes.md), so a warp's per-lane work, not its bytes in flight, is what is left.
 WARP_SLOTS = 2
 MAX_WARP_SLOTS = 8
-WARP_AHEAD_BYTES = 4096
-
-
-def warp_slots(seg: int) -> int:
-    """Slots a warp of the ``warps`` variant takes for lanes of ``seg`` bytes: one lane written, and lanes
-    read ahead to hold WARP_AHEAD_BYTES (two slots from 4 KiB lanes on, three at 2 KiB, five at 1 KiB)."""
-    return max(WARP_SLOTS, min(MAX_WARP_SLOTS, 1 + -(-WARP_AHEAD_BYTES // seg)))
+#: Threads of a ``warps`` block for lanes of more than 4 KiB: four warps, so two slots of up to 8 KiB
+#: leave room for three blocks an SM (8 KiB lanes ran 3% faster than the panel kernel, twice).
+WARP_THREADS_LONG = 128
 #: Shifts a warp of the ``warps`` variant reads at once (one a thread) and keeps in shared memory.
 WARP_SHIFTS = 32
 

@@ -73,8 +73,8 @@ settings = {
     "lane_writer": None,
     # lane-panels' "warps" variant (rotate/_cuda/_lanes.py, warp_lane_kernel: a warp stages and writes
     # one lane at a time, no block barrier, the seam on the vector grid). None: for lanes of
-    # FAST_GATHER_ROW to WARP_LANE_BYTES (2-4 KiB); True: wherever a warp's slots fit (the run writer);
-    # False: never. warp_slots: slots a warp has (2-8; None: _lanes.warp_slots by lane length);
+    # FAST_GATHER_ROW to WARP_LANE_BYTES (2-8 KiB); True: wherever a warp's slots fit (the run writer);
+    # False: never. warp_slots: slots a warp has (2-8; None: _lanes.WARP_SLOTS);
     # warp_min_blocks: the kernel's launch bound on blocks an SM (None: registers as compiled).
     "lane_warps": None,
     "warp_slots": None,
@@ -761,9 +761,10 @@ def _lane_panels_step(axis: int, rows: int, n: int, itemsize: int, **details) ->
                 details={"schedule": "lane-panels", **details, "co_resident": False, "_n": n})
 
 
-#: Lanes of at most this many bytes take lane-panels' ``warps`` variant by default (measured on 4 KiB
-#: lanes; longer lanes leave too few warps an SM once each has two lane slots).
-WARP_LANE_BYTES = 4096
+#: Lanes of FAST_GATHER_ROW to this many bytes take lane-panels' ``warps`` variant by default: measured
+#: at 2, 4 and 8 KiB (19%, 7-9% and 3% faster than the panel kernel); at 16 KiB a block of four warps'
+#: slots leaves one block an SM.
+WARP_LANE_BYTES = 8192
 
 
 def _plan_lane_warps(axis: int, rows: int, n: int, itemsize: int, head0: int) -> Optional[Step]:
@@ -775,8 +776,8 @@ def _plan_lane_warps(axis: int, rows: int, n: int, itemsize: int, head0: int) ->
     choice = settings["lane_warps"]
     if choice is False or seg < 16 or (choice is None and not L.FAST_GATHER_ROW <= seg <= WARP_LANE_BYTES):
         return None
-    threads = settings["lane_threads"] or L.WARP_THREADS
-    slots = settings["warp_slots"] or L.warp_slots(seg)
+    threads = settings["lane_threads"] or (L.WARP_THREADS if seg <= 4096 else L.WARP_THREADS_LONG)
+    slots = settings["warp_slots"] or L.WARP_SLOTS
     min_blocks = settings["warp_min_blocks"] or 0
     if threads % 32 or not 32 <= threads <= 1024:
         if choice is None:  # a block size set for the panel kernel: that kernel takes the lanes
