@@ -68,6 +68,7 @@ CASES = [
     # length up, which the panel kernel keeps.
     ("roll_rows", (524288, 512), "float32", None),      # lanes of 2 KiB, 1 GiB
     ("roll_rows", (131072, 2048), "float32", None),     # lanes of 8 KiB, 1 GiB
+    ("roll", (262144, 1024), "float32", ((5,), (1,))),  # one shift for every 4 KiB row: row-panels
 ]
 
 
