@@ -1085,6 +1085,62 @@ def test_gpu_scratch_keeps_replaced_buffers_until_the_stream_has_passed_them(mon
     assert [kept for _, kept in scratch._retired] == [second_pre]
 
 
+def test_gpu_scratch_of_an_evicted_stream_is_kept_until_that_stream_has_passed_it(monkeypatch):
+    """The least recently used stream's scratch, evicted from the cache by a ninth stream, stays referenced
+    until an event recorded on *that* stream completes; a stale stream handle falls back to a device-wide
+    synchronisation; release_scratch counts and drops the evicted scratch too."""
+    launch = pytest.importorskip("rotate._cuda.launch")
+    events, synced = [], []
+
+    class Event:
+        def __init__(self, timing=True):
+            self.done = False
+            events.append(self)
+
+        def record(self, stream):
+            if stream == ("stream", 666):
+                raise RuntimeError("invalid resource handle")
+            self.stream = stream
+
+        def query(self):
+            return self.done
+
+    class DeviceArray:
+        def __init__(self, host):
+            self.size, self.dtype = host.size, host.dtype
+            self.__cuda_array_interface__ = {"data": (id(self), False)}
+
+    fake_cuda = types.SimpleNamespace(to_device=lambda host: DeviceArray(np.asarray(host)),
+                                      device_array=lambda size, dtype: DeviceArray(np.empty(size, dtype)),
+                                      event=Event, external_stream=lambda handle: ("stream", handle),
+                                      default_stream=lambda: ("stream", 0), synchronize=lambda: synced.append(1),
+                                      is_available=lambda: True)
+    monkeypatch.setattr(launch, "cuda", fake_cuda)
+    monkeypatch.setattr(launch, "SIMULATED", False)
+    monkeypatch.setattr(launch, "_scratch", launch.collections.OrderedDict())
+    monkeypatch.setattr(launch, "_evicted", [])
+    for handle in range(100, 100 + launch.MAX_CACHED_STREAMS):
+        launch.scratch_for(handle, 0).reserve(10, 1000)
+    oldest = launch._scratch[(0, 100)]
+    launch.scratch_for(200, 0)  # a ninth stream evicts stream 100's scratch: kept, an event on stream 100
+    assert (0, 100) not in launch._scratch
+    assert [kept for _, kept in launch._evicted] == [oldest] and events[-1].stream == ("stream", 100)
+    launch.scratch_for(201, 0)  # evicts stream 101's; stream 100 has not passed its event: both kept
+    assert len(launch._evicted) == 2 and not synced
+    for event in events:
+        event.done = True
+    launch.scratch_for(202, 0)  # stream 100's and 101's are let go; stream 102's is kept
+    assert [kept._handle for _, kept in launch._evicted] == [102]
+    stale = launch.scratch_for(666, 0)  # a stream the caller will destroy
+    stale.reserve(10, 1000)
+    for handle in range(300, 300 + launch.MAX_CACHED_STREAMS):
+        launch.scratch_for(handle, 0)
+    assert synced  # its handle failed to take an event: the device was synchronised instead
+    assert all(kept._handle != 666 for _, kept in launch._evicted)
+    held = sum(kept.nbytes for _, kept in launch._evicted)
+    assert held > 0 and launch.release_scratch() >= held and launch._evicted == []
+
+
 @given(m_max=st.integers(4, 1 << 18), sms=st.integers(2, 200), rows=st.integers(1, 3))
 def test_gpu_even_lane_steps_are_exactly_the_lengths_that_load_every_sm_alike(m_max, sms, rows):
     planner = pytest.importorskip("rotate._cuda.planner")

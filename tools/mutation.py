@@ -240,6 +240,10 @@ MUTANTS = [
      "    if choice is False or seg < 16 or (choice is None and not L.FAST_GATHER_ROW <= seg < WARP_LANE_BYTES):"),
     ("warp-grid-a-block-a-lane", "rotate/_cuda/planner.py",
      "grid=max(1, min(grid, S.ceil_div(rows, warps)))", "grid=max(1, min(grid, rows))"),
+    # Scratch of a stream evicted from the 8-stream cache (rotate/_cuda/launch.py; tests/test_robustness.py
+    # with a stand-in driver): dropped at once instead of kept until its stream passes an event.
+    ("evicted-scratch-dropped-at-once", "rotate/_cuda/launch.py",
+     "    _evicted.append((event, entry))\n", "    pass\n"),
     ("quick-path-takes-lists", "rotate/_api.py",
      "    return type(value) is int or (type(value) is tuple and all(type(v) is int for v in value))",
      "    return type(value) is int or (type(value) in (tuple, list) and all(type(v) is int for v in value))"),

@@ -208,10 +208,12 @@ class Scratch:
         return sum(int(a.size * a.dtype.itemsize) for a in held if a is not None)
 
 
-#: Streams whose scratch is kept; the least recently used beyond this is freed.
+#: Streams whose scratch is kept; the least recently used beyond this is let go once its stream has
+#: finished the launches queued on it (``_evict``).
 MAX_CACHED_STREAMS = 8
 _scratch: "collections.OrderedDict" = collections.OrderedDict()
 _scratch_lock = threading.Lock()
+_evicted: list = []  # (event, Scratch) of streams evicted from the cache, until each stream passes its event
 
 
 def scratch_for(handle: int, device: int = None) -> Scratch:
@@ -223,8 +225,26 @@ def scratch_for(handle: int, device: int = None) -> Scratch:
             if entry is None:
                 entry = _scratch[key] = Scratch(handle)
                 while len(_scratch) > MAX_CACHED_STREAMS:
-                    _scratch.popitem(last=False)
+                    _evict(_scratch.popitem(last=False)[1])
     return entry
+
+
+def _evict(entry: Scratch) -> None:
+    """Let go of an evicted stream's scratch only once that stream has finished the launches queued on it
+    (as ``Scratch._retire`` does for a replaced buffer: an external memory pool would hand the memory to
+    another stream's allocation at once, under a kernel still running). Forget the evicted scratch whose
+    streams have passed their events. Caller holds ``_scratch_lock``."""
+    global _evicted
+    _evicted = [(event, kept) for event, kept in _evicted if not event.query()]
+    if SIMULATED or entry.counters is None:  # the simulator runs each launch to its end; nothing allocated
+        return
+    try:
+        event = cuda.event(timing=False)
+        event.record(_numba_stream(entry._handle))
+    except Exception:  # the stream was destroyed (its handle is stale): wait for every launch instead
+        cuda.synchronize()
+        return
+    _evicted.append((event, entry))
 
 
 def release_scratch() -> int:
@@ -237,8 +257,9 @@ def release_scratch() -> int:
     if not SIMULATED and cuda.is_available():
         cuda.synchronize()
     with _scratch_lock:
-        released = sum(entry.nbytes for entry in _scratch.values())
+        released = sum(entry.nbytes for entry in _scratch.values()) + sum(kept.nbytes for _, kept in _evicted)
         _scratch.clear()
+        _evicted.clear()
         _device_tables.clear()
         _prepared.clear()  # they hold the freed tables' addresses
         _stream_refs.clear()  # a destroyed stream's handle may come back as another stream's
