@@ -51,3 +51,54 @@ store_u64 = _store(64)
 store_u32 = _store(32)
 store_u16 = _store(16)
 store_u8 = _store(8)
+
+
+def _has_ssse3() -> bool:
+    """Whether numba compiles for an x86-64 host with SSSE3 (``pshufb``): numba targets the host CPU."""
+    import platform
+
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    try:
+        from llvmlite import binding
+
+        return bool(binding.get_host_cpu_features().get("ssse3", False))
+    except Exception:  # no feature list: keep the portable path
+        return False
+
+
+#: ``shuffle_store16`` is one ``pshufb`` here; elsewhere it is 16 extracts and inserts (correct, slower), and
+#: the planner keeps those lanes on the two-word path (``rotate._rows``).
+HAS_BYTE_SHUFFLE = _has_ssse3()
+
+
+@intrinsic
+def shuffle_store16(typingctx, buf, index, masks, mask_index, tail):
+    """Permute the 16 bytes ``buf[index:index+16]`` by the 16 indices (each below 16) at
+    ``masks[mask_index:mask_index+16]``, then store the result's low 8 bytes at ``buf[index]`` and its high 8
+    at ``buf[index + tail]``. Both loads come before either store. One ``pshufb`` on x86-64."""
+    i8x16 = ir.VectorType(ir.IntType(8), 16)
+
+    def codegen(context, builder, sig, args):
+        data, at, table, table_at, offset = args
+        x = builder.load(builder.bitcast(_pointer(context, builder, sig.args[0], data, at, 8),
+                                         i8x16.as_pointer()), align=1)
+        mask = builder.load(builder.bitcast(_pointer(context, builder, sig.args[2], table, table_at, 8),
+                                            i8x16.as_pointer()), align=1)
+        if HAS_BYTE_SHUFFLE:
+            pshufb = builder.module.declare_intrinsic("llvm.x86.ssse3.pshuf.b.128", fnty=ir.FunctionType(
+                i8x16, [i8x16, i8x16]))
+            y = builder.call(pshufb, [x, mask])
+        else:
+            y = ir.Constant(i8x16, None)
+            for j in range(16):
+                source = builder.and_(builder.extract_element(mask, ir.Constant(ir.IntType(32), j)),
+                                      ir.Constant(ir.IntType(8), 15))
+                y = builder.insert_element(y, builder.extract_element(x, source), ir.Constant(ir.IntType(32), j))
+        words = builder.bitcast(y, ir.VectorType(ir.IntType(64), 2))
+        for lane, position in ((0, at), (1, builder.add(at, offset))):
+            word = builder.extract_element(words, ir.Constant(ir.IntType(32), lane))
+            builder.store(word, _pointer(context, builder, sig.args[0], data, position, 64), align=1)
+        return context.get_dummy_value()
+
+    return types.void(buf, index, masks, mask_index, tail), codegen

@@ -62,6 +62,7 @@ axis instead, which ``plan()`` shows as one step per axis.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 
@@ -69,7 +70,7 @@ import numpy as np
 from numba import njit, prange
 
 from . import _cpu
-from ._bytemem import load_u64, store_u16, store_u32, store_u64
+from ._bytemem import HAS_BYTE_SHUFFLE, load_u64, shuffle_store16, store_u16, store_u32, store_u64
 from ._cpu import _move, _shift_serial, _swap_tiled
 from ._plan import Step
 from ._validate import word_view_params
@@ -471,6 +472,46 @@ def _two_word_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_byte
 
 
 @njit(cache=True, inline="always")
+def _shuffled_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, s0, block, masks):
+    """Lanes of 9-16 bytes, each as one 16-byte byte shuffle (``pshufb``) from the 16 bytes at its start.
+
+    ``masks`` row ``b`` (16 bytes) takes a lane rolled right by ``b`` bytes
+    to its first 8 bytes and its last 8: the two overlapping words the
+    two-word path builds with loads, shifts and masks, here in one
+    instruction. The bytes read past the lane (its neighbour's, maybe
+    another thread's) are never stored. A lane whose 16 bytes would leave the
+    span takes the two-word path.
+    """
+    inv = 1.0 / n
+    top = lane_bytes - 8
+    end = buf.shape[0] - 16  # the last lane start with 16 bytes inside the span
+    for start in range(0, count, block):
+        m = min(block, count - start)
+        _byte_shifts(scratch, s0, shifts, first + start, m, n, inv, itemsize)
+        for i in range(m):
+            lane = lo + (start + i) * pitch
+            b = np.int64(scratch[_U(s0 + i)])
+            if lane <= end:
+                shuffle_store16(buf, _U(lane), masks, _U(16 * b), top)
+            else:
+                head = load_u64(buf, _U(lane))
+                first_word = _rolled_word(buf, lane, 0, b, lane_bytes, head)
+                last_word = _rolled_word(buf, lane, top, b, lane_bytes, head)
+                store_u64(buf, _U(lane), first_word)
+                store_u64(buf, _U(lane + top), last_word)
+
+
+def shuffle_masks(lane_bytes: int) -> np.ndarray:
+    """``_shuffled_lanes``' masks for lanes of ``lane_bytes`` (9-16): row ``b`` maps output byte ``j`` of
+    the first word to the lane's byte ``(j - b) mod L`` and of the last word (at ``L - 8``) to
+    ``(L - 8 + j - b) mod L`` (numpy.roll right by ``b`` bytes)."""
+    b = np.arange(lane_bytes)[:, None]
+    j = np.arange(8)[None, :]
+    return np.concatenate([(j - b) % lane_bytes, (lane_bytes - 8 + j - b) % lane_bytes], axis=1).astype(
+        np.uint8).reshape(-1)
+
+
+@njit(cache=True, inline="always")
 def _copy_doubled(buf, lane, sbytes, at, lane_bytes, words):
     """The lane at byte ``lane`` twice, back to back, into ``sbytes[at:at + 2 * lane_bytes]`` (8-byte moves)."""
     for j in range(words - 1):
@@ -511,7 +552,8 @@ def _doubled_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes
 
 
 @njit(cache=True)
-def _byte_lane_run(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, sbytes, s0, block):
+def _byte_lane_run(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, sbytes, s0, block,
+                   masks):
     """``count`` evenly spaced lanes of ``lane_bytes`` bytes from byte ``lo`` (sizes fixed at compile time
     for the common lane lengths: the shift amounts and stores then are constants)."""
     if lane_bytes == 3:
@@ -525,14 +567,17 @@ def _byte_lane_run(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes
     elif lane_bytes < 8:
         _window_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, s0, block)
     elif lane_bytes <= TWO_WORDS_MAX:
-        _two_word_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, s0, block)
+        if masks.shape[0]:  # the plan's "shuffle": one byte shuffle a lane
+            _shuffled_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, s0, block, masks)
+        else:
+            _two_word_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, s0, block)
     else:
         _doubled_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, sbytes, s0, block)
 
 
 @njit(parallel=True, cache=True)
 def _roll_byte_lanes(buf, origin, lane_bytes, dims, dim_strides, shifts, n, itemsize, threads, scratch, sbytes,
-                     slot, block):
+                     slot, block, masks):
     """Roll every short lane of ``lane_bytes`` bytes (``buf``: the array's span as bytes) right by its shift.
 
     Lanes are walked as in :func:`_roll_short_lanes` (offsets and pitches in
@@ -555,7 +600,7 @@ def _roll_byte_lanes(buf, origin, lane_bytes, dims, dim_strides, shifts, n, item
                 rest //= dims[d]
             count = min(last - lane, inner - j)
             _byte_lane_run(buf, lo, pitch, shifts, lane, count, n, itemsize, lane_bytes, scratch, sbytes, t * slot,
-                           block)
+                           block, masks)
             lane += count
 
 
@@ -810,9 +855,22 @@ def _plan_byte_lanes(axis, n, itemsize, dims, byte_strides, lanes, threads, max_
     moved = (2 * total + 16 * lanes) if buffered == 0 else (5 * total + 16 * lanes)
     details = {"runner": "lanes", "mode": _LANE_BYTES, "word": 1, "window": WINDOW_BYTES, "lane_bytes": lane_bytes,
                "n": n, "itemsize": itemsize, "dims": dims, "dim_strides": tuple(byte_strides), "threads": threads,
-               "slot": slot, "block": block}
+               "slot": slot, "block": block,
+               # 9-16 bytes: one byte shuffle a lane where the host has one (pshufb), else two words
+               "shuffle": HAS_BYTE_SHUFFLE and WINDOW_BYTES < lane_bytes <= TWO_WORDS_MAX}
     return Step(axis, 0, lanes, lane_bytes, 0, 1, "per-lane-byte-window", threads * slot * 8, moved,
                 details=details)
+
+
+_NO_MASKS = np.zeros(0, np.uint8)
+_NO_MASKS.flags.writeable = False  # the masks' type (read-only) either way: one compiled kernel, not two
+
+
+@functools.lru_cache(maxsize=None)
+def _shuffle_masks(lane_bytes: int) -> np.ndarray:
+    masks = shuffle_masks(lane_bytes)
+    masks.flags.writeable = False
+    return masks
 
 
 def run_lanes(flat: np.ndarray, origin: int, shifts: np.ndarray, step: Step) -> None:
@@ -826,7 +884,8 @@ def run_lanes(flat: np.ndarray, origin: int, shifts: np.ndarray, step: Step) -> 
         scratch = _cpu.scratch_array(d["threads"] * d["slot"], np.dtype(np.uint64))
         _cpu.call_parallel(_roll_byte_lanes, flat, origin, d["lane_bytes"], np.array(d["dims"], np.int64),
                            np.array(d["dim_strides"], np.int64), shifts, d["n"], d["itemsize"], d["threads"],
-                           scratch, scratch.view(np.uint8), d["slot"], d["block"])
+                           scratch, scratch.view(np.uint8), d["slot"], d["block"],
+                           _shuffle_masks(d["lane_bytes"]) if d.get("shuffle") else _NO_MASKS)
         return
     scratch = _cpu.scratch_array(d["threads"] * d["slot"], flat.dtype)
     if d["mode"] == _LANE_SMALL:

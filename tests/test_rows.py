@@ -272,6 +272,70 @@ def test_short_lanes_of_every_item_size_and_length(case, lanes):
         assert step.details["lane_bytes"] == lane_bytes and step.word_bytes == 1
 
 
+def test_byte_shuffle_masks_are_numpy_roll_of_the_two_words():
+    """``_shuffled_lanes``' masks: row ``b`` takes a lane rolled right by ``b`` bytes to its first 8 bytes and
+    its last 8 (at ``L - 8``), for every lane length the shuffle takes."""
+    for lane_bytes in range(9, 17):
+        masks = _rows.shuffle_masks(lane_bytes).reshape(lane_bytes, 16)
+        lane = np.arange(lane_bytes)
+        for b in range(lane_bytes):
+            rolled = np.roll(lane, b)
+            assert masks[b, :8].tolist() == rolled[:8].tolist(), (lane_bytes, b)
+            assert masks[b, 8:].tolist() == rolled[lane_bytes - 8:].tolist(), (lane_bytes, b)
+
+
+@pytest.mark.parametrize("shuffle", [True, False])
+@pytest.mark.parametrize("lane_bytes,dtype", [(10, np.uint16), (9, np.uint8), (14, np.uint16), (15, np.uint8)])
+def test_nine_to_sixteen_byte_lanes_with_and_without_the_byte_shuffle(monkeypatch, lane_bytes, dtype, shuffle):
+    """Lanes of 9-16 bytes take one byte shuffle each where the host has one (pshufb), the two-word path
+    otherwise; both equal numpy.roll, the last lanes (whose 16 bytes would leave the array) included, on
+    back-to-back and strided lanes."""
+    if shuffle and not _rows.HAS_BYTE_SHUFFLE:
+        pytest.skip("this host has no byte shuffle the kernels use (x86-64 SSSE3)")
+    monkeypatch.setattr(_rows, "HAS_BYTE_SHUFFLE", shuffle)
+    n = lane_bytes // np.dtype(dtype).itemsize
+    rng = np.random.default_rng(lane_bytes)
+    windows = 0
+    for shape, view in (((257, n), lambda a: a), ((40, 2 * n), lambda a: a[:, ::2]), ((3, 19, n), lambda a: a)):
+        base = rng.integers(1, 200, shape).astype(dtype)
+        a = view(base)
+        shifts = rng.integers(-3 * n, 3 * n, a.shape[:-1])
+        expected = np.array([np.roll(lane, s) for lane, s in zip(a.reshape(-1, a.shape[-1]), shifts.reshape(-1))])
+        plan = rotate.plan_roll_rows(a, shifts)
+        assert rotate.roll_rows(a, shifts) is a
+        assert np.array_equal(a.reshape(-1, a.shape[-1]), expected), str(plan)
+        step = plan.steps[0]
+        if step.algorithm == "per-lane-byte-window":
+            assert step.details["shuffle"] == shuffle, str(plan)
+            windows += 1
+    assert windows == 2  # the back-to-back lanes; the strided ones take the gather
+
+
+def test_portable_byte_shuffle_equals_the_definition(monkeypatch):
+    """``shuffle_store16`` compiled without ``pshufb`` (16 extracts and inserts: what a host without SSSE3
+    runs) permutes and stores as defined."""
+    from numba import njit
+
+    from rotate import _bytemem
+
+    monkeypatch.setattr(_bytemem, "HAS_BYTE_SHUFFLE", False)
+
+    @njit(cache=False)
+    def shuffle(buf, masks, b, tail):
+        _bytemem.shuffle_store16(buf, 3, masks, 16 * b, tail)
+
+    rng = np.random.default_rng(3)
+    for lane_bytes in (9, 12, 16):
+        masks = _rows.shuffle_masks(lane_bytes)
+        for b in range(lane_bytes):
+            buf = rng.integers(0, 256, 40, dtype=np.uint8)
+            expected = buf.copy()
+            rolled = np.roll(buf[3:3 + lane_bytes], b)
+            expected[3:3 + lane_bytes] = rolled
+            shuffle(buf, masks, b, lane_bytes - 8)
+            assert np.array_equal(buf, expected), (lane_bytes, b)
+
+
 def test_short_lane_shift_reduction_is_numpys_modulo():
     """The division-free reduction (float64 quotient, one correction each way) against Python's %."""
     for n in range(1, 300):
