@@ -454,6 +454,17 @@ def _rolled_word(buf, lane, o, b, lane_bytes, head):
 
 
 @njit(cache=True, inline="always")
+def _roll_two_words(buf, lane, b, lane_bytes, top):
+    """The lane of 8-16 bytes at byte ``lane`` rolled right by ``b`` bytes: its two words (at 0 and at
+    ``top``, ending at the lane's end) built in registers from loads, then stored."""
+    head = load_u64(buf, _U(lane))
+    first_word = _rolled_word(buf, lane, 0, b, lane_bytes, head)
+    last_word = _rolled_word(buf, lane, top, b, lane_bytes, head)
+    store_u64(buf, _U(lane), first_word)
+    store_u64(buf, _U(lane + top), last_word)
+
+
+@njit(cache=True, inline="always")
 def _two_word_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, s0, block):
     """Lanes of 8-16 bytes: two words, at 0 and ending at the lane's end, built in registers, then stored."""
     inv = 1.0 / n
@@ -462,13 +473,7 @@ def _two_word_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_byte
         m = min(block, count - start)
         _byte_shifts(scratch, s0, shifts, first + start, m, n, inv, itemsize)
         for i in range(m):
-            lane = lo + (start + i) * pitch
-            b = np.int64(scratch[_U(s0 + i)])
-            head = load_u64(buf, _U(lane))
-            first_word = _rolled_word(buf, lane, 0, b, lane_bytes, head)
-            last_word = _rolled_word(buf, lane, top, b, lane_bytes, head)
-            store_u64(buf, _U(lane), first_word)
-            store_u64(buf, _U(lane + top), last_word)
+            _roll_two_words(buf, lo + (start + i) * pitch, np.int64(scratch[_U(s0 + i)]), lane_bytes, top)
 
 
 @njit(cache=True, inline="always")
@@ -494,11 +499,7 @@ def _shuffled_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_byte
             if lane <= end:
                 shuffle_store16(buf, _U(lane), masks, _U(16 * b), top)
             else:
-                head = load_u64(buf, _U(lane))
-                first_word = _rolled_word(buf, lane, 0, b, lane_bytes, head)
-                last_word = _rolled_word(buf, lane, top, b, lane_bytes, head)
-                store_u64(buf, _U(lane), first_word)
-                store_u64(buf, _U(lane + top), last_word)
+                _roll_two_words(buf, lane, b, lane_bytes, top)
 
 
 def shuffle_masks(lane_bytes: int) -> np.ndarray:

@@ -1038,12 +1038,11 @@ def test_gpu_co_resident_chains_take_random_shifts(gpu_planner, monkeypatch):
     assert S.PRE == 3  # the co-resident rule only trades PRE for WAIT (tests/test_schedule.py)
 
 
-def test_gpu_scratch_keeps_replaced_buffers_until_the_stream_has_passed_them(monkeypatch):
-    """A scratch buffer replaced by a larger one stays referenced until an event recorded on the call's
-    stream at replacement completes (launches queued before it may still use it; an external memory pool
-    would hand freed memory out at once), then is let go."""
-    launch = pytest.importorskip("rotate._cuda.launch")
-    events = []
+def _stand_in_driver(monkeypatch, launch, stale_stream=None):
+    """Replace ``launch``'s numba.cuda with a stand-in: host arrays for device ones, events that complete
+    when a test says (``event.done``) and remember their stream; recording on ``stale_stream`` raises (a
+    destroyed stream's handle). Returns ``(events, synchronisations)``, both lists the stand-in appends to."""
+    events, synced = [], []
 
     class Event:
         def __init__(self, timing=True):
@@ -1051,6 +1050,8 @@ def test_gpu_scratch_keeps_replaced_buffers_until_the_stream_has_passed_them(mon
             events.append(self)
 
         def record(self, stream):
+            if stream == ("stream", stale_stream):
+                raise RuntimeError("invalid resource handle")
             self.stream = stream
 
         def query(self):
@@ -1064,9 +1065,19 @@ def test_gpu_scratch_keeps_replaced_buffers_until_the_stream_has_passed_them(mon
     fake_cuda = types.SimpleNamespace(to_device=lambda host: DeviceArray(np.asarray(host)),
                                       device_array=lambda size, dtype: DeviceArray(np.empty(size, dtype)),
                                       event=Event, external_stream=lambda handle: ("stream", handle),
-                                      default_stream=lambda: ("stream", 0))
+                                      default_stream=lambda: ("stream", 0), synchronize=lambda: synced.append(1),
+                                      is_available=lambda: True)
     monkeypatch.setattr(launch, "cuda", fake_cuda)
     monkeypatch.setattr(launch, "SIMULATED", False)
+    return events, synced
+
+
+def test_gpu_scratch_keeps_replaced_buffers_until_the_stream_has_passed_them(monkeypatch):
+    """A scratch buffer replaced by a larger one stays referenced until an event recorded on the call's
+    stream at replacement completes (launches queued before it may still use it; an external memory pool
+    would hand freed memory out at once), then is let go."""
+    launch = pytest.importorskip("rotate._cuda.launch")
+    events, _ = _stand_in_driver(monkeypatch, launch)
     scratch = launch.Scratch(1234)
     scratch.reserve(10, 100)
     assert scratch._retired == []  # nothing replaced yet
@@ -1090,33 +1101,7 @@ def test_gpu_scratch_of_an_evicted_stream_is_kept_until_that_stream_has_passed_i
     until an event recorded on *that* stream completes; a stale stream handle falls back to a device-wide
     synchronisation; release_scratch counts and drops the evicted scratch too."""
     launch = pytest.importorskip("rotate._cuda.launch")
-    events, synced = [], []
-
-    class Event:
-        def __init__(self, timing=True):
-            self.done = False
-            events.append(self)
-
-        def record(self, stream):
-            if stream == ("stream", 666):
-                raise RuntimeError("invalid resource handle")
-            self.stream = stream
-
-        def query(self):
-            return self.done
-
-    class DeviceArray:
-        def __init__(self, host):
-            self.size, self.dtype = host.size, host.dtype
-            self.__cuda_array_interface__ = {"data": (id(self), False)}
-
-    fake_cuda = types.SimpleNamespace(to_device=lambda host: DeviceArray(np.asarray(host)),
-                                      device_array=lambda size, dtype: DeviceArray(np.empty(size, dtype)),
-                                      event=Event, external_stream=lambda handle: ("stream", handle),
-                                      default_stream=lambda: ("stream", 0), synchronize=lambda: synced.append(1),
-                                      is_available=lambda: True)
-    monkeypatch.setattr(launch, "cuda", fake_cuda)
-    monkeypatch.setattr(launch, "SIMULATED", False)
+    events, synced = _stand_in_driver(monkeypatch, launch, stale_stream=666)
     monkeypatch.setattr(launch, "_scratch", launch.collections.OrderedDict())
     monkeypatch.setattr(launch, "_evicted", [])
     for handle in range(100, 100 + launch.MAX_CACHED_STREAMS):
