@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import pathlib
 import re
 import sys
@@ -222,13 +223,6 @@ def small_arrays_sentence(data, source: str) -> str:
             + (f"; in the same run {peers} a call." if peers else "."))
 
 
-def _product(values) -> int:
-    out = 1
-    for v in values:
-        out *= v
-    return out
-
-
 def readme_rows(data, quick, name="gpu-rows-h200.json") -> str:
     """README's GPU paragraph for roll_rows / fftshift / multi-axis rolls, from gpu-rows-h200.json."""
     if data is None:
@@ -259,7 +253,7 @@ def readme_rows(data, quick, name="gpu-rows-h200.json") -> str:
         return f"`{call}` of {tuple(r['shape'])} {r['dtype']}"
 
     def lane_bytes(r):
-        return r["nbytes"] * r["shape"][-1] // _product(r["shape"])
+        return r["nbytes"] * r["shape"][-1] // math.prod(r["shape"])
 
     def lane_range(rows):
         sizes = sorted({lane_bytes(r) for r in rows})

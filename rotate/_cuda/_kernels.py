@@ -53,6 +53,9 @@ G_FIELDS = 5
 TRACE_FIELDS = ("t_start", "t_pre_done", "t_end", "P_loop", "P_load_wait", "P_reader_wait", "P_ring_wait",
                 "P_written_wait", "P_decoded_wait", "P_issue", "items", "lane", "sm", "W_wait", "W_write",
                 "Dec_decode", "Dec_free_wait", "P_reader_wait_max")
+(TR_START, TR_PRE_DONE, TR_END, TR_LOOP, TR_LOAD_WAIT, TR_READER_WAIT, TR_RING_WAIT, TR_WRITTEN_WAIT,
+ TR_DECODED_WAIT, TR_ISSUE, TR_ITEMS, TR_LANE, TR_SM, TR_W_WAIT, TR_W_WRITE, TR_DEC_DECODE, TR_DEC_FREE_WAIT,
+ TR_READER_WAIT_MAX) = range(len(TRACE_FIELDS))
 
 #: Default tile and ring (docs/perf-notes.md): 32 KiB tiles, three buffers
 #: (two items' copies in flight while the third is written; two blocks an
@@ -1034,13 +1037,13 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             if tracing:
                 decode_cycles += sm_clock() - c1
                 if j == 0:
-                    store_u64(int64(trace), cuda.blockIdx.x * trace_fields + 11, uint64(lane))
+                    store_u64(int64(trace), cuda.blockIdx.x * trace_fields + TR_LANE, uint64(lane))
             mbar_arrive(bars, at(bar0, bar_decoded + s))
             if items[s] < 0:
                 if tracing:
                     record = cuda.blockIdx.x * trace_fields
-                    store_u64(int64(trace), record + 15, uint64(decode_cycles))
-                    store_u64(int64(trace), record + 16, uint64(free_wait))
+                    store_u64(int64(trace), record + TR_DEC_DECODE, uint64(decode_cycles))
+                    store_u64(int64(trace), record + TR_DEC_FREE_WAIT, uint64(free_wait))
                 return
             j += 1
 
@@ -1174,16 +1177,16 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                     bulk_wait_all()  # the buffers stay until the last bulk store has read them
                 if tracing:
                     record = cuda.blockIdx.x * trace_fields
-                    store_u64(int64(trace), record + 2, uint64(global_timer()))
-                    store_u64(int64(trace), record + 3, uint64(sm_clock() - loop_start))
-                    store_u64(int64(trace), record + 4, uint64(load_wait))
-                    store_u64(int64(trace), record + 5, uint64(reader_wait))
-                    store_u64(int64(trace), record + 6, uint64(ring_wait))
-                    store_u64(int64(trace), record + 7, uint64(written_wait))
-                    store_u64(int64(trace), record + 8, uint64(decoded_wait))
-                    store_u64(int64(trace), record + 9, uint64(issue))
-                    store_u64(int64(trace), record + 10, uint64(c))
-                    store_u64(int64(trace), record + 17, uint64(reader_wait_max))
+                    store_u64(int64(trace), record + TR_END, uint64(global_timer()))
+                    store_u64(int64(trace), record + TR_LOOP, uint64(sm_clock() - loop_start))
+                    store_u64(int64(trace), record + TR_LOAD_WAIT, uint64(load_wait))
+                    store_u64(int64(trace), record + TR_READER_WAIT, uint64(reader_wait))
+                    store_u64(int64(trace), record + TR_RING_WAIT, uint64(ring_wait))
+                    store_u64(int64(trace), record + TR_WRITTEN_WAIT, uint64(written_wait))
+                    store_u64(int64(trace), record + TR_DECODED_WAIT, uint64(decoded_wait))
+                    store_u64(int64(trace), record + TR_ISSUE, uint64(issue))
+                    store_u64(int64(trace), record + TR_ITEMS, uint64(c))
+                    store_u64(int64(trace), record + TR_READER_WAIT_MAX, uint64(reader_wait_max))
                 return
             c += 1
 
@@ -1214,8 +1217,8 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         tid = cuda.threadIdx.x
         bar0 = mbar_address(bars, 0)
         if tracing and tid == threads:
-            store_u64(int64(trace), cuda.blockIdx.x * trace_fields, uint64(global_timer()))
-            store_u64(int64(trace), cuda.blockIdx.x * trace_fields + 12, uint64(sm_id()))
+            store_u64(int64(trace), cuda.blockIdx.x * trace_fields + TR_START, uint64(global_timer()))
+            store_u64(int64(trace), cuda.blockIdx.x * trace_fields + TR_SM, uint64(sm_id()))
         if tid == threads:
             for i in range(buffers):
                 mbar_init(bars, at(bar0, i), 1)  # loaded: the producer's arrival and the copies' bytes
@@ -1228,7 +1231,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         pre_reads(ctrl, data, scratch, flags, counters, table, rows, n, head0, pre_row, scratch_row, table_heads,
                   epoch, tid)  # ends with a barrier of every thread: the mbarriers are initialised
         if tracing and tid == threads:
-            store_u64(int64(trace), cuda.blockIdx.x * trace_fields + 1, uint64(global_timer()))
+            store_u64(int64(trace), cuda.blockIdx.x * trace_fields + TR_PRE_DONE, uint64(global_timer()))
         if tid >= threads:
             if tid == threads:
                 producer_cache[CACHE_PRE_DONE] = 0
@@ -1258,8 +1261,8 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                 waited += c1 - c0
             if items[s] < 0:
                 if tracing and tid == 0:
-                    store_u64(int64(trace), cuda.blockIdx.x * trace_fields + 13, uint64(waited))
-                    store_u64(int64(trace), cuda.blockIdx.x * trace_fields + 14, uint64(writing))
+                    store_u64(int64(trace), cuda.blockIdx.x * trace_fields + TR_W_WAIT, uint64(waited))
+                    store_u64(int64(trace), cuda.blockIdx.x * trace_fields + TR_W_WRITE, uint64(writing))
                 return
             if items[s] == ITEM_WRITTEN_BY_WARPS:
                 write_item(smem, b * vecs_per_buffer, desc, s, data, n, k, tid)

@@ -190,11 +190,8 @@ class Scratch:
     def _retire(self, buffer):
         """Keep ``buffer`` (being replaced) until the launches queued on this stream so far have finished;
         forget the retired buffers whose launches have."""
-        self._retired = [(event, kept) for event, kept in self._retired if not event.query()]
-        if buffer is not None and not SIMULATED:  # the simulator runs each launch to its end
-            event = cuda.event(timing=False)
-            event.record(_numba_stream(self._handle))
-            self._retired.append((event, buffer))
+        # The simulator runs each launch to its end: nothing to keep there.
+        self._retired = _held_until_passed(self._retired, self._handle, None if SIMULATED else buffer)
 
     def _remember_addresses(self):
         if not SIMULATED:  # what a launch passes, read once per allocation
@@ -235,16 +232,24 @@ def _evict(entry: Scratch) -> None:
     another stream's allocation at once, under a kernel still running). Forget the evicted scratch whose
     streams have passed their events. Caller holds ``_scratch_lock``."""
     global _evicted
-    _evicted = [(event, kept) for event, kept in _evicted if not event.query()]
     if SIMULATED or entry.counters is None:  # the simulator runs each launch to its end; nothing allocated
+        _evicted = _held_until_passed(_evicted, entry._handle, None)
         return
     try:
-        event = cuda.event(timing=False)
-        event.record(_numba_stream(entry._handle))
+        _evicted = _held_until_passed(_evicted, entry._handle, entry)
     except Exception:  # the stream was destroyed (its handle is stale): wait for every launch instead
         cuda.synchronize()
-        return
-    _evicted.append((event, entry))
+
+
+def _held_until_passed(held: list, handle: int, kept) -> list:
+    """``held`` (``(event, object)`` pairs) without those whose events have completed, plus ``kept`` (unless
+    None) with an event recorded on stream ``handle`` now: kept until that stream passes it."""
+    held = [(event, old) for event, old in held if not event.query()]
+    if kept is not None:
+        event = cuda.event(timing=False)
+        event.record(_numba_stream(handle))
+        held.append((event, kept))
+    return held
 
 
 def release_scratch() -> int:
