@@ -69,6 +69,9 @@ CASES = [
     ("roll_rows", (524288, 512), "float32", None),      # lanes of 2 KiB, 1 GiB
     ("roll_rows", (131072, 2048), "float32", None),     # lanes of 8 KiB, 1 GiB
     ("roll", (262144, 1024), "float32", ((5,), (1,))),  # one shift for every 4 KiB row: row-panels
+    # Short lanes, for the warps variant's lane groups (half and quarter warps a lane).
+    ("roll_rows", (1 << 21, 128), "float32", None),     # lanes of 512 B, 1 GiB
+    ("roll_rows", (1 << 22, 64), "float32", None),      # lanes of 256 B, 1 GiB
 ]
 
 

@@ -190,16 +190,17 @@ def test_panel_run_writer_compiles_to_straight_vector_loops(monkeypatch, unit, r
     assert "ld.local" not in text and "st.local" not in text
 
 
-@pytest.mark.parametrize("slots,min_blocks,threads",
-                         [(2, 0, 256), (2, 0, 128), (3, 0, 256), (8, 0, 256), (2, 3, 256)])
-def test_warp_lane_kernel_syncs_warps_only(monkeypatch, slots, min_blocks, threads):
+@pytest.mark.parametrize("slots,min_blocks,threads,group",
+                         [(2, 0, 256, 32), (2, 0, 128, 32), (3, 0, 256, 32), (8, 0, 256, 32), (2, 3, 256, 32),
+                          (2, 0, 256, 16), (2, 0, 256, 8), (3, 0, 128, 8)])
+def test_warp_lane_kernel_syncs_warps_only(monkeypatch, slots, min_blocks, threads, group):
     """lane-panels' warps variant: the run writer's loops, a warp barrier (``bar.warp.sync``) and no
     block barrier, ``cp.async`` ring waits by its slot count, no local memory (blocks of eight and four
-    warps; also under a launch bound of three blocks an SM)."""
+    warps; also under a launch bound of three blocks an SM; a lane a warp, a half or a quarter warp)."""
     from rotate._cuda import _lanes
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
-    kernel = _lanes.warp_lane_kernel(threads, slots, min_blocks)
+    kernel = _lanes.warp_lane_kernel(threads, slots, min_blocks, group)
     bounds = (threads, min_blocks) if min_blocks else threads
     text, _ = cuda.compile_ptx(kernel.py_func, (types.int64,) * 9, cc=(9, 0), launch_bounds=bounds)
     assert "bar.warp.sync" in text and "bar.sync" not in text and "barrier.sync" not in text

@@ -28,9 +28,13 @@ RUNNER = CudaRowsRunner()
 SMALL_ROWS = CudaRowsRunner(constants={"MIN_CYCLE_ROW": 16})  # row-cycles on short rows too
 # Even fftshifts and narrow-strip rolls through row-cycles, as before half-swaps and flat_strips.
 NO_HALF_SWAPS = CudaRowsRunner(half_swaps=False, flat_strips=False)
-RUN_WRITER = CudaRowsRunner(lane_writer="runs")  # lane-panels' run writer on short lanes too (default from 2 KiB)
-# lane-panels' warps variant (default for 2-8 KiB lanes) on every lane it fits: two slots a warp, and 5.
-WARPS = (CudaRowsRunner(lane_warps=True), CudaRowsRunner(lane_warps=True, warp_slots=5, lane_threads=64, grid=3))
+# lane-panels' panel kernel with its run writer on every lane (the warps variant takes 1-8 KiB by default).
+RUN_WRITER = CudaRowsRunner(lane_writer="runs", lane_warps=False)
+# lane-panels' warps variant (default for 1-8 KiB lanes) on every lane it fits: two slots a warp, and 5;
+# a lane a half warp (three slots) and a quarter warp.
+WARPS = (CudaRowsRunner(lane_warps=True), CudaRowsRunner(lane_warps=True, warp_slots=5, lane_threads=64, grid=3),
+         CudaRowsRunner(lane_warps=True, warp_lane_threads=16, warp_slots=3),
+         CudaRowsRunner(lane_warps=True, warp_lane_threads=8, lane_threads=64, grid=5))
 LONG_LANES = CudaRowsRunner(**LONG_LANE_SETTINGS)  # lane-swaps on lanes of a few hundred bytes
 ONE_BLOCK_LONG_LANES = CudaRowsRunner(grid=1, **LONG_LANE_SETTINGS)
 

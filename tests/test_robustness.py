@@ -535,12 +535,13 @@ def test_gpu_lane_panel_groups(gpu_planner):
         details(1024, row_threads=96, lane_warps=False)
 
 
-def test_gpu_lane_warps_take_lanes_of_2_to_8_kib(gpu_planner):
-    """lane-panels' warps variant: by default for lanes of 2-8 KiB (unless ``lane_threads`` is a block size
-    only the panel kernel takes), forced by ``lane_warps=True`` where a warp's slots fit, never with False;
-    blocks of eight warps up to 4 KiB lanes, four beyond; two slots a warp unless ``warp_slots`` says; the
-    grid holds the blocks an SM's shared memory and registers allow, at most one warp a lane; bad knobs
-    are named."""
+def test_gpu_lane_warps_take_lanes_of_1_to_8_kib(gpu_planner):
+    """lane-panels' warps variant: by default for lanes of 1-8 KiB (unless ``lane_threads`` is a block size
+    only the panel kernel takes, or ``lane_writer`` is forced), forced by ``lane_warps=True`` where a
+    group's slots fit, never with False; a lane a quarter warp up to 1 KiB, a half warp up to 2 KiB, a warp
+    beyond (``warp_lane_threads`` forces one); blocks of eight warps up to 4 KiB lanes, four beyond; two
+    slots a group unless ``warp_slots`` says; the grid holds the blocks an SM's shared memory and
+    registers allow, at most one group a lane; bad knobs are named."""
     from rotate._cuda import _lanes as L
 
     def details(lanes, n, item=4, **forced):
@@ -549,7 +550,8 @@ def test_gpu_lane_warps_take_lanes_of_2_to_8_kib(gpu_planner):
 
     sms, _ = gpu_planner.device_shape(0)
     four = details(1 << 18, 1024)
-    assert (four["variant"], four["block"], four["slots"], four["writer"]) == ("warps", 256, 2, "runs"), four
+    assert (four["variant"], four["block"], four["slots"], four["writer"], four["lane_threads"]) == \
+        ("warps", 256, 2, "runs", 32), four
     assert four["smem_bytes"] == L.warp_smem_bytes(4096) == 8 * (2 * 16 * L.warp_slot_vecs(4096) + 128)
     assert four["grid"] == sms * 2  # 120 registers a thread: two blocks of 256 an SM
     eight = details(1 << 17, 2048)
@@ -559,11 +561,20 @@ def test_gpu_lane_warps_take_lanes_of_2_to_8_kib(gpu_planner):
     assert details(1 << 18, 1024, warp_min_blocks=3)["grid"] == sms * 3
     assert details(1 << 18, 1024, warp_slots=3)["smem_bytes"] == L.warp_smem_bytes(4096, 256, 3)
     assert details(5, 1024)["grid"] == 1  # 5 lanes: one block of 8 warps
-    assert details(1 << 18, 512)["variant"] == "warps"  # 2 KiB: the run writer's shortest default lane
-    assert "variant" not in details(1 << 18, 256)  # 1 KiB: the gather writer
-    assert "variant" not in details(1 << 18, 256, lane_writer="runs")  # the panel kernel's run writer
+    two = details(1 << 18, 512)  # 2 KiB: a half warp a lane, 16 groups a block
+    assert (two["variant"], two["lane_threads"]) == ("warps", 16), two
+    assert two["smem_bytes"] == L.warp_smem_bytes(2048, 256, 2, 16) == 16 * (2 * 16 * L.warp_slot_vecs(2048) + 128)
+    one = details(1 << 18, 256)  # 1 KiB: a quarter warp a lane, 32 groups a block
+    assert (one["variant"], one["lane_threads"], one["block"]) == ("warps", 8, 256), one
+    assert details(40, 256)["grid"] == 2  # 40 lanes, 32 groups a block
+    assert "variant" not in details(1 << 18, 255)  # under 1 KiB: the gather writer
+    assert "variant" not in details(1 << 18, 128)  # 512 B
+    assert "variant" not in details(1 << 18, 256, lane_writer="gather")
+    assert "variant" not in details(1 << 18, 256, lane_writer="runs", lane_warps=False)  # the panel run writer
+    assert details(1 << 18, 256, lane_writer="runs")["variant"] == "warps"  # it writes runs too
     assert "variant" not in details(1 << 18, 1024, lane_threads=16)  # a panel block size: the panel kernel
-    assert details(1 << 18, 256, lane_warps=True)["variant"] == "warps"
+    assert details(1 << 18, 128, lane_warps=True)["variant"] == "warps"
+    assert details(1 << 18, 1024, warp_lane_threads=16)["lane_threads"] == 16
     assert "variant" not in details(1 << 18, 2049)  # past WARP_LANE_BYTES
     assert "variant" not in details(1 << 18, 1024, lane_warps=False)
     assert details(1 << 16, 4096, lane_warps=True)["grid"] == sms  # 16 KiB, forced: one block of 4 warps an SM
@@ -573,6 +584,8 @@ def test_gpu_lane_warps_take_lanes_of_2_to_8_kib(gpu_planner):
         details(1 << 18, 1024, warp_slots=9)
     with pytest.raises(ValueError, match="lane_threads must be a multiple of 32 up to 1024 .* got 48"):
         details(1 << 18, 1024, lane_threads=48, lane_warps=True)
+    with pytest.raises(ValueError, match="warp_lane_threads must be one of 32, 16, 8 or None, got 12"):
+        details(1 << 18, 1024, warp_lane_threads=12)
 
 
 def test_gpu_long_lanes_plan_one_launch_of_two_blocks_an_sm(gpu_planner):

@@ -236,10 +236,14 @@ MUTANTS = [
     # lane-panels' warps variant: which lanes take it and its grid (tests/test_robustness.py, device stubbed;
     # the kernel itself is judged by the simulator, tests/test_cuda_sim.py, outside this fast subset).
     ("warp-lanes-exclude-8-kib", "rotate/_cuda/planner.py",
-     "    if choice is False or seg < 16 or (choice is None and not L.FAST_GATHER_ROW <= seg <= WARP_LANE_BYTES):",
-     "    if choice is False or seg < 16 or (choice is None and not L.FAST_GATHER_ROW <= seg < WARP_LANE_BYTES):"),
+     "    if choice is False or seg < 16 or (choice is None and not WARP_LANE_MIN_BYTES <= seg <= WARP_LANE_BYTES):",
+     "    if choice is False or seg < 16 or (choice is None and not WARP_LANE_MIN_BYTES <= seg < WARP_LANE_BYTES):"),
     ("warp-grid-a-block-a-lane", "rotate/_cuda/planner.py",
-     "grid=max(1, min(grid, S.ceil_div(rows, warps)))", "grid=max(1, min(grid, rows))"),
+     "grid=max(1, min(grid, S.ceil_div(rows, groups)))", "grid=max(1, min(grid, rows))"),
+    ("warp-lanes-from-2-kib", "rotate/_cuda/planner.py",
+     "WARP_LANE_MIN_BYTES = 1024\n", "WARP_LANE_MIN_BYTES = 2048\n"),
+    ("warp-group-half-warp-at-1-kib", "rotate/_cuda/planner.py",
+     "    if seg <= 1024:\n        return 8\n", "    if seg < 1024:\n        return 8\n"),
     # Scratch of a stream evicted from the 8-stream cache (rotate/_cuda/launch.py; tests/test_robustness.py
     # with a stand-in driver): dropped at once instead of kept until its stream passes an event.
     ("evicted-scratch-dropped-at-once", "rotate/_cuda/launch.py",

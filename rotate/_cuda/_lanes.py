@@ -431,26 +431,37 @@ def warp_slot_vecs(seg: int) -> int:
     return buffer_vecs(seg + 16) + 1
 
 
-def warp_smem_bytes(seg: int, threads: int = WARP_THREADS, slots: int = WARP_SLOTS) -> int:
-    """Dynamic shared memory of the ``warps`` variant: every warp's slots, then every warp's shift table."""
-    warps = threads // 32
-    return warps * (16 * slots * warp_slot_vecs(seg) + 4 * WARP_SHIFTS)
+def warp_smem_bytes(seg: int, threads: int = WARP_THREADS, slots: int = WARP_SLOTS, group: int = 32) -> int:
+    """Dynamic shared memory of the ``warps`` variant: every lane group's slots, then every group's shift
+    table (``group`` threads a lane)."""
+    groups = threads // group
+    return groups * (16 * slots * warp_slot_vecs(seg) + 4 * WARP_SHIFTS)
+
+
+#: Threads that stage and write one lane in the ``warps`` variant: a whole warp, or a warp split into
+#: groups that each take a lane (two lanes a warp at 16, four at 8), for short lanes, whose per-lane
+#: work (barriers, seam, the two runs' setup) a 32-thread lane spends on a few vectors a thread.
+WARP_GROUPS = (32, 16, 8)
 
 
 @functools.lru_cache(maxsize=None)
-def warp_lane_kernel(threads: int = WARP_THREADS, slots: int = WARP_SLOTS, min_blocks: int = 0):
+def warp_lane_kernel(threads: int = WARP_THREADS, slots: int = WARP_SLOTS, min_blocks: int = 0, group: int = 32):
     """``kernel(data, shifts, rows, seg, n, item, shift_stride, head0, slot_vecs)``: the ``warps`` variant
     of ``lane-panels``.
 
     Rolls each of ``rows`` lanes of ``seg`` bytes (``n`` items of ``item``
     bytes) right by ``shifts[lane * shift_stride] mod n`` items, as the panel
-    kernel does, but every warp works alone: it takes lanes ``warp, warp +
-    warps_in_grid, ...``, stages each into one of its own ``slots`` slots
+    kernel does, but every group of ``group`` threads (a warp, or a part of
+    one: ``WARP_GROUPS``) works alone: it takes lanes ``g, g +
+    groups_in_grid, ...``, stages each into one of its own ``slots`` slots
     (``slots - 1`` lanes read ahead of the one it writes) and writes it as
-    two runs with the run writer's realigning loops. No block barrier: a warp
-    never waits for another, so a block's warps never idle through a round
-    that has fewer lanes than warps (the panel kernel's 24 lanes of 4 KiB for
-    16 groups), and no lane waits for a whole panel to land.
+    two runs with the run writer's realigning loops. No block barrier: a
+    group never waits for a group of another warp, so a block's warps never
+    idle through a round that has fewer lanes than warps (the panel kernel's
+    24 lanes of 4 KiB for 16 groups), and no lane waits for a whole panel to
+    land. The groups of one warp share its barriers (``bar.warp.sync``), so
+    they run the same number of rounds, a group with one lane fewer idling
+    through the last.
 
     The seam: a lane rolled right by ``s`` bytes splits at ``s``, which is
     seldom on the 16-byte grid, so the panel kernel writes the destination
@@ -464,9 +475,14 @@ def warp_lane_kernel(threads: int = WARP_THREADS, slots: int = WARP_SLOTS, min_b
 
     Lanes are disjoint: no flags, no waits on other blocks.
     """
-    stage, _ = _movers(1, 32)
-    write_moved = _write_moved(32, 0)
-    warps = threads // 32
+    if group not in WARP_GROUPS or threads % 32:
+        raise ValueError(f"warp_lane_kernel: group must be one of {WARP_GROUPS} and threads a multiple of 32, "
+                         f"got group={group!r}, threads={threads!r}")
+    stage, _ = _movers(1, group)
+    write_moved = _write_moved(group, 0)
+    groups = threads // group
+    per_warp = 32 // group
+    whole = group == 32
     wait_ring = copies_waiter(slots - 1)
     if SIMULATED:
         jit_options = {}
@@ -478,33 +494,40 @@ def warp_lane_kernel(threads: int = WARP_THREADS, slots: int = WARP_SLOTS, min_b
         sm8 = cuda.shared.array(0, uint8)
         sm32 = cuda.shared.array(0, uint32)
         tid = cuda.threadIdx.x
-        warp = int64(tid // 32)
-        lane_tid = tid % 32
-        slot0 = warp * slots * slot_vecs
-        table = 4 * warps * slots * slot_vecs + WARP_SHIFTS * warp  # this warp's shift words
-        stride = int64(cuda.gridDim.x) * warps
-        first = int64(cuda.blockIdx.x) * warps + warp
-        if first >= rows:
-            return
-        rounds = (rows - first + stride - 1) // stride  # the same for the warp's 32 threads
+        gid = int64(tid // group)
+        g_tid = tid % group
+        slot0 = gid * slots * slot_vecs
+        table = 4 * groups * slots * slot_vecs + WARP_SHIFTS * gid  # this group's shift words
+        stride = int64(cuda.gridDim.x) * groups
+        first = int64(cuda.blockIdx.x) * groups + gid
+        lead = first - gid % per_warp  # the warp's first group: it has the most lanes of the warp's groups
+        if lead >= rows:
+            return  # the whole warp: no barrier is left waiting for it
+        warp_rounds = (rows - lead + stride - 1) // stride  # the same for the warp's 32 threads
+        # ``whole`` (a lane a warp) is fixed at compile time: its branches fold to the one-group code.
+        if whole:
+            rounds = warp_rounds
+        else:
+            rounds = (rows - first + stride - 1) // stride if first < rows else int64(0)
         for ahead in range(slots - 1):  # the first lanes' copies fly before any is written
             if ahead < rounds:
                 lane = first + ahead * stride
-                stage(sm32, slot0 + ahead * slot_vecs, data, lane * seg, (head0 + lane * seg) & 15, seg, lane_tid)
+                stage(sm32, slot0 + ahead * slot_vecs, data, lane * seg, (head0 + lane * seg) & 15, seg, g_tid)
             else:
                 commit_copies()
         r = int64(0)
-        while r < rounds:
-            if r % WARP_SHIFTS == 0:  # the next 32 lanes' shifts, one a thread, reduced once
-                later = r + lane_tid
-                if later < rounds:
-                    sm32[table + lane_tid] = uint32((load_i64(shifts, (first + later * stride) * shift_stride) % n)
-                                                    * item)
+        while r < warp_rounds:
+            if r % WARP_SHIFTS == 0:  # the group's next 32 lanes' shifts, reduced once
+                for j in range(g_tid, WARP_SHIFTS, group):
+                    later = r + j
+                    if later < rounds:
+                        sm32[table + j] = uint32((load_i64(shifts, (first + later * stride) * shift_stride) % n)
+                                                 * item)
             following = r + slots - 1
             if following < rounds:  # into the slot the last round wrote (the barrier below freed it)
                 lane = first + following * stride
                 stage(sm32, slot0 + (following % slots) * slot_vecs, data, lane * seg,
-                      (head0 + lane * seg) & 15, seg, lane_tid)
+                      (head0 + lane * seg) & 15, seg, g_tid)
             else:
                 commit_copies()
             wait_ring()
@@ -513,17 +536,24 @@ def warp_lane_kernel(threads: int = WARP_THREADS, slots: int = WARP_SLOTS, min_b
             lo = lane * seg
             head = (head0 + lo) & 15
             slot = slot0 + (r % slots) * slot_vecs
-            if lane_tid < 16:  # the lane's first bytes again after its end: the seam's source runs on
-                sm8[16 * slot + head + seg + lane_tid] = sm8[16 * slot + head + lane_tid]
+            active = whole or r < rounds
+            if active:  # the lane's first bytes again after its end: the seam's source runs on
+                if whole:
+                    if g_tid < 16:
+                        sm8[16 * slot + head + seg + g_tid] = sm8[16 * slot + head + g_tid]
+                else:
+                    for j in range(g_tid, 16, group):
+                        sm8[16 * slot + head + seg + j] = sm8[16 * slot + head + j]
             sync_warp()
-            s = int64(sm32[table + r % WARP_SHIFTS])
-            cut = S.align_up(head + s) - head if s > 0 else int64(0)
-            if cut > seg:
-                cut = seg
-            if cut > 0:  # [0, cut) from [seg - s, seg - s + cut): past the lane's end, its first bytes again
-                write_moved(sm32, slot, -head, data, lo, head, int64(0), cut, seg - s, lane_tid)
-            if cut < seg:
-                write_moved(sm32, slot, -head, data, lo, head, cut, seg, -s, lane_tid)
+            if active:
+                s = int64(sm32[table + r % WARP_SHIFTS])
+                cut = S.align_up(head + s) - head if s > 0 else int64(0)
+                if cut > seg:
+                    cut = seg
+                if cut > 0:  # [0, cut) from [seg - s, seg - s + cut): past the lane's end, its first bytes again
+                    write_moved(sm32, slot, -head, data, lo, head, int64(0), cut, seg - s, g_tid)
+                if cut < seg:
+                    write_moved(sm32, slot, -head, data, lo, head, cut, seg, -s, g_tid)
             sync_warp()  # the slot is staged again next round
             r += 1
 

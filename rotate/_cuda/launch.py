@@ -505,7 +505,7 @@ def _set_dynamic_smem(cufunc) -> None:
 
 @_kernels.functools.lru_cache(maxsize=None)
 def _compiled_lanes(which: str, unit: int, threads: int, args: int, device: int, panel_bytes: int = 0,
-                    row_threads: int = 0, runs: bool = False):
+                    row_threads: int = 0, runs: bool = False, group: int = 32):
     """A kernel of rotate/_cuda/_lanes.py compiled for int64 arguments, its cuda.core handle,
     allowed the most dynamic shared memory a block can have (on ``device``). ``which``: "panel",
     "cycle" (built per ``unit``) or "swap" (per ``panel_bytes``)."""
@@ -513,8 +513,8 @@ def _compiled_lanes(which: str, unit: int, threads: int, args: int, device: int,
 
     if which == "swap":
         kernel = _lanes.swap_kernel(threads, panel_bytes)
-    elif which == "warps":  # panel_bytes: the slots a warp has; row_threads: the launch bound's blocks an SM
-        kernel = _lanes.warp_lane_kernel(threads, panel_bytes, row_threads)
+    elif which == "warps":  # panel_bytes: the slots a group has; row_threads: the launch bound's blocks an SM
+        kernel = _lanes.warp_lane_kernel(threads, panel_bytes, row_threads, group)
     elif which == "panel":
         kernel = _lanes.panel_kernel(unit, threads, row_threads)
     else:
@@ -615,7 +615,7 @@ def _run_lane_warps(target: Any, info, step, handle: int, shifts: Any, shift_str
     d = step.details
     scalars = (step.rows, step.seg_bytes, d["_n"], step.word_bytes, shift_stride, d["head0"], d["_slot_vecs"])
     kernel, cu_kernel = _compiled_lanes("warps", 1, d["block"], 9, planner._device_id(), d["slots"],
-                                        d["min_blocks"])
+                                        d["min_blocks"], group=d["lane_threads"])
     if SIMULATED:
         data = _sim_bytes(target, step.rows * step.seg_bytes)
         flat = getattr(shifts, "_ary", shifts).reshape(-1)

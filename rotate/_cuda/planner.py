@@ -71,14 +71,17 @@ settings = {
     # chain kernel's realigning loops; lane-panels by groups of threads), "gather" (each destination unit
     # looks its source up); None: runs for row-cycles and for lanes of FAST_GATHER_ROW bytes and more.
     "lane_writer": None,
-    # lane-panels' "warps" variant (rotate/_cuda/_lanes.py, warp_lane_kernel: a warp stages and writes
-    # one lane at a time, no block barrier, the seam on the vector grid). None: for lanes of
-    # FAST_GATHER_ROW to WARP_LANE_BYTES (2-8 KiB); True: wherever a warp's slots fit (the run writer);
+    # lane-panels' "warps" variant (rotate/_cuda/_lanes.py, warp_lane_kernel: a warp, or a group of 8 or
+    # 16 of its threads, stages and writes one lane at a time, no block barrier, the seam on the vector
+    # grid). None: for lanes of WARP_LANE_MIN_BYTES to WARP_LANE_BYTES (1-8 KiB) unless lane_writer is
+    # forced; True: wherever a group's slots fit (the run writer);
     # False: never. warp_slots: slots a warp has (2-8; None: _lanes.WARP_SLOTS);
-    # warp_min_blocks: the kernel's launch bound on blocks an SM (None: registers as compiled).
+    # warp_min_blocks: the kernel's launch bound on blocks an SM (None: registers as compiled);
+    # warp_lane_threads: threads a lane (32, 16 or 8: _lanes.WARP_GROUPS; None: warp_group_threads).
     "lane_warps": None,
     "warp_slots": None,
     "warp_min_blocks": None,
+    "warp_lane_threads": None,
 }
 
 #: Default scratch bound: the larger of this fraction of the array and MIN_SCRATCH.
@@ -721,7 +724,7 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
     head0 = pointer % 16
     unit = lane_unit(itemsize, head0)
     writer = _lane_writer("runs" if seg >= L.FAST_GATHER_ROW else "gather")
-    if writer == "runs" or (settings["lane_warps"] and settings["lane_writer"] is None):  # it writes runs
+    if writer == "runs" or settings["lane_writer"] is None:  # the warps variant writes runs
         step = _plan_lane_warps(axis, rows, n, itemsize, head0)
         if step is not None:
             return step
@@ -761,10 +764,26 @@ def _lane_panels_step(axis: int, rows: int, n: int, itemsize: int, **details) ->
                 details={"schedule": "lane-panels", **details, "co_resident": False, "_n": n})
 
 
-#: Lanes of FAST_GATHER_ROW to this many bytes take lane-panels' ``warps`` variant by default: measured
+#: Lanes of WARP_LANE_MIN_BYTES to WARP_LANE_BYTES take lane-panels' ``warps`` variant by default: measured
 #: at 2, 4 and 8 KiB (19%, 7-9% and 3% faster than the panel kernel); at 16 KiB a block of four warps'
-#: slots leaves one block an SM.
+#: slots leaves one block an SM. From 1 KiB with lanes of a quarter warp (``warp_group_threads``): 16%
+#: faster than the gather writer there; at 512 B and 256 B the gather writer stays 22-44% faster
+#: (docs/results/gpu-rows-lane-groups-*-h200.json).
 WARP_LANE_BYTES = 8192
+WARP_LANE_MIN_BYTES = 1024
+
+
+def warp_group_threads(seg: int) -> int:
+    """Threads that stage and write one lane of ``seg`` bytes in the ``warps`` variant: a quarter warp up to
+    1 KiB, a half warp up to 2 KiB, a warp beyond. Measured on the H200 (device time, 1 GiB of float32
+    lanes, docs/results/gpu-rows-lane-groups-*-h200.json): 1 KiB lanes 0.74 ms with 8 threads, 0.84 with
+    16, 1.11 with 32; 2 KiB lanes 0.59 ms with 16, 0.65 with 8, 0.67-0.72 with 32; 4 KiB lanes 0.56-0.57
+    ms with 32, 0.60 with 16. A short lane leaves a warp's 32 threads a few vectors each behind the same
+    per-lane work (barriers, seam, two runs' setup); a long one gives a small group too few bytes in
+    flight."""
+    if seg <= 1024:
+        return 8
+    return 16 if seg <= 2048 else 32
 
 
 def _plan_lane_warps(axis: int, rows: int, n: int, itemsize: int, head0: int) -> Optional[Step]:
@@ -774,11 +793,12 @@ def _plan_lane_warps(axis: int, rows: int, n: int, itemsize: int, head0: int) ->
 
     seg = n * itemsize
     choice = settings["lane_warps"]
-    if choice is False or seg < 16 or (choice is None and not L.FAST_GATHER_ROW <= seg <= WARP_LANE_BYTES):
+    if choice is False or seg < 16 or (choice is None and not WARP_LANE_MIN_BYTES <= seg <= WARP_LANE_BYTES):
         return None
     threads = settings["lane_threads"] or (L.WARP_THREADS if seg <= 4096 else L.WARP_THREADS_LONG)
     slots = settings["warp_slots"] or L.WARP_SLOTS
     min_blocks = settings["warp_min_blocks"] or 0
+    group = settings["warp_lane_threads"] or warp_group_threads(seg)
     if threads % 32 or not 32 <= threads <= 1024:
         if choice is None:  # a block size set for the panel kernel: that kernel takes the lanes
             return None
@@ -786,16 +806,20 @@ def _plan_lane_warps(axis: int, rows: int, n: int, itemsize: int, head0: int) ->
                          f"variant, got {threads!r}")
     if slots not in range(2, L.MAX_WARP_SLOTS + 1):
         raise ValueError(f"GPU setting warp_slots must be 2 to {L.MAX_WARP_SLOTS} or None, got {slots!r}")
-    smem = L.warp_smem_bytes(seg, threads, slots)
+    if group not in L.WARP_GROUPS:
+        raise ValueError(f"GPU setting warp_lane_threads must be one of {', '.join(map(str, L.WARP_GROUPS))} "
+                         f"or None, got {group!r}")
+    smem = L.warp_smem_bytes(seg, threads, slots, group)
     if smem > MAX_LANE_SMEM:
         return None
-    warps = threads // 32
+    groups = threads // group
     sms, _ = device_shape(_device_id())
     registers = 65536 // (threads * min_blocks) if min_blocks else RUN_REGISTERS
     grid = settings["grid"] or sms * _blocks_for_smem(smem, threads, registers)
     return _lane_panels_step(axis, rows, n, itemsize, variant="warps", block=threads,
-                             grid=max(1, min(grid, S.ceil_div(rows, warps))), slots=slots, min_blocks=min_blocks,
-                             writer="runs", smem_bytes=smem, head0=head0, _slot_vecs=L.warp_slot_vecs(seg))
+                             grid=max(1, min(grid, S.ceil_div(rows, groups))), slots=slots, min_blocks=min_blocks,
+                             lane_threads=group, writer="runs", smem_bytes=smem, head0=head0,
+                             _slot_vecs=L.warp_slot_vecs(seg))
 
 
 def group_threads(threads: int, panel_rows: int) -> int:
