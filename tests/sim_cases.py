@@ -314,11 +314,11 @@ def check_rows_run_writer():
 
 
 def check_rows_lane_warps():
-    """lane-panels' warps variant (``_lanes.warp_lane_kernel``, 2-8 KiB lanes by default) forced onto short
-    lanes: every other fixed roll_rows case and random ones, one and two warps a block, a lane a warp or
-    a half or quarter warp (``warp_lane_threads``), grids of 1-3 blocks, 2-8 slots a group; more lanes a
-    group than its 32-shift table (the table refills); lane counts that leave a warp's groups one lane
-    apart (a group idles through the warp's last round)."""
+    """lane-panels' warps variant (``_lanes.warp_lane_kernel``, 1-8 KiB lanes by default) forced onto short
+    lanes: every other fixed roll_rows case and random ones, one and two warps a block, a lane a warp or a
+    half, quarter or eighth of one (``warp_lane_threads``), grids of 1-3 blocks, 2-8 slots a group; more
+    lanes a group than its 32-shift table (the table refills); lane counts that leave a warp's groups one
+    lane apart (a group idles through the warp's last round)."""
     from rows_cases import FIXED_ROWS_CASES, CudaRowsRunner, RowsCase, check_rows_case, rows_cases
 
     def check(runner, case):
@@ -331,7 +331,7 @@ def check_rows_lane_warps():
     lanes = [case for case in FIXED_ROWS_CASES if case.function == "roll_rows"]
     for i, case in enumerate(lanes[::2]):
         runner = CudaRowsRunner(lane_warps=True, lane_threads=(32, 64)[i % 2], grid=1 + i % 3,
-                                warp_slots=(None, 2, 3, 8)[i % 4], warp_lane_threads=(None, 16, 8)[i % 3])
+                                warp_slots=(None, 2, 3, 8)[i % 4], warp_lane_threads=(None, 16, 8, 4)[i % 4])
         plan = check(runner, case)
         seen.add(plan.steps[0].details.get("variant"))
     assert "warps" in seen, seen
@@ -340,7 +340,7 @@ def check_rows_lane_warps():
     assert check(CudaRowsRunner(lane_warps=True, lane_threads=32, grid=1), many).steps[0].details["variant"] == "warps"
     # Groups of 16 and 8: 70 lanes over 2 or 4 groups of one warp, so the groups end one round apart; and
     # 71 lanes over two warps of quarter-warp groups (8 groups: lane counts 9 and 8).
-    for group, threads, rows in ((16, 32, 70), (8, 32, 70), (8, 64, 71)):
+    for group, threads, rows in ((16, 32, 70), (8, 32, 70), (8, 64, 71), (4, 32, 70)):
         case = RowsCase("roll_rows", (rows, 37), "uint8", tuple(range(-(rows // 2), rows - rows // 2)), -1, 5, seed=3)
         plan = check(CudaRowsRunner(lane_warps=True, lane_threads=threads, grid=1, warp_lane_threads=group), case)
         assert plan.steps[0].details["lane_threads"] == group, plan
@@ -352,7 +352,7 @@ def check_rows_lane_warps():
 
     @settings(deadline=None, max_examples=EXAMPLES // 4, database=None)
     @given(data=st.data(), grid=st.integers(1, 3), threads=st.sampled_from([32, 64]),
-           slots=st.sampled_from([None, 2, 3, 8]), group=st.sampled_from([None, 16, 8]))
+           slots=st.sampled_from([None, 2, 3, 8]), group=st.sampled_from([None, 16, 8, 4]))
     def random_cases(data, grid, threads, slots, group):
         case = data.draw(rows_cases(max_bytes=800).filter(lambda c: c.function == "roll_rows"))
         check(CudaRowsRunner(lane_warps=True, lane_threads=threads, grid=grid, warp_slots=slots,

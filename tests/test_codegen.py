@@ -192,7 +192,7 @@ def test_panel_run_writer_compiles_to_straight_vector_loops(monkeypatch, unit, r
 
 @pytest.mark.parametrize("slots,min_blocks,threads,group",
                          [(2, 0, 256, 32), (2, 0, 128, 32), (3, 0, 256, 32), (8, 0, 256, 32), (2, 3, 256, 32),
-                          (2, 0, 256, 16), (2, 0, 256, 8), (3, 0, 128, 8)])
+                          (2, 0, 256, 16), (2, 0, 256, 8), (3, 0, 128, 8), (2, 0, 128, 4)])
 def test_warp_lane_kernel_syncs_warps_only(monkeypatch, slots, min_blocks, threads, group):
     """lane-panels' warps variant: the run writer's loops, a warp barrier (``bar.warp.sync``) and no
     block barrier, ``cp.async`` ring waits by its slot count, no local memory (blocks of eight and four

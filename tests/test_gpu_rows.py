@@ -31,10 +31,11 @@ NO_HALF_SWAPS = CudaRowsRunner(half_swaps=False, flat_strips=False)
 # lane-panels' panel kernel with its run writer on every lane (the warps variant takes 1-8 KiB by default).
 RUN_WRITER = CudaRowsRunner(lane_writer="runs", lane_warps=False)
 # lane-panels' warps variant (default for 1-8 KiB lanes) on every lane it fits: two slots a warp, and 5;
-# a lane a half warp (three slots) and a quarter warp.
+# a lane a half warp (three slots), a quarter and an eighth of a warp.
 WARPS = (CudaRowsRunner(lane_warps=True), CudaRowsRunner(lane_warps=True, warp_slots=5, lane_threads=64, grid=3),
          CudaRowsRunner(lane_warps=True, warp_lane_threads=16, warp_slots=3),
-         CudaRowsRunner(lane_warps=True, warp_lane_threads=8, lane_threads=64, grid=5))
+         CudaRowsRunner(lane_warps=True, warp_lane_threads=8, lane_threads=64, grid=5),
+         CudaRowsRunner(lane_warps=True, warp_lane_threads=4, lane_threads=128))
 LONG_LANES = CudaRowsRunner(**LONG_LANE_SETTINGS)  # lane-swaps on lanes of a few hundred bytes
 ONE_BLOCK_LONG_LANES = CudaRowsRunner(grid=1, **LONG_LANE_SETTINGS)
 

@@ -584,7 +584,7 @@ def test_gpu_lane_warps_take_lanes_of_1_to_8_kib(gpu_planner):
         details(1 << 18, 1024, warp_slots=9)
     with pytest.raises(ValueError, match="lane_threads must be a multiple of 32 up to 1024 .* got 48"):
         details(1 << 18, 1024, lane_threads=48, lane_warps=True)
-    with pytest.raises(ValueError, match="warp_lane_threads must be one of 32, 16, 8 or None, got 12"):
+    with pytest.raises(ValueError, match="warp_lane_threads must be one of 32, 16, 8, 4 or None, got 12"):
         details(1 << 18, 1024, warp_lane_threads=12)
 
 

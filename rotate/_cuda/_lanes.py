@@ -439,9 +439,9 @@ def warp_smem_bytes(seg: int, threads: int = WARP_THREADS, slots: int = WARP_SLO
 
 
 #: Threads that stage and write one lane in the ``warps`` variant: a whole warp, or a warp split into
-#: groups that each take a lane (two lanes a warp at 16, four at 8), for short lanes, whose per-lane
-#: work (barriers, seam, the two runs' setup) a 32-thread lane spends on a few vectors a thread.
-WARP_GROUPS = (32, 16, 8)
+#: groups that each take a lane (two lanes a warp at 16, four at 8, eight at 4), for short lanes, whose
+#: per-lane work (barriers, seam, the two runs' setup) a 32-thread lane spends on a few vectors a thread.
+WARP_GROUPS = (32, 16, 8, 4)
 
 
 @functools.lru_cache(maxsize=None)

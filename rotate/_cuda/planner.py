@@ -77,7 +77,7 @@ settings = {
     # forced; True: wherever a group's slots fit (the run writer);
     # False: never. warp_slots: slots a warp has (2-8; None: _lanes.WARP_SLOTS);
     # warp_min_blocks: the kernel's launch bound on blocks an SM (None: registers as compiled);
-    # warp_lane_threads: threads a lane (32, 16 or 8: _lanes.WARP_GROUPS; None: warp_group_threads).
+    # warp_lane_threads: threads a lane (32, 16, 8 or 4: _lanes.WARP_GROUPS; None: warp_group_threads).
     "lane_warps": None,
     "warp_slots": None,
     "warp_min_blocks": None,
