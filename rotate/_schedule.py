@@ -287,6 +287,133 @@ def pre_span(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, co_res
     return align_down(head + lo) - head, align_up(head + hi) - head
 
 
+# --- a lane walked by one block: its pre-read bytes in closed form ---------------
+#
+# A block that owns a whole lane and writes its tiles in chain order (one lane of all ``m`` tiles, a ring of
+# one: tests/test_long_lane_walks.py, docs/perf-notes.md "Long lanes in one pass") must pre-read every byte
+# whose reader tile comes after its writer tile in that order. Counting them tile by tile
+# (``count_kinds``) is a walk over all ``m`` tiles, too slow for a block choosing among many tile sizes.
+# ``walk_pre_bytes`` counts the same bytes in O(log m): a full tile's bytes go to at most two writer tiles
+# ``t + d`` with ``d`` fixed in each of the two regions (source not wrapped, wrapped), and whether
+# ``t + d`` precedes ``t`` in chain order depends on ``t mod g`` alone, or, for ``d`` a multiple of ``g``,
+# on whether ``(t div g) * inv mod L`` falls in a window: residues of an arithmetic progression, counted
+# with a floor sum. The few tiles that are partial or straddle the wrap are counted run by run.
+
+
+@register_jitable
+def floor_sum(count, mod, a, b):
+    """``sum(floor((a * i + b) / mod) for i in range(count))`` for ``count >= 0``, ``mod > 0``, ``a, b >= 0``
+    (the Euclid-like reduction: O(log mod) steps)."""
+    total = 0
+    while True:
+        if a >= mod:
+            total += (count * (count - 1) // 2) * (a // mod)
+            a %= mod
+        if b >= mod:
+            total += count * (b // mod)
+            b %= mod
+        top = a * count + b
+        if top < mod:
+            return total
+        count = top // mod
+        b = top % mod
+        mod, a = a, mod
+
+
+@register_jitable
+def _residues_at_least(u0, u1, step, low, mod):
+    """How many ``u`` in ``[u0, u1)`` have ``(u * step) mod mod >= low`` (``0 < low < mod``)."""
+    if u1 <= u0:
+        return 0
+    base = (u0 % mod) * step % mod
+    # (u * step mod mod) >= low  <=>  floor((u * step + mod - low) / mod) - floor(u * step / mod) == 1
+    return (floor_sum(u1 - u0, mod, step, base + mod - low) - floor_sum(u1 - u0, mod, step, base))
+
+
+@register_jitable
+def _mod_at_least(t0, t1, g, low):
+    """How many ``t`` in ``[t0, t1)`` have ``t mod g >= low``."""
+    def below(x):
+        return (x // g) * (g - low) + max(0, x % g - low)
+    return below(t1) - below(t0)
+
+
+@register_jitable
+def _earlier_count(t0, t1, d, g, length, inv):
+    """How many tiles ``t`` in ``[t0, t1)`` have tile ``t + d`` (a tile of the row) earlier in chain order
+    (``position_of(t + d) < position_of(t)``)."""
+    if t1 <= t0:
+        return 0
+    a = d // g
+    b = d - a * g
+    if b != 0:  # another cycle: an earlier one exactly when t's cycle index passes g - b
+        return _mod_at_least(t0, t1, g, g - b)
+    e = (a % length) * inv % length  # same cycle, e steps on (mod L): earlier when the step wraps
+    if e == 0:
+        return 0
+    low = length - e
+    u_first = t0 // g
+    u_last = (t1 - 1) // g
+    if u_first == u_last:
+        return (t1 - t0) * _residues_at_least(u_first, u_first + 1, inv, low, length)
+    return ((g * (u_first + 1) - t0) * _residues_at_least(u_first, u_first + 1, inv, low, length)
+            + (t1 - g * u_last) * _residues_at_least(u_last, u_last + 1, inv, low, length)
+            + g * _residues_at_least(u_first + 1, u_last, inv, low, length))
+
+
+@register_jitable
+def _tile_pre_bytes(n, k, head, tile_bytes, m, g, length, inv, t):
+    """Bytes of destination tile ``t`` whose writer tile comes earlier in chain order (run by run)."""
+    x0, x1 = tile_dest(n, head, tile_bytes, t)
+    pos_t = position_of(m, g, length, inv, t)
+    total = 0
+    x = x0
+    while x < x1:
+        writer, z, end = source_run(n, k, head, tile_bytes, x, x1)
+        if position_of(m, g, length, inv, writer) < pos_t:
+            total += end - x
+        x = end
+    return total
+
+
+@register_jitable
+def walk_pre_bytes(n, k, head, tile_bytes, chain):
+    """The bytes a block walking one lane of ``n`` bytes (rolled left by ``k``, ``0 <= k < n``) in chain
+    order must pre-read: ``count_kinds(n, k, head, tile_bytes, chain, m, 1, 0)``'s PRE count, in O(log m)."""
+    m = tile_count(n, head, tile_bytes)
+    p = chain_step(m, chain)
+    g, length, inv = chain_shape(m, p)
+    if k == 0 or m == 1:
+        return 0
+    q = k // tile_bytes
+    r = k - q * tile_bytes
+    back = n - k  # region B (x >= n - k) reads x - back
+    qb = back // tile_bytes
+    rb = back - qb * tile_bytes
+    # Full tiles wholly in region A: [a0, a1); wholly in region B: [b0, b1).
+    a0 = 1 if head > 0 else 0
+    a1 = (n - k + head) // tile_bytes
+    b0 = ceil_div(n - k + head, tile_bytes)
+    b1 = (n + head) // tile_bytes
+    total = 0
+    if a1 > a0:
+        total += (tile_bytes - r) * _earlier_count(a0, a1, q, g, length, inv)
+        if r:
+            total += r * _earlier_count(a0, a1, q + 1, g, length, inv)
+    if b1 > b0:
+        total += (tile_bytes - rb) * _earlier_count(b0, b1, -qb, g, length, inv)
+        if rb:
+            total += rb * _earlier_count(b0, b1, -qb - 1, g, length, inv)
+    # The rest, at most three tiles: a partial first tile, the tile the wrap cuts, a partial last tile.
+    for t in range(0, a0):
+        total += _tile_pre_bytes(n, k, head, tile_bytes, m, g, length, inv, t)
+    for t in range(max(a0, a1), b0):
+        total += _tile_pre_bytes(n, k, head, tile_bytes, m, g, length, inv, t)
+    for t in range(max(b0, b1), m):
+        total += _tile_pre_bytes(n, k, head, tile_bytes, m, g, length, inv, t)
+    return total
+
+
 # --- realignment ---------------------------------------------------------------
 
 @register_jitable

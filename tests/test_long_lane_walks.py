@@ -99,3 +99,28 @@ def test_walk_pre_reads_what_the_benchmark_counts():
                     kept, spans = walk(lane, left, 0, tile_bytes, chain, 2)
                     assert np.array_equal(lane, expected)
                     assert pre <= kept <= pre + 30 * spans, (n, left, tile_bytes, chain, kept, pre, spans)
+
+
+@settings(deadline=None, max_examples=400)
+@given(data=st.data(), n=st.integers(1, 40000), head=st.integers(0, 15), tile_vecs=st.integers(1, 80))
+def test_walk_pre_bytes_closed_form_matches_the_tile_count(data, n, head, tile_vecs):
+    """``_schedule.walk_pre_bytes`` (O(log m): floor sums over the full tiles, the few partial ones run by run)
+    equals ``count_kinds``' PRE count for one lane of all tiles, a ring of one: any length, head, tile size,
+    shift and chain step, cycles of every shape (``g > 1`` included)."""
+    tile_bytes = 16 * tile_vecs
+    left = data.draw(st.integers(0, n - 1), label="left")
+    q = left // tile_bytes
+    chain = data.draw(st.sampled_from(sorted({max(1, q), q + 1})), label="chain")
+    m = S.tile_count(n, head, tile_bytes)
+    expected = S.compiled_table_builders()[1](n, left, head, tile_bytes, chain, m, 1, 0)[3]
+    got = S.walk_pre_bytes(n, left, head, tile_bytes, chain)
+    assert got == expected, (f"reproduce: _schedule.walk_pre_bytes({n}, {left}, {head}, {tile_bytes}, {chain}) "
+                             f"== {got}, count_kinds says {expected}")
+
+
+def test_floor_sum_against_its_definition():
+    rng = np.random.default_rng(3)
+    for _ in range(2000):
+        count, mod, a, b = (int(v) for v in (rng.integers(0, 60), rng.integers(1, 50), rng.integers(0, 200),
+                                             rng.integers(0, 200)))
+        assert S.floor_sum(count, mod, a, b) == sum((a * i + b) // mod for i in range(count))
