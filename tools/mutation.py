@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TESTS = [
     "tests/test_errors.py", "tests/test_robustness.py", "tests/test_roll.py",
     "tests/test_cpu_backend.py", "tests/test_waveops_cpu.py", "tests/test_schedule.py",
-    "tests/test_lanes_schedule.py",
+    "tests/test_lanes_schedule.py", "tests/test_long_lane_walks.py",
 ]
 DESELECT = "not processes or workqueue-threads or omp-fork"
 
@@ -244,6 +244,14 @@ MUTANTS = [
      "WARP_LANE_MIN_BYTES = 1024\n", "WARP_LANE_MIN_BYTES = 2048\n"),
     ("warp-group-half-warp-at-1-kib", "rotate/_cuda/planner.py",
      "    if seg <= 1024:\n        return 8\n", "    if seg < 1024:\n        return 8\n"),
+    # The single-lane walk's pre-read bytes in closed form (rotate/_schedule.py, walk_pre_bytes), judged by
+    # tests/test_long_lane_walks.py against count_kinds: the residue window one short, the tile the wrap cuts
+    # left out.
+    ("walk-pre-window-one-short", "rotate/_schedule.py",
+     "    return (floor_sum(u1 - u0, mod, step, base + mod - low) - floor_sum(u1 - u0, mod, step, base))",
+     "    return (floor_sum(u1 - u0, mod, step, base + mod - low - 1) - floor_sum(u1 - u0, mod, step, base))"),
+    ("walk-pre-skips-the-cut-tile", "rotate/_schedule.py",
+     "    for t in range(max(a0, a1), b0):\n", "    for t in range(max(a0, a1) + 1, b0):\n"),
     # Scratch of a stream evicted from the 8-stream cache (rotate/_cuda/launch.py; tests/test_robustness.py
     # with a stand-in driver): dropped at once instead of kept until its stream passes an event.
     ("evicted-scratch-dropped-at-once", "rotate/_cuda/launch.py",
