@@ -294,3 +294,22 @@ def test_chunked_cycle_kernel_compiles(monkeypatch, ring, threads):
     assert "ld.acquire.gpu.global.u32" in text and "st.relaxed.gpu.global.u32" in text
     assert "atom.global.add.u64" in text
     assert "ld.local" not in text and "st.local" not in text
+
+
+def test_walk_pre_bytes_compiles_for_the_device(monkeypatch):
+    """The closed-form count of a long lane's pre-read bytes (``_schedule.walk_pre_bytes``), called from a
+    kernel that ranks tile sizes a block a lane (benchmarks/walk_rank_gpu.py): it compiles for sm_90 as a
+    device function, with no local memory."""
+    import importlib.util
+    from pathlib import Path
+
+    monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "walk_rank_gpu.py"
+    spec = importlib.util.spec_from_file_location("walk_rank_gpu", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    array = types.int64[::1]
+    sig = (array, types.int64, types.int64, types.int64, types.int64, array, array)
+    text, _ = cuda.compile_ptx(module.rank_kernel().py_func, sig, cc=(9, 0))
+    assert "div.s64" in text or "rem.s64" in text  # the floor sums and chain positions divide
+    assert "ld.local" not in text and "st.local" not in text
