@@ -412,6 +412,15 @@ def _put_lane(buf, at, y, lane_bytes):
 
 
 @njit(cache=True, inline="always")
+def _window_lane(buf, here, b, lane_bytes, last_start):
+    """Roll the lane of ``lane_bytes`` (2-7) bytes at byte ``here`` right by ``b`` bytes through the 8-byte
+    window at it (the window that ends the span, where the lane's own would leave it)."""
+    window = min(here, last_start)
+    w = load_u64(buf, _U(window)) >> _U(8 * (here - window))
+    _put_lane(buf, _U(here), _rolled_window(w, b, lane_bytes), lane_bytes)
+
+
+@njit(cache=True, inline="always")
 def _window_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, s0, block):
     """Lanes of 2-7 bytes, each read as the 8-byte window starting at it (at the span's end: ending there)."""
     inv = 1.0 / n
@@ -429,10 +438,71 @@ def _window_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes,
             y = _rolled_window(load_u64(buf, _U(at + i * pitch)), scratch[_U(s0 + i)], lane_bytes)
             _put_lane(buf, _U(at + i * pitch), y, lane_bytes)
         for i in range(inside, m):  # the window that ends the span, when the lane's own would leave it
-            here = at + i * pitch
-            window = min(here, last_start)
-            w = load_u64(buf, _U(window)) >> _U(8 * (here - window))
-            _put_lane(buf, _U(here), _rolled_window(w, scratch[_U(s0 + i)], lane_bytes), lane_bytes)
+            _window_lane(buf, at + i * pitch, scratch[_U(s0 + i)], lane_bytes, last_start)
+
+
+#: Back-to-back lanes of these byte lengths go in groups, one byte shuffle a group: lanes a group (the
+#: group's bytes, at most 15, fit one 16-byte load with the shuffle's two overlapping 8-byte stores). Lanes
+#: of 2 and 4 bytes are words (``per-lane-word-rotate``).
+GROUP_LANES = {3: 5, 5: 3, 6: 2, 7: 2}
+
+
+@njit(cache=True, inline="always")
+def _grouped_lanes(buf, lo, shifts, first, count, n, itemsize, lane_bytes, group, scratch, s0, block, masks):
+    """Back-to-back lanes of 3-7 bytes, ``group`` of them (``GROUP_LANES``) a byte shuffle (``pshufb``).
+
+    The 16 bytes at a group's start are permuted by the mask row ``sum(b_i *
+    L**i)`` of its lanes' rolls ``b_i`` in bytes (``group_masks``), and the
+    group's ``group * L`` bytes stored as two overlapping 8-byte words: one
+    load, one shuffle and two stores for up to five lanes, where the window
+    path takes a load, a rotation and two stores a lane. Bytes read past the
+    group (the next lanes', maybe another thread's) are never stored. A group
+    whose 16 bytes would leave the span, and the lanes of a shift block that
+    do not fill a group, take the window path.
+    """
+    inv = 1.0 / n
+    width = group * lane_bytes
+    tail = width - 8
+    end = buf.shape[0] - 16  # the last group start with 16 bytes inside the span
+    last_start = buf.shape[0] - 8
+    step = block - block % group if block >= group else block  # shift blocks of whole groups
+    for start in range(0, count, step):
+        m = min(step, count - start)
+        at = lo + start * lane_bytes
+        whole = m // group
+        if at + (whole - 1) * width > end:  # the span ends inside this block: its groups that fit
+            whole = max(0, (end - at) // width + 1)
+        # Each group's mask row straight from its shifts, a block ahead (the reduction's latency off the
+        # shuffles' path); the lanes left over, reduced one by one below.
+        near = _all_near(shifts, first + start, whole * group)
+        for g in range(whole):
+            row = 0
+            scale = 1
+            for j in range(group):
+                s = shifts[_U(first + start + g * group + j)]
+                b = _reduce_near(s, n, inv) if near else _reduce_shift(s, n, inv)
+                row += b * itemsize * scale
+                scale *= lane_bytes
+            scratch[_U(s0 + g)] = row
+        for g in range(whole):
+            shuffle_store16(buf, _U(at + g * width), masks, _U(16 * np.int64(scratch[_U(s0 + g)])), _U(tail))
+        for j in range(whole * group, m):
+            b = _reduce_shift(shifts[_U(first + start + j)], n, inv) * itemsize
+            _window_lane(buf, at + j * lane_bytes, b, lane_bytes, last_start)
+
+
+def group_masks(lane_bytes: int) -> np.ndarray:
+    """``_grouped_lanes``' masks for back-to-back lanes of ``lane_bytes`` (a ``GROUP_LANES`` key): row
+    ``sum(b_i * L**i)`` (``b_i``: lane ``i``'s roll right in bytes, ``L = lane_bytes``) maps output byte
+    ``o`` of the group to byte ``(o // L) * L + (o % L - b_{o // L}) mod L``, the first 8 output bytes
+    in its first half and the last 8 (from ``group * L - 8``) in its second."""
+    group = GROUP_LANES[lane_bytes]
+    width = group * lane_bytes
+    rows = np.arange(lane_bytes ** group)
+    out = np.arange(width)
+    rolls = (rows[:, None] // lane_bytes ** (out // lane_bytes)[None, :]) % lane_bytes  # b of each output's lane
+    source = (out // lane_bytes) * lane_bytes + (out % lane_bytes - rolls) % lane_bytes
+    return np.concatenate([source[:, :8], source[:, width - 8:]], axis=1).astype(np.uint8).reshape(-1)
 
 
 @njit(cache=True, inline="always")
@@ -557,14 +627,27 @@ def _byte_lane_run(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes
                    masks):
     """``count`` evenly spaced lanes of ``lane_bytes`` bytes from byte ``lo`` (sizes fixed at compile time
     for the common lane lengths: the shift amounts and stores then are constants)."""
+    grouped = masks.shape[0] > 0 and pitch == lane_bytes  # the plan's "group_shuffle", lanes back to back
     if lane_bytes == 3:
-        _window_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, 3, scratch, s0, block)
+        if grouped:
+            _grouped_lanes(buf, lo, shifts, first, count, n, itemsize, 3, 5, scratch, s0, block, masks)
+        else:
+            _window_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, 3, scratch, s0, block)
     elif lane_bytes == 5:
-        _window_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, 5, scratch, s0, block)
+        if grouped:
+            _grouped_lanes(buf, lo, shifts, first, count, n, itemsize, 5, 3, scratch, s0, block, masks)
+        else:
+            _window_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, 5, scratch, s0, block)
     elif lane_bytes == 6:
-        _window_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, 6, scratch, s0, block)
+        if grouped:
+            _grouped_lanes(buf, lo, shifts, first, count, n, itemsize, 6, 2, scratch, s0, block, masks)
+        else:
+            _window_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, 6, scratch, s0, block)
     elif lane_bytes == 7:
-        _window_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, 7, scratch, s0, block)
+        if grouped:
+            _grouped_lanes(buf, lo, shifts, first, count, n, itemsize, 7, 2, scratch, s0, block, masks)
+        else:
+            _window_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, 7, scratch, s0, block)
     elif lane_bytes < 8:
         _window_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, s0, block)
     elif lane_bytes <= TWO_WORDS_MAX:
@@ -858,7 +941,9 @@ def _plan_byte_lanes(axis, n, itemsize, dims, byte_strides, lanes, threads, max_
                "n": n, "itemsize": itemsize, "dims": dims, "dim_strides": tuple(byte_strides), "threads": threads,
                "slot": slot, "block": block,
                # 9-16 bytes: one byte shuffle a lane where the host has one (pshufb), else two words
-               "shuffle": HAS_BYTE_SHUFFLE and WINDOW_BYTES < lane_bytes <= TWO_WORDS_MAX}
+               "shuffle": HAS_BYTE_SHUFFLE and WINDOW_BYTES < lane_bytes <= TWO_WORDS_MAX,
+               # back-to-back lanes of 3, 5, 6 or 7 bytes: one byte shuffle for up to five of them
+               "group_shuffle": HAS_BYTE_SHUFFLE and lane_bytes in GROUP_LANES and byte_strides[-1] == lane_bytes}
     return Step(axis, 0, lanes, lane_bytes, 0, 1, "per-lane-byte-window", threads * slot * 8, moved,
                 details=details)
 
@@ -868,10 +953,19 @@ _NO_MASKS.flags.writeable = False  # the masks' type (read-only) either way: one
 
 
 @functools.lru_cache(maxsize=None)
-def _shuffle_masks(lane_bytes: int) -> np.ndarray:
-    masks = shuffle_masks(lane_bytes)
+def _shuffle_masks(lane_bytes: int, grouped: bool = False) -> np.ndarray:
+    masks = group_masks(lane_bytes) if grouped else shuffle_masks(lane_bytes)
     masks.flags.writeable = False
     return masks
+
+
+def _byte_lane_masks(details: dict) -> np.ndarray:
+    """The byte-shuffle masks a ``per-lane-byte-window`` step runs with (none: no shuffle)."""
+    if details.get("shuffle"):
+        return _shuffle_masks(details["lane_bytes"])
+    if details.get("group_shuffle"):
+        return _shuffle_masks(details["lane_bytes"], True)
+    return _NO_MASKS
 
 
 def run_lanes(flat: np.ndarray, origin: int, shifts: np.ndarray, step: Step) -> None:
@@ -885,8 +979,7 @@ def run_lanes(flat: np.ndarray, origin: int, shifts: np.ndarray, step: Step) -> 
         scratch = _cpu.scratch_array(d["threads"] * d["slot"], np.dtype(np.uint64))
         _cpu.call_parallel(_roll_byte_lanes, flat, origin, d["lane_bytes"], np.array(d["dims"], np.int64),
                            np.array(d["dim_strides"], np.int64), shifts, d["n"], d["itemsize"], d["threads"],
-                           scratch, scratch.view(np.uint8), d["slot"], d["block"],
-                           _shuffle_masks(d["lane_bytes"]) if d.get("shuffle") else _NO_MASKS)
+                           scratch, scratch.view(np.uint8), d["slot"], d["block"], _byte_lane_masks(d))
         return
     scratch = _cpu.scratch_array(d["threads"] * d["slot"], flat.dtype)
     if d["mode"] == _LANE_SMALL:

@@ -311,6 +311,59 @@ def test_nine_to_sixteen_byte_lanes_with_and_without_the_byte_shuffle(monkeypatc
     assert windows == 2  # the back-to-back lanes; the strided ones take the gather
 
 
+def test_group_masks_are_numpy_roll_of_each_lane():
+    """``_grouped_lanes``' masks: row ``sum(b_i * L**i)`` rolls lane ``i`` of the group right by ``b_i`` bytes,
+    the group's first 8 bytes in the row's first half and its last 8 in the second, for every grouped lane
+    length."""
+    for lane_bytes, group in _rows.GROUP_LANES.items():
+        width = group * lane_bytes
+        masks = _rows.group_masks(lane_bytes).reshape(lane_bytes ** group, 16)
+        rng = np.random.default_rng(lane_bytes)
+        for row in list(range(min(40, len(masks)))) + list(rng.integers(0, len(masks), 40)):
+            rolls = [(int(row) // lane_bytes ** i) % lane_bytes for i in range(group)]
+            expected = np.concatenate([np.roll(np.arange(i * lane_bytes, (i + 1) * lane_bytes), b)
+                                       for i, b in enumerate(rolls)])
+            assert masks[row, :8].tolist() == expected[:8].tolist(), (lane_bytes, row)
+            assert masks[row, 8:].tolist() == expected[width - 8:].tolist(), (lane_bytes, row)
+
+
+@pytest.mark.parametrize("shuffle", [True, False])
+@pytest.mark.parametrize("lane_bytes,dtype", [(3, np.uint8), (5, np.uint8), (6, np.uint16), (7, np.uint8)])
+def test_three_to_seven_byte_lanes_in_groups_with_and_without_the_byte_shuffle(monkeypatch, lane_bytes, dtype,
+                                                                               shuffle):
+    """Back-to-back lanes of 3, 5, 6 and 7 bytes go several to a byte shuffle where the host has one, the
+    window path otherwise; both equal numpy.roll: lane counts that leave part of a group (at a shift block's
+    end, at a thread's, at the array's, where a group's 16 bytes would leave the span), rows of lanes with
+    their own origins, and strided lanes (which never group)."""
+    if shuffle and not _rows.HAS_BYTE_SHUFFLE:
+        pytest.skip("this host has no byte shuffle the kernels use (x86-64 SSSE3)")
+    monkeypatch.setattr(_rows, "HAS_BYTE_SHUFFLE", shuffle)
+    n = lane_bytes // np.dtype(dtype).itemsize
+    rng = np.random.default_rng(lane_bytes)
+    grouped = 0
+    back_to_back = [(count, n) for count in (1, 4, 5, 6, 11, 64, 65, 69, 70, 131, 1000, 2003)] + [(3, 67, n)]
+    cases = [(shape, slice(None), True) for shape in back_to_back]
+    cases += [((40, 2 * n), slice(None, None, 2), False), ((50, n + 2), slice(None, n), False)]
+    for shape, columns, contiguous in cases:
+        base = rng.integers(1, 200, shape).astype(dtype)
+        a = base[..., columns]
+        untouched = base.copy()
+        shifts = rng.integers(-3 * n, 3 * n, a.shape[:-1])
+        expected = np.array([np.roll(lane, s) for lane, s in zip(a.reshape(-1, a.shape[-1]), shifts.reshape(-1))])
+        plan = rotate.plan_roll_rows(a, shifts)
+        assert rotate.roll_rows(a, shifts) is a
+        assert np.array_equal(a.reshape(-1, a.shape[-1]), expected), str(plan)
+        if not contiguous:  # the bytes between strided lanes: read past, never written
+            gaps = np.ones(shape, bool)
+            gaps[..., columns] = False
+            assert np.array_equal(base[gaps], untouched[gaps])
+        step = plan.steps[0]
+        if step.algorithm == "per-lane-byte-window":
+            assert step.details["group_shuffle"] == (shuffle and contiguous), str(plan)
+            grouped += step.details["group_shuffle"]
+    assert grouped >= (11 if shuffle else 0), grouped
+
+
 def test_portable_byte_shuffle_equals_the_definition(monkeypatch):
     """``shuffle_store16`` compiled without ``pshufb`` (16 extracts and inserts: what a host without SSSE3
     runs) permutes and stores as defined."""
