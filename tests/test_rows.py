@@ -284,17 +284,21 @@ def test_byte_shuffle_masks_are_numpy_roll_of_the_two_words():
             assert masks[b, 8:].tolist() == rolled[lane_bytes - 8:].tolist(), (lane_bytes, b)
 
 
+def _byte_shuffle_case(monkeypatch, shuffle, lane_bytes, dtype):
+    """Plan with the byte shuffle on or off (skipped where the host has none); ``(items a lane, rng)``."""
+    if shuffle and not _rows.HAS_BYTE_SHUFFLE:
+        pytest.skip("this host has no byte shuffle the kernels use (x86-64 SSSE3)")
+    monkeypatch.setattr(_rows, "HAS_BYTE_SHUFFLE", shuffle)
+    return lane_bytes // np.dtype(dtype).itemsize, np.random.default_rng(lane_bytes)
+
+
 @pytest.mark.parametrize("shuffle", [True, False])
 @pytest.mark.parametrize("lane_bytes,dtype", [(10, np.uint16), (9, np.uint8), (14, np.uint16), (15, np.uint8)])
 def test_nine_to_sixteen_byte_lanes_with_and_without_the_byte_shuffle(monkeypatch, lane_bytes, dtype, shuffle):
     """Lanes of 9-16 bytes take one byte shuffle each where the host has one (pshufb), the two-word path
     otherwise; both equal numpy.roll, the last lanes (whose 16 bytes would leave the array) included, on
     back-to-back and strided lanes."""
-    if shuffle and not _rows.HAS_BYTE_SHUFFLE:
-        pytest.skip("this host has no byte shuffle the kernels use (x86-64 SSSE3)")
-    monkeypatch.setattr(_rows, "HAS_BYTE_SHUFFLE", shuffle)
-    n = lane_bytes // np.dtype(dtype).itemsize
-    rng = np.random.default_rng(lane_bytes)
+    n, rng = _byte_shuffle_case(monkeypatch, shuffle, lane_bytes, dtype)
     windows = 0
     for shape, view in (((257, n), lambda a: a), ((40, 2 * n), lambda a: a[:, ::2]), ((3, 19, n), lambda a: a)):
         base = rng.integers(1, 200, shape).astype(dtype)
@@ -335,11 +339,7 @@ def test_three_to_seven_byte_lanes_in_groups_with_and_without_the_byte_shuffle(m
     window path otherwise; both equal numpy.roll: lane counts that leave part of a group (at a shift block's
     end, at a thread's, at the array's, where a group's 16 bytes would leave the span), rows of lanes with
     their own origins, and strided lanes (which never group)."""
-    if shuffle and not _rows.HAS_BYTE_SHUFFLE:
-        pytest.skip("this host has no byte shuffle the kernels use (x86-64 SSSE3)")
-    monkeypatch.setattr(_rows, "HAS_BYTE_SHUFFLE", shuffle)
-    n = lane_bytes // np.dtype(dtype).itemsize
-    rng = np.random.default_rng(lane_bytes)
+    n, rng = _byte_shuffle_case(monkeypatch, shuffle, lane_bytes, dtype)
     grouped = 0
     back_to_back = [(count, n) for count in (1, 4, 5, 6, 11, 64, 65, 69, 70, 131, 1000, 2003)] + [(3, 67, n)]
     cases = [(shape, slice(None), True) for shape in back_to_back]
