@@ -30,6 +30,7 @@ default saved side, 80 KiB on an H200), all over the ideal 2N.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import pathlib
 import sys
@@ -63,28 +64,27 @@ def walk_pre_bytes(scan, S, seg: int, left: int, tiles) -> tuple:
 def closed_form_best(S, seg: int, left: int, lo: int, hi: int, step: int):
     """The fewest single-lane pre-read bytes over tile sizes ``lo..hi`` every ``step`` bytes and both chain
     steps, by ``_schedule.walk_pre_bytes`` (the closed form, compiled here)."""
+    return int(_compiled_best(S)(seg, left, lo, hi, step))
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled_best(S):
     from numba import njit
 
-    global _best_compiled
-    if _best_compiled is None:
-        walk = njit(S.walk_pre_bytes)
+    walk = njit(S.walk_pre_bytes)
 
-        @njit
-        def best(n, k, lo, hi, step):
-            least = -1
-            for tile in range(lo, hi + 1, step):
-                q = k // tile
-                for chain in (max(1, q), q + 1):
-                    pre = walk(n, k, 0, tile, chain)
-                    if least < 0 or pre < least:
-                        least = pre
-            return least
+    @njit
+    def best(n, k, lo, hi, step):
+        least = -1
+        for tile in range(lo, hi + 1, step):
+            q = k // tile
+            for chain in (max(1, q), q + 1):
+                pre = walk(n, k, 0, tile, chain)
+                if least < 0 or pre < least:
+                    least = pre
+        return least
 
-        _best_compiled = best
-    return int(_best_compiled(seg, left, lo, hi, step))
-
-
-_best_compiled = None
+    return best
 
 
 def main(argv=None) -> int:

@@ -472,23 +472,20 @@ def _grouped_lanes(buf, lo, shifts, first, count, n, itemsize, lane_bytes, group
         whole = m // group
         if at + (whole - 1) * width > end:  # the span ends inside this block: its groups that fit
             whole = max(0, (end - at) // width + 1)
-        # Each group's mask row straight from its shifts, a block ahead (the reduction's latency off the
-        # shuffles' path); the lanes left over, reduced one by one below.
-        near = _all_near(shifts, first + start, whole * group)
+        _byte_shifts(scratch, s0, shifts, first + start, m, n, inv, itemsize)
+        # Each group's mask row over its lanes' rolls, in place: row g lands on word g, whose roll belongs
+        # to a group at or before g (already summed); the rolls of the lanes left over stay where they are.
         for g in range(whole):
             row = 0
             scale = 1
             for j in range(group):
-                s = shifts[_U(first + start + g * group + j)]
-                b = _reduce_near(s, n, inv) if near else _reduce_shift(s, n, inv)
-                row += b * itemsize * scale
+                row += np.int64(scratch[_U(s0 + g * group + j)]) * scale
                 scale *= lane_bytes
             scratch[_U(s0 + g)] = row
         for g in range(whole):
             shuffle_store16(buf, _U(at + g * width), masks, _U(16 * np.int64(scratch[_U(s0 + g)])), _U(tail))
         for j in range(whole * group, m):
-            b = _reduce_shift(shifts[_U(first + start + j)], n, inv) * itemsize
-            _window_lane(buf, at + j * lane_bytes, b, lane_bytes, last_start)
+            _window_lane(buf, at + j * lane_bytes, scratch[_U(s0 + j)], lane_bytes, last_start)
 
 
 def group_masks(lane_bytes: int) -> np.ndarray:

@@ -354,10 +354,11 @@ def _earlier_count(t0, t1, d, g, length, inv):
     low = length - e
     u_first = t0 // g
     u_last = (t1 - 1) // g
+    first_hit = 1 if (u_first % length) * inv % length >= low else 0  # the partial cycle ranks at the ends
     if u_first == u_last:
-        return (t1 - t0) * _residues_at_least(u_first, u_first + 1, inv, low, length)
-    return ((g * (u_first + 1) - t0) * _residues_at_least(u_first, u_first + 1, inv, low, length)
-            + (t1 - g * u_last) * _residues_at_least(u_last, u_last + 1, inv, low, length)
+        return (t1 - t0) * first_hit
+    last_hit = 1 if (u_last % length) * inv % length >= low else 0
+    return ((g * (u_first + 1) - t0) * first_hit + (t1 - g * u_last) * last_hit
             + g * _residues_at_least(u_first + 1, u_last, inv, low, length))
 
 

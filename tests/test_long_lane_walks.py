@@ -124,3 +124,16 @@ def test_floor_sum_against_its_definition():
         count, mod, a, b = (int(v) for v in (rng.integers(0, 60), rng.integers(1, 50), rng.integers(0, 200),
                                              rng.integers(0, 200)))
         assert S.floor_sum(count, mod, a, b) == sum((a * i + b) // mod for i in range(count))
+
+
+def test_residue_counts_against_their_definition():
+    """``_schedule._residues_at_least``: how many ``u`` in ``[u0, u1)`` have ``u * step mod mod >= low``, by
+    floor sums, against counting them."""
+    rng = np.random.default_rng(4)
+    for _ in range(3000):
+        mod = int(rng.integers(2, 300))
+        step, low = int(rng.integers(0, mod)), int(rng.integers(1, mod))
+        u0 = int(rng.integers(0, 3 * mod))
+        u1 = u0 + int(rng.integers(0, 3 * mod))
+        expected = sum(1 for u in range(u0, u1) if u * step % mod >= low)
+        assert S._residues_at_least(u0, u1, step, low, mod) == expected, (u0, u1, step, low, mod)

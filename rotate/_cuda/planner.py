@@ -71,8 +71,8 @@ settings = {
     # chain kernel's realigning loops; lane-panels by groups of threads), "gather" (each destination unit
     # looks its source up); None: runs for row-cycles and for lanes of FAST_GATHER_ROW bytes and more.
     "lane_writer": None,
-    # lane-panels' "warps" variant (rotate/_cuda/_lanes.py, warp_lane_kernel: a warp, or a group of 8 or
-    # 16 of its threads, stages and writes one lane at a time, no block barrier, the seam on the vector
+    # lane-panels' "warps" variant (rotate/_cuda/_lanes.py, warp_lane_kernel: a warp, or a group of 16, 8
+    # or 4 of its threads, stages and writes one lane at a time, no block barrier, the seam on the vector
     # grid). None: for lanes of WARP_LANE_MIN_BYTES to WARP_LANE_BYTES (1-8 KiB) unless lane_writer is
     # forced; True: wherever a group's slots fit (the run writer);
     # False: never. warp_slots: slots a warp has (2-8; None: _lanes.WARP_SLOTS);
