@@ -42,7 +42,7 @@ CASES = [
     ("roll_rows", (1 << 24, 16), "float32", None),      # lanes of 64 B
     ("roll_rows", (262144, 4096), "float32", None),     # lanes of 16 KiB, 4 GiB
     ("roll_rows", (8192, 131072), "uint8", None),       # lanes of 128 KiB: one panel buffer a block
-    ("roll_rows", (256, 1 << 22), "uint8", None),       # lanes of 4 MiB: beyond a block (lane-swaps)
+    ("roll_rows", (256, 1 << 22), "uint8", None),       # lanes of 4 MiB: beyond a block (lane-walks)
     ("fftshift", (8192, 8192), "complex64", None),      # 512 MiB
     ("fftshift", (16384, 8192), "complex64", None),     # 1 GiB
     ("fftshift", (65536, 8192), "complex64", None),     # 4 GiB
@@ -61,7 +61,7 @@ CASES = [
     # Issue #9's "every size from 16 MiB": smaller arrays, where host work is a larger share of the call.
     ("roll_rows", (4096, 1024), "float32", None),       # lanes of 4 KiB, 16 MiB
     ("roll_rows", (4096, 4096), "float32", None),       # lanes of 16 KiB, 64 MiB
-    ("roll_rows", (1024, 65536), "float32", None),      # lanes of 256 KiB, 256 MiB (lane-swaps)
+    ("roll_rows", (1024, 65536), "float32", None),      # lanes of 256 KiB, 256 MiB (lane-walks)
     ("roll_rows", (16384, 4096), "float32", None),      # lanes of 16 KiB, 256 MiB
     ("fftshift", (2048, 2048), "complex64", None),      # 32 MiB
     # Around lane-panels' warps variant (2-4 KiB lanes by default): its shortest default lane, and the next
@@ -72,6 +72,9 @@ CASES = [
     # Short lanes, for the warps variant's lane groups (half and quarter warps a lane).
     ("roll_rows", (1 << 21, 128), "float32", None),     # lanes of 512 B, 1 GiB
     ("roll_rows", (1 << 22, 64), "float32", None),      # lanes of 256 B, 1 GiB
+    # Lanes beyond a block's shared memory (lane-walks) at the gate's other size and a shorter length.
+    ("roll_rows", (1024, 1 << 20), "float32", None),    # lanes of 4 MiB, 4 GiB
+    ("roll_rows", (1024, 1 << 18), "float32", None),    # lanes of 1 MiB, 1 GiB
 ]
 
 
@@ -181,11 +184,22 @@ def _case(index, args, torch, cuda, cupy, rotate, bench, timers, stream):
     del want
     x.copy_(original)
     del original
+    if function == "roll_rows" and plan.steps and plan.steps[0].details.get("bytes_moved_is_bound"):
+        # The shifts are on the device, so the plan's traffic is a bound; the same shifts from the host
+        # give the plan's exact count (the kernel makes the same decisions on the device).
+        exact = rotate.plan_roll_rows(x, shifts.cpu().numpy())
+        if exact.algorithm == plan.algorithm:
+            plan_traffic = {"traffic_exact_over_2n": exact.bytes_moved / (2 * nbytes),
+                            "lanes_walked": exact.steps[0].details.get("lanes_walked")}
+        else:
+            plan_traffic = {}
+    else:
+        plan_traffic = {}
     result = {"function": function, "shape": list(shape), "dtype": dtype, "nbytes": nbytes,
               "args": None if extra is None else [list(extra[0]), list(extra[1])],
               "algorithm": plan.algorithm, "scratch_bytes": plan.scratch_bytes,
               "traffic_over_2n": plan.bytes_moved / (2 * nbytes), "correct": correct,
-              "memcpy_ms": memcpy_ms,
+              "memcpy_ms": memcpy_ms, **plan_traffic,
               "details": {k: v for k, v in plan.steps[0].details.items() if not k.startswith("_")
                           and isinstance(v, (int, float, str, bool))} if plan.steps else {}}
     # Rolling back and forth keeps the data meaningful; every call moves every byte either way.

@@ -706,6 +706,114 @@ def emulate_lane_swaps(lane: np.ndarray, k: int, save: int, panel: int, head: in
     return x
 
 
+def walk_plan(n: int, k: int, head: int, tile_max: int, max_tiles: int, reach: int, share: int, save: int):
+    """What ``lane-walks`` (``rotate._cuda._lanes.walk_kernel``) does with one lane of ``n`` bytes rotated left
+    by ``k``: ``("none",)``, ``("swaps",)`` (the lane would have too many tiles, or its pre-reads exceed
+    the block's ``share`` of scratch), or ``("walk", tile_bytes, chain, spans,
+    offsets, total)`` with each tile's pre-read span and its offset in the block's scratch. The kernel
+    decides with the same functions in the same order."""
+    if k == 0:
+        return ("none",)
+    tile_lo, tile_hi = S.walk_tile_range(n, tile_max, max_tiles)
+    if tile_lo > tile_hi:
+        return ("swaps",)
+    _, index = S.walk_choose(n, k, head, tile_lo, tile_hi, reach, share)
+    if index < 0:
+        return ("swaps",)
+    tile_bytes, chain = S.walk_candidate(n, k, head, tile_hi, index)
+    m = S.tile_count(n, head, tile_bytes)
+    p = S.chain_step(m, chain)
+    g, length, inv = S.chain_shape(m, p)
+    spans, offsets, total = [], [], 0
+    for w in range(m):
+        lo, hi = S.walk_span(n, k, head, tile_bytes, m, g, length, inv, reach, w)
+        spans.append((lo, hi))
+        offsets.append(total)
+        total += hi - lo if lo < hi else 0
+    if total > share:
+        return ("swaps",)
+    return ("walk", tile_bytes, chain, spans, offsets, total)
+
+
+def emulate_lane_walk(lane: np.ndarray, k: int, head: int, tile_max: int, max_tiles: int, reach: int,
+                      share: int, save: int, panel: int = 16 * 1024):
+    """One lane of ``lane-walks`` rotated left by ``k`` bytes on the CPU: ``(rotated copy, plan)``.
+
+    Runs the kernel's walk with its index math: pre-read spans copied to
+    scratch first, then the tiles in chain order, the copies of each item
+    started ``reach`` items before it writes (the kernel's ring of
+    ``reach + 1`` buffers). An asynchronous copy may read the lane at any
+    moment until the first wait that covers it (the writing of the item
+    itself, or of an earlier item whose ring reach reaches it), so each copy
+    is taken when it starts and checked unchanged when it must have landed:
+    a ``RING`` reader the writer did not wait for, or an array piece whose
+    writer came first, fails here. Lanes the walk does not take run
+    ``emulate_lane_swaps``.
+    """
+    n = len(lane)
+    plan = walk_plan(n, k, head, tile_max, max_tiles, reach, share, save)
+    if plan[0] == "none":
+        return np.array(lane, copy=True), plan
+    if plan[0] == "swaps":
+        return emulate_lane_swaps(lane, k, save, panel, head, late=True), plan
+    _, tile_bytes, chain, spans, offsets, total = plan
+    x = np.array(lane, copy=True)
+    m = S.tile_count(n, head, tile_bytes)
+    p = S.chain_step(m, chain)
+    g, length, inv = S.chain_shape(m, p)
+    rank = np.empty(m, np.int64)
+    for position in range(m):
+        rank[S.tile_at(m, p, g, length, position)] = position
+    scratch = {}
+    for w, (lo, hi) in enumerate(spans):
+        if lo < hi:
+            lo_c, hi_c = max(lo, 0), min(hi, n)  # the span's vectors over-reach the lane's ends
+            scratch[w] = (lo_c, x[lo_c:hi_c].copy())
+
+    def sources(position):
+        """``[(x_lo, x_hi, z, from_scratch)]`` and the bytes as the copy takes them now."""
+        tile = S.tile_at(m, p, g, length, position)
+        x0, x1 = S.tile_dest(n, head, tile_bytes, tile)
+        pieces, data = [], []
+        at = x0
+        while at < x1:
+            writer, z, end = S.source_run(n, k, head, tile_bytes, at, x1)
+            late = rank[writer] + reach < position
+            lo_w, hi_w = spans[writer]
+            if late and not (lo_w <= z and z + (end - at) <= hi_w):  # a span may hold early pieces too
+                raise ScheduleError(f"lane-walks: piece [{at}, {end}) of tile {tile} from tile {writer}: "
+                                    f"pre-read {late}, span {spans[writer]}")
+            pieces.append((at, end, z, late))
+            if late:
+                lo_c, held = scratch[writer]
+                data.append(held[z - lo_c:z - lo_c + end - at].copy())
+            else:
+                data.append(x[z:z + end - at].copy())
+            at = end
+        return tile, x0, x1, pieces, data
+
+    in_flight = {}
+    for position in range(min(reach, m)):
+        in_flight[position] = sources(position)
+    for position in range(m):
+        if position + reach < m:
+            in_flight[position + reach] = sources(position + reach)
+        tile = S.tile_at(m, p, g, length, position)
+        farthest = S.walk_reach(n, k, head, tile_bytes, rank, 0, position, tile, reach)
+        for landed in range(position, position + farthest + 1):  # the copies this write waits for
+            if landed in in_flight and in_flight[landed][0] is not None:
+                _, _, _, pieces, data = in_flight[landed]
+                for (lo, hi, z, late), held in zip(pieces, data):
+                    if not late and not np.array_equal(x[z:z + hi - lo], held):
+                        raise ScheduleError(f"lane-walks: item {landed}'s copy of [{z}, {z + hi - lo}) changed "
+                                            f"before it landed (written before item {position})")
+                in_flight[landed] = (None,) + in_flight[landed][1:]
+        _, x0, x1, pieces, data = in_flight.pop(position)
+        for (lo, hi, z, late), held in zip(pieces, data):
+            x[lo:hi] = held
+    return x, plan
+
+
 # --- the chunked row-cycles schedule (rotate/_cuda/_lanes.py: cycle_stream_kernel) ---------
 
 

@@ -415,6 +415,213 @@ def walk_pre_bytes(n, k, head, tile_bytes, chain):
     return total
 
 
+# --- lane walks: a block walks its own lane with a ring of look-ahead copies ----------
+#
+# ``lane-walks`` (rotate/_cuda/_lanes.py ``walk_kernel``, docs/design.md "Lane walks"): one block owns a
+# lane and writes its tiles in chain order, the copies of the next ``reach`` items taken before an item
+# writes. A piece whose reader is at most ``reach`` positions after its writer is read from the lane by
+# that look-ahead (``RING``: the writer waits for those copies to land); one further behind is pre-read
+# into the block's scratch before the walk (``classify`` with a ring of ``reach + 1``, one lane of all
+# ``m`` tiles). The block picks its own tile size and chain step from an estimate of those pre-read
+# bytes that costs O(log m) a candidate (``walk_estimate``), then counts the chosen walk's spans exactly.
+
+#: The estimate's fractions are integers over this (the same choice on the CPU and the GPU: no floats).
+WALK_SCALE = 1 << 16
+#: Chain steps a tile size is tried with: ``q`` and ``q + 1`` of the unwrapped source, then of the wrapped.
+WALK_CHAINS = 4
+
+
+@register_jitable
+def walk_late_share(d, m, g, length, inv, reach):
+    """Of the items reading tile ``t + d`` (mod ``m``), about what share comes more than ``reach``
+    positions after that tile's writer, times ``WALK_SCALE``.
+
+    ``t + d`` lies in cycle ``(c + d) mod g`` of item ``t``'s cycle ``c``: an earlier cycle (for a share
+    ``(d mod g) / g`` of the cycles) is written long before. In the same cycle (``d`` a multiple of
+    ``g``) it sits ``delta = (d / g) * inv mod L`` positions on, wrapping to ``L - delta`` positions
+    before for a share ``delta / L`` of the items.
+    """
+    d = d % m
+    if d % g != 0:
+        return (d % g) * WALK_SCALE // g
+    delta = ((d // g) * inv) % length
+    if length - delta > reach:
+        return delta * WALK_SCALE // length
+    return 0
+
+
+@register_jitable
+def walk_estimate(n, k, head, tile_bytes, chain, reach):
+    """About how many bytes the walk of tile size ``tile_bytes`` and chain step ``chain`` pre-reads.
+
+    A destination tile ``j`` reads ``T - r`` bytes from tile ``j + q`` and
+    ``r`` from ``j + q + 1``, with ``k = q T + r`` where its source does not
+    wrap (``n - k`` bytes of the lane) and ``k + m T - n`` where it does (``k``
+    bytes); each part costs its bytes times ``walk_late_share``. Tiles cut at
+    the lane's ends and the wrap are not counted apart, so this ranks
+    candidates; the spans the walk pre-reads are counted exactly
+    (``walk_span``).
+    """
+    m = tile_count(n, head, tile_bytes)
+    p = chain_step(m, chain)
+    g, length, inv = chain_shape(m, p)
+    total = 0
+    shift = k
+    region = n - k
+    for _ in range(2):
+        q = shift // tile_bytes
+        r = shift - q * tile_bytes
+        items = region // tile_bytes
+        total += items * ((tile_bytes - r) * walk_late_share(q, m, g, length, inv, reach)
+                          + r * walk_late_share(q + 1, m, g, length, inv, reach))
+        shift = k + m * tile_bytes - n
+        region = k
+    return total // WALK_SCALE
+
+
+@register_jitable
+def walk_candidate(n, k, head, tile_hi, index):
+    """Candidate ``index`` of a walk's choice: ``(tile_bytes, chain)``, tile sizes from ``tile_hi`` down in
+    16-byte steps, ``WALK_CHAINS`` chain steps each; ``chain <= 0`` or ``>= m``: not a candidate."""
+    tile_bytes = tile_hi - 16 * (index // WALK_CHAINS)
+    which = index % WALK_CHAINS
+    m = tile_count(n, head, tile_bytes)
+    shift = k if which < 2 else k + m * tile_bytes - n
+    chain = shift // tile_bytes + (which & 1)
+    if chain >= m:
+        chain = 0
+    return tile_bytes, chain
+
+
+@register_jitable
+def walk_sizes(tile_lo, tile_hi):
+    """Tile sizes a walk chooses from: ``tile_hi`` down to ``tile_lo`` in 16-byte steps."""
+    return (tile_hi - tile_lo) // 16 + 1
+
+
+@register_jitable
+def walk_tile_range(n, tile_max, max_tiles_):
+    """``(tile_lo, tile_hi)``: the tile sizes a lane of ``n`` bytes chooses from (multiples of 16): at most
+    ``tile_max``, at least half that, and never more than ``max_tiles_`` tiles."""
+    tile_hi = tile_max
+    tile_lo = tile_max // 2
+    least = align_up(ceil_div(n + 15, max_tiles_))
+    if tile_lo < least:
+        tile_lo = least
+    return tile_lo, tile_hi
+
+
+#: Tile sizes a chunk of the choice holds: each chunk's likeliest size (``walk_residue_score``) is
+#: estimated in full, ``WALK_CHAINS`` estimates a chunk, a thread each (the estimate's modular inverses
+#: dominate a block's setup of a lane: one estimate a size was too slow on an H200).
+WALK_CHUNK = 8
+
+
+@register_jitable
+def walk_residue_score(n, k, head, tile_bytes):
+    """How far the two source regions sit from the tile grid: ``(n - k) d(k) + k d(k + m T - n)``,
+    ``d(x)`` the distance of ``x`` from a multiple of ``T``. A tile size that cuts either region's source
+    on (or near) tile boundaries leaves few bytes to straddle two writers; ``walk_estimate`` then
+    weighs where those writers lie in the walk."""
+    m = tile_count(n, head, tile_bytes)
+    total = 0
+    shift = k
+    weight = n - k
+    for _ in range(2):
+        r = shift % tile_bytes
+        total += weight * min(r, tile_bytes - r)
+        shift = k + m * tile_bytes - n
+        weight = k
+    return total
+
+
+@register_jitable
+def walk_chunk_size(n, k, head, tile_hi, sizes, chunk):
+    """Chunk ``chunk``'s tile size (an index from ``tile_hi`` down; -1: an empty chunk): of the sizes
+    ``WALK_CHUNK * chunk`` on, the one of least ``walk_residue_score`` (ties: the larger)."""
+    first = chunk * WALK_CHUNK
+    last = min(sizes, first + WALK_CHUNK)
+    best_size = -1
+    best_score = -1
+    for size in range(first, last):
+        score = walk_residue_score(n, k, head, tile_hi - 16 * size)
+        if best_score < 0 or score < best_score:
+            best_score = score
+            best_size = size
+    return best_size
+
+
+#: What an item costs a walk beyond its bytes, in pre-read bytes (each moves twice more): on an H200 an
+#: item of 5-21 KiB took 1.7-1.9 us whatever its size (``walk_kernel(trace=...)``), so fewer, larger tiles
+#: win unless they pre-read much more.
+WALK_ITEM_BYTES = 8 * 1024
+
+
+@register_jitable
+def walk_pick_cost(n, k, head, tile_hi, sizes, pick, reach, share):
+    """``(cost, index)`` of pick ``pick``: chain step ``pick % WALK_CHAINS`` of chunk ``pick // WALK_CHAINS``'s
+    tile size; the cost is ``walk_estimate`` plus ``WALK_ITEM_BYTES`` a tile, plus the lane's bytes when
+    the estimate exceeds ``share`` (such a walk would likely not fit the block's scratch); index -1: no
+    candidate."""
+    size = walk_chunk_size(n, k, head, tile_hi, sizes, pick // WALK_CHAINS)
+    if size < 0:
+        return -1, -1
+    index = size * WALK_CHAINS + pick % WALK_CHAINS
+    tile_bytes, chain = walk_candidate(n, k, head, tile_hi, index)
+    if chain <= 0:
+        return -1, -1
+    estimate = walk_estimate(n, k, head, tile_bytes, chain, reach)
+    cost = estimate + tile_count(n, head, tile_bytes) * WALK_ITEM_BYTES
+    if estimate > share:
+        cost += n
+    return cost, index
+
+
+@register_jitable
+def walk_picks(tile_lo, tile_hi):
+    """Candidates a choice estimates: ``WALK_CHAINS`` chain steps of each chunk's tile size."""
+    return ceil_div(walk_sizes(tile_lo, tile_hi), WALK_CHUNK) * WALK_CHAINS
+
+
+@register_jitable
+def walk_choose(n, k, head, tile_lo, tile_hi, reach, share):
+    """``(cost, index)``: the cheapest pick (ties: the smaller index), as the kernel's block reduces its
+    threads' picks (a thread a pick)."""
+    sizes = walk_sizes(tile_lo, tile_hi)
+    best = -1
+    best_index = -1
+    for pick in range(walk_picks(tile_lo, tile_hi)):
+        cost, index = walk_pick_cost(n, k, head, tile_hi, sizes, pick, reach, share)
+        if index >= 0 and (best_index < 0 or cost < best or (cost == best and index < best_index)):
+            best = cost
+            best_index = index
+    return best, best_index
+
+
+@register_jitable
+def walk_span(n, k, head, tile_bytes, m, g, length, inv, reach, w):
+    """Positions ``[lo, hi)`` of tile ``w`` the walk pre-reads (16-byte aligned in memory; ``lo >= hi``:
+    none): ``pre_span`` over one lane of all ``m`` tiles with a ring of ``reach + 1``."""
+    return pre_span(n, k, head, tile_bytes, m, g, length, inv, m, reach + 1, 0, w)
+
+
+@register_jitable
+def walk_reach(n, k, head, tile_bytes, rank, rank0, position, tile, reach):
+    """How many positions after ``position`` (tile ``tile``) the item's last look-ahead reader lies
+    (0: none within ``reach``): the writer waits for that reader's copies. ``rank[rank0 + t]``: tile
+    ``t``'s position."""
+    x0, x1 = tile_dest(n, head, tile_bytes, tile)
+    farthest = 0
+    z = x0
+    while z < x1:
+        reader, end = reader_run(n, k, head, tile_bytes, z, x1)
+        ahead = rank[rank0 + reader] - position
+        if ahead > farthest and ahead <= reach:
+            farthest = ahead
+        z = end
+    return farthest
+
+
 # --- realignment ---------------------------------------------------------------
 
 @register_jitable

@@ -238,7 +238,12 @@ FIXED_ROWS_CASES = _fixed()
 #: Planner settings that send every lane to ``lane-swaps`` (``lane-panels``' shared memory limit
 #: shrunk below one staging buffer), with 64-byte panels and a saved side of at most 40 bytes: the
 #: long-lane path on lanes of a few hundred bytes, in the simulator and on a GPU alike.
-LONG_LANE_SETTINGS = dict(constants={"MAX_LANE_SMEM": 32}, swap_panel_bytes=64, swap_save_bytes=40)
+LONG_LANE_SETTINGS = dict(constants={"MAX_LANE_SMEM": 32}, swap_panel_bytes=64, swap_save_bytes=40,
+                          long_lanes="swaps")
+#: The same lanes through ``lane-walks``: tiles of 32-64 bytes (a lane of 300 bytes has 5-10), the swap
+#: fallback's 64-byte panels and 40-byte saved side, a share of scratch a third of a lane.
+WALK_SETTINGS = dict(constants={"MAX_LANE_SMEM": 32}, swap_panel_bytes=64, swap_save_bytes=40, long_lanes="walks",
+                     walk_tile_bytes=64, walk_max_tiles=512, walk_share_bytes=112)
 
 
 def _long_lanes() -> list:

@@ -199,6 +199,26 @@ def check_rows_long_lanes():
             assert plan.steps[0].details["buffers"] == 1, plan
 
 
+def check_rows_lane_walks():
+    """lane-walks on lanes of a few hundred bytes (tiles of 32-64 bytes): grids of one block and three,
+    rings of two to four buffers, eight threads (thread 0 decodes after it writes) and 64 (a warp decodes
+    while the other writes, eight items at a time), a share of scratch no lane fits (block swaps in the
+    walk kernel); the plan's exact traffic for host shifts."""
+    from rows_cases import LONG_LANE_CASES, WALK_SETTINGS, CudaRowsRunner, check_rows_case
+
+    walked = set()
+    for runner, cases in ((CudaRowsRunner(lane_threads=8, grid=1, **WALK_SETTINGS), LONG_LANE_CASES[0:6:2]),
+                          (CudaRowsRunner(lane_threads=8, grid=3, walk_buffers=2, **WALK_SETTINGS), LONG_LANE_CASES[7:12:2]),
+                          (CudaRowsRunner(lane_threads=64, grid=2, walk_buffers=3, **WALK_SETTINGS), LONG_LANE_CASES[13:15]),
+                          (CudaRowsRunner(lane_threads=8, grid=2, **{**WALK_SETTINGS, "walk_share_bytes": 0}),
+                           LONG_LANE_CASES[3:4])):
+        for case in cases:
+            plan = check_rows_case(runner, case)
+            assert plan.algorithm == "lane-walks", plan
+            walked.add(plan.steps[0].details["lanes_walked"])
+    assert None in walked and max(w for w in walked if w is not None) > 0, walked
+
+
 @settings(deadline=None, max_examples=EXAMPLES // 4, database=None)
 @given(data=st.data(), threads=st.sampled_from([4, 8, 32]), grid=st.integers(1, 4),
        panel=st.sampled_from([32, 48, 64, 128]), save=st.integers(1, 300))
@@ -412,6 +432,7 @@ if __name__ == "__main__":
     check_write_moved()
     check_rows_long_lanes()
     check_rows_long_lanes_random()
+    check_rows_lane_walks()
     check_rows_fixed()
     check_rows_run_writer()
     check_rows_lane_warps()

@@ -276,6 +276,24 @@ def test_swap_lane_kernel_compiles_to_128_bit_copies_and_stores(monkeypatch, pan
     assert text.count("st.global.v4.u32") >= 1 and text.count("ld.shared.v4.u32") >= 2
 
 
+@pytest.mark.parametrize("buffers,tile_bytes,panel_bytes", [(4, 16 * 1024, 16 * 1024), (3, 64, 64), (2, 64, 64)])
+def test_walk_lane_kernel_compiles(monkeypatch, buffers, tile_bytes, panel_bytes):
+    """roll_rows' lane walks: 128-bit copies in (lane and scratch), realigned 128-bit stores out, a
+    ``cp.async.wait_group`` for every look-ahead the ring allows, no local memory (also with the tests'
+    64-byte tiles)."""
+    from rotate._cuda import _lanes
+
+    monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
+    kernel = _lanes.walk_kernel(_lanes.THREADS, buffers, tile_bytes, 64, panel_bytes)
+    sig = (types.int64,) * 11  # what launch.run_lane_walks passes
+    text, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), launch_bounds=_lanes.THREADS)
+    assert len(re.findall(r"cp\.async\.cg\.shared\.global \[\w+\], \[%rd\d+\], 16;", text)) >= 1
+    for pending in range(buffers):
+        assert f"cp.async.wait_group {pending};" in text, pending
+    assert text.count("st.global.v4.u32") >= 2 and text.count("ld.shared.v4.u32") >= 2
+    assert "ld.local" not in text and "st.local" not in text
+
+
 @pytest.mark.parametrize("ring", [2, 3, 4])
 @pytest.mark.parametrize("threads", [128, 512])
 def test_chunked_cycle_kernel_compiles(monkeypatch, ring, threads):

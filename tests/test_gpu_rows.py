@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 cuda = pytest.importorskip("numba.cuda")
 from numba.core import config  # noqa: E402
@@ -19,8 +20,8 @@ import numpy as np  # noqa: E402
 
 import rotate  # noqa: E402
 from rows_cases import (BIG_ROWS_CASES, CHUNKED_ROWS_CASES, CHUNKED_RUNS, FIXED_ROWS_CASES,  # noqa: E402
-                        FLAT_STRIP_CASES, LONG_LANE_CASES, LONG_LANE_SETTINGS, CudaRowsRunner, RowsCase, check_rows_case,
-                        long_lane_cases, rows_cases)
+                        FLAT_STRIP_CASES, LONG_LANE_CASES, LONG_LANE_SETTINGS, WALK_SETTINGS, CudaRowsRunner, RowsCase,
+                        check_rows_case, long_lane_cases, rows_cases)
 
 pytestmark = pytest.mark.gpu
 
@@ -38,6 +39,11 @@ WARPS = (CudaRowsRunner(lane_warps=True), CudaRowsRunner(lane_warps=True, warp_s
          CudaRowsRunner(lane_warps=True, warp_lane_threads=4, lane_threads=128))
 LONG_LANES = CudaRowsRunner(**LONG_LANE_SETTINGS)  # lane-swaps on lanes of a few hundred bytes
 ONE_BLOCK_LONG_LANES = CudaRowsRunner(grid=1, **LONG_LANE_SETTINGS)
+# lane-walks on the same lanes: four, three and two tile buffers (look-ahead of 3, 2 and 1 items), one block
+# and three; a share of scratch no lane fits (every lane by block swaps in the walk kernel).
+WALKS = (CudaRowsRunner(**WALK_SETTINGS), CudaRowsRunner(grid=1, walk_buffers=3, **WALK_SETTINGS),
+         CudaRowsRunner(grid=3, walk_buffers=2, lane_threads=64, **WALK_SETTINGS))
+NO_SHARE_WALKS = CudaRowsRunner(grid=2, **{**WALK_SETTINGS, "walk_share_bytes": 0})
 
 
 @pytest.mark.parametrize("case", FIXED_ROWS_CASES, ids=repr)
@@ -82,6 +88,21 @@ def test_random_long_lane_rows_cases(case):
     assert check_rows_case(LONG_LANES, case).algorithm == "lane-swaps"
 
 
+@pytest.mark.parametrize("case", LONG_LANE_CASES, ids=repr)
+def test_walk_rows_cases(case):
+    for runner in WALKS + (NO_SHARE_WALKS,):
+        plan = check_rows_case(runner, case)
+        assert plan.algorithm == "lane-walks", plan
+        if runner is NO_SHARE_WALKS:  # only lanes with nothing to pre-read walk
+            assert plan.steps[0].scratch_bytes == 0, plan
+
+
+@settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(case=long_lane_cases(max_bytes=1 << 14), which=st.integers(0, 2))
+def test_random_walk_rows_cases(case, which):
+    assert check_rows_case(WALKS[which], case).algorithm == "lane-walks"
+
+
 def _random_shifts(rows, n, seed):
     return tuple(np.random.default_rng(seed).integers(-2 * n, 2 * n, rows).tolist())
 
@@ -93,6 +114,7 @@ LARGE = [
     RowsCase("roll_rows", (3001, 700), "complex64", _random_shifts(3001, 700, 6), -1, 8),  # 5.6 KB: panels
     RowsCase("roll_rows", (100, 40000), "uint8", tuple(range(-50, 50)), -1, 3),          # 40 KB lanes
     RowsCase("roll_rows", (7, 300001), "uint8", (1, -1, 0, 5, 150000, -299999, 7), -1, 0),  # lane-swaps
+    RowsCase("roll_rows", (9, 1 << 20), "uint8", (1, -1, 0, 5, 1 << 19, 3 - (1 << 20), 7, 40000, 12345), -1, 3),
     RowsCase("roll_rows", (64, 1 << 22), "uint8", _random_shifts(64, 1 << 22, 1), -1, 0, device_shifts=True),
     RowsCase("roll_rows", (300, 65537), "float32", _random_shifts(300, 65537, 2), -1, 4),   # 256 KiB lanes
     RowsCase("roll_rows", (40, 50001), "complex128", _random_shifts(40, 50001, 3), -1, 8, device_shifts=True),
@@ -125,7 +147,8 @@ def test_large_rows_cases(case):
         assert plan.steps[0].details["variant"] == "warps", plan
     elif case.nbytes // case.shape[0] > 226 * 1024:  # beyond lane-panels
         few_huge = case.shape[0] <= 8 and case.nbytes // case.shape[0] >= 64 << 20 and not case.device_shifts
-        assert plan.algorithm == ("lane-chains" if few_huge else "lane-swaps"), plan
+        walks = case.nbytes // case.shape[0] >= 1 << 20  # planner.WALK_MIN_LANE_BYTES
+        assert plan.algorithm == ("lane-chains" if few_huge else "lane-walks" if walks else "lane-swaps"), plan
 
 
 @pytest.mark.parametrize("shape,dtype,shift,offset", [((20000, 1024), "float32", 5, 0), ((3000, 3001), "uint8", -1000, 3)])
@@ -137,18 +160,18 @@ def test_one_shift_rolls_of_4_kib_rows_run_the_warps_kernel(shape, dtype, shift,
 
 @pytest.mark.parametrize("library", ["torch", "cupy", "numba"])
 def test_long_lanes_with_device_shifts_from_each_library(library):
-    """Lanes of 300 KB, shifts an int64 device array of torch, CuPy or numba: lane-swaps, one launch,
+    """Lanes of 1.1 MB, shifts an int64 device array of torch, CuPy or numba: lane-walks, one launch,
     on the library's current stream (torch: a side stream)."""
-    rows, n = 6, 300007
+    rows, n = 6, 1100009
     rng = np.random.default_rng(5)
     host = rng.integers(0, 256, (rows, n), dtype=np.uint8)
-    host_shifts = np.array([0, -1, 40000, n + 7, -(n // 2), 150001], np.int64)
+    host_shifts = np.array([0, -1, 40000, n + 7, -(n // 2), 550001], np.int64)
     want = np.stack([np.roll(r, int(s)) for r, s in zip(host, host_shifts)])
     if library == "torch":
         torch = pytest.importorskip("torch")
         x = torch.from_numpy(host).cuda()
         shifts = torch.from_numpy(host_shifts).cuda()
-        assert rotate.plan_roll_rows(x, shifts).algorithm == "lane-swaps"
+        assert rotate.plan_roll_rows(x, shifts).algorithm == "lane-walks"
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
@@ -158,12 +181,12 @@ def test_long_lanes_with_device_shifts_from_each_library(library):
     elif library == "cupy":
         cupy = pytest.importorskip("cupy")
         x, shifts = cupy.asarray(host), cupy.asarray(host_shifts)
-        assert rotate.plan_roll_rows(x, shifts).algorithm == "lane-swaps"
+        assert rotate.plan_roll_rows(x, shifts).algorithm == "lane-walks"
         rotate.roll_rows(x, shifts)
         got = cupy.asnumpy(x)
     else:
         x, shifts = cuda.to_device(host), cuda.to_device(host_shifts)
-        assert rotate.plan_roll_rows(x, shifts).algorithm == "lane-swaps"
+        assert rotate.plan_roll_rows(x, shifts).algorithm == "lane-walks"
         rotate.roll_rows(x, shifts)
         got = x.copy_to_host()
     assert np.array_equal(got, want)

@@ -104,6 +104,73 @@ def test_swap_traffic_is_two_n_when_the_small_side_fits_and_at_most_four_n(n, da
     assert traffic == 4 * swapped + (2 * sub_n if sub_k else 0)
 
 
+# --- lane-walks (roll_rows' lanes from 1 MiB: a block walks its lane in chain order) ---
+
+
+@settings(deadline=None, max_examples=400)
+@given(n=st.integers(1, 6000), data=st.data(), head=st.integers(0, 15), tile=st.sampled_from([32, 48, 64, 256, 1024]),
+       reach=st.integers(1, 3), share=st.sampled_from([0, 64, 512, 1 << 30]), seed=st.integers(0, 10**6))
+def test_lane_walks_equal_numpy_whenever_the_copies_land(n, data, head, tile, reach, share, seed):
+    """The walk kernel's schedule: its choice of tile size and chain step, the pre-read spans, then the
+    tiles in chain order with the copies of ``reach`` items ahead started before each write. Every copy
+    is taken when it starts and must be unchanged when it has to have landed (the emulator raises
+    otherwise), a pre-read piece must lie in its writer's span, and the lane must equal numpy.roll.
+    Lanes over the share take block swaps."""
+    k = data.draw(st.one_of(st.integers(0, n - 1), st.sampled_from([0, 1, n // 2, n - 1, n // 3])) if n > 1
+                  else st.just(0))
+    note(f"n={n} k={k} head={head} tile={tile} reach={reach} share={share}")
+    lane = np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8)
+    got, plan = E.emulate_lane_walk(lane, k, head, tile, 4096, reach, share, save=40, panel=64)
+    assert np.array_equal(got, np.roll(lane, -k)), plan[:3]
+    if plan[0] == "walk":
+        assert plan[5] <= share and all(lo >= hi or (hi - lo) % 16 == 0 for lo, hi in plan[3])
+        tile_lo, tile_hi = S.walk_tile_range(n, tile, 4096)
+        assert tile_lo <= plan[1] <= tile_hi and plan[1] % 16 == 0
+    else:
+        assert plan[0] == ("none" if k == 0 else "swaps")
+
+
+@settings(deadline=None, max_examples=200)
+@given(n=st.integers(64, 20000), data=st.data(), head=st.integers(0, 15), reach=st.integers(1, 3))
+def test_walk_reach_is_the_farthest_reader_within_the_ring(n, data, head, reach):
+    """``walk_reach`` (which copies a write waits for) against the readers of every byte of the tile."""
+    tile = data.draw(st.sampled_from([16, 32, 64, 128]))
+    k = data.draw(st.integers(1, n - 1))
+    m = S.tile_count(n, head, tile)
+    p = S.chain_step(m, data.draw(st.integers(1, max(1, m - 1))))
+    g, length, _ = S.chain_shape(m, p)
+    rank = np.empty(m, np.int64)
+    for position in range(m):
+        rank[S.tile_at(m, p, g, length, position)] = position
+    for position in range(m):
+        j = S.tile_at(m, p, g, length, position)
+        x0, x1 = S.tile_dest(n, head, tile, j)
+        readers = {S.tile_of(head, tile, (z - k) % n) for z in range(x0, x1)}
+        ahead = [rank[r] - position for r in readers if 0 < rank[r] - position <= reach]
+        assert S.walk_reach(n, k, head, tile, rank, 0, position, j, reach) == max(ahead, default=0)
+
+
+@settings(deadline=None, max_examples=200)
+@given(n=st.integers(1 << 12, 1 << 24), data=st.data(), head=st.integers(0, 15))
+def test_walk_choice_is_the_least_pick_and_its_tile_fits(n, data, head):
+    """``walk_choose`` returns the pick of least (cost, index) that ``walk_pick_cost`` gives, every pick
+    is a tile size in range with a chain step in ``[1, m)``; the kernel reduces the same picks."""
+    k = data.draw(st.integers(1, n - 1))
+    share = data.draw(st.sampled_from([0, n // 12, n]))
+    tile_lo, tile_hi = S.walk_tile_range(n, 1024, 256)
+    if tile_lo > tile_hi:
+        return
+    sizes = S.walk_sizes(tile_lo, tile_hi)
+    picks = []
+    for pick in range(S.walk_picks(tile_lo, tile_hi)):
+        cost, index = S.walk_pick_cost(n, k, head, tile_hi, sizes, pick, 3, share)
+        if index >= 0:
+            tile, chain = S.walk_candidate(n, k, head, tile_hi, index)
+            assert tile_lo <= tile <= tile_hi and 1 <= chain < S.tile_count(n, head, tile)
+            picks.append((cost, index))
+    assert S.walk_choose(n, k, head, tile_lo, tile_hi, 3, share) == (min(picks) if picks else (-1, -1))
+
+
 # --- the chunked variant (cycle_stream_kernel): rows streamed through a ring of chunks ---
 
 

@@ -588,17 +588,19 @@ def test_gpu_lane_warps_take_lanes_of_1_to_8_kib(gpu_planner):
         details(1 << 18, 1024, warp_lane_threads=12)
 
 
-def test_gpu_long_lanes_plan_one_launch_of_two_blocks_an_sm(gpu_planner):
-    """256 lanes of 4 MiB (issue #9): lane-swaps, one launch, shifts host or device; the plan says
-    grid, block, shared memory, scratch and bytes moved (exact for host shifts, a bound otherwise)."""
+def test_gpu_long_lanes_plan_lane_swaps_one_launch_of_two_blocks_an_sm(gpu_planner):
+    """256 lanes of 4 MiB (issue #9) with ``long_lanes="swaps"``: lane-swaps, one launch, shifts host or
+    device; the plan says grid, block, shared memory, scratch and bytes moved (exact for host shifts, a
+    bound otherwise)."""
     from rotate import _schedule as S
     from rotate._cuda import _lanes as L
 
     rows, n = 256, 1 << 22
     assert gpu_planner.plan_lane_panels(1, rows, n, 1, 0) is None
     shifts = np.random.default_rng(0).integers(-n, n, rows)
-    host = gpu_planner.plan_long_lanes(1, rows, n, 1, 3, None, shifts)
-    device = gpu_planner.plan_long_lanes(1, rows, n, 1, 3, None, None)
+    with gpu_planner.override(long_lanes="swaps"):
+        host = gpu_planner.plan_long_lanes(1, rows, n, 1, 3, None, shifts)
+        device = gpu_planner.plan_long_lanes(1, rows, n, 1, 3, None, None)
     for step in (host, device):
         d = step.details
         assert step.algorithm == d["schedule"] == "lane-swaps" and d["launches"] == 1 and not d["co_resident"]
@@ -617,10 +619,66 @@ def test_gpu_long_lanes_plan_one_launch_of_two_blocks_an_sm(gpu_planner):
     # A few huge lanes with host shifts: a chain launch per run of equal shifts.
     few = gpu_planner.plan_long_lanes(1, 2, 1 << 27, 1, 0, None, np.array([5, 5]))
     assert few.algorithm == "lane-chains"
-    assert gpu_planner.plan_long_lanes(1, 2, 1 << 27, 1, 0, None, None).algorithm == "lane-swaps"
-    with gpu_planner.override(swap_save_bytes=1 << 20):
+    assert gpu_planner.plan_long_lanes(1, 2, 1 << 27, 1, 0, None, None).algorithm == "lane-swaps"  # over 24 MiB
+    with gpu_planner.override(swap_save_bytes=1 << 20, long_lanes="swaps"):
         with pytest.raises(ValueError, match="swap_save_bytes"):
             gpu_planner.plan_long_lanes(1, rows, n, 1, 0, None, None)
+
+
+def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
+    """Lanes from 1 MiB take lane-walks by default (one launch, one pass, two blocks an SM, a share of
+    scratch a block); shorter ones lane-swaps; bytes moved are exact for host shifts (the kernel's own
+    decisions, lane by lane: the emulator's plan) and a bound for device shifts; bad settings are errors
+    that name the setting."""
+    from rotate import _emulator as E
+    from rotate import _schedule as S
+    from rotate._cuda import _lanes as L
+
+    rows, n, head = 256, 1 << 22, 3
+    shifts = np.random.default_rng(1).integers(-n, n, rows)
+    host = gpu_planner.plan_long_lanes(1, rows, n, 1, head, None, shifts)
+    device = gpu_planner.plan_long_lanes(1, rows, n, 1, head, None, None)
+    for step in (host, device):
+        d = step.details
+        assert step.algorithm == d["schedule"] == "lane-walks" and d["launches"] == 1 and not d["co_resident"]
+        assert d["grid"] == min(rows, 132 * 2) and d["block"] == L.THREADS and d["head0"] == head
+        assert 2 * (d["smem_bytes"] + 1024 + 2048) <= 228 * 1024, d  # two blocks an SM, static memory too
+        assert d["tile_bytes"] == (L.WALK_TILE_BYTES // 2, L.WALK_TILE_BYTES) and d["buffers"] == L.WALK_BUFFERS
+        assert d["share_bytes"] == int(n * gpu_planner.WALK_SHARE) // 16 * 16
+        assert step.scratch_bytes == d["grid"] * d["share_bytes"]
+    want = 0
+    walked = 0
+    d = host.details
+    for lane, s in enumerate(shifts):
+        k = (n - int(s) % n) % n
+        plan = E.walk_plan(n, k, (head + lane * n) % 16, L.WALK_TILE_BYTES, d["max_tiles"], d["buffers"] - 1,
+                           d["share_bytes"], d["save_bytes"])
+        if plan[0] == "walk":
+            want += 2 * n + 2 * plan[5]
+            walked += 1
+        else:
+            assert plan[0] == "swaps", plan
+            want += max(2 * n, S.swap_traffic(n, k, d["save_bytes"]))
+    assert host.bytes_moved == want and d["lanes_walked"] == walked > 0.9 * rows
+    assert not d["bytes_moved_is_bound"]
+    assert 2 * rows * n < host.bytes_moved < 1.05 * 2 * rows * n  # random shifts: within 5% of one pass
+    assert device.bytes_moved == 4 * rows * n and device.details["bytes_moved_is_bound"]
+    # Shorter lanes: block swaps (most small sides fit the saved side there); walks when asked.
+    assert gpu_planner.plan_long_lanes(1, 64, (1 << 20) - 16, 1, 0, None, None).algorithm == "lane-swaps"
+    with gpu_planner.override(long_lanes="walks"):
+        assert gpu_planner.plan_long_lanes(1, 64, 300_000, 1, 0, None, None).algorithm == "lane-walks"
+    # A bound on scratch sets the share (lanes over it take block swaps in the same launch).
+    bounded = gpu_planner.plan_long_lanes(1, rows, n, 1, 0, 1 << 20, None)
+    assert bounded.scratch_bytes <= 1 << 20 and bounded.details["share_bytes"] == (1 << 20) // rows // 16 * 16
+    for knobs, message in (({"long_lanes": "fast"}, "long_lanes must be 'walks', 'swaps' or None"),
+                           ({"walk_tile_bytes": 100}, "walk_tile_bytes must be a multiple of 16 from 32"),
+                           ({"walk_buffers": 5}, "walk_buffers must be 2, 3 or 4"),
+                           ({"walk_max_tiles": 1}, "walk_max_tiles must be an integer >= 2"),
+                           ({"walk_tile_bytes": 1 << 17}, "need .* bytes of shared memory a block"),
+                           ({"long_lanes": "walks", "walk_max_tiles": 4}, "long_lanes='walks' cannot take lanes")):
+        with gpu_planner.override(**knobs):
+            with pytest.raises(ValueError, match=message):
+                gpu_planner.plan_long_lanes(1, rows, n, 1, 0, None, None)
 
 
 def test_gpu_even_fftshifts_and_half_rolls_plan_half_swaps(gpu_planner):

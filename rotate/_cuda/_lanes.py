@@ -52,14 +52,14 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import cuda, int64, njit, uint8, uint16, uint32, uint64
+from numba import cuda, int32, int64, njit, uint8, uint16, uint32, uint64
 from numba.extending import register_jitable
 
 
 from .. import _schedule as S
 from .._rowperm import MAX_LEAD, source_row  # noqa: F401  (re-exported: the emulator and tests use L.source_row)
 from ._kernels import _write_moved, store_realigned
-from ._memops import (SIMULATED, atomic_add_u64, commit_copies, copies_waiter, copy16_async, load16,
+from ._memops import (SIMULATED, atomic_add_u64, commit_copies, copies_waiter, copy16_async, global_timer, load16,
                       load16_shared, load_acquire, load_i64, store16, store8, store_relaxed, store_u64, sync_warp)
 
 THREADS = 256
@@ -561,38 +561,16 @@ def warp_lane_kernel(threads: int = WARP_THREADS, slots: int = WARP_SLOTS, min_b
 
 
 @functools.lru_cache(maxsize=None)
-def swap_kernel(threads: int = THREADS, panel_bytes: int = PANEL_BYTES):
-    """``kernel(data, shifts, rows, seg, n, item, shift_stride, head0, save_bytes)``.
-
-    ``roll_rows`` of lanes too long for a block's shared memory
-    (``lane-swaps``): rolls each of ``rows`` lanes of ``seg`` bytes (``n``
-    items of ``item`` bytes) right by ``shifts[lane * shift_stride] mod n``
-    items, a whole lane per block, lanes grid-strided over the blocks (no
-    ticket: no scratch, and many lanes average out their unequal costs).
-    Per lane, as "rotate left by ``k`` bytes":
-
-    * while the small side ``min(k, seg' - k)`` exceeds ``save_bytes``, a
-      Gries-Mills block swap (``rotate._schedule.swap_step``): both regions
-      staged panel by panel (the next pair's copies fly while a pair is
-      written), each written from the other;
-    * then the small side is staged into shared memory, the rest moved by
-      its length through two panel buffers, walked away from the side it
-      moves towards (no byte is written before it is staged), and the saved
-      bytes written back (``rotate._schedule.saved_rotation``).
-
-    No block ever waits for another (``co_resident`` is False). Panels are
-    ``panel_bytes`` (a multiple of 16), cut on the destination's 16-byte
-    grid; writes are whole aligned 16-byte stores realigned in registers
-    (``_kernels._write_moved``), bytes at the ends one by one. Launch with
-    ``swap_smem_bytes(panel_bytes, save_bytes)`` of dynamic shared memory.
-    """
+def _swap_lane(threads: int, panel_bytes: int):
+    """``swap_lane(sm32, data, row_pos, head, seg, k, save_bytes, tid)``: one lane of ``seg`` bytes rotated
+    left by ``k`` bytes by ``lane-swaps``' steps (``swap_kernel``; ``lane-walks`` takes it for the lanes it
+    does not walk). Ends with a barrier: the saved side's buffer is the next lane's."""
     if panel_bytes % 16 or panel_bytes < 32:
         raise ValueError(f"panel_bytes must be a multiple of 16 and >= 32, got {panel_bytes}")
     stage, _ = _movers(1, threads)  # staging is byte-exact: no unit
     write_moved = _write_moved(threads, -(-(panel_bytes // 16 + 1) // threads))
     panel_vecs = buffer_vecs(panel_bytes)
     saved_vec = 2 * panel_vecs  # the saved side overlaps the swaps' B buffers: never live at once
-    jit_options = {} if SIMULATED else {"launch_bounds": threads}
 
     @cuda.jit(device=True)
     def stage_at(sm32, buf_vec, data, row_pos, head, pos, nbytes, tid):
@@ -666,6 +644,54 @@ def swap_kernel(threads: int = THREADS, panel_bytes: int = PANEL_BYTES):
             x0, x1 = S.tile_dest(count, grid_head, panel_bytes, j)
             write_moved(sm32, saved_vec, saved_al, data, row_pos, head, put + x0, put + x1, save - put, tid)
 
+    @cuda.jit(device=True)
+    def swap_lane(sm32, data, row_pos, head, seg, k, save_bytes, tid):
+        lo = int64(0)
+        length = seg
+        while k != 0 and min(k, length - k) > save_bytes:
+            a, b, m, lo, length, k = S.swap_step(lo, length, k)
+            swap(sm32, data, row_pos, head, a, b, m, tid)
+        if k != 0:
+            save, count, src, dst, moved, put = S.saved_rotation(lo, length, k)
+            saved_al = stage_at(sm32, saved_vec, data, row_pos, head, save, count, tid)
+            move(sm32, data, row_pos, head, src, dst, moved, tid)
+            put_saved(sm32, data, row_pos, head, saved_al, save, count, put, tid)
+            cuda.syncthreads()  # the saved side's buffer is the next lane's swap buffer
+
+    return swap_lane
+
+
+@functools.lru_cache(maxsize=None)
+def swap_kernel(threads: int = THREADS, panel_bytes: int = PANEL_BYTES):
+    """``kernel(data, shifts, rows, seg, n, item, shift_stride, head0, save_bytes)``.
+
+    ``roll_rows`` of lanes too long for a block's shared memory
+    (``lane-swaps``): rolls each of ``rows`` lanes of ``seg`` bytes (``n``
+    items of ``item`` bytes) right by ``shifts[lane * shift_stride] mod n``
+    items, a whole lane per block, lanes grid-strided over the blocks (no
+    ticket: no scratch, and many lanes average out their unequal costs).
+    Per lane, as "rotate left by ``k`` bytes":
+
+    * while the small side ``min(k, seg' - k)`` exceeds ``save_bytes``, a
+      Gries-Mills block swap (``rotate._schedule.swap_step``): both regions
+      staged panel by panel (the next pair's copies fly while a pair is
+      written), each written from the other;
+    * then the small side is staged into shared memory, the rest moved by
+      its length through two panel buffers, walked away from the side it
+      moves towards (no byte is written before it is staged), and the saved
+      bytes written back (``rotate._schedule.saved_rotation``).
+
+    No block ever waits for another (``co_resident`` is False). Panels are
+    ``panel_bytes`` (a multiple of 16), cut on the destination's 16-byte
+    grid; writes are whole aligned 16-byte stores realigned in registers
+    (``_kernels._write_moved``), bytes at the ends one by one. Launch with
+    ``swap_smem_bytes(panel_bytes, save_bytes)`` of dynamic shared memory.
+    """
+    if panel_bytes % 16 or panel_bytes < 32:
+        raise ValueError(f"panel_bytes must be a multiple of 16 and >= 32, got {panel_bytes}")
+    swap_lane = _swap_lane(threads, panel_bytes)
+    jit_options = {} if SIMULATED else {"launch_bounds": threads}
+
     @cuda.jit(**jit_options)
     def kernel(data, shifts, rows, seg, n, item, shift_stride, head0, save_bytes):
         sm32 = cuda.shared.array(0, uint32)
@@ -676,18 +702,423 @@ def swap_kernel(threads: int = THREADS, panel_bytes: int = PANEL_BYTES):
                 continue
             row_pos = lane * seg
             head = (head0 + row_pos) & 15
-            lo = int64(0)
-            length = seg
-            k = (n - s) * item  # numpy.roll right by s items: left by n - s
-            while k != 0 and min(k, length - k) > save_bytes:
-                a, b, m, lo, length, k = S.swap_step(lo, length, k)
-                swap(sm32, data, row_pos, head, a, b, m, tid)
-            if k != 0:
-                save, count, src, dst, moved, put = S.saved_rotation(lo, length, k)
-                saved_al = stage_at(sm32, saved_vec, data, row_pos, head, save, count, tid)
-                move(sm32, data, row_pos, head, src, dst, moved, tid)
-                put_saved(sm32, data, row_pos, head, saved_al, save, count, put, tid)
-                cuda.syncthreads()  # the saved side's buffer is the next lane's swap buffer
+            swap_lane(sm32, data, row_pos, head, seg, (n - s) * item, save_bytes, tid)  # right by s: left n - s
+
+    return kernel
+
+
+#: ``lane-walks``: the most pieces an item's source has (runs of one writer tile; the wrap adds one).
+WALK_PIECES = 4
+#: Descriptor fields: the tile's destination, its piece count, its ring reach, then per piece
+#: destination ``[xl, xh)``, the source's aligned lane position, buffer slot, vectors, scratch or lane,
+#: and the position the copy starts at (lane bytes from the array's start, or scratch bytes).
+W_X0, W_X1, W_PIECES, W_REACH = 0, 1, 2, 3
+W_HEADER = 4
+W_XL, W_XH, W_SRC_AL, W_SLOT, W_VECS, W_SCRATCH, W_POS = range(7)
+W_PIECE = 7
+W_FIELDS = W_HEADER + WALK_PIECES * W_PIECE
+#: Tile sizes a walk chooses from: ``WALK_TILE_BYTES`` down to half of it; tiles a lane may have.
+WALK_TILE_BYTES = 24 * 1024
+WALK_MAX_TILES = 1024
+WALK_BUFFERS = 3
+#: What ``walk_kernel(trace=...)`` adds up a block: lanes walked, ns choosing, laying out, pre-reading
+#: (and the first decodes), walking, ns of lanes by block swaps, tiles walked.
+WALK_TRACE_FIELDS = ("lanes", "choose_ns", "layout_ns", "pre_ns", "walk_ns", "swap_ns", "tiles")
+
+
+def walk_buffer_vecs(tile_bytes: int) -> int:
+    """Vectors a walk buffer holds: a tile plus two over-copied vectors a piece, and a spare."""
+    return tile_bytes // 16 + 2 * WALK_PIECES + 1
+
+
+def walk_smem_bytes(tile_bytes: int = WALK_TILE_BYTES, buffers: int = WALK_BUFFERS,
+                    max_tiles: int = WALK_MAX_TILES, panel_bytes: int = PANEL_BYTES, save_bytes: int = None,
+                    threads: int = THREADS) -> int:
+    """Dynamic shared memory of ``walk_kernel``: its buffers and five tables of ``max_tiles`` words
+    (positions, tiles, first writers, span starts, scratch offsets) and the threads' picks, or the swap fallback's panels and saved side, whichever
+    is more (they are never live at once)."""
+    walk = 16 * buffers * walk_buffer_vecs(tile_bytes) + 20 * max_tiles + 8 + 16 * threads
+    save = walk_save_bytes(panel_bytes) if save_bytes is None else save_bytes
+    return max(walk, swap_smem_bytes(panel_bytes, save))
+
+
+def walk_save_bytes(panel_bytes: int = PANEL_BYTES) -> int:
+    """The saved side of ``walk_kernel``'s swap fallback: what two panel buffers hold (the walk takes
+    lanes whose small side is larger, so this only sets which lanes skip the walk)."""
+    return save_capacity(2 * buffer_vecs(panel_bytes))
+
+
+@functools.lru_cache(maxsize=None)
+def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes: int = WALK_TILE_BYTES,
+                max_tiles: int = WALK_MAX_TILES, panel_bytes: int = PANEL_BYTES, trace: int = 0):
+    """``kernel(data, shifts, scratch, rows, seg, n, item, shift_stride, head0, share, save_bytes)``.
+
+    ``roll_rows`` of lanes beyond a block's shared memory in one pass
+    (``lane-walks``, docs/design.md "Lane walks"): a block owns a lane at a
+    time (lanes grid-strided) and
+
+    1. picks a tile size (``tile_bytes`` down to half) and chain step: each
+       thread estimates its share of the candidates
+       (``_schedule.walk_estimate``), the block takes the cheapest;
+    2. lays out the walk in shared memory, the block's threads a share of
+       the tiles each: every tile's chain position and every position's
+       tile, first writer and ring reach (``walk_reach``), every tile's
+       pre-read span (``walk_span``: bytes whose reader comes more than
+       ``buffers - 1`` items after their writer) and its offset in the
+       block's ``share`` bytes of ``scratch``;
+    3. copies the spans to scratch, then walks the tiles in chain order
+       through ``buffers`` tile buffers: the copies of item ``i + buffers - 1``
+       start before item ``i`` writes; item ``i`` waits for its own copies
+       and for those of its farthest look-ahead reader, then writes its tile
+       realigned in registers (``_write_moved``). Thread 0 decodes the item
+       ``buffers`` ahead from the tables, with no division.
+
+    A lane whose small side fits ``save_bytes``, or whose spans exceed
+    ``share``, runs ``lane-swaps``' steps instead (``_swap_lane``). No block
+    waits for another.
+
+    ``trace`` (GPU only): 0, or the device address of ``len(WALK_TRACE_FIELDS)``
+    int64 a block, where thread 0 adds up the nanoseconds of each phase
+    (a diagnostic; with 0 the timers are pruned at compile time).
+    """
+    from ._kernels import _copy_vectors
+
+    swap_lane = _swap_lane(threads, panel_bytes)
+    copy_vectors = _copy_vectors(threads)
+    # With two warps or more, the first warp leaves the writes to the others: thread 0 decodes the item
+    # ahead while they write (the decode is serial, dependent shared-memory work).
+    control = 32 if threads >= 64 else 0
+    writers = threads - control
+    write_moved = _write_moved(writers, -(-(tile_bytes // 16 + 1) // writers))
+    reach = buffers - 1
+    buf_vecs = walk_buffer_vecs(tile_bytes)
+    # Words of the dynamic shared memory after the buffers: five tables of max_tiles words.
+    t_rank = 4 * buffers * buf_vecs       # tile -> chain position
+    t_tile = t_rank + max_tiles           # position -> tile
+    t_first = t_tile + max_tiles          # position -> first writer tile * 4 + ring reach
+    t_lo = t_first + max_tiles            # tile -> pre-read span start (lane position)
+    t_off = t_lo + max_tiles              # tile -> span size, then its scratch offset
+    pick0 = (t_off + max_tiles + 1) // 2  # int64 words: each thread's pick, then the scan's partial sums
+    # Thread t < decoders decodes item i + buffers + t at every decoders-th item i (in parallel: one
+    # decode is serial, dependent shared-memory work), so descriptors cover the items written, in flight
+    # and decoded ahead.
+    decoders = 8 if control else 1
+    slots = buffers + decoders
+    shuffles = threads % 32 == 0 and not SIMULATED  # reductions by warp shuffles (the simulator has none)
+    group = min(32, threads)  # threads copying one span (a warp)
+    groups = threads // group
+    wait0, wait1, wait2, wait3 = copies_waiter(0), copies_waiter(1), copies_waiter(2), copies_waiter(3)
+    if buffers < 2 or buffers > 4:
+        raise ValueError(f"walk_kernel takes 2 to 4 buffers, got {buffers}")
+    if threads % group:
+        raise ValueError(f"walk_kernel needs whole warps (or fewer threads), got {threads}")
+    jit_options = {} if SIMULATED else {"launch_bounds": threads}
+
+    @cuda.jit(device=True)
+    def add_trace(address, record, field, value):
+        store_u64(int64(address), record + field, uint64(load_i64(int64(address), record + field) + value))
+
+    @cuda.jit(device=True)
+    def wait_pending(pending):
+        if pending <= 0:
+            wait0()
+        elif pending == 1:
+            wait1()
+        elif pending == 2:
+            wait2()
+        else:
+            wait3()
+
+    @cuda.jit(device=True)
+    def choose(pick, n, k, head, tile_lo, tile_hi, share, tid):
+        """The block's cheapest candidate index (-1: none), as ``_schedule.walk_choose`` finds it: a
+        thread a pick, then the least (cost, index)."""
+        best = int64(-1)
+        best_index = int64(-1)
+        sizes = S.walk_sizes(tile_lo, tile_hi)
+        for candidate in range(int64(tid), S.walk_picks(tile_lo, tile_hi), threads):
+            cost, index = S.walk_pick_cost(n, k, head, tile_hi, sizes, candidate, reach, share)
+            if index >= 0 and (best_index < 0 or cost < best or (cost == best and index < best_index)):
+                best = cost
+                best_index = index
+        if shuffles:  # the warp's least first, then thread 0 over the warps'
+            for delta in (16, 8, 4, 2, 1):
+                cost = cuda.shfl_down_sync(0xFFFFFFFF, best, delta)
+                index = cuda.shfl_down_sync(0xFFFFFFFF, best_index, delta)
+                if index >= 0 and (best_index < 0 or cost < best or (cost == best and index < best_index)):
+                    best = cost
+                    best_index = index
+            if tid % 32 == 0:
+                pick[tid // 32] = best
+                pick[threads + tid // 32] = best_index
+            count = threads // 32
+        else:
+            pick[tid] = best
+            pick[threads + tid] = best_index
+            count = threads
+        cuda.syncthreads()
+        if tid == 0:
+            for t in range(1, count):
+                cost = pick[t]
+                index = pick[threads + t]
+                if index >= 0 and (best_index < 0 or cost < best or (cost == best and index < best_index)):
+                    best = cost
+                    best_index = index
+            pick[0] = best_index
+        cuda.syncthreads()
+        chosen = pick[0]
+        cuda.syncthreads()  # pick is reused
+        return chosen
+
+    @cuda.jit(device=True)
+    def layout(smi, pick, n, k, head, tile, m, p, g, length, inv, tid):
+        """The walk's tables; returns the span bytes in all (each tile's size turned into its offset)."""
+        for position in range(int64(tid), m, threads):
+            j = S.tile_at(m, p, g, length, position)
+            smi[t_rank + j] = int32(position)
+            smi[t_tile + position] = int32(j)
+        cuda.syncthreads()  # every position is known: reaches read them
+        for position in range(int64(tid), m, threads):
+            j = int64(smi[t_tile + position])
+            x0, x1 = S.tile_dest(n, head, tile, j)
+            z = x0 + k
+            if z >= n:
+                z -= n
+            first = S.tile_of(head, tile, z)
+            smi[t_first + position] = int32(4 * first + S.walk_reach(n, k, head, tile, smi, t_rank, position, j,
+                                                                      reach))
+        per = (m + threads - 1) // threads
+        lo_w = tid * per
+        hi_w = min(m, lo_w + per)
+        subtotal = int64(0)
+        for w in range(lo_w, hi_w):
+            lo, hi = S.walk_span(n, k, head, tile, m, g, length, inv, reach, w)
+            size = hi - lo if lo < hi else int64(0)
+            smi[t_lo + w] = int32(lo)
+            smi[t_off + w] = int32(size)
+            subtotal += size
+        if shuffles:  # an inclusive scan in each warp, thread 0 over the warps' sums
+            lane_id = tid % 32
+            inclusive = subtotal
+            for delta in (1, 2, 4, 8, 16):
+                below = cuda.shfl_up_sync(0xFFFFFFFF, inclusive, delta)
+                if lane_id >= delta:
+                    inclusive += below
+            if lane_id == 31:
+                pick[tid // 32] = inclusive
+            cuda.syncthreads()
+            if tid == 0:
+                running = int64(0)
+                for t in range(threads // 32):
+                    part = pick[t]
+                    pick[t] = running
+                    running += part
+                pick[threads] = running
+            cuda.syncthreads()
+            offset = pick[tid // 32] + inclusive - subtotal
+        else:
+            pick[tid] = subtotal
+            cuda.syncthreads()
+            if tid == 0:
+                running = int64(0)
+                for t in range(threads):
+                    part = pick[t]
+                    pick[t] = running
+                    running += part
+                pick[threads] = running
+            cuda.syncthreads()
+            offset = pick[tid]
+        for w in range(lo_w, hi_w):
+            size = smi[t_off + w]
+            smi[t_off + w] = int32(offset)
+            offset += size
+        total = pick[threads]
+        cuda.syncthreads()
+        return total
+
+    @cuda.jit(device=True)
+    def decode(desc, d, smi, position, n, k, head, tile, row_pos, share_pos):
+        """Thread 0: item ``position``'s tile and pieces (runs of one writer; consecutive lane runs joined)
+        into descriptor slot ``d``, from the tables (``_schedule.source_run``'s runs, walked writer by
+        writer instead of divided out)."""
+        j = int64(smi[t_tile + position])
+        packed = int64(smi[t_first + position])
+        writer = packed >> 2
+        desc[d, W_REACH] = packed & 3
+        x0, x1 = S.tile_dest(n, head, tile, j)
+        z = x0 + k
+        if z >= n:
+            z -= n
+        x = x0
+        count = 0
+        slot = int64(0)
+        z_next = int64(-1)
+        while x < x1:
+            wx0, wx1 = S.tile_dest(n, head, tile, writer)
+            end = x + (wx1 - z)
+            if end > x1:
+                end = x1
+            late = int64(smi[t_rank + writer]) + reach < position
+            if not late and z == z_next:
+                piece = W_HEADER + (count - 1) * W_PIECE  # the lane run goes on: one piece, one write
+                x_lo = desc[d, piece + W_XL]
+                z_lo = z - (x - x_lo)
+                vecs = (S.align_up(head + z_lo + (end - x_lo)) - S.align_down(head + z_lo)) // 16
+                slot += vecs - desc[d, piece + W_VECS]
+                desc[d, piece + W_XH] = end
+                desc[d, piece + W_VECS] = vecs
+            else:
+                piece = W_HEADER + count * W_PIECE
+                z_al = S.align_down(head + z) - head
+                vecs = (S.align_up(head + z + (end - x)) - S.align_down(head + z)) // 16
+                desc[d, piece + W_XL] = x
+                desc[d, piece + W_XH] = end
+                desc[d, piece + W_SRC_AL] = z_al
+                desc[d, piece + W_SLOT] = slot
+                desc[d, piece + W_VECS] = vecs
+                if late:
+                    desc[d, piece + W_SCRATCH] = 1
+                    desc[d, piece + W_POS] = (share_pos + int64(smi[t_off + writer]) + z_al
+                                              - int64(smi[t_lo + writer]))
+                else:
+                    desc[d, piece + W_SCRATCH] = 0
+                    desc[d, piece + W_POS] = row_pos + z_al
+                slot += vecs
+                count += 1
+            z_next = -1 if late else z + (end - x)
+            z += end - x
+            if z == wx1:  # the next run reads the next writer tile (the last tile ends the lane: wrap)
+                writer += 1
+                if z == n:
+                    z = 0
+                    writer = 0
+            x = end
+        desc[d, W_PIECES] = count
+
+    @cuda.jit(device=True)
+    def start_copies(sm32, buf, desc, d, data, scratch, tid):
+        for q in range(desc[d, W_PIECES]):
+            piece = W_HEADER + q * W_PIECE
+            if desc[d, piece + W_SCRATCH]:
+                copy_vectors(sm32, buf + desc[d, piece + W_SLOT], scratch, desc[d, piece + W_POS],
+                             desc[d, piece + W_VECS], tid)
+            else:
+                copy_vectors(sm32, buf + desc[d, piece + W_SLOT], data, desc[d, piece + W_POS],
+                             desc[d, piece + W_VECS], tid)
+
+    @cuda.jit(device=True)
+    def write_item(sm32, buf, desc, d, data, row_pos, head, n, k, tid):
+        for q in range(desc[d, W_PIECES]):
+            piece = W_HEADER + q * W_PIECE
+            x = desc[d, piece + W_XL]
+            delta = k if x + k < n else k - n
+            write_moved(sm32, buf + desc[d, piece + W_SLOT], desc[d, piece + W_SRC_AL], data, row_pos, head, x,
+                        desc[d, piece + W_XH], delta, tid)
+
+    @cuda.jit(device=True)
+    def span_tile(smi, m, w, v):
+        """The tile whose span holds scratch vector ``v``, from tile ``w`` on (offsets ascend)."""
+        while w + 1 < m and int64(smi[t_off + w + 1]) <= 16 * v:
+            w += 1
+        return w
+
+    @cuda.jit(device=True)
+    def pre_read_spans(data, scratch, smi, row_pos, share_pos, m, total, tid):
+        """Copy every tile's span to its scratch offset. The spans back to back are one run of vectors:
+        thread ``t`` copies vectors ``t, t + threads, ...`` (coalesced), two loads in flight, finding
+        each one's tile by walking the offsets forward."""
+        vecs = total >> 4
+        w = int64(0)
+        v = int64(tid)
+        while v < vecs:
+            w = span_tile(smi, m, w, v)
+            a0, a1, a2, a3 = load16(data, row_pos + int64(smi[t_lo + w]) + 16 * v - int64(smi[t_off + w]))
+            ahead = v + threads
+            if ahead < vecs:
+                w = span_tile(smi, m, w, ahead)
+                b0, b1, b2, b3 = load16(data, row_pos + int64(smi[t_lo + w]) + 16 * ahead - int64(smi[t_off + w]))
+                store16(scratch, share_pos + 16 * ahead, b0, b1, b2, b3)
+            store16(scratch, share_pos + 16 * v, a0, a1, a2, a3)
+            v += 2 * threads
+
+    @cuda.jit(**jit_options)
+    def kernel(data, shifts, scratch, rows, seg, n, item, shift_stride, head0, share, save_bytes):
+        sm32 = cuda.shared.array(0, uint32)
+        smi = cuda.shared.array(0, int32)
+        picks = cuda.shared.array(0, int64)
+        pick = picks[pick0:pick0 + 2 * threads]
+        desc = cuda.shared.array((slots, W_FIELDS), int64)
+        tid = cuda.threadIdx.x
+        share_pos = int64(cuda.blockIdx.x) * share
+        tile_lo, tile_hi = S.walk_tile_range(seg, tile_bytes, max_tiles)
+        record = int64(cuda.blockIdx.x) * len(WALK_TRACE_FIELDS)
+        for lane in range(int64(cuda.blockIdx.x), rows, int64(cuda.gridDim.x)):
+            if trace and tid == 0:
+                t0 = global_timer()
+            s = load_i64(shifts, lane * shift_stride) % n  # Python's modulo: in [0, n)
+            if s == 0:
+                continue
+            row_pos = lane * seg
+            head = (head0 + row_pos) & 15
+            k = (n - s) * item  # right by s items: left by n - s
+            walk = tile_lo <= tile_hi
+            index = int64(-1)
+            if walk:
+                index = choose(pick, seg, k, head, tile_lo, tile_hi, share, tid)
+                walk = index >= 0
+            if trace and tid == 0:
+                t1 = global_timer()
+            tile = int64(0)
+            m = int64(0)
+            total = int64(0)
+            if walk:
+                tile, chain = S.walk_candidate(seg, k, head, tile_hi, index)
+                m = S.tile_count(seg, head, tile)
+                p = S.chain_step(m, chain)
+                g, length, inv = S.chain_shape(m, p)
+                total = layout(smi, pick, seg, k, head, tile, m, p, g, length, inv, tid)
+                walk = total <= share
+            if trace and tid == 0:
+                t2 = global_timer()
+            if not walk:
+                swap_lane(sm32, data, row_pos, head, seg, k, save_bytes, tid)
+                cuda.syncthreads()
+                if trace and tid == 0:
+                    add_trace(trace, record, 5, global_timer() - t2)
+                continue
+            pre_read_spans(data, scratch, smi, row_pos, share_pos, m, total, tid)
+            if tid < decoders:
+                for position in range(int64(tid), min(buffers, m), decoders):
+                    decode(desc, position % slots, smi, position, seg, k, head, tile, row_pos, share_pos)
+            cuda.syncthreads()  # the spans are in scratch before any copy reads them; the first items decoded
+            if trace and tid == 0:
+                t3 = global_timer()
+            for position in range(min(reach, m)):
+                start_copies(sm32, (position % buffers) * buf_vecs, desc, position % slots, data, scratch, tid)
+                commit_copies()
+            for position in range(m):
+                ahead = position + reach
+                if ahead < m:
+                    start_copies(sm32, (ahead % buffers) * buf_vecs, desc, ahead % slots, data, scratch, tid)
+                commit_copies()  # one group an item, empty or not: the counts below hold
+                d = position % slots
+                wait_pending(reach - desc[d, W_REACH])
+                cuda.syncthreads()
+                if tid >= control:
+                    write_item(sm32, (position % buffers) * buf_vecs, desc, d, data, row_pos, head, seg, k,
+                               tid - control)
+                following = position + buffers + tid
+                if tid < decoders and position % decoders == 0 and following < m:
+                    # Its slot held item following - slots <= position - 1: written already.
+                    decode(desc, following % slots, smi, following, seg, k, head, tile, row_pos, share_pos)
+                cuda.syncthreads()  # this buffer is staged again, the decoded items are read
+            if trace and tid == 0:
+                add_trace(trace, record, 0, 1)
+                add_trace(trace, record, 1, t1 - t0)
+                add_trace(trace, record, 2, t2 - t1)
+                add_trace(trace, record, 3, t3 - t2)
+                add_trace(trace, record, 4, global_timer() - t3)
+                add_trace(trace, record, 6, m)
 
     return kernel
 

@@ -513,6 +513,8 @@ def _compiled_lanes(which: str, unit: int, threads: int, args: int, device: int,
 
     if which == "swap":
         kernel = _lanes.swap_kernel(threads, panel_bytes)
+    elif which == "walk":  # row_threads: buffers; unit: tile bytes; group: most tiles; runs: a trace address
+        kernel = _lanes.walk_kernel(threads, row_threads, unit, group, panel_bytes, int(runs))
     elif which == "warps":  # panel_bytes: the slots a group has; row_threads: the launch bound's blocks an SM
         kernel = _lanes.warp_lane_kernel(threads, panel_bytes, row_threads, group)
     elif which == "panel":
@@ -641,6 +643,28 @@ def run_lane_swaps(target: Any, info, step, handle: int, shifts: Any, shift_stri
                  *scalars)
 
 
+def run_lane_walks(target: Any, info, step, handle: int, shifts: Any, shift_stride: int) -> None:
+    """Launch one ``lane-walks`` step: lane ``i`` rolled by ``shifts[i * shift_stride]`` (int64, on the
+    device), a block per lane at a time, each with its share of scratch."""
+    d = step.details
+    if info.pointer % 16 != d["head0"]:
+        raise AssertionError("internal error: a lane-walks plan run on an array at another 16-byte offset")
+    device = planner._device_id()
+    entry = scratch_for(handle, device)
+    _, pre, _, _ = entry.reserve(0, step.scratch_bytes)
+    scalars = (step.rows, step.seg_bytes, d["_n"], step.word_bytes, shift_stride, d["head0"], d["share_bytes"],
+               d["save_bytes"])
+    kernel, cu_kernel = _compiled_lanes("walk", d["tile_bytes"][1], d["block"], 11, device, d["panel_bytes"],
+                                        d["buffers"], runs=planner.settings["walk_trace"], group=d["max_tiles"])
+    if SIMULATED:
+        data = _sim_bytes(target, step.rows * step.seg_bytes)
+        flat = getattr(shifts, "_ary", shifts).reshape(-1)
+        kernel[d["grid"], d["block"], 0, d["smem_bytes"]](data, flat, pre, *scalars)
+        return
+    _launch_core(handle, d["grid"], d["block"], d["smem_bytes"], cu_kernel, info.pointer, _address(shifts),
+                 entry.addresses[0], *scalars)
+
+
 RUNNERS["row-cycles"] = run_row_cycles
 
 
@@ -761,13 +785,14 @@ def _lane_chain_step(device: int, settings_key: tuple, shift: int, rows: int, se
 def run_lanes(target: Any, info, step, handle: int, host_shifts, device_shifts, stride: int) -> None:
     """Run a ``roll_rows`` step: ``lane-panels`` or ``lane-swaps`` in one launch (shifts read on the
     device), or ``lane-chains`` (host shifts only: a launch per run of lanes with equal shifts)."""
-    if step.algorithm in ("lane-panels", "lane-swaps"):
+    if step.algorithm in ("lane-panels", "lane-swaps", "lane-walks"):
         if device_shifts is None:
             if SIMULATED:
                 device_shifts = cuda.to_device(host_shifts)
             else:
                 device_shifts = cuda.to_device(host_shifts, stream=_numba_stream(handle))
-        run = run_lane_panels if step.algorithm == "lane-panels" else run_lane_swaps
+        run = {"lane-panels": run_lane_panels, "lane-swaps": run_lane_swaps, "lane-walks": run_lane_walks}[
+            step.algorithm]
         run(target, info, step, handle, device_shifts, stride)
         return
     if host_shifts is None:  # planner.plan_long_lanes gives lane-chains host shifts only

@@ -47,6 +47,15 @@ settings = {
     "chain_bulk_store": False,
     "swap_panel_bytes": 16 * 1024,  # lane-swaps: bytes a panel streams
     "swap_save_bytes": None,  # lane-swaps: the largest small side saved; None: what fits two blocks an SM
+    # roll_rows of lanes beyond lane-panels: "walks" (lane-walks, one pass: a block walks its lane in chain
+    # order, pre-reading into its share of scratch), "swaps" (lane-swaps, block swaps); None: walks where a
+    # lane has at most _lanes.WALK_MAX_TILES tiles of the walk's smallest size, else swaps.
+    "long_lanes": None,
+    "walk_share_bytes": None,  # lane-walks: scratch bytes a block holds pre-reads in; None: WALK_SHARE of a lane
+    "walk_tile_bytes": None,  # lane-walks: the largest tile (a multiple of 16; half of it the smallest); None: 16 KiB
+    "walk_buffers": None,  # lane-walks: tile buffers (2-4; look-ahead of one less); None: _lanes.WALK_BUFFERS
+    "walk_max_tiles": None,  # lane-walks: most tiles a lane may have; None: _lanes.WALK_MAX_TILES
+    "walk_trace": 0,  # lane-walks: 0, or a device address where each block adds up its phases' time (diagnostic)
     # row-cycles variant: None picks "three-rows" where three rows fit a block (except aligned
     # two-row swaps, which stream faster chunked), else "chunked";
     # "chunked" forces the streaming kernel (first rows in shared memory where they fit, else in
@@ -854,7 +863,158 @@ def plan_long_lanes(axis: int, rows: int, n: int, itemsize: int, pointer: int,
     seg = n * itemsize
     if host_shifts is not None and rows <= MAX_CHAIN_LANES and seg >= MIN_CHAIN_LANE_BYTES:
         return plan_lane_chains(axis, rows, n, itemsize, pointer, max_scratch_bytes)
+    choice = settings["long_lanes"]
+    if choice not in (None, "walks", "swaps"):
+        raise ValueError(f"GPU setting long_lanes must be 'walks', 'swaps' or None, got {choice!r}")
+    if choice == "walks" or (choice is None and seg >= WALK_MIN_LANE_BYTES):
+        step = plan_lane_walks(axis, rows, n, itemsize, pointer, max_scratch_bytes, host_shifts)
+        if step is not None:
+            return step
+        if choice == "walks":
+            raise ValueError(f"GPU setting long_lanes='walks' cannot take lanes of {seg} bytes: a walk has at "
+                             f"most {_walk_limits()[1]} tiles; use long_lanes=None")
     return plan_lane_swaps(axis, rows, n, itemsize, pointer, host_shifts)
+
+
+#: ``roll_rows`` lanes from this long take ``lane-walks`` by default, shorter ones ``lane-swaps``: on an H200,
+#: 256 KiB lanes ran at 57% with block swaps (most small sides fit the saved side: one pass) and 26% walked
+#: (a lane's setup, ~75 us, outweighs its walk), 4 MiB lanes at 41-46% and 53% (docs/perf-notes.md).
+WALK_MIN_LANE_BYTES = 1 << 20
+
+#: ``lane-walks``' default scratch a block: this share of a lane (pre-reads of random shifts of 1-16 MiB
+#: lanes: median 0.5-1.8% of the lane, the worst of 60 4.6-9.8%, by the schedule's own estimate and
+#: spans; docs/perf-notes.md "Lane walks"). A lane whose spans exceed it takes block swaps.
+WALK_SHARE = 1 / 12
+
+
+def _walk_limits():
+    """``(tile_bytes, max_tiles, buffers)`` of ``lane-walks`` under the current settings."""
+    from . import _lanes as L
+
+    tile = settings["walk_tile_bytes"] or L.WALK_TILE_BYTES
+    max_tiles = settings["walk_max_tiles"] or L.WALK_MAX_TILES
+    buffers = settings["walk_buffers"] or L.WALK_BUFFERS
+    if int(tile) != tile or tile < 32 or tile % 16:
+        raise ValueError(f"GPU setting walk_tile_bytes must be a multiple of 16 from 32, got {tile!r}")
+    if buffers not in (2, 3, 4):
+        raise ValueError(f"GPU setting walk_buffers must be 2, 3 or 4, got {buffers!r}")
+    if int(max_tiles) != max_tiles or max_tiles < 2:
+        raise ValueError(f"GPU setting walk_max_tiles must be an integer >= 2, got {max_tiles!r}")
+    return int(tile), int(max_tiles), int(buffers)
+
+
+@functools.lru_cache(maxsize=1)
+def _walk_traffic_compiled():
+    import numba
+
+    @numba.njit(cache=True)
+    def traffic(shifts, n, item, head0, tile_max, max_tiles, reach, share, save):
+        """Bytes ``lane-walks`` moves for these shifts: its decisions, lane by lane, as the kernel takes them."""
+        seg = n * item
+        tile_lo, tile_hi = S.walk_tile_range(seg, tile_max, max_tiles)
+        total = 0
+        walked = 0
+        for lane in range(shifts.shape[0]):
+            s = shifts[lane] % n
+            k = ((n - s) % n) * item
+            head = (head0 + lane * seg) % 16
+            moved = -1
+            if k != 0 and tile_lo <= tile_hi:
+                _, index = S.walk_choose(seg, k, head, tile_lo, tile_hi, reach, share)
+                if index >= 0:
+                    tile, chain = S.walk_candidate(seg, k, head, tile_hi, index)
+                    m = S.tile_count(seg, head, tile)
+                    p = S.chain_step(m, chain)
+                    g, length, inv = S.chain_shape(m, p)
+                    spans = 0
+                    for w in range(m):
+                        lo, hi = S.walk_span(seg, k, head, tile, m, g, length, inv, reach, w)
+                        if lo < hi:
+                            spans += hi - lo
+                    if spans <= share:
+                        moved = 2 * seg + 2 * spans
+                        walked += 1
+            if moved < 0:
+                moved = max(2 * seg, S.swap_traffic(seg, k, save))
+            total += moved
+        return total, walked
+
+    return traffic
+
+
+def plan_lane_walks(axis: int, rows: int, n: int, itemsize: int, pointer: int,
+                    max_scratch_bytes: Optional[int] = None, host_shifts=None) -> Optional[Step]:
+    """``roll_rows`` of lanes beyond a block's shared memory in one pass: ``lane-walks``; None when a lane
+    would have more than ``_lanes.WALK_MAX_TILES`` tiles of the walk's smallest size.
+
+    A block takes whole lanes (grid-strided), picks each lane's tile size and
+    chain step, pre-reads the bytes its look-ahead cannot hold into its share
+    of scratch, and writes the tiles in chain order (rotate/_cuda/_lanes.py
+    ``walk_kernel``). No block waits for another. A lane whose small side
+    fits the fallback's saved side, or whose pre-reads exceed the share,
+    takes ``lane-swaps``' steps in the same launch. ``bytes_moved`` is exact
+    for ``host_shifts``; for shifts on the device it is a bound (4N, every
+    lane by block swaps).
+    """
+    from . import _lanes as L
+
+    seg = n * itemsize
+    tile_max, max_tiles, buffers = _walk_limits()
+    tile_lo, tile_hi = S.walk_tile_range(seg, tile_max, max_tiles)
+    if tile_lo > tile_hi:
+        return None
+    threads = settings["lane_threads"] or L.THREADS
+    panel = int(settings["swap_panel_bytes"])
+    save = settings["swap_save_bytes"]
+    save = L.walk_save_bytes(panel) if save is None else int(save)
+    smem = L.walk_smem_bytes(tile_max, buffers, max_tiles, panel, save, threads)
+    if smem > L.MAX_BLOCK_SMEM:
+        raise ValueError(f"GPU settings walk_tile_bytes={tile_max}, walk_buffers={buffers}, walk_max_tiles="
+                         f"{max_tiles} need {smem} bytes of shared memory a block, more than {L.MAX_BLOCK_SMEM}; "
+                         f"choose smaller ones")
+    sms, _ = device_shape(_device_id())
+    grid = max(1, min(settings["grid"] or sms * _blocks_for_smem(smem, threads), rows))
+    share = settings["walk_share_bytes"]
+    if share is None:
+        share = int(seg * WALK_SHARE)
+        if max_scratch_bytes is not None:
+            share = min(share, max_scratch_bytes // grid)
+    share = int(share) // 16 * 16
+    if share < 0:
+        raise ValueError(f"GPU setting walk_share_bytes must be >= 0, got {settings['walk_share_bytes']!r}")
+    if host_shifts is not None:
+        moved, walked = _walk_traffic_compiled()(np.asarray(host_shifts, np.int64).reshape(-1), n, itemsize,
+                                                 pointer % 16, tile_max, max_tiles, buffers - 1, share, save)
+        moved, walked, bound = int(moved), int(walked), False
+    else:
+        moved, walked, bound = 4 * rows * seg, None, True
+    return Step(
+        axis, 0, rows, seg, 0, itemsize,
+        algorithm="lane-walks",
+        scratch_bytes=grid * share,
+        bytes_moved=moved,
+        details={
+            "schedule": "lane-walks",
+            "block": threads,
+            "grid": grid,
+            "smem_bytes": smem,
+            "tile_bytes": (tile_lo, tile_hi),
+            "buffers": buffers,
+            "max_tiles": max_tiles,
+            "share_bytes": share,
+            "save_bytes": save,
+            "panel_bytes": panel,
+            "lanes_walked": walked,
+            "head0": pointer % 16,
+            "launches": 1,
+            "bytes_moved_is_bound": bound,
+            "co_resident": False,  # a block rotates whole lanes by itself: no block waits for another
+            "reason": "lanes longer than a block's shared memory: a block walks each of its lanes in chain "
+                      "order (one pass), pre-reading into its share of scratch; block swaps for a lane "
+                      "whose small side fits the saved side or whose pre-reads exceed the share",
+            "_n": n,
+        },
+    )
 
 
 def swap_sizes():

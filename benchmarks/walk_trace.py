@@ -1,0 +1,85 @@
+"""Where a ``lane-walks`` block's time goes, phase by phase (H200; needs torch).
+
+``rotate._cuda._lanes.walk_kernel(trace=address)`` has thread 0 of every
+block add up the nanoseconds of each phase of each lane it takes (choosing
+the tile size, laying out the walk, pre-reading, walking; lanes by block
+swaps apart) and the tiles walked. This runs ``roll_rows`` with random
+int64 device shifts on lanes of 4 MiB (1 GiB) and 1 MiB (1 GiB), timed
+without the trace first (3 calls between CUDA events), then once with it,
+and writes per walked lane means and the slowest block's total.
+
+    python benchmarks/walk_trace.py --json docs/results/walk-trace-<commit>-h200.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+CASES = (((256, 1 << 22), "uint8"), ((1024, 1 << 18), "float32"))
+
+
+def run(shape, dtype, knobs, torch, rotate, planner, L):
+    n = shape[-1]
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    if dtype == "uint8":
+        x = torch.randint(0, 256, shape, dtype=torch.uint8, device="cuda", generator=gen)
+    else:
+        x = torch.rand(shape, device="cuda", generator=gen)
+    shifts = torch.randint(-n, n, shape[:-1], device="cuda", dtype=torch.int64, generator=gen)
+    fields = len(L.WALK_TRACE_FIELDS)
+    with planner.override(**knobs):
+        grid = rotate.plan_roll_rows(x, shifts).steps[0].details["grid"]
+        rotate.roll_rows(x, shifts)  # compiled and warm
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(3):
+            rotate.roll_rows(x, shifts)
+        end.record()
+        torch.cuda.synchronize()
+        ms = start.elapsed_time(end) / 3
+    trace = torch.zeros(grid * fields, dtype=torch.int64, device="cuda")
+    with planner.override(walk_trace=trace.data_ptr(), **knobs):
+        rotate.roll_rows(x, shifts)
+        torch.cuda.synchronize()
+    t = trace.cpu().numpy().reshape(grid, fields)
+    lanes = int(t[:, 0].sum())
+    per_lane = {f: float(t[:, i].sum() / max(lanes, 1) / 1000) for i, f in enumerate(L.WALK_TRACE_FIELDS)
+                if f.endswith("_ns")}
+    return {"shape": list(shape), "dtype": dtype, "knobs": knobs, "ms": ms, "grid": grid, "lanes_walked": lanes,
+            "per_walked_lane_us": {k[:-3] + "_us": v for k, v in per_lane.items()},
+            "tiles_per_walked_lane": float(t[:, 6].sum() / max(lanes, 1)),
+            "block_total_us_max": float(t[:, 1:6].sum(axis=1).max() / 1000),
+            "block_total_us_mean": float(t[:, 1:6].sum(axis=1).mean() / 1000)}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--json")
+    args = parser.parse_args(argv)
+    import torch
+
+    import rotate
+    from rotate._cuda import _lanes as L
+    from rotate._cuda import planner
+    from rotate._provenance import environment
+
+    rows = []
+    for shape, dtype in CASES:
+        rows.append(run(shape, dtype, {}, torch, rotate, planner, L))
+        print(json.dumps(rows[-1]), flush=True)
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps({"benchmark": "walk_trace", "environment": environment(gpu=True),
+                                                        "cases": rows}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
