@@ -43,8 +43,9 @@ def roll_rows(a: Any, shifts: Any, axis: int = -1, *, stream: Any = None,
         C- or F-contiguous or a strided view; or a CUDA device array (numba,
         CuPy, PyTorch, anything with ``__cuda_array_interface__`` or DLPack)
         whose lanes are contiguous: ``axis`` the last axis of a C-contiguous
-        array or the first of an F-contiguous one (one launch: ``lane-panels``,
-        or ``lane-swaps`` for lanes beyond a block's shared memory).
+        array or the first of an F-contiguous one (one launch: ``lane-panels``;
+        beyond a block's shared memory ``lane-walks``, one pass, for lanes of
+        2-24 MiB, else ``lane-swaps``).
     shifts : int or array of ints
         One shift per lane: an integer array (or a scalar, or a list of
         Python ints of any size) that broadcasts to ``a.shape`` without

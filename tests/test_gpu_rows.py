@@ -114,7 +114,7 @@ LARGE = [
     RowsCase("roll_rows", (3001, 700), "complex64", _random_shifts(3001, 700, 6), -1, 8),  # 5.6 KB: panels
     RowsCase("roll_rows", (100, 40000), "uint8", tuple(range(-50, 50)), -1, 3),          # 40 KB lanes
     RowsCase("roll_rows", (7, 300001), "uint8", (1, -1, 0, 5, 150000, -299999, 7), -1, 0),  # lane-swaps
-    RowsCase("roll_rows", (9, 1 << 20), "uint8", (1, -1, 0, 5, 1 << 19, 3 - (1 << 20), 7, 40000, 12345), -1, 3),
+    RowsCase("roll_rows", (9, 1 << 21), "uint8", (1, -1, 0, 5, 1 << 20, 3 - (1 << 21), 7, 40000, 12345), -1, 3),
     RowsCase("roll_rows", (64, 1 << 22), "uint8", _random_shifts(64, 1 << 22, 1), -1, 0, device_shifts=True),
     RowsCase("roll_rows", (300, 65537), "float32", _random_shifts(300, 65537, 2), -1, 4),   # 256 KiB lanes
     RowsCase("roll_rows", (40, 50001), "complex128", _random_shifts(40, 50001, 3), -1, 8, device_shifts=True),
@@ -147,7 +147,7 @@ def test_large_rows_cases(case):
         assert plan.steps[0].details["variant"] == "warps", plan
     elif case.nbytes // case.shape[0] > 226 * 1024:  # beyond lane-panels
         few_huge = case.shape[0] <= 8 and case.nbytes // case.shape[0] >= 64 << 20 and not case.device_shifts
-        walks = case.nbytes // case.shape[0] >= 1 << 20  # planner.WALK_MIN_LANE_BYTES
+        walks = case.nbytes // case.shape[0] >= 2 << 20  # planner.WALK_MIN_LANE_BYTES
         assert plan.algorithm == ("lane-chains" if few_huge else "lane-walks" if walks else "lane-swaps"), plan
 
 
@@ -160,12 +160,12 @@ def test_one_shift_rolls_of_4_kib_rows_run_the_warps_kernel(shape, dtype, shift,
 
 @pytest.mark.parametrize("library", ["torch", "cupy", "numba"])
 def test_long_lanes_with_device_shifts_from_each_library(library):
-    """Lanes of 1.1 MB, shifts an int64 device array of torch, CuPy or numba: lane-walks, one launch,
+    """Lanes of 2.2 MB, shifts an int64 device array of torch, CuPy or numba: lane-walks, one launch,
     on the library's current stream (torch: a side stream)."""
-    rows, n = 6, 1100009
+    rows, n = 6, 2200009
     rng = np.random.default_rng(5)
     host = rng.integers(0, 256, (rows, n), dtype=np.uint8)
-    host_shifts = np.array([0, -1, 40000, n + 7, -(n // 2), 550001], np.int64)
+    host_shifts = np.array([0, -1, 40000, n + 7, -(n // 2), 1100001], np.int64)
     want = np.stack([np.roll(r, int(s)) for r, s in zip(host, host_shifts)])
     if library == "torch":
         torch = pytest.importorskip("torch")

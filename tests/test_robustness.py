@@ -626,7 +626,7 @@ def test_gpu_long_lanes_plan_lane_swaps_one_launch_of_two_blocks_an_sm(gpu_plann
 
 
 def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
-    """Lanes from 1 MiB take lane-walks by default (one launch, one pass, two blocks an SM, a share of
+    """Lanes from 2 MiB take lane-walks by default (one launch, one pass, two blocks an SM, a share of
     scratch a block); shorter ones lane-swaps; bytes moved are exact for host shifts (the kernel's own
     decisions, lane by lane: the emulator's plan) and a bound for device shifts; bad settings are errors
     that name the setting."""
@@ -664,7 +664,7 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
     assert 2 * rows * n < host.bytes_moved < 1.05 * 2 * rows * n  # random shifts: within 5% of one pass
     assert device.bytes_moved == 4 * rows * n and device.details["bytes_moved_is_bound"]
     # Shorter lanes: block swaps (most small sides fit the saved side there); walks when asked.
-    assert gpu_planner.plan_long_lanes(1, 64, (1 << 20) - 16, 1, 0, None, None).algorithm == "lane-swaps"
+    assert gpu_planner.plan_long_lanes(1, 64, (2 << 20) - 16, 1, 0, None, None).algorithm == "lane-swaps"
     with gpu_planner.override(long_lanes="walks"):
         assert gpu_planner.plan_long_lanes(1, 64, 300_000, 1, 0, None, None).algorithm == "lane-walks"
     # A bound on scratch sets the share (lanes over it take block swaps in the same launch).

@@ -876,10 +876,11 @@ def plan_long_lanes(axis: int, rows: int, n: int, itemsize: int, pointer: int,
     return plan_lane_swaps(axis, rows, n, itemsize, pointer, host_shifts)
 
 
-#: ``roll_rows`` lanes from this long take ``lane-walks`` by default, shorter ones ``lane-swaps``: on an H200,
-#: 256 KiB lanes ran at 57% with block swaps (most small sides fit the saved side: one pass) and 26% walked
-#: (a lane's setup, ~75 us, outweighs its walk), 4 MiB lanes at 41-46% and 53% (docs/perf-notes.md).
-WALK_MIN_LANE_BYTES = 1 << 20
+#: ``roll_rows`` lanes from this long take ``lane-walks`` by default, shorter ones ``lane-swaps``. Measured on
+#: an H200 (docs/perf-notes.md, "Lane walks: built"): block swaps 7-9% faster at 1 MiB (two runs), walks
+#: 1.28-1.41x faster at 4 MiB; 256 KiB lanes walked ran at half block swaps' speed. The crossover, by
+#: interpolating each schedule's time a lane between 1 and 4 MiB, lies near 1.1 MiB: 2 MiB is reasoned.
+WALK_MIN_LANE_BYTES = 2 << 20
 
 #: ``lane-walks``' default scratch a block: this share of a lane (pre-reads of random shifts of 1-16 MiB
 #: lanes: median 0.5-1.8% of the lane, the worst of 60 4.6-9.8%, by the schedule's own estimate and
