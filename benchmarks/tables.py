@@ -171,7 +171,9 @@ def gpu_rows_table(data, name="gpu-rows-h200.json") -> str:
              f"numba-cuda {versions.get('numba-cuda')}, torch {versions.get('torch')}, cupy "
              f"{versions.get('cupy')}). % of a device-to-device memcpy of the same bytes in the same run; "
              f"*whole call* = 20 calls back to back between CUDA events, host work included. Peers are out of "
-             f"place (a second array; the gathers also an int64 index per element).", "",
+             f"place (a second array; the gathers also an int64 index per element). *traffic / 2N*: the plan's "
+             f"bytes over 2N; where the shifts are on the device the plan has a bound, and the same shifts "
+             f"planned from the host give the exact count (marked *exact*).", "",
              "| call | shape | dtype | size | algorithm | traffic / 2N | whole call | one at a time | device | "
              "device vs the run's fastest memcpy | peers (whole call) | faster |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -189,9 +191,15 @@ def gpu_rows_table(data, name="gpu-rows-h200.json") -> str:
             else f"{best}, {r['ms'] / peers[best]['ms']:.2f}x")
         algorithm = r["algorithm"] + (" (chunked)" if r.get("details", {}).get("variant") == "chunked" else "")
         lines.append(f"| {call} | {tuple(r['shape'])} | {r['dtype']} | {size_label(r['nbytes'])} | {algorithm} | "
-                     f"{r['traffic_over_2n']:.3f} | {_pct(r)} | {_pct(r, 'sync_pct_memcpy')} | "
+                     f"{_traffic(r)} | {_pct(r)} | {_pct(r, 'sync_pct_memcpy')} | "
                      f"{_pct(r, 'device_pct_memcpy')} | {_vs_fastest(r, fastest)} | {peer_text} | {verdict} |")
     return "\n".join(lines)
+
+
+def _traffic(r) -> str:
+    if "traffic_exact_over_2n" in r:
+        return f"{r['traffic_exact_over_2n']:.3f} (exact)"
+    return f"{r['traffic_over_2n']:.3f}"
 
 
 def _fastest_memcpy(cases) -> dict:
@@ -274,8 +282,14 @@ def readme_rows(data, quick, name="gpu-rows-h200.json") -> str:
     long_lanes = [r for r in lanes if lane_bytes(r) >= 4096]
     short_lanes = [r for r in lanes if lane_bytes(r) < 4096]
     swaps = [r for r in ok if r["algorithm"] == "lane-swaps"]
-    beyond = (f"lanes beyond a block's shared memory take one launch (`lane-swaps`) at {span(swaps)}" if swaps
-              else "lanes beyond a block's shared memory (`lane-swaps`) were not measured")
+    walks = [r for r in ok if r["algorithm"] == "lane-walks"]
+    beyond = [f"lanes of {lane_range(walks)} walk their tiles in chain order in one pass (`lane-walks`, "
+              f"{min(r['traffic_exact_over_2n'] for r in walks):.3f}-"
+              f"{max(r['traffic_exact_over_2n'] for r in walks):.3f}x the bytes of one pass for these random "
+              f"shifts) at {span(walks)}" if walks and all("traffic_exact_over_2n" in r for r in walks) else "",
+              f"lanes of {lane_range(swaps)} take block swaps (`lane-swaps`) at {span(swaps)}" if swaps else ""]
+    beyond = ("beyond a block's shared memory, in one launch, " + " and ".join(b for b in beyond if b)
+              if any(beyond) else "lanes beyond a block's shared memory were not measured")
     halves = [r for r in ok if r["algorithm"] == "half-swaps"]
     cycles = [r for r in ok if r["algorithm"] in ("row-cycles", "chain+row-strips")]
     kinds = sorted({r["algorithm"] for r in cycles}, key=["chain+row-strips", "row-cycles"].index)
@@ -548,7 +562,7 @@ CHAIN_GATE_RUN = "gpu-e2e-chain-eee3343-h200.json"
 CHAIN_GATE_16G_RUN = "gpu-e2e-chain-16g-eee3343-h200.json"
 #: The newest run of benchmarks/rows_gpu_bench.py (roll_rows, fftshift, multi-axis rolls): perf-notes'
 #: gpu-rows table and the README's rows sentence.
-ROWS_RUN = "gpu-rows-774bcca-h200.json"
+ROWS_RUN = "gpu-rows-af6e334-h200.json"
 #: Random 1-D shifts timed as users time them (rotate.bench --shifts randS), peers beside.
 RANDOM_RUN = "random-shifts-8e6fe2a-h200.json"
 #: Issue #9's multi-axis cases (13-17) after flat_strips and co-resident chains (run from the tree before 6bbdb9e).
