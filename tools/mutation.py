@@ -252,6 +252,16 @@ MUTANTS = [
      "    return (floor_sum(u1 - u0, mod, step, base + mod - low - 1) - floor_sum(u1 - u0, mod, step, base))"),
     ("walk-pre-skips-the-cut-tile", "rotate/_schedule.py",
      "    for t in range(max(a0, a1), b0):\n", "    for t in range(max(a0, a1) + 1, b0):\n"),
+    # lane-walks (rotate/_schedule.py, the planner's exact traffic): a writer that does not wait for its last
+    # look-ahead reader; spans that leave out the readers the ring's last buffer holds; pre-read bytes counted
+    # once (tests/test_lanes_schedule.py's emulator, tests/test_robustness.py's plan).
+    ("walk-reach-one-short", "rotate/_schedule.py",
+     "        if ahead > farthest and ahead <= reach:\n", "        if ahead > farthest and ahead < reach:\n"),
+    ("walk-span-ring-too-long", "rotate/_schedule.py",
+     "    return pre_span(n, k, head, tile_bytes, m, g, length, inv, m, reach + 1, 0, w)",
+     "    return pre_span(n, k, head, tile_bytes, m, g, length, inv, m, reach + 2, 0, w)"),
+    ("walk-traffic-pre-reads-once", "rotate/_cuda/planner.py",
+     "                        moved = 2 * seg + 2 * spans\n", "                        moved = 2 * seg + spans\n"),
     # Scratch of a stream evicted from the 8-stream cache (rotate/_cuda/launch.py; tests/test_robustness.py
     # with a stand-in driver): dropped at once instead of kept until its stream passes an event.
     ("evicted-scratch-dropped-at-once", "rotate/_cuda/launch.py",
