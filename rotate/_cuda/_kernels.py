@@ -22,6 +22,23 @@ from ._memops import (SIMULATED, address_low, atomic_add_u64, bulk_commit, bulk_
                       store_relaxed, store_u64)
 
 wait_all = copies_waiter(0)
+_wait_left1 = copies_waiter(1)
+_wait_left2 = copies_waiter(2)
+_wait_left3 = copies_waiter(3)
+
+
+@cuda.jit(device=True)
+def wait_copies_left(left):
+    """``cp.async.wait_group`` with ``left`` groups allowed in flight (an immediate, so a branch a count;
+    at most 3 left: callers with deeper rings wait for more than they must, never less)."""
+    if left <= 0:
+        wait_all()
+    elif left == 1:
+        _wait_left1()
+    elif left == 2:
+        _wait_left2()
+    else:
+        _wait_left3()
 
 # Fields of an item descriptor (see ``describe``): the item, then up to
 # MAX_PIECES source pieces of PIECE_FIELDS each.
@@ -367,9 +384,6 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     write_iters = -(-(tile_bytes // 16 + 1) // threads)
     wait_oldest = copies_waiter(buffers - 2)
     slots = buffers + 1  # item descriptors: the ring's items and the one decoded ahead
-    wait_left1 = copies_waiter(1)
-    wait_left2 = copies_waiter(2)
-    wait_left3 = copies_waiter(3)
     cache_len = ENTRY_BATCH + 3
     if bulk_stores and not pipeline:
         raise ValueError("bulk_stores needs pipeline: the producer issues them")
@@ -403,15 +417,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         order; the groups after the reader's may stay in flight (at most 3
         are left: deeper rings wait for more than they must, never less).
         """
-        left = buffers - 1 - reach
-        if left <= 0:
-            wait_all()
-        elif left == 1:
-            wait_left1()
-        elif left == 2:
-            wait_left2()
-        else:
-            wait_left3()
+        wait_copies_left(buffers - 1 - reach)
 
     @cuda.jit(device=True)
     def row_of(lane, lanes_row):

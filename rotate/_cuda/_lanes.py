@@ -58,7 +58,7 @@ from numba.extending import register_jitable
 
 from .. import _schedule as S
 from .._rowperm import MAX_LEAD, source_row  # noqa: F401  (re-exported: the emulator and tests use L.source_row)
-from ._kernels import _write_moved, store_realigned
+from ._kernels import _write_moved, store_realigned, wait_copies_left
 from ._memops import (SIMULATED, atomic_add_u64, commit_copies, copies_waiter, copy16_async, global_timer, load16,
                       load16_shared, load_acquire, load_i64, store16, store8, store_relaxed, store_u64, sync_warp)
 
@@ -807,7 +807,6 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
     shuffles = threads % 32 == 0 and not SIMULATED  # reductions by warp shuffles (the simulator has none)
     group = min(32, threads)  # threads copying one span (a warp)
     groups = threads // group
-    wait0, wait1, wait2, wait3 = copies_waiter(0), copies_waiter(1), copies_waiter(2), copies_waiter(3)
     if buffers < 2 or buffers > 4:
         raise ValueError(f"walk_kernel takes 2 to 4 buffers, got {buffers}")
     if threads % group:
@@ -817,17 +816,6 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
     @cuda.jit(device=True)
     def add_trace(address, record, field, value):
         store_u64(int64(address), record + field, uint64(load_i64(int64(address), record + field) + value))
-
-    @cuda.jit(device=True)
-    def wait_pending(pending):
-        if pending <= 0:
-            wait0()
-        elif pending == 1:
-            wait1()
-        elif pending == 2:
-            wait2()
-        else:
-            wait3()
 
     @cuda.jit(device=True)
     def choose(pick, n, k, head, tile_lo, tile_hi, share, tid):
@@ -962,15 +950,14 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
             if not late and z == z_next:
                 piece = W_HEADER + (count - 1) * W_PIECE  # the lane run goes on: one piece, one write
                 x_lo = desc[d, piece + W_XL]
-                z_lo = z - (x - x_lo)
-                vecs = (S.align_up(head + z_lo + (end - x_lo)) - S.align_down(head + z_lo)) // 16
+                vecs = run_vecs(head, z - (x - x_lo), end - x_lo)
                 slot += vecs - desc[d, piece + W_VECS]
                 desc[d, piece + W_XH] = end
                 desc[d, piece + W_VECS] = vecs
             else:
                 piece = W_HEADER + count * W_PIECE
                 z_al = S.align_down(head + z) - head
-                vecs = (S.align_up(head + z + (end - x)) - S.align_down(head + z)) // 16
+                vecs = run_vecs(head, z, end - x)
                 desc[d, piece + W_XL] = x
                 desc[d, piece + W_XH] = end
                 desc[d, piece + W_SRC_AL] = z_al
@@ -1102,7 +1089,7 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
                     start_copies(sm32, (ahead % buffers) * buf_vecs, desc, ahead % slots, data, scratch, tid)
                 commit_copies()  # one group an item, empty or not: the counts below hold
                 d = position % slots
-                wait_pending(reach - desc[d, W_REACH])
+                wait_copies_left(reach - desc[d, W_REACH])
                 cuda.syncthreads()
                 if tid >= control:
                     write_item(sm32, (position % buffers) * buf_vecs, desc, d, data, row_pos, head, seg, k,
