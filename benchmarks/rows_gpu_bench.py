@@ -184,17 +184,19 @@ def _case(index, args, torch, cuda, cupy, rotate, bench, timers, stream):
     del want
     x.copy_(original)
     del original
+    plan_traffic = {}
     if function == "roll_rows" and plan.steps and plan.steps[0].details.get("bytes_moved_is_bound"):
-        # The shifts are on the device, so the plan's traffic is a bound; the same shifts from the host
-        # give the plan's exact count (the kernel makes the same decisions on the device).
-        exact = rotate.plan_roll_rows(x, shifts.cpu().numpy())
-        if exact.algorithm == plan.algorithm:
-            plan_traffic = {"traffic_exact_over_2n": exact.bytes_moved / (2 * nbytes),
-                            "lanes_walked": exact.steps[0].details.get("lanes_walked")}
+        # The plan's traffic is a bound; the exact count replays the kernel's decisions on the host.
+        from rotate._cuda import planner as gpu_planner
+
+        host = shifts.cpu().numpy()
+        if plan.algorithm == "lane-walks":
+            moved, walked = gpu_planner.walk_traffic(plan.steps[0], host)
+            plan_traffic = {"traffic_exact_over_2n": moved / (2 * nbytes), "lanes_walked": walked}
         else:
-            plan_traffic = {}
-    else:
-        plan_traffic = {}
+            exact = rotate.plan_roll_rows(x, host)
+            if exact.algorithm == plan.algorithm:
+                plan_traffic = {"traffic_exact_over_2n": exact.bytes_moved / (2 * nbytes)}
     result = {"function": function, "shape": list(shape), "dtype": dtype, "nbytes": nbytes,
               "args": None if extra is None else [list(extra[0]), list(extra[1])],
               "algorithm": plan.algorithm, "scratch_bytes": plan.scratch_bytes,

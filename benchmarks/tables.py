@@ -172,8 +172,8 @@ def gpu_rows_table(data, name="gpu-rows-h200.json") -> str:
              f"{versions.get('cupy')}). % of a device-to-device memcpy of the same bytes in the same run; "
              f"*whole call* = 20 calls back to back between CUDA events, host work included. Peers are out of "
              f"place (a second array; the gathers also an int64 index per element). *traffic / 2N*: the plan's "
-             f"bytes over 2N; where the shifts are on the device the plan has a bound, and the same shifts "
-             f"planned from the host give the exact count (marked *exact*).", "",
+             f"bytes over 2N; where the plan has only a bound, the exact count for the same shifts, replayed "
+             f"on the host (marked *exact*).", "",
              "| call | shape | dtype | size | algorithm | traffic / 2N | whole call | one at a time | device | "
              "device vs the run's fastest memcpy | peers (whole call) | faster |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]

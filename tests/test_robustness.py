@@ -627,9 +627,9 @@ def test_gpu_long_lanes_plan_lane_swaps_one_launch_of_two_blocks_an_sm(gpu_plann
 
 def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
     """Lanes from 2 MiB take lane-walks by default (one launch, one pass, two blocks an SM, a share of
-    scratch a block); shorter ones lane-swaps; bytes moved are exact for host shifts (the kernel's own
-    decisions, lane by lane: the emulator's plan) and a bound for device shifts; bad settings are errors
-    that name the setting."""
+    scratch a block); shorter ones lane-swaps; the plan reports a bound on bytes moved, and
+    ``walk_traffic`` the exact count (the kernel's own decisions, lane by lane: the emulator's plan);
+    bad settings are errors that name the setting."""
     from rotate import _emulator as E
     from rotate import _schedule as S
     from rotate._cuda import _lanes as L
@@ -659,10 +659,12 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
         else:
             assert plan[0] == "swaps", plan
             want += max(2 * n, S.swap_traffic(n, k, d["save_bytes"]))
-    assert host.bytes_moved == want and d["lanes_walked"] == walked > 0.9 * rows
-    assert not d["bytes_moved_is_bound"]
-    assert 2 * rows * n < host.bytes_moved < 1.05 * 2 * rows * n  # random shifts: within 5% of one pass
-    assert device.bytes_moved == 4 * rows * n and device.details["bytes_moved_is_bound"]
+    assert gpu_planner.walk_traffic(host, shifts) == (want, walked) and walked > 0.9 * rows
+    assert 2 * rows * n < want < 1.05 * 2 * rows * n  # random shifts: within 5% of one pass
+    for step in (host, device):  # the exact count costs ~80 us a lane: a plan reports the bound
+        assert step.bytes_moved == 4 * rows * n and step.details["bytes_moved_is_bound"]
+    with pytest.raises(ValueError, match="walk_traffic takes a lane-walks step, got 'lane-swaps'"):
+        gpu_planner.walk_traffic(gpu_planner.plan_long_lanes(1, 64, 300_000, 1, 0, None, None), shifts)
     # Shorter lanes: block swaps (most small sides fit the saved side there); walks when asked.
     assert gpu_planner.plan_long_lanes(1, 64, (2 << 20) - 16, 1, 0, None, None).algorithm == "lane-swaps"
     with gpu_planner.override(long_lanes="walks"):

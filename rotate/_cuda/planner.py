@@ -943,6 +943,19 @@ def _walk_traffic_compiled():
     return traffic
 
 
+def walk_traffic(step: Step, shifts) -> tuple:
+    """``(bytes, lanes walked)``: what a ``lane-walks`` step moves for these shifts (host integers, one a
+    lane, numpy.roll's direction), replaying the kernel's decisions lane by lane (compiled for the CPU).
+    The plan itself reports a bound; benchmarks and tests take the exact count here."""
+    d = step.details
+    if step.algorithm != "lane-walks":
+        raise ValueError(f"walk_traffic takes a lane-walks step, got {step.algorithm!r}")
+    moved, walked = _walk_traffic_compiled()(np.asarray(shifts, np.int64).reshape(-1), d["_n"], step.word_bytes,
+                                             d["head0"], d["tile_bytes"][1], d["max_tiles"], d["buffers"] - 1,
+                                             d["share_bytes"], d["save_bytes"])
+    return int(moved), int(walked)
+
+
 def plan_lane_walks(axis: int, rows: int, n: int, itemsize: int, pointer: int,
                     max_scratch_bytes: Optional[int] = None, host_shifts=None) -> Optional[Step]:
     """``roll_rows`` of lanes beyond a block's shared memory in one pass: ``lane-walks``; None when a lane
@@ -951,11 +964,12 @@ def plan_lane_walks(axis: int, rows: int, n: int, itemsize: int, pointer: int,
     A block takes whole lanes (grid-strided), picks each lane's tile size and
     chain step, pre-reads the bytes its look-ahead cannot hold into its share
     of scratch, and writes the tiles in chain order (rotate/_cuda/_lanes.py
-    ``walk_kernel``). No block waits for another. A lane whose small side
-    fits the fallback's saved side, or whose pre-reads exceed the share,
-    takes ``lane-swaps``' steps in the same launch. ``bytes_moved`` is exact
-    for ``host_shifts``; for shifts on the device it is a bound (4N, every
-    lane by block swaps).
+    ``walk_kernel``). No block waits for another. A lane whose pre-reads
+    exceed the share takes ``lane-swaps``' steps in the same launch.
+    ``bytes_moved`` is a bound (4N, every lane by block swaps) whether the
+    shifts are on the host or the device: the exact count replays every
+    lane's choice (``walk_traffic``, about 80 us a 4 MiB lane on the CPU),
+    which a call should not pay for a statistic.
     """
     from . import _lanes as L
 
@@ -983,17 +997,11 @@ def plan_lane_walks(axis: int, rows: int, n: int, itemsize: int, pointer: int,
     share = int(share) // 16 * 16
     if share < 0:
         raise ValueError(f"GPU setting walk_share_bytes must be >= 0, got {settings['walk_share_bytes']!r}")
-    if host_shifts is not None:
-        moved, walked = _walk_traffic_compiled()(np.asarray(host_shifts, np.int64).reshape(-1), n, itemsize,
-                                                 pointer % 16, tile_max, max_tiles, buffers - 1, share, save)
-        moved, walked, bound = int(moved), int(walked), False
-    else:
-        moved, walked, bound = 4 * rows * seg, None, True
     return Step(
         axis, 0, rows, seg, 0, itemsize,
         algorithm="lane-walks",
         scratch_bytes=grid * share,
-        bytes_moved=moved,
+        bytes_moved=4 * rows * seg,
         details={
             "schedule": "lane-walks",
             "block": threads,
@@ -1005,10 +1013,9 @@ def plan_lane_walks(axis: int, rows: int, n: int, itemsize: int, pointer: int,
             "share_bytes": share,
             "save_bytes": save,
             "panel_bytes": panel,
-            "lanes_walked": walked,
             "head0": pointer % 16,
             "launches": 1,
-            "bytes_moved_is_bound": bound,
+            "bytes_moved_is_bound": True,
             "co_resident": False,  # a block rotates whole lanes by itself: no block waits for another
             "reason": "lanes longer than a block's shared memory: a block walks each of its lanes in chain "
                       "order (one pass), pre-reading into its share of scratch; block swaps for a lane "
