@@ -968,7 +968,7 @@ def plan_lane_walks(axis: int, rows: int, n: int, itemsize: int, pointer: int,
     exceed the share takes ``lane-swaps``' steps in the same launch.
     ``bytes_moved`` is a bound (4N, every lane by block swaps) whether the
     shifts are on the host or the device: the exact count replays every
-    lane's choice (``walk_traffic``, about 80 us a 4 MiB lane on the CPU),
+    lane's choice (``walk_traffic``, about 90 us a 4 MiB lane on the CPU),
     which a call should not pay for a statistic.
     """
     from . import _lanes as L
