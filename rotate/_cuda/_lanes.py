@@ -709,11 +709,11 @@ def swap_kernel(threads: int = THREADS, panel_bytes: int = PANEL_BYTES):
 
 #: ``lane-walks``: the most pieces an item's source has (runs of one writer tile; the wrap adds one).
 WALK_PIECES = 4
-#: Descriptor fields: the tile's destination, its piece count, its ring reach, then per piece
-#: destination ``[xl, xh)``, the source's aligned lane position, buffer slot, vectors, scratch or lane,
-#: and the position the copy starts at (lane bytes from the array's start, or scratch bytes).
-W_X0, W_X1, W_PIECES, W_REACH = 0, 1, 2, 3
-W_HEADER = 4
+#: Descriptor fields: the item's piece count and ring reach, then per piece destination ``[xl, xh)``,
+#: the source's aligned lane position, buffer slot, vectors, scratch or lane, and the position the copy
+#: starts at (lane bytes from the array's start, or scratch bytes).
+W_PIECES, W_REACH = 0, 1
+W_HEADER = 2
 W_XL, W_XH, W_SRC_AL, W_SLOT, W_VECS, W_SCRATCH, W_POS = range(7)
 W_PIECE = 7
 W_FIELDS = W_HEADER + WALK_PIECES * W_PIECE
@@ -785,8 +785,8 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
 
     swap_lane = _swap_lane(threads, panel_bytes)
     copy_vectors = _copy_vectors(threads)
-    # With two warps or more, the first warp leaves the writes to the others: thread 0 decodes the item
-    # ahead while they write (the decode is serial, dependent shared-memory work).
+    # With two warps or more, the first warp leaves the writes to the others: its first threads decode
+    # the items ahead while they write (a decode is serial, dependent shared-memory work).
     control = 32 if threads >= 64 else 0
     writers = threads - control
     write_moved = _write_moved(writers, -(-(tile_bytes // 16 + 1) // writers))
