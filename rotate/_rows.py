@@ -226,6 +226,15 @@ def _reduce_shift(s, n, inv):
 
 
 @njit(cache=True, inline="always")
+def _all_within(shifts, first, m, n):
+    """Every shift in ``[-n, n)``: its roll is ``s`` or ``s + n``."""
+    out = False
+    for i in range(m):
+        out |= _U(shifts[_U(first + i)]) + _U(n) >= _U(2 * n)
+    return not out
+
+
+@njit(cache=True, inline="always")
 def _all_near(shifts, first, m):
     far = False
     for i in range(m):
@@ -259,7 +268,11 @@ def _lanes_in_one_word(buf, lo, pitch, shifts, first, count, n, item_bits, top):
 @njit(cache=True)
 def _byte_shifts(scratch, at, shifts, first, m, n, inv, itemsize):
     """``scratch[at:at+m]`` = each lane's roll in bytes (below ``SMALL_LANE_BYTES``: fits any word)."""
-    if _all_near(shifts, first, m):
+    if _all_within(shifts, first, m, n):  # |s| < n (lags within a lane): one add, no quotient
+        for i in range(m):
+            s = shifts[_U(first + i)]
+            scratch[_U(at + i)] = (s + (n & (s >> 63))) * itemsize
+    elif _all_near(shifts, first, m):
         for i in range(m):
             scratch[_U(at + i)] = _reduce_near(shifts[_U(first + i)], n, inv) * itemsize
     else:

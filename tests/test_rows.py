@@ -364,6 +364,25 @@ def test_three_to_seven_byte_lanes_in_groups_with_and_without_the_byte_shuffle(m
     assert grouped >= (11 if shuffle else 0), grouped
 
 
+@pytest.mark.parametrize("lane_bytes,dtype", [(3, np.uint8), (5, np.uint8), (6, np.uint16), (7, np.uint8),
+                                             (9, np.uint8), (10, np.uint16), (15, np.uint8), (33, np.uint8)])
+def test_byte_lanes_with_every_shift_within_a_lane_length(lane_bytes, dtype):
+    """Shifts in ``[-n, n)`` (a lag within a lane, the common case) take a quotient-free reduction of a
+    shift block; one shift outside, near or far, sends its block back to the general one. Both equal
+    numpy.roll, the block boundaries and the range's two ends included."""
+    n = lane_bytes // np.dtype(dtype).itemsize
+    rng = np.random.default_rng(lane_bytes)
+    for outside in (None, -n - 1, n, 2**60 + 1, -(2**62)):
+        base = rng.integers(1, 200, (3001, n)).astype(dtype)
+        shifts = rng.integers(-n, n, 3001)
+        shifts[:4] = (-n, n - 1, 0, -1)
+        if outside is not None:
+            shifts[1500] = outside
+        expected = np.array([np.roll(lane, s) for lane, s in zip(base, shifts)])
+        assert rotate.roll_rows(base, shifts) is base
+        assert np.array_equal(base, expected), (lane_bytes, outside)
+
+
 def test_portable_byte_shuffle_equals_the_definition(monkeypatch):
     """``shuffle_store16`` compiled without ``pshufb`` (16 extracts and inserts: what a host without SSSE3
     runs) permutes and stores as defined."""
