@@ -714,24 +714,13 @@ def walk_plan(n: int, k: int, head: int, tile_max: int, max_tiles: int, reach: i
     decides with the same functions in the same order."""
     if k == 0:
         return ("none",)
-    tile_lo, tile_hi = S.walk_tile_range(n, tile_max, max_tiles)
-    if tile_lo > tile_hi:
+    tile_bytes, chain, total = S.walk_decision(n, k, head, tile_max, max_tiles, reach, share)
+    if tile_bytes == 0:
         return ("swaps",)
-    _, index = S.walk_choose(n, k, head, tile_lo, tile_hi, reach, share)
-    if index < 0:
-        return ("swaps",)
-    tile_bytes, chain = S.walk_candidate(n, k, head, tile_hi, index)
     m = S.tile_count(n, head, tile_bytes)
-    p = S.chain_step(m, chain)
-    g, length, inv = S.chain_shape(m, p)
-    spans, offsets, total = [], [], 0
-    for w in range(m):
-        lo, hi = S.walk_span(n, k, head, tile_bytes, m, g, length, inv, reach, w)
-        spans.append((lo, hi))
-        offsets.append(total)
-        total += hi - lo if lo < hi else 0
-    if total > share:
-        return ("swaps",)
+    g, length, inv = S.chain_shape(m, S.chain_step(m, chain))
+    spans = [S.walk_span(n, k, head, tile_bytes, m, g, length, inv, reach, w) for w in range(m)]
+    offsets = list(np.cumsum([0] + [max(hi - lo, 0) for lo, hi in spans[:-1]]))
     return ("walk", tile_bytes, chain, spans, offsets, total)
 
 

@@ -599,6 +599,31 @@ def walk_choose(n, k, head, tile_lo, tile_hi, reach, share):
 
 
 @register_jitable
+def walk_decision(n, k, head, tile_max, max_tiles, reach, share):
+    """``(tile_bytes, chain, pre_bytes)``: the walk ``walk_kernel`` takes for a lane of ``n`` bytes rotated left
+    by ``k > 0`` (its choice, then its spans counted exactly), or ``tile_bytes == 0`` where it takes block
+    swaps instead (too many tiles, no candidate, or spans over ``share``). The kernel decides the same in
+    parallel; the planner's traffic count and the emulator call this."""
+    tile_lo, tile_hi = walk_tile_range(n, tile_max, max_tiles)
+    if tile_lo > tile_hi:
+        return 0, 0, 0
+    _, index = walk_choose(n, k, head, tile_lo, tile_hi, reach, share)
+    if index < 0:
+        return 0, 0, 0
+    tile_bytes, chain = walk_candidate(n, k, head, tile_hi, index)
+    m = tile_count(n, head, tile_bytes)
+    g, length, inv = chain_shape(m, chain_step(m, chain))
+    total = 0
+    for w in range(m):
+        lo, hi = walk_span(n, k, head, tile_bytes, m, g, length, inv, reach, w)
+        if lo < hi:
+            total += hi - lo
+    if total > share:
+        return 0, 0, 0
+    return tile_bytes, chain, total
+
+
+@register_jitable
 def walk_span(n, k, head, tile_bytes, m, g, length, inv, reach, w):
     """Positions ``[lo, hi)`` of tile ``w`` the walk pre-reads (16-byte aligned in memory; ``lo >= hi``:
     none): ``pre_span`` over one lane of all ``m`` tiles with a ring of ``reach + 1``."""

@@ -261,7 +261,7 @@ MUTANTS = [
      "    return pre_span(n, k, head, tile_bytes, m, g, length, inv, m, reach + 1, 0, w)",
      "    return pre_span(n, k, head, tile_bytes, m, g, length, inv, m, reach + 2, 0, w)"),
     ("walk-traffic-pre-reads-once", "rotate/_cuda/planner.py",
-     "                        moved = 2 * seg + 2 * spans\n", "                        moved = 2 * seg + spans\n"),
+     "                moved = 2 * seg + 2 * spans\n", "                moved = 2 * seg + spans\n"),
     # Scratch of a stream evicted from the 8-stream cache (rotate/_cuda/launch.py; tests/test_robustness.py
     # with a stand-in driver): dropped at once instead of kept until its stream passes an event.
     ("evicted-scratch-dropped-at-once", "rotate/_cuda/launch.py",

@@ -912,30 +912,19 @@ def _walk_traffic_compiled():
     def traffic(shifts, n, item, head0, tile_max, max_tiles, reach, share, save):
         """Bytes ``lane-walks`` moves for these shifts: its decisions, lane by lane, as the kernel takes them."""
         seg = n * item
-        tile_lo, tile_hi = S.walk_tile_range(seg, tile_max, max_tiles)
         total = 0
         walked = 0
         for lane in range(shifts.shape[0]):
             s = shifts[lane] % n
             k = ((n - s) % n) * item
-            head = (head0 + lane * seg) % 16
-            moved = -1
-            if k != 0 and tile_lo <= tile_hi:
-                _, index = S.walk_choose(seg, k, head, tile_lo, tile_hi, reach, share)
-                if index >= 0:
-                    tile, chain = S.walk_candidate(seg, k, head, tile_hi, index)
-                    m = S.tile_count(seg, head, tile)
-                    p = S.chain_step(m, chain)
-                    g, length, inv = S.chain_shape(m, p)
-                    spans = 0
-                    for w in range(m):
-                        lo, hi = S.walk_span(seg, k, head, tile, m, g, length, inv, reach, w)
-                        if lo < hi:
-                            spans += hi - lo
-                    if spans <= share:
-                        moved = 2 * seg + 2 * spans
-                        walked += 1
-            if moved < 0:
+            tile = 0
+            if k != 0:
+                tile, _, spans = S.walk_decision(seg, k, (head0 + lane * seg) % 16, tile_max, max_tiles, reach,
+                                                 share)
+            if tile:
+                moved = 2 * seg + 2 * spans
+                walked += 1
+            else:
                 moved = max(2 * seg, S.swap_traffic(seg, k, save))
             total += moved
         return total, walked
