@@ -3,26 +3,30 @@
 ``rotate._cuda._lanes.walk_kernel(trace=address)`` has thread 0 of every
 block add up the nanoseconds of each phase of each lane it takes (choosing
 the tile size, laying out the walk, pre-reading, walking; lanes by block
-swaps apart) and the tiles walked. This runs ``roll_rows`` with random
-int64 device shifts on lanes of 4 MiB (1 GiB) and 1 MiB (1 GiB), timed
-without the trace first (3 calls between CUDA events), then once with it,
-and writes per walked lane means and the slowest block's total.
+swaps apart), the tiles walked, the lanes walked from the launch's pool and
+the bytes pre-read. This runs ``roll_rows`` with random int64 device shifts
+on lanes of 4 MiB (1 GiB of uint8, 4 GiB of float32), timed without the
+trace first (3 calls between CUDA events), then once with it, and writes
+per walked lane means and the blocks' totals (mean, 90th percentile, max).
 
-    python benchmarks/walk_trace.py --json docs/results/walk-trace-<commit>-h200.json
+    python benchmarks/walk_trace.py --json docs/results/walk-trace-<commit>-h200.json [--set walk_pool_bytes=0]
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import pathlib
 import sys
 
+import numpy as np
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-CASES = (((256, 1 << 22), "uint8"), ((1024, 1 << 18), "float32"))
+CASES = (((256, 1 << 22), "uint8"), ((1024, 1 << 20), "float32"))
 
 
 def run(shape, dtype, knobs, torch, rotate, planner, L):
@@ -51,19 +55,27 @@ def run(shape, dtype, knobs, torch, rotate, planner, L):
         torch.cuda.synchronize()
     t = trace.cpu().numpy().reshape(grid, fields)
     lanes = int(t[:, 0].sum())
-    per_lane = {f: float(t[:, i].sum() / max(lanes, 1) / 1000) for i, f in enumerate(L.WALK_TRACE_FIELDS)
-                if f.endswith("_ns")}
+    column = {f: i for i, f in enumerate(L.WALK_TRACE_FIELDS)}
+    per_lane = {f: float(t[:, i].sum() / max(lanes, 1) / 1000) for f, i in column.items() if f.endswith("_ns")}
+    block_us = t[:, column["choose_ns"]:column["swap_ns"] + 1].sum(axis=1) / 1000
+    seg = n * x.element_size()
     return {"shape": list(shape), "dtype": dtype, "knobs": knobs, "ms": ms, "grid": grid, "lanes_walked": lanes,
+            "lanes_pooled": int(t[:, column["pooled"]].sum()),
             "per_walked_lane_us": {k[:-3] + "_us": v for k, v in per_lane.items()},
-            "tiles_per_walked_lane": float(t[:, 6].sum() / max(lanes, 1)),
-            "block_total_us_max": float(t[:, 1:6].sum(axis=1).max() / 1000),
-            "block_total_us_mean": float(t[:, 1:6].sum(axis=1).mean() / 1000)}
+            "tiles_per_walked_lane": float(t[:, column["tiles"]].sum() / max(lanes, 1)),
+            "pre_read_per_walked_lane_pct": float(100 * t[:, column["pre_bytes"]].sum() / max(lanes, 1) / seg),
+            "block_total_us_max": float(block_us.max()),
+            "block_total_us_p90": float(np.quantile(block_us, 0.9)),
+            "block_total_us_mean": float(block_us.mean())}
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a planner setting for every case (a Python literal), e.g. walk_pool_bytes=0")
     args = parser.parse_args(argv)
+    knobs = {key: ast.literal_eval(value) for key, value in (item.split("=", 1) for item in args.set)}
     import torch
 
     import rotate
@@ -73,7 +85,7 @@ def main(argv=None) -> int:
 
     rows = []
     for shape, dtype in CASES:
-        rows.append(run(shape, dtype, {}, torch, rotate, planner, L))
+        rows.append(run(shape, dtype, knobs, torch, rotate, planner, L))
         print(json.dumps(rows[-1]), flush=True)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps({"benchmark": "walk_trace", "environment": environment(gpu=True),

@@ -706,15 +706,17 @@ def emulate_lane_swaps(lane: np.ndarray, k: int, save: int, panel: int, head: in
     return x
 
 
-def walk_plan(n: int, k: int, head: int, tile_max: int, max_tiles: int, reach: int, share: int, save: int):
+def walk_plan(n: int, k: int, head: int, tile_max: int, max_tiles: int, reach: int, share: int, save: int,
+              pool_left: int = 0):
     """What ``lane-walks`` (``rotate._cuda._lanes.walk_kernel``) does with one lane of ``n`` bytes rotated left
     by ``k``: ``("none",)``, ``("swaps",)`` (the lane would have too many tiles, or its pre-reads exceed
-    the block's ``share`` of scratch), or ``("walk", tile_bytes, chain, spans,
-    offsets, total)`` with each tile's pre-read span and its offset in the block's scratch. The kernel
-    decides with the same functions in the same order."""
+    both the block's ``share`` of scratch and the ``pool_left`` bytes left in the launch's pool), or
+    ``("walk", tile_bytes, chain, spans, offsets, total)`` with each tile's pre-read span and its offset
+    in the lane's scratch (the pool's when ``total > share``). The kernel decides with the same functions
+    in the same order."""
     if k == 0:
         return ("none",)
-    tile_bytes, chain, total = S.walk_decision(n, k, head, tile_max, max_tiles, reach, share)
+    tile_bytes, chain, total = S.walk_decision(n, k, head, tile_max, max_tiles, reach, share, pool_left)
     if tile_bytes == 0:
         return ("swaps",)
     m = S.tile_count(n, head, tile_bytes)
@@ -725,7 +727,7 @@ def walk_plan(n: int, k: int, head: int, tile_max: int, max_tiles: int, reach: i
 
 
 def emulate_lane_walk(lane: np.ndarray, k: int, head: int, tile_max: int, max_tiles: int, reach: int,
-                      share: int, save: int, panel: int = 16 * 1024):
+                      share: int, save: int, panel: int = 16 * 1024, pool_left: int = 0):
     """One lane of ``lane-walks`` rotated left by ``k`` bytes on the CPU: ``(rotated copy, plan)``.
 
     Runs the kernel's walk with its index math: pre-read spans copied to
@@ -740,7 +742,7 @@ def emulate_lane_walk(lane: np.ndarray, k: int, head: int, tile_max: int, max_ti
     ``emulate_lane_swaps``.
     """
     n = len(lane)
-    plan = walk_plan(n, k, head, tile_max, max_tiles, reach, share, save)
+    plan = walk_plan(n, k, head, tile_max, max_tiles, reach, share, save, pool_left)
     if plan[0] == "none":
         return np.array(lane, copy=True), plan
     if plan[0] == "swaps":

@@ -599,11 +599,13 @@ def walk_choose(n, k, head, tile_lo, tile_hi, reach, share):
 
 
 @register_jitable
-def walk_decision(n, k, head, tile_max, max_tiles, reach, share):
+def walk_decision(n, k, head, tile_max, max_tiles, reach, share, pool_left):
     """``(tile_bytes, chain, pre_bytes)``: the walk ``walk_kernel`` takes for a lane of ``n`` bytes rotated left
     by ``k > 0`` (its choice, then its spans counted exactly), or ``tile_bytes == 0`` where it takes block
-    swaps instead (too many tiles, no candidate, or spans over ``share``). The kernel decides the same in
-    parallel; the planner's traffic count and the emulator call this."""
+    swaps instead (too many tiles, no candidate, or spans over both the block's ``share`` and the
+    ``pool_left`` bytes the launch's pool still has). A walk with ``pre_bytes > share`` holds its pre-reads
+    in the pool. The kernel decides the same in parallel; the planner's traffic count and the emulator
+    call this."""
     tile_lo, tile_hi = walk_tile_range(n, tile_max, max_tiles)
     if tile_lo > tile_hi:
         return 0, 0, 0
@@ -618,7 +620,7 @@ def walk_decision(n, k, head, tile_max, max_tiles, reach, share):
         lo, hi = walk_span(n, k, head, tile_bytes, m, g, length, inv, reach, w)
         if lo < hi:
             total += hi - lo
-    if total > share:
+    if total > share and total > pool_left:
         return 0, 0, 0
     return tile_bytes, chain, total
 

@@ -244,6 +244,45 @@ LONG_LANE_SETTINGS = dict(constants={"MAX_LANE_SMEM": 32}, swap_panel_bytes=64, 
 #: fallback's 64-byte panels and 40-byte saved side, a share of scratch a third of a lane.
 WALK_SETTINGS = dict(constants={"MAX_LANE_SMEM": 32}, swap_panel_bytes=64, swap_save_bytes=40, long_lanes="walks",
                      walk_tile_bytes=64, walk_max_tiles=512, walk_share_bytes=112)
+#: No share and no pool: only lanes with nothing to pre-read walk, the rest take block swaps in the walk
+#: kernel. A pool and no share: every lane that pre-reads takes its bytes from the pool (ample), or the
+#: pool runs short after a lane or two (tight: lanes that do not fit give their bytes back and swap).
+NO_SCRATCH_WALK_SETTINGS = {**WALK_SETTINGS, "walk_share_bytes": 0, "walk_pool_bytes": 0}
+POOL_WALK_SETTINGS = {**WALK_SETTINGS, "walk_share_bytes": 0, "walk_pool_bytes": 1 << 16}
+TIGHT_POOL_WALK_SETTINGS = {**WALK_SETTINGS, "walk_share_bytes": 0, "walk_pool_bytes": 160}
+
+
+def walk_pre_reads(plan, case: RowsCase) -> bool:
+    """Whether a lane of this ``lane-walks`` plan pre-reads anything, given room (the emulator's
+    ``walk_plan`` lane by lane); only for C-ordered cases rolled along the last axis (lanes in memory
+    order), False for the rest."""
+    from rotate import _emulator as E
+
+    step = plan.steps[0]
+    d = step.details
+    if case.order != "C" or case.axis % len(case.shape) != len(case.shape) - 1:
+        return False
+    n = d["_n"]
+    shifts = np.broadcast_to(case.shift_array(), case.shape[:-1]).reshape(-1)
+    for lane, s in enumerate(shifts):
+        k = (n - int(s) % n) % n * step.word_bytes
+        walk = E.walk_plan(step.seg_bytes, k, (d["head0"] + lane * step.seg_bytes) % 16, d["tile_bytes"][1],
+                           d["max_tiles"], d["buffers"] - 1, 0, d["save_bytes"], 1 << 40)
+        if walk[0] == "walk" and walk[5] > 0:
+            return True
+    return False
+
+
+def launch_scratch_state() -> tuple:
+    """``(bytes of the default stream's scratch no longer POISON, its counters)`` after a call: a pool
+    the kernel wrote, and the dispensers, which the last block out must leave at zero. Like
+    ``poison_launch_scratch``, it reaches into today's launcher."""
+    from rotate._cuda import launch
+
+    entry = launch.scratch_for(0)
+    if entry.pre is None:
+        return 0, np.zeros(4, np.uint64)
+    return int(np.count_nonzero(entry.pre.copy_to_host() != POISON)), entry.counters.copy_to_host()
 
 
 def _long_lanes() -> list:

@@ -202,19 +202,31 @@ def check_rows_long_lanes():
 def check_rows_lane_walks():
     """lane-walks on lanes of a few hundred bytes (tiles of 32-64 bytes): grids of one block and three,
     rings of two to four buffers, eight threads (thread 0 decodes after it writes) and 64 (a warp decodes
-    while the other writes, eight items at a time), and a share of scratch no lane fits (block swaps in
-    the walk kernel, except for lanes with nothing to pre-read)."""
-    from rows_cases import LONG_LANE_CASES, WALK_SETTINGS, CudaRowsRunner, check_rows_case
+    while the other writes, eight items at a time); no scratch at all (block swaps in the walk kernel,
+    except for lanes with nothing to pre-read); no share but a pool, ample or tight (lanes over what is
+    left give it back and take block swaps). The pool must be written when lanes walk from it, and every
+    launch must leave its counters at zero."""
+    from rows_cases import (LONG_LANE_CASES, NO_SCRATCH_WALK_SETTINGS, POOL_WALK_SETTINGS, TIGHT_POOL_WALK_SETTINGS,
+                            WALK_SETTINGS, CudaRowsRunner, check_rows_case, launch_scratch_state)
 
-    no_share = CudaRowsRunner(lane_threads=8, grid=2, **{**WALK_SETTINGS, "walk_share_bytes": 0})
+    no_scratch = CudaRowsRunner(lane_threads=8, grid=2, **NO_SCRATCH_WALK_SETTINGS)
+    pool = CudaRowsRunner(lane_threads=8, grid=2, **POOL_WALK_SETTINGS)
+    pool_written = 0
     for runner, cases in ((CudaRowsRunner(lane_threads=8, grid=1, **WALK_SETTINGS), LONG_LANE_CASES[0:6:2]),
                           (CudaRowsRunner(lane_threads=8, grid=3, walk_buffers=2, **WALK_SETTINGS), LONG_LANE_CASES[7:12:2]),
                           (CudaRowsRunner(lane_threads=64, grid=2, walk_buffers=3, **WALK_SETTINGS), LONG_LANE_CASES[13:15]),
-                          (no_share, LONG_LANE_CASES[3:4])):
+                          (no_scratch, LONG_LANE_CASES[3:4]),
+                          (pool, LONG_LANE_CASES[3:5]),
+                          (CudaRowsRunner(lane_threads=8, grid=3, **TIGHT_POOL_WALK_SETTINGS), LONG_LANE_CASES[4:5])):
         for case in cases:
             plan = check_rows_case(runner, case)
             assert plan.algorithm == "lane-walks", plan
-            assert runner is not no_share or plan.scratch_bytes == 0, plan
+            assert runner is not no_scratch or plan.scratch_bytes == 0, plan
+            written, counters = launch_scratch_state()
+            assert not counters.any(), counters
+            if runner is pool:
+                pool_written += written
+    assert pool_written > 0  # lanes walked from the pool
 
 
 @settings(deadline=None, max_examples=EXAMPLES // 4, database=None)

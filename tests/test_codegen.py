@@ -285,7 +285,7 @@ def test_walk_lane_kernel_compiles(monkeypatch, buffers, tile_bytes, panel_bytes
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
     kernel = _lanes.walk_kernel(_lanes.THREADS, buffers, tile_bytes, 64, panel_bytes)
-    sig = (types.int64,) * 11  # what launch.run_lane_walks passes
+    sig = (types.int64,) * 13  # what launch.run_lane_walks passes
     text, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), launch_bounds=_lanes.THREADS)
     assert len(re.findall(r"cp\.async\.cg\.shared\.global \[\w+\], \[%rd\d+\], 16;", text)) >= 1
     for pending in range(buffers):

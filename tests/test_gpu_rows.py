@@ -20,8 +20,9 @@ import numpy as np  # noqa: E402
 
 import rotate  # noqa: E402
 from rows_cases import (BIG_ROWS_CASES, CHUNKED_ROWS_CASES, CHUNKED_RUNS, FIXED_ROWS_CASES,  # noqa: E402
-                        FLAT_STRIP_CASES, LONG_LANE_CASES, LONG_LANE_SETTINGS, WALK_SETTINGS, CudaRowsRunner, RowsCase,
-                        check_rows_case, long_lane_cases, rows_cases)
+                        FLAT_STRIP_CASES, LONG_LANE_CASES, LONG_LANE_SETTINGS, NO_SCRATCH_WALK_SETTINGS,
+                        POOL_WALK_SETTINGS, TIGHT_POOL_WALK_SETTINGS, WALK_SETTINGS, CudaRowsRunner, RowsCase,
+                        check_rows_case, launch_scratch_state, long_lane_cases, rows_cases, walk_pre_reads)
 
 pytestmark = pytest.mark.gpu
 
@@ -43,7 +44,8 @@ ONE_BLOCK_LONG_LANES = CudaRowsRunner(grid=1, **LONG_LANE_SETTINGS)
 # and three; a share of scratch no lane fits (every lane by block swaps in the walk kernel).
 WALKS = (CudaRowsRunner(**WALK_SETTINGS), CudaRowsRunner(grid=1, walk_buffers=3, **WALK_SETTINGS),
          CudaRowsRunner(grid=3, walk_buffers=2, lane_threads=64, **WALK_SETTINGS))
-NO_SHARE_WALKS = CudaRowsRunner(grid=2, **{**WALK_SETTINGS, "walk_share_bytes": 0})
+NO_SCRATCH_WALKS = CudaRowsRunner(grid=2, **NO_SCRATCH_WALK_SETTINGS)
+POOL_WALKS = (CudaRowsRunner(grid=2, **POOL_WALK_SETTINGS), CudaRowsRunner(grid=3, **TIGHT_POOL_WALK_SETTINGS))
 
 
 @pytest.mark.parametrize("case", FIXED_ROWS_CASES, ids=repr)
@@ -90,11 +92,15 @@ def test_random_long_lane_rows_cases(case):
 
 @pytest.mark.parametrize("case", LONG_LANE_CASES, ids=repr)
 def test_walk_rows_cases(case):
-    for runner in WALKS + (NO_SHARE_WALKS,):
+    for runner in WALKS + (NO_SCRATCH_WALKS,) + POOL_WALKS:
         plan = check_rows_case(runner, case)
         assert plan.algorithm == "lane-walks", plan
-        if runner is NO_SHARE_WALKS:  # only lanes with nothing to pre-read walk
+        if runner is NO_SCRATCH_WALKS:  # only lanes with nothing to pre-read walk
             assert plan.steps[0].scratch_bytes == 0, plan
+        written, counters = launch_scratch_state()
+        assert not counters.any(), counters  # the last block out rewound the dispensers
+        if runner is POOL_WALKS[0] and walk_pre_reads(plan, case):
+            assert written > 0  # lanes that pre-read took their bytes from the pool
 
 
 @settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])

@@ -109,25 +109,29 @@ def test_swap_traffic_is_two_n_when_the_small_side_fits_and_at_most_four_n(n, da
 
 @settings(deadline=None, max_examples=400)
 @given(n=st.integers(1, 6000), data=st.data(), head=st.integers(0, 15), tile=st.sampled_from([32, 48, 64, 256, 1024]),
-       reach=st.integers(1, 3), share=st.sampled_from([0, 64, 512, 1 << 30]), seed=st.integers(0, 10**6))
-def test_lane_walks_equal_numpy_whenever_the_copies_land(n, data, head, tile, reach, share, seed):
+       reach=st.integers(1, 3), share=st.sampled_from([0, 64, 512, 1 << 30]), pool=st.sampled_from([0, 96, 1 << 30]),
+       seed=st.integers(0, 10**6))
+def test_lane_walks_equal_numpy_whenever_the_copies_land(n, data, head, tile, reach, share, pool, seed):
     """The walk kernel's schedule: its choice of tile size and chain step, the pre-read spans, then the
     tiles in chain order with the copies of ``reach`` items ahead started before each write. Every copy
     is taken when it starts and must be unchanged when it has to have landed (the emulator raises
     otherwise), a pre-read piece must lie in its writer's span, and the lane must equal numpy.roll.
-    Lanes over the share take block swaps."""
+    Lanes over both the share and what is left of the pool take block swaps."""
     k = data.draw(st.one_of(st.integers(0, n - 1), st.sampled_from([0, 1, n // 2, n - 1, n // 3])) if n > 1
                   else st.just(0))
-    note(f"n={n} k={k} head={head} tile={tile} reach={reach} share={share}")
+    note(f"n={n} k={k} head={head} tile={tile} reach={reach} share={share} pool={pool}")
     lane = np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8)
-    got, plan = E.emulate_lane_walk(lane, k, head, tile, 4096, reach, share, save=40, panel=64)
+    got, plan = E.emulate_lane_walk(lane, k, head, tile, 4096, reach, share, save=40, panel=64, pool_left=pool)
     assert np.array_equal(got, np.roll(lane, -k)), plan[:3]
     if plan[0] == "walk":
-        assert plan[5] <= share and all(lo >= hi or (hi - lo) % 16 == 0 for lo, hi in plan[3])
+        assert plan[5] <= max(share, pool) and all(lo >= hi or (hi - lo) % 16 == 0 for lo, hi in plan[3])
         tile_lo, tile_hi = S.walk_tile_range(n, tile, 4096)
         assert tile_lo <= plan[1] <= tile_hi and plan[1] % 16 == 0
     else:
         assert plan[0] == ("none" if k == 0 else "swaps")
+        if k:  # a swap is a walk with no room: with room for its spans it would have walked
+            tile_bytes, _, total = S.walk_decision(n, k, head, tile, 4096, reach, share, 1 << 40)
+            assert tile_bytes == 0 or total > max(share, pool), (tile_bytes, total)
 
 
 @settings(deadline=None, max_examples=200)

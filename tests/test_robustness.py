@@ -645,22 +645,33 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
         assert 2 * (d["smem_bytes"] + 1024 + 2048) <= 228 * 1024, d  # two blocks an SM, static memory too
         assert d["tile_bytes"] == (L.WALK_TILE_BYTES // 2, L.WALK_TILE_BYTES) and d["buffers"] == L.WALK_BUFFERS
         assert d["share_bytes"] == int(n * gpu_planner.WALK_SHARE) // 16 * 16
-        assert step.scratch_bytes == d["grid"] * d["share_bytes"]
-    want = 0
-    walked = 0
-    d = host.details
-    for lane, s in enumerate(shifts):
-        k = (n - int(s) % n) % n
-        plan = E.walk_plan(n, k, (head + lane * n) % 16, L.WALK_TILE_BYTES, d["max_tiles"], d["buffers"] - 1,
-                           d["share_bytes"], d["save_bytes"])
-        if plan[0] == "walk":
-            want += 2 * n + 2 * plan[5]
-            walked += 1
-        else:
-            assert plan[0] == "swaps", plan
-            want += max(2 * n, S.swap_traffic(n, k, d["save_bytes"]))
-    assert gpu_planner.walk_traffic(host, shifts) == (want, walked) and walked > 0.9 * rows
-    assert 2 * rows * n < want < 1.05 * 2 * rows * n  # random shifts: within 5% of one pass
+        assert d["pool_bytes"] == int(rows * n * gpu_planner.WALK_POOL) // 16 * 16
+        assert step.scratch_bytes == d["grid"] * d["share_bytes"] + d["pool_bytes"]
+    for pool in (None, 0):  # the default pool, and none (lanes over their share take block swaps)
+        with gpu_planner.override(walk_pool_bytes=pool):
+            host = gpu_planner.plan_long_lanes(1, rows, n, 1, head, None, shifts)
+        want = 0
+        walked = 0
+        used = 0
+        over = 0
+        d = host.details
+        for lane, s in enumerate(shifts):  # the pool's bytes in ticket (lane) order
+            k = (n - int(s) % n) % n
+            plan = E.walk_plan(n, k, (head + lane * n) % 16, L.WALK_TILE_BYTES, d["max_tiles"], d["buffers"] - 1,
+                               d["share_bytes"], d["save_bytes"], d["pool_bytes"] - used)
+            if plan[0] == "walk":
+                want += 2 * n + 2 * plan[5]
+                walked += 1
+                if plan[5] > d["share_bytes"]:
+                    used += plan[5]
+                    over += 1
+            else:
+                assert plan[0] == "swaps", plan
+                want += max(2 * n, S.swap_traffic(n, k, d["save_bytes"]))
+        assert gpu_planner.walk_traffic(host, shifts) == (want, walked) and walked > 0.9 * rows
+        assert 2 * rows * n < want < 1.05 * 2 * rows * n  # random shifts: within 5% of one pass
+        assert 0 < used <= d["pool_bytes"] if pool is None else used == over == 0
+        assert walked == rows if pool is None else walked < rows  # these shifts: the pool holds every lane over
     for step in (host, device):  # the exact count costs ~80 us a lane: a plan reports the bound
         assert step.bytes_moved == 4 * rows * n and step.details["bytes_moved_is_bound"]
     with pytest.raises(ValueError, match="walk_traffic takes a lane-walks step, got 'lane-swaps'"):
@@ -669,13 +680,16 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
     assert gpu_planner.plan_long_lanes(1, 64, (2 << 20) - 16, 1, 0, None, None).algorithm == "lane-swaps"
     with gpu_planner.override(long_lanes="walks"):
         assert gpu_planner.plan_long_lanes(1, 64, 300_000, 1, 0, None, None).algorithm == "lane-walks"
-    # A bound on scratch sets the share (lanes over it take block swaps in the same launch).
+    # A bound on scratch sets the share, the pool gets what is left of it (lanes over both take block
+    # swaps in the same launch).
     bounded = gpu_planner.plan_long_lanes(1, rows, n, 1, 0, 1 << 20, None)
     assert bounded.scratch_bytes <= 1 << 20 and bounded.details["share_bytes"] == (1 << 20) // rows // 16 * 16
+    assert bounded.details["pool_bytes"] == (1 << 20) - rows * bounded.details["share_bytes"]
     for knobs, message in (({"long_lanes": "fast"}, "long_lanes must be 'walks', 'swaps' or None"),
                            ({"walk_tile_bytes": 100}, "walk_tile_bytes must be a multiple of 16 from 32"),
                            ({"walk_buffers": 5}, "walk_buffers must be 2, 3 or 4"),
                            ({"walk_max_tiles": 1}, "walk_max_tiles must be an integer >= 2"),
+                           ({"walk_pool_bytes": -16}, "walk_pool_bytes must be >= 0"),
                            ({"walk_tile_bytes": 1 << 17}, "need .* bytes of shared memory a block"),
                            ({"long_lanes": "walks", "walk_max_tiles": 4}, "long_lanes='walks' cannot take lanes")):
         with gpu_planner.override(**knobs):

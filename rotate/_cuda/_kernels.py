@@ -40,6 +40,31 @@ def wait_copies_left(left):
     else:
         _wait_left3()
 
+@cuda.jit(device=True)
+def block_ticket(ctrl, counters, index, tid):
+    """The block's next ticket from dispenser ``counters[index]``: thread 0 draws it into ``ctrl[0]``,
+    every thread returns it (the second barrier keeps ``ctrl[0]`` until all have read it)."""
+    if tid == 0:
+        ctrl[0] = int64(atomic_add_u64(counters, index, uint64(1)))
+    cuda.syncthreads()
+    ticket = ctrl[0]
+    cuda.syncthreads()
+    return ticket
+
+
+@cuda.jit(device=True)
+def leave_launch(counters):
+    """Thread 0, once its block draws no more tickets: the last block out rewinds the four dispensers
+    (``counters[2]`` counts the blocks out), so the next launch on the stream starts from zero."""
+    finished = atomic_add_u64(counters, 2, uint64(1))
+    if finished == cuda.gridDim.x - 1:
+        # Every block has drawn its final ticket and taken its last pool bytes.
+        store_u64(counters, 0, uint64(0))
+        store_u64(counters, 1, uint64(0))
+        store_u64(counters, 2, uint64(0))
+        store_u64(counters, 3, uint64(0))
+
+
 # Fields of an item descriptor (see ``describe``): the item, then up to
 # MAX_PIECES source pieces of PIECE_FIELDS each.
 F_TILE, F_ROW, F_HEAD, F_X0, F_X1, F_PIECES, F_KINDS, F_REACH = range(8)
@@ -1286,14 +1311,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     @cuda.jit(device=True)
     def leave(counters):
         """Thread 0, once the block has no item left."""
-        finished = atomic_add_u64(counters, 2, uint64(1))
-        if finished == cuda.gridDim.x - 1:
-            # Last block out: every block has drawn its final ticket, so
-            # the dispensers can be rewound for the next launch.
-            store_u64(counters, 0, uint64(0))
-            store_u64(counters, 1, uint64(0))
-            store_u64(counters, 2, uint64(0))
-            store_u64(counters, 3, uint64(0))
+        leave_launch(counters)
 
     if pipeline:
         return kernel_pipeline

@@ -58,7 +58,7 @@ from numba.extending import register_jitable
 
 from .. import _schedule as S
 from .._rowperm import MAX_LEAD, source_row  # noqa: F401  (re-exported: the emulator and tests use L.source_row)
-from ._kernels import _write_moved, store_realigned, wait_copies_left
+from ._kernels import _write_moved, block_ticket, leave_launch, store_realigned, wait_copies_left
 from ._memops import (SIMULATED, atomic_add_u64, commit_copies, copies_waiter, copy16_async, global_timer, load16,
                       load16_shared, load_acquire, load_i64, store16, store8, store_relaxed, store_u64, sync_warp)
 
@@ -722,8 +722,10 @@ WALK_TILE_BYTES = 24 * 1024
 WALK_MAX_TILES = 1024
 WALK_BUFFERS = 3
 #: What ``walk_kernel(trace=...)`` adds up a block: lanes walked, ns choosing, laying out, pre-reading
-#: (and the first decodes), walking, ns of lanes by block swaps, tiles walked.
-WALK_TRACE_FIELDS = ("lanes", "choose_ns", "layout_ns", "pre_ns", "walk_ns", "swap_ns", "tiles")
+#: (and the first decodes), walking, ns of lanes by block swaps, tiles walked, lanes walked from the
+#: pool, bytes pre-read.
+WALK_TRACE_FIELDS = ("lanes", "choose_ns", "layout_ns", "pre_ns", "walk_ns", "swap_ns", "tiles", "pooled",
+                     "pre_bytes")
 
 
 def walk_buffer_vecs(tile_bytes: int) -> int:
@@ -751,11 +753,12 @@ def walk_save_bytes(panel_bytes: int = PANEL_BYTES) -> int:
 @functools.lru_cache(maxsize=None)
 def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes: int = WALK_TILE_BYTES,
                 max_tiles: int = WALK_MAX_TILES, panel_bytes: int = PANEL_BYTES, trace: int = 0):
-    """``kernel(data, shifts, scratch, rows, seg, n, item, shift_stride, head0, share, save_bytes)``.
+    """``kernel(data, shifts, scratch, counters, rows, seg, n, item, shift_stride, head0, share, pool,
+    save_bytes)``.
 
     ``roll_rows`` of lanes beyond a block's shared memory in one pass
     (``lane-walks``, docs/design.md "Lane walks"): a block owns a lane at a
-    time (lanes grid-strided) and
+    time (lanes by ticket, ``counters[0]``) and
 
     1. picks a tile size (``tile_bytes`` down to half) and chain step: each
        thread estimates its share of the candidates
@@ -765,17 +768,20 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
        tile, first writer and ring reach (``walk_reach``), every tile's
        pre-read span (``walk_span``: bytes whose reader comes more than
        ``buffers - 1`` items after their writer) and its offset in the
-       block's ``share`` bytes of ``scratch``;
+       block's ``share`` bytes of ``scratch`` (block ``b``'s at
+       ``b * share``), or, for spans over the share, in the ``pool`` bytes
+       after the blocks' shares (``counters[1]``: the pool's bytes taken);
     3. copies the spans to scratch, then walks the tiles in chain order
        through ``buffers`` tile buffers: the copies of item ``i + buffers - 1``
        start before item ``i`` writes; item ``i`` waits for its own copies
        and for those of its farthest look-ahead reader, then writes its tile
-       realigned in registers (``_write_moved``). Thread 0 decodes the item
-       ``buffers`` ahead from the tables, with no division.
+       realigned in registers (``_write_moved``). The first warp decodes
+       the items ahead from the tables, with no division.
 
-    A lane whose small side fits ``save_bytes``, or whose spans exceed
-    ``share``, runs ``lane-swaps``' steps instead (``_swap_lane``). No block
-    waits for another.
+    A lane with no candidate, or whose spans fit neither its share nor what
+    is left of the pool, runs ``lane-swaps``' steps instead (``_swap_lane``;
+    its saved side ``save_bytes``). No block waits for another. The last
+    block out rewinds the counters (``leave_launch``).
 
     ``trace`` (GPU only): 0, or the device address of ``len(WALK_TRACE_FIELDS)``
     int64 a block, where thread 0 adds up the nanoseconds of each phase
@@ -1010,36 +1016,61 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
         return w
 
     @cuda.jit(device=True)
-    def pre_read_spans(data, scratch, smi, row_pos, share_pos, m, total, tid):
+    def span_source(smi, row_pos, w, v):
+        """Where scratch vector ``v`` of tile ``w``'s span lies in ``data``."""
+        return row_pos + int64(smi[t_lo + w]) + 16 * v - int64(smi[t_off + w])
+
+    @cuda.jit(device=True)
+    def pre_read_spans(data, scratch, smi, row_pos, lane_scratch, m, total, tid):
         """Copy every tile's span to its scratch offset. The spans back to back are one run of vectors:
-        thread ``t`` copies vectors ``t, t + threads, ...`` (coalesced), two loads in flight, finding
-        each one's tile by walking the offsets forward."""
+        thread ``t`` copies vectors ``t, t + threads, ...`` (coalesced), four loads in flight before
+        their stores (a block's only reads then: latency, not bandwidth, sets this phase), finding each
+        one's tile by walking the offsets forward."""
         vecs = total >> 4
         w = int64(0)
         v = int64(tid)
         while v < vecs:
             w = span_tile(smi, m, w, v)
-            a0, a1, a2, a3 = load16(data, row_pos + int64(smi[t_lo + w]) + 16 * v - int64(smi[t_off + w]))
-            ahead = v + threads
-            if ahead < vecs:
-                w = span_tile(smi, m, w, ahead)
-                b0, b1, b2, b3 = load16(data, row_pos + int64(smi[t_lo + w]) + 16 * ahead - int64(smi[t_off + w]))
-                store16(scratch, share_pos + 16 * ahead, b0, b1, b2, b3)
-            store16(scratch, share_pos + 16 * v, a0, a1, a2, a3)
-            v += 2 * threads
+            a0, a1, a2, a3 = load16(data, span_source(smi, row_pos, w, v))
+            v1 = v + threads
+            v2 = v1 + threads
+            v3 = v2 + threads
+            if v3 < vecs:
+                w = span_tile(smi, m, w, v1)
+                b0, b1, b2, b3 = load16(data, span_source(smi, row_pos, w, v1))
+                w = span_tile(smi, m, w, v2)
+                c0, c1, c2, c3 = load16(data, span_source(smi, row_pos, w, v2))
+                w = span_tile(smi, m, w, v3)
+                e0, e1, e2, e3 = load16(data, span_source(smi, row_pos, w, v3))
+                store16(scratch, lane_scratch + 16 * v1, b0, b1, b2, b3)
+                store16(scratch, lane_scratch + 16 * v2, c0, c1, c2, c3)
+                store16(scratch, lane_scratch + 16 * v3, e0, e1, e2, e3)
+            else:  # the run's last vectors, one at a time
+                for u in range(v1, vecs, threads):
+                    w = span_tile(smi, m, w, u)
+                    b0, b1, b2, b3 = load16(data, span_source(smi, row_pos, w, u))
+                    store16(scratch, lane_scratch + 16 * u, b0, b1, b2, b3)
+            store16(scratch, lane_scratch + 16 * v, a0, a1, a2, a3)
+            v += 4 * threads
 
     @cuda.jit(**jit_options)
-    def kernel(data, shifts, scratch, rows, seg, n, item, shift_stride, head0, share, save_bytes):
+    def kernel(data, shifts, scratch, counters, rows, seg, n, item, shift_stride, head0, share, pool, save_bytes):
         sm32 = cuda.shared.array(0, uint32)
         smi = cuda.shared.array(0, int32)
         picks = cuda.shared.array(0, int64)
         pick = picks[pick0:pick0 + 2 * threads]
         desc = cuda.shared.array((slots, W_FIELDS), int64)
+        ctrl = cuda.shared.array(2, int64)
         tid = cuda.threadIdx.x
         share_pos = int64(cuda.blockIdx.x) * share
+        pool0 = int64(cuda.gridDim.x) * share  # the pool follows the blocks' shares
         tile_lo, tile_hi = S.walk_tile_range(seg, tile_bytes, max_tiles)
         record = int64(cuda.blockIdx.x) * len(WALK_TRACE_FIELDS)
-        for lane in range(int64(cuda.blockIdx.x), rows, int64(cuda.gridDim.x)):
+        while True:
+            # Lanes by ticket, not grid-strided: a block held up by a costly lane takes fewer.
+            lane = block_ticket(ctrl, counters, 0, tid)
+            if lane >= rows:
+                break
             if trace and tid == 0:
                 t0 = global_timer()
             s = load_i64(shifts, lane * shift_stride) % n  # Python's modulo: in [0, n)
@@ -1058,13 +1089,28 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
             tile = int64(0)
             m = int64(0)
             total = int64(0)
+            lane_scratch = share_pos
             if walk:
                 tile, chain = S.walk_candidate(seg, k, head, tile_hi, index)
                 m = S.tile_count(seg, head, tile)
                 p = S.chain_step(m, chain)
                 g, length, inv = S.chain_shape(m, p)
                 total = layout(smi, pick, seg, k, head, tile, m, p, g, length, inv, tid)
-                walk = total <= share
+                if total > share:
+                    # Over the block's share: the pre-reads go to the launch's pool if it still has
+                    # room (bytes taken in ticket order, returned by a lane they do not fit).
+                    if tid == 0:
+                        used = int64(atomic_add_u64(counters, 1, uint64(total)))
+                        if used + total <= pool:
+                            ctrl[1] = pool0 + used
+                        else:
+                            atomic_add_u64(counters, 1, uint64(-total))
+                            ctrl[1] = -1
+                    cuda.syncthreads()  # ctrl[1] is written again only after the next lane's ticket
+                    lane_scratch = ctrl[1]
+                    walk = lane_scratch >= 0
+                    if trace and walk and tid == 0:
+                        add_trace(trace, record, 7, 1)
             if trace and tid == 0:
                 t2 = global_timer()
             if not walk:
@@ -1073,10 +1119,10 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
                 if trace and tid == 0:
                     add_trace(trace, record, 5, global_timer() - t2)
                 continue
-            pre_read_spans(data, scratch, smi, row_pos, share_pos, m, total, tid)
+            pre_read_spans(data, scratch, smi, row_pos, lane_scratch, m, total, tid)
             if tid < decoders:
                 for position in range(int64(tid), min(buffers, m), decoders):
-                    decode(desc, position % slots, smi, position, seg, k, head, tile, row_pos, share_pos)
+                    decode(desc, position % slots, smi, position, seg, k, head, tile, row_pos, lane_scratch)
             cuda.syncthreads()  # the spans are in scratch before any copy reads them; the first items decoded
             if trace and tid == 0:
                 t3 = global_timer()
@@ -1097,7 +1143,7 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
                 following = position + buffers + tid
                 if tid < decoders and position % decoders == 0 and following < m:
                     # Its slot held item following - slots <= position - 1: written already.
-                    decode(desc, following % slots, smi, following, seg, k, head, tile, row_pos, share_pos)
+                    decode(desc, following % slots, smi, following, seg, k, head, tile, row_pos, lane_scratch)
                 cuda.syncthreads()  # this buffer is staged again, the decoded items are read
             if trace and tid == 0:
                 add_trace(trace, record, 0, 1)
@@ -1106,6 +1152,9 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
                 add_trace(trace, record, 3, t3 - t2)
                 add_trace(trace, record, 4, global_timer() - t3)
                 add_trace(trace, record, 6, m)
+                add_trace(trace, record, 8, total)
+        if tid == 0:
+            leave_launch(counters)
 
     return kernel
 
@@ -1165,11 +1214,7 @@ def cycle_kernel(unit: int, threads: int = THREADS, runs: bool = False):
         current = buf_vecs
         upcoming = 2 * buf_vecs
         while True:
-            if tid == 0:
-                ctrl[0] = int64(atomic_add_u64(counters, 0, uint64(1)))
-            cuda.syncthreads()
-            ticket = ctrl[0]
-            cuda.syncthreads()
+            ticket = block_ticket(ctrl, counters, 0, tid)
             if ticket >= 2 * nseg:
                 break
             if ticket < nseg:
@@ -1226,10 +1271,7 @@ def cycle_kernel(unit: int, threads: int = THREADS, runs: bool = False):
                 current, upcoming = upcoming, current
 
         if tid == 0:
-            finished = atomic_add_u64(counters, 2, uint64(1))
-            if finished == cuda.gridDim.x - 1:  # last block out: rewind the dispensers
-                store_u64(counters, 0, uint64(0))
-                store_u64(counters, 2, uint64(0))
+            leave_launch(counters)
 
     return kernel
 
@@ -1416,11 +1458,7 @@ def cycle_stream_kernel(threads: int = THREADS, ring: int = 3):
         ctrl = cuda.shared.array(1, int64)
         tid = cuda.threadIdx.x
         while True:
-            if tid == 0:
-                ctrl[0] = int64(atomic_add_u64(counters, 0, uint64(1)))
-            cuda.syncthreads()
-            ticket = ctrl[0]
-            cuda.syncthreads()
+            ticket = block_ticket(ctrl, counters, 0, tid)
             if ticket >= 2 * nseg:
                 break
             if ticket < nseg:
@@ -1512,9 +1550,6 @@ def cycle_stream_kernel(threads: int = THREADS, ring: int = 3):
                 s_buf = s_buf + 1 if s_buf + 1 < ring else 0
 
         if tid == 0:
-            finished = atomic_add_u64(counters, 2, uint64(1))
-            if finished == cuda.gridDim.x - 1:  # last block out: rewind the dispensers
-                store_u64(counters, 0, uint64(0))
-                store_u64(counters, 2, uint64(0))
+            leave_launch(counters)
 
     return kernel

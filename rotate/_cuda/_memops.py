@@ -349,7 +349,7 @@ if SIMULATED:
         """Add ``value`` to ``counters[index]``; return the old value (threads are Python threads here)."""
         with _atomic_lock:
             old = int(counters[index])
-            counters[index] = old + int(value)
+            counters[index] = (old + int(value)) & 0xFFFFFFFFFFFFFFFF  # wraps as the GPU's does
         return old
 
     def store_relaxed(flags, index, value):

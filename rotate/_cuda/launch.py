@@ -645,24 +645,24 @@ def run_lane_swaps(target: Any, info, step, handle: int, shifts: Any, shift_stri
 
 def run_lane_walks(target: Any, info, step, handle: int, shifts: Any, shift_stride: int) -> None:
     """Launch one ``lane-walks`` step: lane ``i`` rolled by ``shifts[i * shift_stride]`` (int64, on the
-    device), a block per lane at a time, each with its share of scratch."""
+    device), lanes by ticket, each block with its share of scratch and the launch's pool after them."""
     d = step.details
     if info.pointer % 16 != d["head0"]:
         raise AssertionError("internal error: a lane-walks plan run on an array at another 16-byte offset")
     device = planner._device_id()
     entry = scratch_for(handle, device)
-    _, pre, _, _ = entry.reserve(0, step.scratch_bytes)
+    _, pre, counters, _ = entry.reserve(0, step.scratch_bytes)
     scalars = (step.rows, step.seg_bytes, d["_n"], step.word_bytes, shift_stride, d["head0"], d["share_bytes"],
-               d["save_bytes"])
-    kernel, cu_kernel = _compiled_lanes("walk", d["tile_bytes"][1], d["block"], 11, device, d["panel_bytes"],
+               d["pool_bytes"], d["save_bytes"])
+    kernel, cu_kernel = _compiled_lanes("walk", d["tile_bytes"][1], d["block"], 13, device, d["panel_bytes"],
                                         d["buffers"], runs=planner.settings["walk_trace"], group=d["max_tiles"])
     if SIMULATED:
         data = _sim_bytes(target, step.rows * step.seg_bytes)
         flat = getattr(shifts, "_ary", shifts).reshape(-1)
-        kernel[d["grid"], d["block"], 0, d["smem_bytes"]](data, flat, pre, *scalars)
+        kernel[d["grid"], d["block"], 0, d["smem_bytes"]](data, flat, pre, counters, *scalars)
         return
     _launch_core(handle, d["grid"], d["block"], d["smem_bytes"], cu_kernel, info.pointer, _address(shifts),
-                 entry.addresses[0], *scalars)
+                 entry.addresses[0], entry.addresses[2], *scalars)
 
 
 RUNNERS["row-cycles"] = run_row_cycles

@@ -52,6 +52,7 @@ settings = {
     # lane has at most _lanes.WALK_MAX_TILES tiles of the walk's smallest size, else swaps.
     "long_lanes": None,
     "walk_share_bytes": None,  # lane-walks: scratch bytes a block holds pre-reads in; None: WALK_SHARE of a lane
+    "walk_pool_bytes": None,  # lane-walks: scratch for lanes over a share, taken in ticket order; None: WALK_POOL
     "walk_tile_bytes": None,  # lane-walks: the largest tile (a multiple of 16; half of it the smallest); None: 16 KiB
     "walk_buffers": None,  # lane-walks: tile buffers (2-4; look-ahead of one less); None: _lanes.WALK_BUFFERS
     "walk_max_tiles": None,  # lane-walks: most tiles a lane may have; None: _lanes.WALK_MAX_TILES
@@ -884,8 +885,14 @@ WALK_MIN_LANE_BYTES = 2 << 20
 
 #: ``lane-walks``' default scratch a block: this share of a lane. In the H200 run at af6e334 (random shifts,
 #: docs/results/gpu-rows-af6e334-h200.json) 255 of 256 4 MiB lanes, 1002 of 1024 4 MiB float32 lanes and 944
-#: of 1024 1 MiB lanes fitted it and walked; a lane whose spans exceed it takes block swaps.
+#: of 1024 1 MiB lanes fitted it and walked; there a lane whose spans exceeded it took block swaps, which
+#: set the launch's end at one lane a block (docs/perf-notes.md, "Lane walks: built").
 WALK_SHARE = 1 / 12
+#: ``lane-walks``' default pool, for lanes whose spans exceed their block's share: this share of the array.
+#: Replaying the kernel's choice on the CPU for seeded random shifts (docs/perf-notes.md, "Lane walks: the
+#: pool"), the lanes over a twelfth of a lane needed 0.3-4.3 lanes' bytes a launch of 256-1024 lanes of 2-4 MiB,
+#: where 1% of the array is 2.5-10 lanes.
+WALK_POOL = 1 / 100
 
 
 def _walk_limits():
@@ -909,21 +916,25 @@ def _walk_traffic_compiled():
     import numba
 
     @numba.njit(cache=True)
-    def traffic(shifts, n, item, head0, tile_max, max_tiles, reach, share, save):
-        """Bytes ``lane-walks`` moves for these shifts: its decisions, lane by lane, as the kernel takes them."""
+    def traffic(shifts, n, item, head0, tile_max, max_tiles, reach, share, pool, save):
+        """Bytes ``lane-walks`` moves for these shifts: its decisions, lane by lane, as the kernel takes them
+        (the pool's bytes in lane order, the order of the tickets)."""
         seg = n * item
         total = 0
         walked = 0
+        used = 0
         for lane in range(shifts.shape[0]):
             s = shifts[lane] % n
             k = ((n - s) % n) * item
             tile = 0
             if k != 0:
                 tile, _, spans = S.walk_decision(seg, k, (head0 + lane * seg) % 16, tile_max, max_tiles, reach,
-                                                 share)
+                                                 share, pool - used)
             if tile:
                 moved = 2 * seg + 2 * spans
                 walked += 1
+                if spans > share:
+                    used += spans
             else:
                 moved = max(2 * seg, S.swap_traffic(seg, k, save))
             total += moved
@@ -935,13 +946,15 @@ def _walk_traffic_compiled():
 def walk_traffic(step: Step, shifts) -> tuple:
     """``(bytes, lanes walked)``: what a ``lane-walks`` step moves for these shifts (host integers, one a
     lane, numpy.roll's direction), replaying the kernel's decisions lane by lane (compiled for the CPU).
-    The plan itself reports a bound; benchmarks and tests take the exact count here."""
+    The plan itself reports a bound; benchmarks and tests take the exact count here. Exact while the pool
+    holds every lane over its share; once it runs short, which lanes take block swaps depends on the
+    order blocks reach it (counted here in lane order, the order of the tickets)."""
     d = step.details
     if step.algorithm != "lane-walks":
         raise ValueError(f"walk_traffic takes a lane-walks step, got {step.algorithm!r}")
     moved, walked = _walk_traffic_compiled()(np.asarray(shifts, np.int64).reshape(-1), d["_n"], step.word_bytes,
                                              d["head0"], d["tile_bytes"][1], d["max_tiles"], d["buffers"] - 1,
-                                             d["share_bytes"], d["save_bytes"])
+                                             d["share_bytes"], d["pool_bytes"], d["save_bytes"])
     return int(moved), int(walked)
 
 
@@ -950,11 +963,12 @@ def plan_lane_walks(axis: int, rows: int, n: int, itemsize: int, pointer: int,
     """``roll_rows`` of lanes beyond a block's shared memory in one pass: ``lane-walks``; None when a lane
     would have more than ``_lanes.WALK_MAX_TILES`` tiles of the walk's smallest size.
 
-    A block takes whole lanes (grid-strided), picks each lane's tile size and
+    A block takes whole lanes (by ticket), picks each lane's tile size and
     chain step, pre-reads the bytes its look-ahead cannot hold into its share
-    of scratch, and writes the tiles in chain order (rotate/_cuda/_lanes.py
-    ``walk_kernel``). No block waits for another. A lane whose pre-reads
-    exceed the share takes ``lane-swaps``' steps in the same launch.
+    of scratch (or, over it, into the launch's pool while it lasts), and
+    writes the tiles in chain order (rotate/_cuda/_lanes.py ``walk_kernel``).
+    No block waits for another. A lane whose pre-reads fit neither takes
+    ``lane-swaps``' steps in the same launch.
     ``bytes_moved`` is a bound (4N, every lane by block swaps) whether the
     shifts are on the host or the device: the exact count replays every
     lane's choice (``walk_traffic``, about 90 us a 4 MiB lane on the CPU),
@@ -986,10 +1000,18 @@ def plan_lane_walks(axis: int, rows: int, n: int, itemsize: int, pointer: int,
     share = int(share) // 16 * 16
     if share < 0:
         raise ValueError(f"GPU setting walk_share_bytes must be >= 0, got {settings['walk_share_bytes']!r}")
+    pool = settings["walk_pool_bytes"]
+    if pool is None:
+        pool = int(rows * seg * WALK_POOL)
+        if max_scratch_bytes is not None:
+            pool = min(pool, max(0, max_scratch_bytes - grid * share))
+    pool = int(pool) // 16 * 16
+    if pool < 0:
+        raise ValueError(f"GPU setting walk_pool_bytes must be >= 0, got {settings['walk_pool_bytes']!r}")
     return Step(
         axis, 0, rows, seg, 0, itemsize,
         algorithm="lane-walks",
-        scratch_bytes=grid * share,
+        scratch_bytes=grid * share + pool,
         bytes_moved=4 * rows * seg,
         details={
             "schedule": "lane-walks",
@@ -1000,6 +1022,7 @@ def plan_lane_walks(axis: int, rows: int, n: int, itemsize: int, pointer: int,
             "buffers": buffers,
             "max_tiles": max_tiles,
             "share_bytes": share,
+            "pool_bytes": pool,
             "save_bytes": save,
             "panel_bytes": panel,
             "head0": pointer % 16,
@@ -1007,8 +1030,8 @@ def plan_lane_walks(axis: int, rows: int, n: int, itemsize: int, pointer: int,
             "bytes_moved_is_bound": True,
             "co_resident": False,  # a block rotates whole lanes by itself: no block waits for another
             "reason": "lanes longer than a block's shared memory: a block walks each of its lanes in chain "
-                      "order (one pass), pre-reading into its share of scratch; block swaps for a lane "
-                      "whose small side fits the saved side or whose pre-reads exceed the share",
+                      "order (one pass), pre-reading into its share of scratch or, over it, the launch's "
+                      "pool; block swaps for a lane whose pre-reads fit neither",
             "_n": n,
         },
     )
