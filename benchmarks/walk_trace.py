@@ -66,7 +66,8 @@ def run(shape, dtype, knobs, torch, rotate, planner, L):
             "pre_read_per_walked_lane_pct": float(100 * t[:, column["pre_bytes"]].sum() / max(lanes, 1) / seg),
             "block_total_us_max": float(block_us.max()),
             "block_total_us_p90": float(np.quantile(block_us, 0.9)),
-            "block_total_us_mean": float(block_us.mean())}
+            "block_total_us_mean": float(block_us.mean()),
+            "slowest_blocks": [dict(zip(L.WALK_TRACE_FIELDS, map(int, t[b]))) for b in np.argsort(block_us)[-4:]]}
 
 
 def main(argv=None) -> int:

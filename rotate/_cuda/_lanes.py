@@ -1021,37 +1021,29 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
         return row_pos + int64(smi[t_lo + w]) + 16 * v - int64(smi[t_off + w])
 
     @cuda.jit(device=True)
-    def pre_read_spans(data, scratch, smi, row_pos, lane_scratch, m, total, tid):
-        """Copy every tile's span to its scratch offset. The spans back to back are one run of vectors:
-        thread ``t`` copies vectors ``t, t + threads, ...`` (coalesced), four loads in flight before
-        their stores (a block's only reads then: latency, not bandwidth, sets this phase), finding each
-        one's tile by walking the offsets forward."""
+    def pre_read_spans(sm32, data, scratch, smi, row_pos, lane_scratch, m, total, tid):
+        """Copy every tile's span to its scratch offset. The spans back to back are one run of vectors,
+        staged through the tile buffers (free before the walk) a ring's worth at a time: thread ``t``
+        starts the asynchronous copies of vectors ``t, t + threads, ...`` of the round, finding each
+        one's tile by walking the offsets forward, then stores what landed (coalesced). A round keeps
+        the whole ring in flight: a lane's only reads then, so latency, not bandwidth, sets this phase."""
         vecs = total >> 4
+        ring = buffers * buf_vecs
         w = int64(0)
-        v = int64(tid)
-        while v < vecs:
-            w = span_tile(smi, m, w, v)
-            a0, a1, a2, a3 = load16(data, span_source(smi, row_pos, w, v))
-            v1 = v + threads
-            v2 = v1 + threads
-            v3 = v2 + threads
-            if v3 < vecs:
-                w = span_tile(smi, m, w, v1)
-                b0, b1, b2, b3 = load16(data, span_source(smi, row_pos, w, v1))
-                w = span_tile(smi, m, w, v2)
-                c0, c1, c2, c3 = load16(data, span_source(smi, row_pos, w, v2))
-                w = span_tile(smi, m, w, v3)
-                e0, e1, e2, e3 = load16(data, span_source(smi, row_pos, w, v3))
-                store16(scratch, lane_scratch + 16 * v1, b0, b1, b2, b3)
-                store16(scratch, lane_scratch + 16 * v2, c0, c1, c2, c3)
-                store16(scratch, lane_scratch + 16 * v3, e0, e1, e2, e3)
-            else:  # the run's last vectors, one at a time
-                for u in range(v1, vecs, threads):
-                    w = span_tile(smi, m, w, u)
-                    b0, b1, b2, b3 = load16(data, span_source(smi, row_pos, w, u))
-                    store16(scratch, lane_scratch + 16 * u, b0, b1, b2, b3)
-            store16(scratch, lane_scratch + 16 * v, a0, a1, a2, a3)
-            v += 4 * threads
+        base = int64(0)
+        while base < vecs:
+            count = min(ring, vecs - base)
+            for v in range(base + tid, base + count, threads):
+                w = span_tile(smi, m, w, v)
+                copy16_async(sm32, 4 * (v - base), data, span_source(smi, row_pos, w, v))
+            commit_copies()
+            wait_copies_left(0)
+            cuda.syncthreads()
+            for v in range(base + tid, base + count, threads):
+                a0, a1, a2, a3 = load16_shared(sm32, 4 * (v - base))
+                store16(scratch, lane_scratch + 16 * v, a0, a1, a2, a3)
+            cuda.syncthreads()  # the ring is staged again
+            base += count
 
     @cuda.jit(**jit_options)
     def kernel(data, shifts, scratch, counters, rows, seg, n, item, shift_stride, head0, share, pool, save_bytes):
@@ -1119,7 +1111,7 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
                 if trace and tid == 0:
                     add_trace(trace, record, 5, global_timer() - t2)
                 continue
-            pre_read_spans(data, scratch, smi, row_pos, lane_scratch, m, total, tid)
+            pre_read_spans(sm32, data, scratch, smi, row_pos, lane_scratch, m, total, tid)
             if tid < decoders:
                 for position in range(int64(tid), min(buffers, m), decoders):
                     decode(desc, position % slots, smi, position, seg, k, head, tile, row_pos, lane_scratch)
