@@ -75,7 +75,8 @@ CASES = [
     # Lanes beyond a block's shared memory (lane-walks) at the gate's other size and a shorter length.
     ("roll_rows", (1024, 1 << 20), "float32", None),    # lanes of 4 MiB, 4 GiB
     ("roll_rows", (1024, 1 << 18), "float32", None),    # lanes of 1 MiB, 1 GiB (lane-swaps since af6e334)
-    ("roll_rows", (512, 1 << 19), "float32", None),     # lanes of 2 MiB, 1 GiB: lane-walks' shortest default
+    ("roll_rows", (512, 1 << 19), "float32", None),     # lanes of 2 MiB, 1 GiB
+    ("roll_rows", (2048, 1 << 17), "float32", None),    # lanes of 512 KiB, 1 GiB
 ]
 
 

@@ -4,7 +4,7 @@
 block add up the nanoseconds of each phase of each lane it takes (choosing
 the tile size, laying out the walk, pre-reading, walking; lanes by block
 swaps apart), the tiles walked, the lanes walked from the launch's pool and
-the bytes pre-read. This runs ``roll_rows`` with random int64 device shifts
+the bytes pre-read, the items that waited for a look-ahead reader. This runs ``roll_rows`` with random int64 device shifts
 on lanes of 4 MiB (1 GiB of uint8, 4 GiB of float32), timed without the
 trace first (3 calls between CUDA events), then once with it, and writes
 per walked lane means and the blocks' totals (mean, 90th percentile, max).
@@ -64,6 +64,7 @@ def run(shape, dtype, knobs, torch, rotate, planner, L):
             "per_walked_lane_us": {k[:-3] + "_us": v for k, v in per_lane.items()},
             "tiles_per_walked_lane": float(t[:, column["tiles"]].sum() / max(lanes, 1)),
             "pre_read_per_walked_lane_pct": float(100 * t[:, column["pre_bytes"]].sum() / max(lanes, 1) / seg),
+            "ring_waits_per_walked_lane": float(t[:, column["ring_waits"]].sum() / max(lanes, 1)),
             "block_total_us_max": float(block_us.max()),
             "block_total_us_p90": float(np.quantile(block_us, 0.9)),
             "block_total_us_mean": float(block_us.mean()),

@@ -723,9 +723,9 @@ WALK_MAX_TILES = 1024
 WALK_BUFFERS = 3
 #: What ``walk_kernel(trace=...)`` adds up a block: lanes walked, ns choosing, laying out, pre-reading
 #: (and the first decodes), walking, ns of lanes by block swaps, tiles walked, lanes walked from the
-#: pool, bytes pre-read.
+#: pool, bytes pre-read, items whose write waited for a look-ahead reader's copies.
 WALK_TRACE_FIELDS = ("lanes", "choose_ns", "layout_ns", "pre_ns", "walk_ns", "swap_ns", "tiles", "pooled",
-                     "pre_bytes")
+                     "pre_bytes", "ring_waits")
 
 
 def walk_buffer_vecs(tile_bytes: int) -> int:
@@ -1118,6 +1118,7 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
             cuda.syncthreads()  # the spans are in scratch before any copy reads them; the first items decoded
             if trace and tid == 0:
                 t3 = global_timer()
+            ring_waits = int64(0)
             for position in range(min(reach, m)):
                 start_copies(sm32, (position % buffers) * buf_vecs, desc, position % slots, data, scratch, tid)
                 commit_copies()
@@ -1127,6 +1128,8 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
                     start_copies(sm32, (ahead % buffers) * buf_vecs, desc, ahead % slots, data, scratch, tid)
                 commit_copies()  # one group an item, empty or not: the counts below hold
                 d = position % slots
+                if trace and tid == 0 and desc[d, W_REACH] > 0:
+                    ring_waits += 1
                 wait_copies_left(reach - desc[d, W_REACH])
                 cuda.syncthreads()
                 if tid >= control:
@@ -1145,6 +1148,7 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
                 add_trace(trace, record, 4, global_timer() - t3)
                 add_trace(trace, record, 6, m)
                 add_trace(trace, record, 8, total)
+                add_trace(trace, record, 9, ring_waits)
         if tid == 0:
             leave_launch(counters)
 
