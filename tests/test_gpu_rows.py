@@ -121,6 +121,9 @@ LARGE = [
     RowsCase("roll_rows", (100, 40000), "uint8", tuple(range(-50, 50)), -1, 3),          # 40 KB lanes
     RowsCase("roll_rows", (7, 300001), "uint8", (1, -1, 0, 5, 150000, -299999, 7), -1, 0),  # lane-swaps
     RowsCase("roll_rows", (9, 1 << 21), "uint8", (1, -1, 0, 5, 1 << 20, 3 - (1 << 21), 7, 40000, 12345), -1, 3),
+    RowsCase("roll_rows", (40, (1 << 18) + 3), "float32", _random_shifts(40, (1 << 18) + 3, 11), -1, 8,
+             device_shifts=True),  # just over 1 MiB: lane-walks' shortest default lanes
+    RowsCase("roll_rows", (24, (1 << 18) - 5), "float32", _random_shifts(24, (1 << 18) - 5, 12), -1, 4),  # swaps
     RowsCase("roll_rows", (64, 1 << 22), "uint8", _random_shifts(64, 1 << 22, 1), -1, 0, device_shifts=True),
     RowsCase("roll_rows", (300, 65537), "float32", _random_shifts(300, 65537, 2), -1, 4),   # 256 KiB lanes
     RowsCase("roll_rows", (40, 50001), "complex128", _random_shifts(40, 50001, 3), -1, 8, device_shifts=True),
@@ -153,7 +156,7 @@ def test_large_rows_cases(case):
         assert plan.steps[0].details["variant"] == "warps", plan
     elif case.nbytes // case.shape[0] > 226 * 1024:  # beyond lane-panels
         few_huge = case.shape[0] <= 8 and case.nbytes // case.shape[0] >= 64 << 20 and not case.device_shifts
-        walks = case.nbytes // case.shape[0] >= 2 << 20  # planner.WALK_MIN_LANE_BYTES
+        walks = case.nbytes // case.shape[0] >= 1 << 20  # planner.WALK_MIN_LANE_BYTES
         assert plan.algorithm == ("lane-chains" if few_huge else "lane-walks" if walks else "lane-swaps"), plan
 
 

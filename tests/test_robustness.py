@@ -626,7 +626,7 @@ def test_gpu_long_lanes_plan_lane_swaps_one_launch_of_two_blocks_an_sm(gpu_plann
 
 
 def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
-    """Lanes from 2 MiB take lane-walks by default (one launch, one pass, two blocks an SM, a share of
+    """Lanes from 1 MiB take lane-walks by default (one launch, one pass, two blocks an SM, a share of
     scratch a block); shorter ones lane-swaps; the plan reports a bound on bytes moved, and
     ``walk_traffic`` the exact count (the kernel's own decisions, lane by lane: the emulator's plan);
     bad settings are errors that name the setting."""
@@ -677,7 +677,8 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
     with pytest.raises(ValueError, match="walk_traffic takes a lane-walks step, got 'lane-swaps'"):
         gpu_planner.walk_traffic(gpu_planner.plan_long_lanes(1, 64, 300_000, 1, 0, None, None), shifts)
     # Shorter lanes: block swaps (most small sides fit the saved side there); walks when asked.
-    assert gpu_planner.plan_long_lanes(1, 64, (2 << 20) - 16, 1, 0, None, None).algorithm == "lane-swaps"
+    assert gpu_planner.plan_long_lanes(1, 64, (1 << 20) - 16, 1, 0, None, None).algorithm == "lane-swaps"
+    assert gpu_planner.plan_long_lanes(1, 64, 1 << 20, 1, 0, None, None).algorithm == "lane-walks"
     with gpu_planner.override(long_lanes="walks"):
         assert gpu_planner.plan_long_lanes(1, 64, 300_000, 1, 0, None, None).algorithm == "lane-walks"
     # A bound on scratch sets the share, the pool gets what is left of it (lanes over both take block

@@ -878,10 +878,9 @@ def plan_long_lanes(axis: int, rows: int, n: int, itemsize: int, pointer: int,
 
 
 #: ``roll_rows`` lanes from this long take ``lane-walks`` by default, shorter ones ``lane-swaps``. Measured on
-#: an H200 (docs/perf-notes.md, "Lane walks: built"): block swaps 7-9% faster at 1 MiB (two runs), walks
-#: 1.28-1.41x faster at 4 MiB; 256 KiB lanes walked ran at half block swaps' speed. The crossover, by
-#: interpolating each schedule's time a lane between 1 and 4 MiB, lies near 1.1 MiB: 2 MiB is reasoned.
-WALK_MIN_LANE_BYTES = 2 << 20
+#: an H200 with lanes by ticket (docs/perf-notes.md, "Lane walks: tickets and a pool"): walks 1.17x faster
+#: than block swaps at 1 MiB and 1.54x at 2 MiB; block swaps 1.3-1.45x faster at 512 KiB and 2.2x at 256 KiB.
+WALK_MIN_LANE_BYTES = 1 << 20
 
 #: ``lane-walks``' default scratch a block: this share of a lane. In the H200 run at af6e334 (random shifts,
 #: docs/results/gpu-rows-af6e334-h200.json) 255 of 256 4 MiB lanes, 1002 of 1024 4 MiB float32 lanes and 944
