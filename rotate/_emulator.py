@@ -709,8 +709,9 @@ def emulate_lane_swaps(lane: np.ndarray, k: int, save: int, panel: int, head: in
 def walk_plan(n: int, k: int, head: int, tile_max: int, max_tiles: int, reach: int, share: int, save: int,
               pool_left: int = 0):
     """What ``lane-walks`` (``rotate._cuda._lanes.walk_kernel``) does with one lane of ``n`` bytes rotated left
-    by ``k``: ``("none",)``, ``("swaps",)`` (the lane would have too many tiles, or its pre-reads exceed
-    both the block's ``share`` of scratch and the ``pool_left`` bytes left in the launch's pool), or
+    by ``k``: ``("none",)``, ``("swaps", pre_bytes)`` (the lane would have too many tiles, or its pre-reads,
+    ``pre_bytes``, exceed both the block's ``share`` of scratch and the ``pool_left`` bytes left in the
+    launch's pool, which the kernel's pool counter takes all the same), or
     ``("walk", tile_bytes, chain, spans, offsets, total)`` with each tile's pre-read span and its offset
     in the lane's scratch (the pool's when ``total > share``). The kernel decides with the same functions
     in the same order."""
@@ -718,7 +719,7 @@ def walk_plan(n: int, k: int, head: int, tile_max: int, max_tiles: int, reach: i
         return ("none",)
     tile_bytes, chain, total = S.walk_decision(n, k, head, tile_max, max_tiles, reach, share, pool_left)
     if tile_bytes == 0:
-        return ("swaps",)
+        return ("swaps", total)
     m = S.tile_count(n, head, tile_bytes)
     g, length, inv = S.chain_shape(m, S.chain_step(m, chain))
     spans = [S.walk_span(n, k, head, tile_bytes, m, g, length, inv, reach, w) for w in range(m)]

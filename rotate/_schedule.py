@@ -604,8 +604,9 @@ def walk_decision(n, k, head, tile_max, max_tiles, reach, share, pool_left):
     by ``k > 0`` (its choice, then its spans counted exactly), or ``tile_bytes == 0`` where it takes block
     swaps instead (too many tiles, no candidate, or spans over both the block's ``share`` and the
     ``pool_left`` bytes the launch's pool still has). A walk with ``pre_bytes > share`` holds its pre-reads
-    in the pool. The kernel decides the same in parallel; the planner's traffic count and the emulator
-    call this."""
+    in the pool; a lane turned away for want of room still reports its ``pre_bytes`` (the kernel's pool
+    counter grows by them all the same). The kernel decides the same in parallel; the planner's traffic
+    count and the emulator call this."""
     tile_lo, tile_hi = walk_tile_range(n, tile_max, max_tiles)
     if tile_lo > tile_hi:
         return 0, 0, 0
@@ -621,7 +622,7 @@ def walk_decision(n, k, head, tile_max, max_tiles, reach, share, pool_left):
         if lo < hi:
             total += hi - lo
     if total > share and total > pool_left:
-        return 0, 0, 0
+        return 0, 0, total
     return tile_bytes, chain, total
 
 

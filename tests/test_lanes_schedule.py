@@ -132,6 +132,7 @@ def test_lane_walks_equal_numpy_whenever_the_copies_land(n, data, head, tile, re
         if k:  # a swap is a walk with no room: with room for its spans it would have walked
             tile_bytes, _, total = S.walk_decision(n, k, head, tile, 4096, reach, share, 1 << 40)
             assert tile_bytes == 0 or total > max(share, pool), (tile_bytes, total)
+            assert plan[1] == (total if tile_bytes else 0)  # what the lane asked of the pool
 
 
 @settings(deadline=None, max_examples=200)

@@ -668,9 +668,10 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
             else:
                 assert plan[0] == "swaps", plan
                 want += max(2 * n, S.swap_traffic(n, k, d["save_bytes"]))
+                used += plan[1] if plan[1] > d["share_bytes"] else 0  # asked of the pool all the same
         assert gpu_planner.walk_traffic(host, shifts) == (want, walked) and walked > 0.9 * rows
         assert 2 * rows * n < want < 1.05 * 2 * rows * n  # random shifts: within 5% of one pass
-        assert 0 < used <= d["pool_bytes"] if pool is None else used == over == 0
+        assert 0 < used <= d["pool_bytes"] if pool is None else over == 0 < used
         assert walked == rows if pool is None else walked < rows  # these shifts: the pool holds every lane over
     for step in (host, device):  # the exact count costs ~80 us a lane: a plan reports the bound
         assert step.bytes_moved == 4 * rows * n and step.details["bytes_moved_is_bound"]

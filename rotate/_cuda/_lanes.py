@@ -770,7 +770,7 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
        ``buffers - 1`` items after their writer) and its offset in the
        block's ``share`` bytes of ``scratch`` (block ``b``'s at
        ``b * share``), or, for spans over the share, in the ``pool`` bytes
-       after the blocks' shares (``counters[1]``: the pool's bytes taken);
+       after the blocks' shares (``counters[1]``: the pool's bytes asked for so far);
     3. copies the spans to scratch, then walks the tiles in chain order
        through ``buffers`` tile buffers: the copies of item ``i + buffers - 1``
        start before item ``i`` writes; item ``i`` waits for its own copies
@@ -1090,14 +1090,11 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
                 total = layout(smi, pick, seg, k, head, tile, m, p, g, length, inv, tid)
                 if total > share:
                     # Over the block's share: the pre-reads go to the launch's pool if it still has
-                    # room (bytes taken in ticket order, returned by a lane they do not fit).
+                    # room. Bytes are taken once, in ticket order; a lane they do not fit keeps its add
+                    # (handing bytes back after another lane added past them would hand them out twice).
                     if tid == 0:
                         used = int64(atomic_add_u64(counters, 1, uint64(total)))
-                        if used + total <= pool:
-                            ctrl[1] = pool0 + used
-                        else:
-                            atomic_add_u64(counters, 1, uint64(-total))
-                            ctrl[1] = -1
+                        ctrl[1] = pool0 + used if used + total <= pool else int64(-1)
                     cuda.syncthreads()  # ctrl[1] is written again only after the next lane's ticket
                     lane_scratch = ctrl[1]
                     walk = lane_scratch >= 0

@@ -917,7 +917,7 @@ def _walk_traffic_compiled():
     @numba.njit(cache=True)
     def traffic(shifts, n, item, head0, tile_max, max_tiles, reach, share, pool, save):
         """Bytes ``lane-walks`` moves for these shifts: its decisions, lane by lane, as the kernel takes them
-        (the pool's bytes in lane order, the order of the tickets)."""
+        (the pool asked in lane order, the order of the tickets)."""
         seg = n * item
         total = 0
         walked = 0
@@ -926,14 +926,15 @@ def _walk_traffic_compiled():
             s = shifts[lane] % n
             k = ((n - s) % n) * item
             tile = 0
+            spans = 0
             if k != 0:
                 tile, _, spans = S.walk_decision(seg, k, (head0 + lane * seg) % 16, tile_max, max_tiles, reach,
                                                  share, pool - used)
+            if spans > share:  # asked of the pool, whether it fitted or not
+                used += spans
             if tile:
                 moved = 2 * seg + 2 * spans
                 walked += 1
-                if spans > share:
-                    used += spans
             else:
                 moved = max(2 * seg, S.swap_traffic(seg, k, save))
             total += moved
