@@ -272,7 +272,9 @@ def readme_rows(data, quick, name="gpu-rows-h200.json") -> str:
 
     def lane_range(rows):
         sizes = sorted({lane_bytes(r) for r in rows})
-        return f"{size_label(sizes[0])} to {size_label(sizes[-1])}" if sizes else "n/a"
+        if not sizes:
+            return "n/a"
+        return size_label(sizes[0]) if len(sizes) == 1 else f"{size_label(sizes[0])} to {size_label(sizes[-1])}"
 
     # Issue #9's gates are set at 1 and 4 GiB (512 MiB for the 8192^2 fftshift); smaller arrays, where host
     # work and the L2 weigh in, get a sentence of their own.
@@ -562,7 +564,7 @@ CHAIN_GATE_RUN = "gpu-e2e-chain-eee3343-h200.json"
 CHAIN_GATE_16G_RUN = "gpu-e2e-chain-16g-eee3343-h200.json"
 #: The newest run of benchmarks/rows_gpu_bench.py (roll_rows, fftshift, multi-axis rolls): perf-notes'
 #: gpu-rows table and the README's rows sentence.
-ROWS_RUN = "gpu-rows-af6e334-h200.json"
+ROWS_RUN = "gpu-rows-bb695e5-h200.json"
 #: Random 1-D shifts timed as users time them (rotate.bench --shifts randS), peers beside.
 RANDOM_RUN = "random-shifts-8e6fe2a-h200.json"
 #: Issue #9's multi-axis cases (13-17) after flat_strips and co-resident chains (run from the tree before 6bbdb9e).
