@@ -245,44 +245,56 @@ LONG_LANE_SETTINGS = dict(constants={"MAX_LANE_SMEM": 32}, swap_panel_bytes=64, 
 WALK_SETTINGS = dict(constants={"MAX_LANE_SMEM": 32}, swap_panel_bytes=64, swap_save_bytes=40, long_lanes="walks",
                      walk_tile_bytes=64, walk_max_tiles=512, walk_share_bytes=112)
 #: No share and no pool: only lanes with nothing to pre-read walk, the rest take block swaps in the walk
-#: kernel. A pool and no share: every lane that pre-reads takes its bytes from the pool (ample), or the
-#: pool runs short after a lane or two (tight: lanes that do not fit give their bytes back and swap).
+#: kernel. A share of one vector and an ample pool: lanes that pre-read more take their bytes from the
+#: pool (after the blocks' shares), back to back. No share and a tight pool: it runs short after a lane or two, and the
+#: lanes it turns away take block swaps.
 NO_SCRATCH_WALK_SETTINGS = {**WALK_SETTINGS, "walk_share_bytes": 0, "walk_pool_bytes": 0}
-POOL_WALK_SETTINGS = {**WALK_SETTINGS, "walk_share_bytes": 0, "walk_pool_bytes": 1 << 16}
+POOL_WALK_SETTINGS = {**WALK_SETTINGS, "walk_share_bytes": 16, "walk_pool_bytes": 1 << 16}
 TIGHT_POOL_WALK_SETTINGS = {**WALK_SETTINGS, "walk_share_bytes": 0, "walk_pool_bytes": 160}
 
 
-def walk_pre_reads(plan, case: RowsCase) -> bool:
-    """Whether a lane of this ``lane-walks`` plan pre-reads anything, given room (the emulator's
-    ``walk_plan`` lane by lane); only for C-ordered cases rolled along the last axis (lanes in memory
-    order), False for the rest."""
+def walk_pool_bytes(plan, case: RowsCase) -> Optional[int]:
+    """The pool bytes a ``lane-walks`` call asks for (the spans of lanes over their block's share, the
+    emulator's ``walk_plan`` lane by lane, the pool taken as ample), or None for cases whose lanes are not
+    in memory order (only C-ordered cases rolled along the last axis are counted)."""
     from rotate import _emulator as E
 
     step = plan.steps[0]
     d = step.details
     if case.order != "C" or case.axis % len(case.shape) != len(case.shape) - 1:
-        return False
+        return None
     n = d["_n"]
     shifts = np.broadcast_to(case.shift_array(), case.shape[:-1]).reshape(-1)
+    asked = 0
     for lane, s in enumerate(shifts):
         k = (n - int(s) % n) % n * step.word_bytes
         walk = E.walk_plan(step.seg_bytes, k, (d["head0"] + lane * step.seg_bytes) % 16, d["tile_bytes"][1],
-                           d["max_tiles"], d["buffers"] - 1, 0, d["save_bytes"], 1 << 40)
-        if walk[0] == "walk" and walk[5] > 0:
-            return True
-    return False
+                           d["max_tiles"], d["buffers"] - 1, d["share_bytes"], d["save_bytes"], 1 << 40)
+        if walk[0] == "walk" and walk[5] > d["share_bytes"]:
+            asked += walk[5]
+    return asked
 
 
-def launch_scratch_state() -> tuple:
-    """``(bytes of the default stream's scratch no longer POISON, its counters)`` after a call: a pool
-    the kernel wrote, and the dispensers, which the last block out must leave at zero. Like
-    ``poison_launch_scratch``, it reaches into today's launcher."""
+def launch_scratch_state(plan) -> tuple:
+    """``(the pool's bytes, the counters)`` of the default stream's scratch after a ``lane-walks`` call:
+    the pool (the bytes after the blocks' shares), POISON where the kernel did not write it, and the
+    dispensers, which the last block out must leave at zero. Like ``poison_launch_scratch``, it reaches
+    into today's launcher. Scratch a call grew was never poisoned: repeat the call to read the pool."""
     from rotate._cuda import launch
 
+    d = plan.steps[0].details
     entry = launch.scratch_for(0)
     if entry.pre is None:
-        return 0, np.zeros(4, np.uint64)
-    return int(np.count_nonzero(entry.pre.copy_to_host() != POISON)), entry.counters.copy_to_host()
+        return np.zeros(0, np.uint8), np.zeros(4, np.uint64)
+    pool0 = d["grid"] * d["share_bytes"]
+    return entry.pre.copy_to_host()[pool0:pool0 + d["pool_bytes"]], entry.counters.copy_to_host()
+
+
+def check_pool_filled(pool: np.ndarray, asked: int) -> None:
+    """The pool holds ``asked`` bytes of pre-reads back to back from its start (an ample pool is never
+    short): its last vector is written, nothing after it is."""
+    assert (pool[asked - 16:asked] != POISON).any(), f"the pool's last vector (ending at {asked}) is not written"
+    assert (pool[asked:] == POISON).all(), f"the pool is written beyond the {asked} bytes asked of it"
 
 
 def _long_lanes() -> list:

@@ -203,15 +203,17 @@ def check_rows_lane_walks():
     """lane-walks on lanes of a few hundred bytes (tiles of 32-64 bytes): grids of one block and three,
     rings of two to four buffers, eight threads (thread 0 decodes after it writes) and 64 (a warp decodes
     while the other writes, eight items at a time); no scratch at all (block swaps in the walk kernel,
-    except for lanes with nothing to pre-read); no share but a pool, ample or tight (lanes over what is
-    left give it back and take block swaps). The pool must be written when lanes walk from it, and every
-    launch must leave its counters at zero."""
+    except for lanes with nothing to pre-read); a share of one vector and an ample pool, or no share and a
+    tight pool (lanes over what is left take block swaps). The pool (the bytes after the blocks' shares)
+    must hold exactly the bytes the lanes over their share asked of it, and every launch must leave its
+    counters at zero."""
     from rows_cases import (LONG_LANE_CASES, NO_SCRATCH_WALK_SETTINGS, POOL_WALK_SETTINGS, TIGHT_POOL_WALK_SETTINGS,
-                            WALK_SETTINGS, CudaRowsRunner, check_rows_case, launch_scratch_state)
+                            WALK_SETTINGS, CudaRowsRunner, check_pool_filled, check_rows_case, launch_scratch_state,
+                            walk_pool_bytes)
 
     no_scratch = CudaRowsRunner(lane_threads=8, grid=2, **NO_SCRATCH_WALK_SETTINGS)
-    pool = CudaRowsRunner(lane_threads=8, grid=2, **POOL_WALK_SETTINGS)
-    pool_written = 0
+    pool = CudaRowsRunner(lane_threads=8, grid=4, **POOL_WALK_SETTINGS)
+    pooled = 0
     for runner, cases in ((CudaRowsRunner(lane_threads=8, grid=1, **WALK_SETTINGS), LONG_LANE_CASES[0:6:2]),
                           (CudaRowsRunner(lane_threads=8, grid=3, walk_buffers=2, **WALK_SETTINGS), LONG_LANE_CASES[7:12:2]),
                           (CudaRowsRunner(lane_threads=64, grid=2, walk_buffers=3, **WALK_SETTINGS), LONG_LANE_CASES[13:15]),
@@ -222,11 +224,12 @@ def check_rows_lane_walks():
             plan = check_rows_case(runner, case)
             assert plan.algorithm == "lane-walks", plan
             assert runner is not no_scratch or plan.scratch_bytes == 0, plan
-            written, counters = launch_scratch_state()
-            assert not counters.any(), counters
-            if runner is pool:
-                pool_written += written
-    assert pool_written > 0  # lanes walked from the pool
+            assert not launch_scratch_state(plan)[1].any()
+            if runner is pool and walk_pool_bytes(plan, case):
+                check_rows_case(runner, case)  # scratch poisoned before it: the first call may have grown it
+                check_pool_filled(launch_scratch_state(plan)[0], walk_pool_bytes(plan, case))
+                pooled += 1
+    assert pooled  # lanes walked from the pool
 
 
 @settings(deadline=None, max_examples=EXAMPLES // 4, database=None)

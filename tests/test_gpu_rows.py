@@ -22,7 +22,8 @@ import rotate  # noqa: E402
 from rows_cases import (BIG_ROWS_CASES, CHUNKED_ROWS_CASES, CHUNKED_RUNS, FIXED_ROWS_CASES,  # noqa: E402
                         FLAT_STRIP_CASES, LONG_LANE_CASES, LONG_LANE_SETTINGS, NO_SCRATCH_WALK_SETTINGS,
                         POOL_WALK_SETTINGS, TIGHT_POOL_WALK_SETTINGS, WALK_SETTINGS, CudaRowsRunner, RowsCase,
-                        check_rows_case, launch_scratch_state, long_lane_cases, rows_cases, walk_pre_reads)
+                        check_pool_filled, check_rows_case, launch_scratch_state, long_lane_cases, rows_cases,
+                        walk_pool_bytes)
 
 pytestmark = pytest.mark.gpu
 
@@ -45,7 +46,7 @@ ONE_BLOCK_LONG_LANES = CudaRowsRunner(grid=1, **LONG_LANE_SETTINGS)
 WALKS = (CudaRowsRunner(**WALK_SETTINGS), CudaRowsRunner(grid=1, walk_buffers=3, **WALK_SETTINGS),
          CudaRowsRunner(grid=3, walk_buffers=2, lane_threads=64, **WALK_SETTINGS))
 NO_SCRATCH_WALKS = CudaRowsRunner(grid=2, **NO_SCRATCH_WALK_SETTINGS)
-POOL_WALKS = (CudaRowsRunner(grid=2, **POOL_WALK_SETTINGS), CudaRowsRunner(grid=3, **TIGHT_POOL_WALK_SETTINGS))
+POOL_WALKS = (CudaRowsRunner(grid=4, **POOL_WALK_SETTINGS), CudaRowsRunner(grid=3, **TIGHT_POOL_WALK_SETTINGS))
 
 
 @pytest.mark.parametrize("case", FIXED_ROWS_CASES, ids=repr)
@@ -97,10 +98,11 @@ def test_walk_rows_cases(case):
         assert plan.algorithm == "lane-walks", plan
         if runner is NO_SCRATCH_WALKS:  # only lanes with nothing to pre-read walk
             assert plan.steps[0].scratch_bytes == 0, plan
-        written, counters = launch_scratch_state()
+        counters = launch_scratch_state(plan)[1]
         assert not counters.any(), counters  # the last block out rewound the dispensers
-        if runner is POOL_WALKS[0] and walk_pre_reads(plan, case):
-            assert written > 0  # lanes that pre-read took their bytes from the pool
+        if runner is POOL_WALKS[0] and walk_pool_bytes(plan, case):
+            check_rows_case(runner, case)  # scratch poisoned before it: the first call may have grown it
+            check_pool_filled(launch_scratch_state(plan)[0], walk_pool_bytes(plan, case))
 
 
 @settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
