@@ -636,6 +636,8 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
 
     rows, n, head = 256, 1 << 22, 3
     shifts = np.random.default_rng(1).integers(-n, n, rows)
+    # Lanes whose spans exceed a share (a twelfth of the lane) by 1.2-1.9x, the largest asking first.
+    shifts[[0, 100, 200]] = (2515571, -1796829, 466374)
     host = gpu_planner.plan_long_lanes(1, rows, n, 1, head, None, shifts)
     device = gpu_planner.plan_long_lanes(1, rows, n, 1, head, None, None)
     for step in (host, device):
@@ -647,32 +649,43 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
         assert d["share_bytes"] == int(n * gpu_planner.WALK_SHARE) // 16 * 16
         assert d["pool_bytes"] == int(rows * n * gpu_planner.WALK_POOL) // 16 * 16
         assert step.scratch_bytes == d["grid"] * d["share_bytes"] + d["pool_bytes"]
-    for pool in (None, 0):  # the default pool, and none (lanes over their share take block swaps)
+    def replay(shifts, pool):
+        """What the kernel does lane by lane, the pool asked in ticket (lane) order: (plan, bytes moved,
+        lanes walked, pool bytes asked, lanes walked from the pool, each over-share lane's ask)."""
         with gpu_planner.override(walk_pool_bytes=pool):
             host = gpu_planner.plan_long_lanes(1, rows, n, 1, head, None, shifts)
-        want = 0
-        walked = 0
-        used = 0
-        over = 0
+        want = walked = used = over = 0
+        asks = []
         d = host.details
-        for lane, s in enumerate(shifts):  # the pool's bytes in ticket (lane) order
+        for lane, s in enumerate(shifts):
             k = (n - int(s) % n) % n
             plan = E.walk_plan(n, k, (head + lane * n) % 16, L.WALK_TILE_BYTES, d["max_tiles"], d["buffers"] - 1,
                                d["share_bytes"], d["save_bytes"], d["pool_bytes"] - used)
+            pre = plan[5] if plan[0] == "walk" else plan[1]
+            if pre > d["share_bytes"]:  # asked of the pool, whether it fits or not (the kernel keeps the add)
+                used += pre
+                asks.append(pre)
             if plan[0] == "walk":
                 want += 2 * n + 2 * plan[5]
                 walked += 1
-                if plan[5] > d["share_bytes"]:
-                    used += plan[5]
-                    over += 1
+                over += plan[5] > d["share_bytes"]
             else:
                 assert plan[0] == "swaps", plan
                 want += max(2 * n, S.swap_traffic(n, k, d["save_bytes"]))
-                used += plan[1] if plan[1] > d["share_bytes"] else 0  # asked of the pool all the same
-        assert gpu_planner.walk_traffic(host, shifts) == (want, walked) and walked > 0.9 * rows
-        assert 2 * rows * n < want < 1.05 * 2 * rows * n  # random shifts: within 5% of one pass
-        assert 0 < used <= d["pool_bytes"] if pool is None else over == 0 < used
-        assert walked == rows if pool is None else walked < rows  # these shifts: the pool holds every lane over
+        assert gpu_planner.walk_traffic(host, shifts) == (want, walked)
+        return host, want, walked, used, over, asks
+
+    # The default pool holds every lane over its share; without one they all take block swaps.
+    host, want, walked, used, over, asks = replay(shifts, None)
+    assert walked == rows and 0 < over == len(asks) and 0 < used <= host.details["pool_bytes"]
+    assert 2 * rows * n < want < 1.05 * 2 * rows * n  # random shifts: within 5% of one pass
+    _, _, walked, _, over, _ = replay(shifts, 0)
+    assert over == 0 and walked == rows - len(asks)
+    # A pool the first asker overflows: it and every later asker take block swaps, even one the pool
+    # could hold had the first not asked (its add stays).
+    assert len(asks) >= 3 and asks[0] > min(asks[1:]), asks
+    _, _, walked, _, over, _ = replay(shifts, min(asks[1:]))
+    assert over == 0 and walked == rows - len(asks)
     for step in (host, device):  # the exact count costs ~80 us a lane: a plan reports the bound
         assert step.bytes_moved == 4 * rows * n and step.details["bytes_moved_is_bound"]
     with pytest.raises(ValueError, match="walk_traffic takes a lane-walks step, got 'lane-swaps'"):

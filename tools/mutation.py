@@ -262,6 +262,14 @@ MUTANTS = [
      "    return pre_span(n, k, head, tile_bytes, m, g, length, inv, m, reach + 2, 0, w)"),
     ("walk-traffic-pre-reads-once", "rotate/_cuda/planner.py",
      "                moved = 2 * seg + 2 * spans\n", "                moved = 2 * seg + spans\n"),
+    # lane-walks' pool (rotate/_schedule.py walk_decision, the planner's replay): lanes over their share
+    # never offered the pool; the pool's counter grown only by the lanes it takes (the kernel keeps every
+    # ask), so a replay after a turned-away lane sees room the kernel does not have.
+    ("walk-pool-never-offered", "rotate/_schedule.py",
+     "    if total > share and total > pool_left:\n", "    if total > share:\n"),
+    ("walk-traffic-pool-only-on-fit", "rotate/_cuda/planner.py",
+     "            if spans > share:  # asked of the pool, whether it fitted or not\n",
+     "            if tile and spans > share:\n"),
     # Scratch of a stream evicted from the 8-stream cache (rotate/_cuda/launch.py; tests/test_robustness.py
     # with a stand-in driver): dropped at once instead of kept until its stream passes an event.
     ("evicted-scratch-dropped-at-once", "rotate/_cuda/launch.py",
