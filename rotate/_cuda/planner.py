@@ -878,8 +878,9 @@ def plan_long_lanes(axis: int, rows: int, n: int, itemsize: int, pointer: int,
 
 
 #: ``roll_rows`` lanes from this long take ``lane-walks`` by default, shorter ones ``lane-swaps``. Measured on
-#: an H200 with lanes by ticket (docs/perf-notes.md, "Lane walks: tickets and a pool"): walks 1.17x faster
-#: than block swaps at 1 MiB and 1.54x at 2 MiB; block swaps 1.3-1.45x faster at 512 KiB and 2.2x at 256 KiB.
+#: an H200 with lanes by ticket (docs/perf-notes.md, "Lane walks: tickets and a pool"), 1 GiB each: walks
+#: 0.81 ms against block swaps' 1.06-1.10 at 1 MiB lanes, 0.85 against 1.19 at 2 MiB; block swaps 0.94
+#: against 1.23 at 512 KiB, 0.21 against 0.47 at 256 KiB (256 MiB).
 WALK_MIN_LANE_BYTES = 1 << 20
 
 #: ``lane-walks``' default scratch a block: this share of a lane. In the H200 run at af6e334 (random shifts,
