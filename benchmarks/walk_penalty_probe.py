@@ -7,11 +7,12 @@ tiles instead (on an H200, the slowest lane of a 1 GiB launch: 301 tiles,
 docs/perf-notes.md, "Lane walks: tickets and a pool"). Since the launch has
 a pool for such lanes, a softer rule is possible: count the bytes over the
 share twice, and add the lane's length only past share and pool together.
-This replays both rules for seeded random shifts, the pool asked in lane
+This replays both rules (with the planner's share, or ``--share``) for seeded random shifts, the pool asked in lane
 order as ``planner.walk_traffic`` does, and reports the tiles a lane walks,
 its pre-reads, and the lanes the pool turns away (block swaps).
 
     python benchmarks/walk_penalty_probe.py --json docs/results/walk-penalty-probe.json
+    python benchmarks/walk_penalty_probe.py --share 0.1667 --json docs/results/walk-penalty-probe-share-sixth.json
 """
 
 from __future__ import annotations
@@ -95,6 +96,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--share", type=float, help="a block's share as a fraction of a lane (default: the "
+                                                     "planner's WALK_SHARE)")
     args = parser.parse_args(argv)
     from rotate._cuda import _lanes as L
     from rotate._cuda import planner
@@ -106,7 +109,7 @@ def main(argv=None) -> int:
     for seg, item, lanes in CASES:
         n = seg // item
         ks = ((n - rng.integers(1, n, lanes)) * item).astype(np.int64)
-        share = int(seg * planner.WALK_SHARE) // 16 * 16
+        share = int(seg * (args.share or planner.WALK_SHARE)) // 16 * 16
         pool = int(lanes * seg * planner.WALK_POOL) // 16 * 16
         for rule, soft in (("kernel", False), ("soft", True)):
             out = replay(ks, seg, L.WALK_TILE_BYTES, L.WALK_MAX_TILES, L.WALK_BUFFERS - 1, share, pool, soft)
@@ -120,6 +123,7 @@ def main(argv=None) -> int:
             print(json.dumps(rows[-1]), flush=True)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps({"benchmark": "walk_penalty_probe", "seed": args.seed,
+                                                        "share_fraction": args.share or planner.WALK_SHARE,
                                                         "environment": environment(gpu=False), "cases": rows},
                                                        indent=1) + "\n")
     return 0
