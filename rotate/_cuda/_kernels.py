@@ -873,7 +873,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             oldest_buffer = oldest_buffer + 1 if oldest_buffer + 1 < buffers else 0
 
         if tid == 0:
-            leave(counters)
+            leave_launch(counters)
 
     @cuda.jit(device=True)
     def control(desc, items, seq, cache, flags, counters, table, rows, n, k, head0, lane_steps, lanes_row,
@@ -998,7 +998,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             write_item(smem, (oldest % buffers) * vecs_per_buffer, desc, slot, data, n, k, tid)
             oldest += 1
         if tid == 0:
-            leave(counters)
+            leave_launch(counters)
 
     @cuda.jit(device=True)
     def issue_loads(smem, buf, desc, d, data, scratch, bars, bar0, loaded):
@@ -1272,7 +1272,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             elif tid == threads + 32:
                 decode_ahead(desc, items, bars, bar0, decoder_cache, counters, flags, table, rows, n, k, head0,
                              lane_steps, lanes_row, scratch_row, table_heads, epoch, rows * pre_row)
-                leave(counters)  # the decoder draws the block's last ticket
+                leave_launch(counters)  # the decoder draws the block's last ticket
             return
         # 32-bit loop state, stepped without divisions: a 64-bit item counter spilled to local
         # memory here held 15% of the warps' samples (ncu, 1 GiB uint8 shift 3).
@@ -1307,11 +1307,6 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             s = int32(s + 1)
             if s == slots:
                 s = int32(0)
-
-    @cuda.jit(device=True)
-    def leave(counters):
-        """Thread 0, once the block has no item left."""
-        leave_launch(counters)
 
     if pipeline:
         return kernel_pipeline

@@ -889,9 +889,10 @@ WALK_MIN_LANE_BYTES = 1 << 20
 #: set the launch's end at one lane a block (docs/perf-notes.md, "Lane walks: built").
 WALK_SHARE = 1 / 12
 #: ``lane-walks``' default pool, for lanes whose spans exceed their block's share: this share of the array.
-#: Replaying the kernel's choice on the CPU for seeded random shifts (docs/perf-notes.md, "Lane walks: the
-#: pool"), the lanes over a twelfth of a lane needed 0.3-4.3 lanes' bytes a launch of 256-1024 lanes of 2-4 MiB,
-#: where 1% of the array is 2.5-10 lanes.
+#: Replaying the kernel's choice on the CPU for seeded random shifts (benchmarks/walk_penalty_probe.py,
+#: docs/results/walk-penalty-probe.json, rule "kernel") it turns away no lane of 2-4 MiB and 9 of 1,024 of
+#: 1 MiB; on the H200 every 4 MiB lane of the traced runs walked (docs/perf-notes.md, "Lane walks: tickets
+#: and a pool").
 WALK_POOL = 1 / 100
 
 
