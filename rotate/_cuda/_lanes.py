@@ -50,6 +50,7 @@ number of resident blocks, one included (docs/design.md).
 from __future__ import annotations
 
 import functools
+import os
 
 import numpy as np
 from numba import cuda, int32, int64, njit, uint8, uint16, uint32, uint64
@@ -818,6 +819,8 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
     if threads % group:
         raise ValueError(f"walk_kernel needs whole warps (or fewer threads), got {threads}")
     jit_options = {} if SIMULATED else {"launch_bounds": threads}
+    if not SIMULATED and os.environ.get("ROTATE_LINEINFO") == "1":
+        jit_options["lineinfo"] = True  # Nsight Compute's source view (benchmarks/ncu_rows_target.py)
 
     @cuda.jit(device=True)
     def add_trace(address, record, field, value):
