@@ -634,9 +634,9 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
     from rotate import _schedule as S
     from rotate._cuda import _lanes as L
 
-    rows, n, head = 256, 1 << 22, 3
+    rows, n, head = 300, 1 << 22, 3  # more lanes than blocks: a share of a twelfth of a lane
     shifts = np.random.default_rng(1).integers(-n, n, rows)
-    # Lanes whose spans exceed a share (a twelfth of the lane) by 1.2-1.9x, the largest asking first.
+    # Lanes whose spans exceed that share by 1.3-2.2x (16-32 KiB tiles), the largest asking first.
     shifts[[0, 100, 200]] = (2515571, -1796829, 466374)
     host = gpu_planner.plan_long_lanes(1, rows, n, 1, head, None, shifts)
     device = gpu_planner.plan_long_lanes(1, rows, n, 1, head, None, None)
@@ -645,7 +645,8 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
         assert step.algorithm == d["schedule"] == "lane-walks" and d["launches"] == 1 and not d["co_resident"]
         assert d["grid"] == min(rows, 132 * 2) and d["block"] == L.THREADS and d["head0"] == head
         assert 2 * (d["smem_bytes"] + 1024 + 2048) <= 228 * 1024, d  # two blocks an SM, static memory too
-        assert d["tile_bytes"] == (L.WALK_TILE_BYTES // 2, L.WALK_TILE_BYTES) and d["buffers"] == L.WALK_BUFFERS
+        assert d["tile_bytes"] == (L.WALK_WIDE_TILE_BYTES // 2, L.WALK_WIDE_TILE_BYTES)
+        assert d["max_tiles"] == L.WALK_WIDE_MAX_TILES and d["buffers"] == L.WALK_BUFFERS
         assert d["share_bytes"] == int(n * gpu_planner.WALK_SHARE) // 16 * 16
         assert d["pool_bytes"] == int(rows * n * gpu_planner.WALK_POOL) // 16 * 16
         assert step.scratch_bytes == d["grid"] * d["share_bytes"] + d["pool_bytes"]
@@ -659,7 +660,7 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
         d = host.details
         for lane, s in enumerate(shifts):
             k = (n - int(s) % n) % n
-            plan = E.walk_plan(n, k, (head + lane * n) % 16, L.WALK_TILE_BYTES, d["max_tiles"], d["buffers"] - 1,
+            plan = E.walk_plan(n, k, (head + lane * n) % 16, d["tile_bytes"][1], d["max_tiles"], d["buffers"] - 1,
                                d["share_bytes"], d["save_bytes"], d["pool_bytes"] - used)
             pre = plan[5] if plan[0] == "walk" else plan[1]
             if pre > d["share_bytes"]:  # asked of the pool, whether it fits or not (the kernel keeps the add)
@@ -698,8 +699,16 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
     # A bound on scratch sets the share, the pool gets what is left of it (lanes over both take block
     # swaps in the same launch).
     bounded = gpu_planner.plan_long_lanes(1, rows, n, 1, 0, 1 << 20, None)
-    assert bounded.scratch_bytes <= 1 << 20 and bounded.details["share_bytes"] == (1 << 20) // rows // 16 * 16
-    assert bounded.details["pool_bytes"] == (1 << 20) - rows * bounded.details["share_bytes"]
+    grid = bounded.details["grid"]
+    assert bounded.scratch_bytes <= 1 << 20 and bounded.details["share_bytes"] == (1 << 20) // grid // 16 * 16
+    assert bounded.details["pool_bytes"] == (1 << 20) - grid * bounded.details["share_bytes"]
+    # No more lanes than blocks: a block's share holds one lane, a sixth of it.
+    one_lane = gpu_planner.plan_long_lanes(1, 264, n, 1, 0, None, None).details
+    assert one_lane["grid"] == 264 and one_lane["share_bytes"] == int(n * gpu_planner.WALK_SHARE_ONE_LANE) // 16 * 16
+    # Lanes over the wide tiles' most tiles (15 MiB) walk tiles of at most 24 KiB.
+    long_lanes = gpu_planner.plan_long_lanes(1, 8, 16 << 20, 1, 0, None, None).details
+    assert long_lanes["tile_bytes"][1] == L.WALK_TILE_BYTES, long_lanes
+    assert long_lanes["max_tiles"] == L.WALK_MAX_TILES
     for knobs, message in (({"long_lanes": "fast"}, "long_lanes must be 'walks', 'swaps' or None"),
                            ({"walk_tile_bytes": 100}, "walk_tile_bytes must be a multiple of 16 from 32"),
                            ({"walk_buffers": 5}, "walk_buffers must be 2, 3 or 4"),

@@ -48,14 +48,14 @@ settings = {
     "swap_panel_bytes": 16 * 1024,  # lane-swaps: bytes a panel streams
     "swap_save_bytes": None,  # lane-swaps: the largest small side saved; None: what fits two blocks an SM
     # roll_rows of lanes beyond lane-panels: "walks" (lane-walks, one pass: a block walks its lane in chain
-    # order, pre-reading into its share of scratch), "swaps" (lane-swaps, block swaps); None: walks where a
-    # lane has at most _lanes.WALK_MAX_TILES tiles of the walk's smallest size, else swaps.
+    # order, pre-reading into its share of scratch), "swaps" (lane-swaps, block swaps); None: walks for lanes
+    # from WALK_MIN_LANE_BYTES with at most _lanes.WALK_MAX_TILES tiles of the walk's smallest size, else swaps.
     "long_lanes": None,
-    "walk_share_bytes": None,  # lane-walks: scratch bytes a block holds pre-reads in; None: WALK_SHARE of a lane
+    "walk_share_bytes": None,  # lane-walks: scratch bytes a block holds pre-reads in; None: WALK_SHARE(_ONE_LANE) of a lane
     "walk_pool_bytes": None,  # lane-walks: scratch for lanes over a share, taken in ticket order; None: WALK_POOL
-    "walk_tile_bytes": None,  # lane-walks: the largest tile (a multiple of 16; half of it the smallest); None: 16 KiB
+    "walk_tile_bytes": None,  # lane-walks: the largest tile (a multiple of 16; half of it the smallest); None: _walk_limits
     "walk_buffers": None,  # lane-walks: tile buffers (2-4; look-ahead of one less); None: _lanes.WALK_BUFFERS
-    "walk_max_tiles": None,  # lane-walks: most tiles a lane may have; None: _lanes.WALK_MAX_TILES
+    "walk_max_tiles": None,  # lane-walks: most tiles a lane may have; None: _walk_limits
     "walk_trace": 0,  # lane-walks: 0, or a device address where each block adds up its phases' time (diagnostic)
     # row-cycles variant: None picks "three-rows" where three rows fit a block (except aligned
     # two-row swaps, which stream faster chunked), else "chunked";
@@ -873,7 +873,7 @@ def plan_long_lanes(axis: int, rows: int, n: int, itemsize: int, pointer: int,
             return step
         if choice == "walks":
             raise ValueError(f"GPU setting long_lanes='walks' cannot take lanes of {seg} bytes: a walk has at "
-                             f"most {_walk_limits()[1]} tiles; use long_lanes=None")
+                             f"most {_walk_limits(seg)[1]} tiles; use long_lanes=None")
     return plan_lane_swaps(axis, rows, n, itemsize, pointer, host_shifts)
 
 
@@ -888,6 +888,10 @@ WALK_MIN_LANE_BYTES = 1 << 20
 #: of 1024 1 MiB lanes fitted it and walked; there a lane whose spans exceeded it took block swaps, which
 #: set the launch's end at one lane a block (docs/perf-notes.md, "Lane walks: built").
 WALK_SHARE = 1 / 12
+#: The same where there are no more lanes than blocks: a block's share then holds one lane only, and a
+#: larger one lets the choice take fewer, larger tiles over more pre-reads (the slowest lane ends such
+#: a launch). Measured on an H200, 256 lanes of 4 MiB (docs/perf-notes.md, "Lane walks: 32 KiB tiles").
+WALK_SHARE_ONE_LANE = 1 / 6
 #: ``lane-walks``' default pool, for lanes whose spans exceed their block's share: this share of the array.
 #: Replaying the kernel's choice on the CPU for seeded random shifts (benchmarks/walk_penalty_probe.py,
 #: docs/results/walk-penalty-probe.json, rule "kernel") it turns away no lane of 2-4 MiB and 9 of 1,024 of
@@ -896,12 +900,19 @@ WALK_SHARE = 1 / 12
 WALK_POOL = 1 / 100
 
 
-def _walk_limits():
-    """``(tile_bytes, max_tiles, buffers)`` of ``lane-walks`` under the current settings."""
+def _walk_limits(seg: Optional[int] = None):
+    """``(tile_bytes, max_tiles, buffers)`` of ``lane-walks`` for lanes of ``seg`` bytes under the current
+    settings: by default the wide tiles (``_lanes.WALK_WIDE_TILE_BYTES``) where a lane fits their most
+    tiles, else ``_lanes.WALK_TILE_BYTES``."""
     from . import _lanes as L
 
-    tile = settings["walk_tile_bytes"] or L.WALK_TILE_BYTES
-    max_tiles = settings["walk_max_tiles"] or L.WALK_MAX_TILES
+    tile, max_tiles = settings["walk_tile_bytes"], settings["walk_max_tiles"]
+    if tile is None and max_tiles is None and seg is not None:
+        tile_lo, tile_hi = S.walk_tile_range(seg, L.WALK_WIDE_TILE_BYTES, L.WALK_WIDE_MAX_TILES)
+        if tile_lo <= tile_hi:
+            tile, max_tiles = L.WALK_WIDE_TILE_BYTES, L.WALK_WIDE_MAX_TILES
+    tile = tile or L.WALK_TILE_BYTES
+    max_tiles = max_tiles or L.WALK_MAX_TILES
     buffers = settings["walk_buffers"] or L.WALK_BUFFERS
     if int(tile) != tile or tile < 32 or tile % 16:
         raise ValueError(f"GPU setting walk_tile_bytes must be a multiple of 16 from 32, got {tile!r}")
@@ -963,7 +974,7 @@ def walk_traffic(step: Step, shifts) -> tuple:
 def plan_lane_walks(axis: int, rows: int, n: int, itemsize: int, pointer: int,
                     max_scratch_bytes: Optional[int] = None, host_shifts=None) -> Optional[Step]:
     """``roll_rows`` of lanes beyond a block's shared memory in one pass: ``lane-walks``; None when a lane
-    would have more than ``_lanes.WALK_MAX_TILES`` tiles of the walk's smallest size.
+    would have more than ``_lanes.WALK_MAX_TILES`` tiles of the walk's smallest size (``_walk_limits``).
 
     A block takes whole lanes (by ticket), picks each lane's tile size and
     chain step, pre-reads the bytes its look-ahead cannot hold into its share
@@ -979,7 +990,7 @@ def plan_lane_walks(axis: int, rows: int, n: int, itemsize: int, pointer: int,
     from . import _lanes as L
 
     seg = n * itemsize
-    tile_max, max_tiles, buffers = _walk_limits()
+    tile_max, max_tiles, buffers = _walk_limits(seg)
     tile_lo, tile_hi = S.walk_tile_range(seg, tile_max, max_tiles)
     if tile_lo > tile_hi:
         return None
@@ -996,7 +1007,7 @@ def plan_lane_walks(axis: int, rows: int, n: int, itemsize: int, pointer: int,
     grid = max(1, min(settings["grid"] or sms * _blocks_for_smem(smem, threads), rows))
     share = settings["walk_share_bytes"]
     if share is None:
-        share = int(seg * WALK_SHARE)
+        share = int(seg * (WALK_SHARE_ONE_LANE if rows <= grid else WALK_SHARE))
         if max_scratch_bytes is not None:
             share = min(share, max_scratch_bytes // grid)
     share = int(share) // 16 * 16
