@@ -705,10 +705,11 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
     # No more lanes than blocks: a block's share holds one lane, a sixth of it.
     one_lane = gpu_planner.plan_long_lanes(1, 264, n, 1, 0, None, None).details
     assert one_lane["grid"] == 264 and one_lane["share_bytes"] == int(n * gpu_planner.WALK_SHARE_ONE_LANE) // 16 * 16
-    # Lanes over the wide tiles' most tiles (15 MiB) walk tiles of at most 24 KiB.
-    long_lanes = gpu_planner.plan_long_lanes(1, 8, 16 << 20, 1, 0, None, None).details
-    assert long_lanes["tile_bytes"][1] == L.WALK_TILE_BYTES, long_lanes
-    assert long_lanes["max_tiles"] == L.WALK_MAX_TILES
+    # Lanes under 2 MiB or over the wide tiles' most tiles (15 MiB) walk tiles of at most 24 KiB.
+    for seg in ((1 << 20), (2 << 20) - 16, 16 << 20):
+        narrow = gpu_planner.plan_long_lanes(1, 8, seg, 1, 0, None, None).details
+        assert narrow["tile_bytes"][1] == L.WALK_TILE_BYTES and narrow["max_tiles"] == L.WALK_MAX_TILES, narrow
+    assert gpu_planner.plan_long_lanes(1, 8, 2 << 20, 1, 0, None, None).details["tile_bytes"][1] == 32768
     for knobs, message in (({"long_lanes": "fast"}, "long_lanes must be 'walks', 'swaps' or None"),
                            ({"walk_tile_bytes": 100}, "walk_tile_bytes must be a multiple of 16 from 32"),
                            ({"walk_buffers": 5}, "walk_buffers must be 2, 3 or 4"),

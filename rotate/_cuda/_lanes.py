@@ -721,12 +721,14 @@ W_FIELDS = W_HEADER + WALK_PIECES * W_PIECE
 #: Tile sizes a walk chooses from: ``WALK_TILE_BYTES`` down to half of it; tiles a lane may have.
 WALK_TILE_BYTES = 24 * 1024
 WALK_MAX_TILES = 1024
-#: Lanes that fit ``WALK_WIDE_MAX_TILES`` tiles of at most ``WALK_WIDE_TILE_BYTES`` (up to 15 MiB) take
-#: tiles of 16-32 KiB instead; fewer tables keep two blocks an SM. Measured on an H200 against the
-#: 12-24 KiB tiles (docs/perf-notes.md, "Lane walks: 32 KiB tiles"): 4 MiB lanes at 1 GiB 0.87 against
-#: 0.99 ms (the slowest block no longer walks 301 small tiles), 2 MiB lanes 74% against 66% of memcpy.
+#: Lanes from ``WALK_WIDE_MIN_LANE_BYTES`` that fit ``WALK_WIDE_MAX_TILES`` tiles of at most
+#: ``WALK_WIDE_TILE_BYTES`` (2-15 MiB) take tiles of 16-32 KiB instead; fewer tables keep two blocks an
+#: SM. Measured on an H200 against the 12-24 KiB tiles, device ms (docs/perf-notes.md, "Lane walks: 32
+#: KiB tiles"): 4 MiB lanes at 1 GiB 0.82 against 0.94 (the slowest block walked 301 small tiles), 2 MiB
+#: lanes 0.75-0.77 against 0.85; 1 MiB lanes 0.85 against 0.81, so those keep the smaller tiles.
 WALK_WIDE_TILE_BYTES = 32 * 1024
 WALK_WIDE_MAX_TILES = 480
+WALK_WIDE_MIN_LANE_BYTES = 2 << 20
 WALK_BUFFERS = 3
 #: What ``walk_kernel(trace=...)`` adds up a block: lanes walked, ns choosing, laying out, pre-reading
 #: (and the first decodes), walking, ns of lanes by block swaps, tiles walked, lanes walked from the

@@ -902,12 +902,12 @@ WALK_POOL = 1 / 100
 
 def _walk_limits(seg: Optional[int] = None):
     """``(tile_bytes, max_tiles, buffers)`` of ``lane-walks`` for lanes of ``seg`` bytes under the current
-    settings: by default the wide tiles (``_lanes.WALK_WIDE_TILE_BYTES``) where a lane fits their most
-    tiles, else ``_lanes.WALK_TILE_BYTES``."""
+    settings: by default the wide tiles (``_lanes.WALK_WIDE_TILE_BYTES``) for lanes from
+    ``_lanes.WALK_WIDE_MIN_LANE_BYTES`` that fit their most tiles, else ``_lanes.WALK_TILE_BYTES``."""
     from . import _lanes as L
 
     tile, max_tiles = settings["walk_tile_bytes"], settings["walk_max_tiles"]
-    if tile is None and max_tiles is None and seg is not None:
+    if tile is None and max_tiles is None and seg is not None and seg >= L.WALK_WIDE_MIN_LANE_BYTES:
         tile_lo, tile_hi = S.walk_tile_range(seg, L.WALK_WIDE_TILE_BYTES, L.WALK_WIDE_MAX_TILES)
         if tile_lo <= tile_hi:
             tile, max_tiles = L.WALK_WIDE_TILE_BYTES, L.WALK_WIDE_MAX_TILES
