@@ -511,10 +511,18 @@ def walk_tile_range(n, tile_max, max_tiles_):
     return tile_lo, tile_hi
 
 
-#: Tile sizes a chunk of the choice holds: each chunk's likeliest size (``walk_residue_score``) is
-#: estimated in full, ``WALK_CHAINS`` estimates a chunk, a thread each (the estimate's modular inverses
-#: dominate a block's setup of a lane: one estimate a size was too slow on an H200).
-WALK_CHUNK = 8
+#: Chunks the choice splits a lane's tile sizes into: each chunk's likeliest size (``walk_residue_score``)
+#: is estimated in full, ``WALK_CHAINS`` estimates a chunk, a thread each, so a choice is at most
+#: ``WALK_CHUNKS * WALK_CHAINS`` = 256 estimates, one round of the kernel's block (the estimate's modular
+#: inverses dominate a block's setup of a lane: one estimate a size was too slow on an H200, and chunks
+#: of 8 sizes took 2-3 rounds, 30-53 us a lane; docs/perf-notes.md, "Lane walks: 32 KiB tiles").
+WALK_CHUNKS = 64
+
+
+@register_jitable
+def walk_chunk(sizes):
+    """Tile sizes a chunk holds when a choice has ``sizes`` of them: at most ``WALK_CHUNKS`` chunks."""
+    return ceil_div(sizes, WALK_CHUNKS)
 
 
 @register_jitable
@@ -537,10 +545,12 @@ def walk_residue_score(n, k, head, tile_bytes):
 
 @register_jitable
 def walk_chunk_size(n, k, head, tile_hi, sizes, chunk):
-    """Chunk ``chunk``'s tile size (an index from ``tile_hi`` down; -1: an empty chunk): of the sizes
-    ``WALK_CHUNK * chunk`` on, the one of least ``walk_residue_score`` (ties: the larger)."""
-    first = chunk * WALK_CHUNK
-    last = min(sizes, first + WALK_CHUNK)
+    """Chunk ``chunk``'s tile size (an index from ``tile_hi`` down; -1: an empty chunk): of the
+    ``walk_chunk(sizes)`` sizes from ``walk_chunk(sizes) * chunk`` on, the one of least
+    ``walk_residue_score`` (ties: the larger)."""
+    width = walk_chunk(sizes)
+    first = chunk * width
+    last = min(sizes, first + width)
     best_size = -1
     best_score = -1
     for size in range(first, last):
@@ -563,10 +573,17 @@ def walk_pick_cost(n, k, head, tile_hi, sizes, pick, reach, share):
     tile size; the cost is ``walk_estimate`` plus ``WALK_ITEM_BYTES`` a tile, plus the lane's bytes when
     the estimate exceeds ``share`` (such a walk would likely not fit the block's scratch); index -1: no
     candidate."""
-    size = walk_chunk_size(n, k, head, tile_hi, sizes, pick // WALK_CHAINS)
+    return walk_size_cost(n, k, head, tile_hi, walk_chunk_size(n, k, head, tile_hi, sizes, pick // WALK_CHAINS),
+                          pick % WALK_CHAINS, reach, share)
+
+
+@register_jitable
+def walk_size_cost(n, k, head, tile_hi, size, which, reach, share):
+    """``walk_pick_cost`` once its chunk's tile size ``size`` is known (-1: an empty chunk): chain step
+    ``which`` of that size. The kernel scores every size once and finds each chunk's from the scores."""
     if size < 0:
         return -1, -1
-    index = size * WALK_CHAINS + pick % WALK_CHAINS
+    index = size * WALK_CHAINS + which
     tile_bytes, chain = walk_candidate(n, k, head, tile_hi, index)
     if chain <= 0:
         return -1, -1
@@ -580,7 +597,8 @@ def walk_pick_cost(n, k, head, tile_hi, sizes, pick, reach, share):
 @register_jitable
 def walk_picks(tile_lo, tile_hi):
     """Candidates a choice estimates: ``WALK_CHAINS`` chain steps of each chunk's tile size."""
-    return ceil_div(walk_sizes(tile_lo, tile_hi), WALK_CHUNK) * WALK_CHAINS
+    sizes = walk_sizes(tile_lo, tile_hi)
+    return ceil_div(sizes, walk_chunk(sizes)) * WALK_CHAINS
 
 
 @register_jitable

@@ -251,6 +251,12 @@ WALK_SETTINGS = dict(constants={"MAX_LANE_SMEM": 32}, swap_panel_bytes=64, swap_
 NO_SCRATCH_WALK_SETTINGS = {**WALK_SETTINGS, "walk_share_bytes": 0, "walk_pool_bytes": 0}
 POOL_WALK_SETTINGS = {**WALK_SETTINGS, "walk_share_bytes": 16, "walk_pool_bytes": 1 << 16}
 TIGHT_POOL_WALK_SETTINGS = {**WALK_SETTINGS, "walk_share_bytes": 0, "walk_pool_bytes": 160}
+#: Tiles of 1-2 KiB: 65 sizes, so the choice's chunks hold two (the kernel finds a chunk's size from the
+#: scores it keeps in shared memory); a share of one vector and an ample pool, whose exact fill shows
+#: each lane's choice was the emulator's.
+WIDE_CHOICE_WALK_SETTINGS = {**WALK_SETTINGS, "walk_tile_bytes": 2048, "walk_share_bytes": 16,
+                             "walk_pool_bytes": 1 << 16}
+WIDE_CHOICE_CASE = RowsCase("roll_rows", (3, 12007), "uint8", (1234, -2500, 4001), -1, 3)
 
 
 def walk_pool_bytes(plan, case: RowsCase) -> Optional[int]:

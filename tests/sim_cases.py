@@ -206,10 +206,11 @@ def check_rows_lane_walks():
     except for lanes with nothing to pre-read); a share of one vector and an ample pool, or no share and a
     tight pool (lanes over what is left take block swaps). The pool (the bytes after the blocks' shares)
     must hold exactly the bytes the lanes over their share asked of it, and every launch must leave its
-    counters at zero."""
+    counters at zero. Tiles of 1-2 KiB put two sizes in each chunk of the choice: the pool's exact fill
+    shows each lane chose as the emulator does."""
     from rows_cases import (LONG_LANE_CASES, NO_SCRATCH_WALK_SETTINGS, POOL_WALK_SETTINGS, TIGHT_POOL_WALK_SETTINGS,
-                            WALK_SETTINGS, CudaRowsRunner, check_pool_filled, check_rows_case, launch_scratch_state,
-                            walk_pool_bytes)
+                            WALK_SETTINGS, WIDE_CHOICE_CASE, WIDE_CHOICE_WALK_SETTINGS, CudaRowsRunner,
+                            check_pool_filled, check_rows_case, launch_scratch_state, walk_pool_bytes)
 
     no_scratch = CudaRowsRunner(lane_threads=8, grid=2, **NO_SCRATCH_WALK_SETTINGS)
     pool = CudaRowsRunner(lane_threads=8, grid=4, **POOL_WALK_SETTINGS)
@@ -230,6 +231,11 @@ def check_rows_lane_walks():
                 check_pool_filled(launch_scratch_state(plan)[0], walk_pool_bytes(plan, case))
                 pooled += 1
     assert pooled  # lanes walked from the pool
+    wide = CudaRowsRunner(lane_threads=8, grid=2, **WIDE_CHOICE_WALK_SETTINGS)
+    plan = check_rows_case(wide, WIDE_CHOICE_CASE)
+    assert plan.algorithm == "lane-walks" and plan.steps[0].details["tile_bytes"] == (1024, 2048), plan
+    check_rows_case(wide, WIDE_CHOICE_CASE)  # scratch poisoned before it: the first call may have grown it
+    check_pool_filled(launch_scratch_state(plan)[0], walk_pool_bytes(plan, WIDE_CHOICE_CASE))
 
 
 @settings(deadline=None, max_examples=EXAMPLES // 4, database=None)

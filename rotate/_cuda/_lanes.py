@@ -835,14 +835,27 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
         store_u64(int64(address), record + field, uint64(load_i64(int64(address), record + field) + value))
 
     @cuda.jit(device=True)
-    def choose(pick, n, k, head, tile_lo, tile_hi, share, tid):
-        """The block's cheapest candidate index (-1: none), as ``_schedule.walk_choose`` finds it: a
-        thread a pick, then the least (cost, index)."""
+    def choose(pick, scores, n, k, head, tile_lo, tile_hi, share, tid):
+        """The block's cheapest candidate index (-1: none), as ``_schedule.walk_choose`` finds it: every
+        tile size's ``walk_residue_score`` once into ``scores`` (shared memory), a thread a pick (its
+        chunk's size from the scores, then ``walk_size_cost``), then the least (cost, index)."""
         best = int64(-1)
         best_index = int64(-1)
         sizes = S.walk_sizes(tile_lo, tile_hi)
+        for size in range(int64(tid), sizes, threads):
+            scores[size] = S.walk_residue_score(n, k, head, tile_hi - 16 * size)
+        cuda.syncthreads()
+        width = S.walk_chunk(sizes)
         for candidate in range(int64(tid), S.walk_picks(tile_lo, tile_hi), threads):
-            cost, index = S.walk_pick_cost(n, k, head, tile_hi, sizes, candidate, reach, share)
+            first = (candidate // S.WALK_CHAINS) * width
+            size = int64(-1)
+            least = int64(-1)
+            for at in range(first, min(sizes, first + width)):  # walk_chunk_size's rule: first least wins
+                score = scores[at]
+                if least < 0 or score < least:
+                    least = score
+                    size = at
+            cost, index = S.walk_size_cost(n, k, head, tile_hi, size, candidate % S.WALK_CHAINS, reach, share)
             if index >= 0 and (best_index < 0 or cost < best or (cost == best and index < best_index)):
                 best = cost
                 best_index = index
@@ -1085,7 +1098,8 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
             walk = tile_lo <= tile_hi
             index = int64(-1)
             if walk:
-                index = choose(pick, seg, k, head, tile_lo, tile_hi, share, tid)
+                # The scores sit in the tile buffers: free until the pre-reads.
+                index = choose(pick, picks, seg, k, head, tile_lo, tile_hi, share, tid)
                 walk = index >= 0
             if trace and tid == 0:
                 t1 = global_timer()
