@@ -564,7 +564,7 @@ CHAIN_GATE_RUN = "gpu-e2e-chain-eee3343-h200.json"
 CHAIN_GATE_16G_RUN = "gpu-e2e-chain-16g-eee3343-h200.json"
 #: The newest run of benchmarks/rows_gpu_bench.py (roll_rows, fftshift, multi-axis rolls): perf-notes'
 #: gpu-rows table and the README's rows sentence.
-ROWS_RUN = "gpu-rows-bb695e5-h200.json"
+ROWS_RUN = "gpu-rows-65d666e-h200.json"
 #: Random 1-D shifts timed as users time them (rotate.bench --shifts randS), peers beside.
 RANDOM_RUN = "random-shifts-8e6fe2a-h200.json"
 #: Issue #9's multi-axis cases (13-17) after flat_strips and co-resident chains (run from the tree before 6bbdb9e).
