@@ -12,10 +12,14 @@ on the caller's stream. ``plan`` says what a call would do.
 array([4, 0, 1, 2, 3])
 """
 
-from ._api import plan, roll, rotate
-from ._plan import Plan, Step
-from ._validate import AxisError
-from .rows import fftshift, ifftshift, plan_roll_rows, roll_rows
+from . import _numba_cache
+
+_numba_cache.install()  # before any module below defines a cached kernel
+
+from ._api import plan, roll, rotate  # noqa: E402
+from ._plan import Plan, Step  # noqa: E402
+from ._validate import AxisError  # noqa: E402
+from .rows import fftshift, ifftshift, plan_roll_rows, roll_rows  # noqa: E402
 
 
 def release_scratch() -> int:

@@ -1,0 +1,89 @@
+"""numba's on-disk cache for this package, stamped with all of the package's sources.
+
+numba stamps a function's cache with its own source file only. The cached
+kernels here inline index math from other modules (``_cpu.py`` and
+``_rows.py`` from ``_schedule.py``, the planner's replays from
+``_schedule.py``), so after an edit to ``_schedule.py`` alone (an editable
+install and a ``git pull``, or a mutant of ``tools/mutation.py``) numba would
+load their old machine code: a CPU roll could run the old schedule. Found
+when the planner's cached ``walk_traffic`` kept the old choice after
+``_schedule.py`` changed. ``install()``, run before any module of the package
+defines a cached function, puts locators first in numba's list that stamp
+the cache of every function defined in this package with a hash of all of
+its ``.py`` files (cache files stay where numba puts them); functions of
+other packages keep numba's own locators.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+
+from numba.core import caching
+
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def source_files(root: str) -> list:
+    """The ``.py`` files under ``root``, in a fixed order (``__pycache__`` left out)."""
+    found = []
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
+        found.extend(os.path.join(folder, f) for f in sorted(files) if f.endswith(".py"))
+    return found
+
+
+def package_stamp(root: str = PACKAGE_DIR) -> bytes:
+    """A hash of every ``.py`` file under ``root``: their paths relative to it and their contents."""
+    stamps = []
+    for path in source_files(root):
+        st = os.stat(path)
+        stamps.append((os.path.relpath(path, root), st.st_mtime_ns, st.st_size))
+    return _hash_files(root, tuple(stamps))
+
+
+@functools.lru_cache(maxsize=8)
+def _hash_files(root: str, stamps: tuple) -> bytes:
+    """Keyed by every file's modification time and size, so an edit in a running process rehashes."""
+    digest = hashlib.sha256()
+    for relpath, _, _ in stamps:
+        digest.update(relpath.encode())
+        with open(os.path.join(root, relpath), "rb") as handle:
+            digest.update(hashlib.sha256(handle.read()).digest())
+    return digest.digest()
+
+
+def _in_package(py_file: str) -> bool:
+    return os.path.abspath(py_file).startswith(PACKAGE_DIR + os.sep)
+
+
+def _package_locator(base):
+    """``base`` (one of numba's locators backed by a source file) for this package's functions only,
+    stamped with the package's sources."""
+
+    class PackageLocator(base):
+        def get_source_stamp(self):
+            return package_stamp()
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            if not _in_package(py_file):
+                return None
+            return super().from_function(py_func, py_file)
+
+    PackageLocator.__name__ = PackageLocator.__qualname__ = f"Package{base.__name__.lstrip('_')}"
+    return PackageLocator
+
+
+def install() -> None:
+    """Put, once, a package twin of each of numba's source-file locators (a ``NUMBA_CACHE_DIR`` setting's,
+    the in-tree ``__pycache__``, the user-wide directory) ahead of numba's own, in numba's order."""
+    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")  # public from numba 0.64
+    classes = impl._locator_classes
+    if any(getattr(c, "_rotate_package", False) for c in classes):
+        return
+    ours = [_package_locator(c) for c in classes if issubclass(c, caching._SourceFileBackedLocatorMixin)]
+    for locator in ours:
+        locator._rotate_package = True
+    classes[0:0] = ours

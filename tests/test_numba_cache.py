@@ -1,0 +1,70 @@
+"""numba's on-disk cache of the package's kernels is stamped with all of the package's sources
+(rotate/_numba_cache.py): an edit to _schedule.py alone must not leave _cpu.py's cached kernels, which
+inline its index math, running the old code."""
+
+import importlib
+import inspect
+import os
+
+from numba.core.dispatcher import Dispatcher
+
+from rotate import _numba_cache
+
+CACHED_MODULES = ("rotate._cpu", "rotate._rows", "rotate._rowperm", "rotate._cuda.planner")
+
+
+def test_every_cached_kernel_of_the_package_is_stamped_with_the_package():
+    import rotate._cuda.planner as planner
+
+    planner._walk_traffic_compiled()  # built on first use
+    planner._swap_traffic_compiled()
+    found = 0
+    for name in CACHED_MODULES:
+        module = importlib.import_module(name)
+        for value in vars(module).values():
+            if isinstance(value, Dispatcher) and value._cache.__class__.__name__ != "NullCache":
+                locator = value._cache._impl._locator
+                assert getattr(type(locator), "_rotate_package", False), (name, value, type(locator))
+                assert locator.get_source_stamp() == _numba_cache.package_stamp()
+                found += 1
+    assert found >= 20, found
+    for traffic in (planner._walk_traffic_compiled(), planner._swap_traffic_compiled()):
+        assert getattr(type(traffic._cache._impl._locator), "_rotate_package", False)
+
+
+def test_functions_of_other_packages_keep_numbas_locators():
+    from numba import njit
+
+    def elsewhere(x):
+        return x + 1
+
+    cached = njit(cache=True)(elsewhere)  # this test file is outside the package
+    assert not getattr(type(cached._cache._impl._locator), "_rotate_package", False)
+    assert os.path.abspath(inspect.getfile(elsewhere)).startswith(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_the_stamp_changes_with_any_source_of_the_package_and_only_those(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "__pycache__").mkdir()
+    (tmp_path / "a.py").write_text("A = 1\n")
+    (tmp_path / "sub" / "b.py").write_text("B = 2\n")
+    first = _numba_cache.package_stamp(str(tmp_path))
+    (tmp_path / "notes.txt").write_text("not a source\n")
+    (tmp_path / "__pycache__" / "c.py").write_text("cached\n")
+    assert _numba_cache.package_stamp(str(tmp_path)) == first
+    (tmp_path / "sub" / "b.py").write_text("B = 3\n")  # same size, other contents
+    second = _numba_cache.package_stamp(str(tmp_path))
+    assert second != first
+    (tmp_path / "sub" / "c.py").write_text("")
+    assert _numba_cache.package_stamp(str(tmp_path)) not in (first, second)
+
+
+def test_install_is_idempotent():
+    from numba.core import caching
+
+    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")
+    before = list(impl._locator_classes)
+    _numba_cache.install()
+    assert impl._locator_classes == before
+    ours = [c for c in before if getattr(c, "_rotate_package", False)]
+    assert ours and before[:len(ours)] == ours  # ahead of numba's own
