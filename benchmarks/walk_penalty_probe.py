@@ -99,7 +99,6 @@ def main(argv=None) -> int:
     parser.add_argument("--share", type=float, help="a block's share as a fraction of a lane (default: the "
                                                      "planner's WALK_SHARE)")
     args = parser.parse_args(argv)
-    from rotate._cuda import _lanes as L
     from rotate._cuda import planner
     from rotate._provenance import environment
 
@@ -111,10 +110,12 @@ def main(argv=None) -> int:
         ks = ((n - rng.integers(1, n, lanes)) * item).astype(np.int64)
         share = int(seg * (args.share or planner.WALK_SHARE)) // 16 * 16
         pool = int(lanes * seg * planner.WALK_POOL) // 16 * 16
+        tile, max_tiles, buffers = planner._walk_limits(seg)  # the default tiles for this lane length
         for rule, soft in (("kernel", False), ("soft", True)):
-            out = replay(ks, seg, L.WALK_TILE_BYTES, L.WALK_MAX_TILES, L.WALK_BUFFERS - 1, share, pool, soft)
+            out = replay(ks, seg, tile, max_tiles, buffers - 1, share, pool, soft)
             walked = out[:, 2] == 1
             rows.append({"lane_bytes": seg, "itemsize": item, "lanes": lanes, "rule": rule,
+                         "tile_bytes": tile, "max_tiles": max_tiles,
                          "tiles_mean": float(out[:, 0].mean()), "tiles_max": int(out[:, 0].max()),
                          "pre_read_mean_pct": float(100 * out[:, 1].mean() / seg),
                          "pre_read_max_pct": float(100 * out[:, 1].max() / seg),
