@@ -155,6 +155,25 @@ def test_walk_reach_is_the_farthest_reader_within_the_ring(n, data, head, reach)
         assert S.walk_reach(n, k, head, tile, rank, 0, position, j, reach) == max(ahead, default=0)
 
 
+@settings(deadline=None, max_examples=300)
+@given(n=st.integers(1 << 10, 1 << 26), tile_max=st.sampled_from([32, 64, 2048, 24576, 32768, 65536]),
+       max_tiles=st.sampled_from([2, 480, 1024, 4096]))
+def test_walk_choice_is_one_round_of_chunks_that_cover_every_size(n, tile_max, max_tiles):
+    """A choice is at most ``WALK_CHUNKS * WALK_CHAINS`` (256) picks, one round of the kernel's block, and
+    its chunks hold every tile size once: consecutive, none empty, none past the last size."""
+    from rotate import _schedule as S
+
+    tile_lo, tile_hi = S.walk_tile_range(n, tile_max, max_tiles)
+    if tile_lo > tile_hi:
+        return
+    sizes = S.walk_sizes(tile_lo, tile_hi)
+    picks = S.walk_picks(tile_lo, tile_hi)
+    assert picks % S.WALK_CHAINS == 0 and picks <= S.WALK_CHUNKS * S.WALK_CHAINS == 256
+    width = S.walk_chunk(sizes)
+    chunks = picks // S.WALK_CHAINS
+    assert width * (chunks - 1) < sizes <= width * chunks, (sizes, width, chunks)
+
+
 @settings(deadline=None, max_examples=200)
 @given(n=st.integers(1 << 12, 1 << 24), data=st.data(), head=st.integers(0, 15))
 def test_walk_choice_is_the_least_pick_and_its_tile_fits(n, data, head):

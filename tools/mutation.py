@@ -273,6 +273,20 @@ MUTANTS = [
     ("walk-traffic-pool-only-on-fit", "rotate/_cuda/planner.py",
      "            if spans > share:  # asked of the pool, whether it fitted or not\n",
      "            if tile and spans > share:\n"),
+    # lane-walks' choice and defaults (rotate/_schedule.py, rotate/_cuda/planner.py; tests/test_lanes_schedule.py,
+    # tests/test_robustness.py): chunks too narrow (more than one round of 256 picks); the 16-32 KiB tiles for
+    # lanes beyond their 480 tiles (which then take block swaps) or from 1 MiB; a sixth of a lane whatever
+    # the lane count.
+    ("walk-chunks-floor", "rotate/_schedule.py",
+     "    return ceil_div(sizes, WALK_CHUNKS)\n", "    return max(1, sizes // WALK_CHUNKS)\n"),
+    ("walk-wide-tiles-unchecked", "rotate/_cuda/planner.py",
+     "        if tile_lo <= tile_hi:\n            tile, max_tiles = L.WALK_WIDE_TILE_BYTES",
+     "        if True:\n            tile, max_tiles = L.WALK_WIDE_TILE_BYTES"),
+    ("walk-wide-tiles-from-1-mib", "rotate/_cuda/_lanes.py",
+     "WALK_WIDE_MIN_LANE_BYTES = 2 << 20\n", "WALK_WIDE_MIN_LANE_BYTES = 1 << 20\n"),
+    ("walk-one-lane-share-always", "rotate/_cuda/planner.py",
+     "        share = int(seg * (WALK_SHARE_ONE_LANE if rows <= grid else WALK_SHARE))\n",
+     "        share = int(seg * WALK_SHARE_ONE_LANE)\n"),
     # Scratch of a stream evicted from the 8-stream cache (rotate/_cuda/launch.py; tests/test_robustness.py
     # with a stand-in driver): dropped at once instead of kept until its stream passes an event.
     ("evicted-scratch-dropped-at-once", "rotate/_cuda/launch.py",
