@@ -10,6 +10,7 @@ trace first (3 calls between CUDA events), then once with it, and writes
 per walked lane means and the blocks' totals (mean, 90th percentile, max).
 
     python benchmarks/walk_trace.py --json docs/results/walk-trace-<commit>-h200.json [--set walk_pool_bytes=0]
+    python benchmarks/walk_trace.py --case 2048,131072,float32 --set long_lanes="'walks'"   # other lanes
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ def main(argv=None) -> int:
     parser.add_argument("--json")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a planner setting for every case (a Python literal), e.g. walk_pool_bytes=0")
+    parser.add_argument("--case", action="append", default=[], metavar="ROWS,N,DTYPE",
+                        help="lanes to trace instead of the default two (uint8 or float32; repeatable)")
     args = parser.parse_args(argv)
     knobs = {key: ast.literal_eval(value) for key, value in (item.split("=", 1) for item in args.set)}
     import torch
@@ -86,7 +89,10 @@ def main(argv=None) -> int:
     from rotate._provenance import environment
 
     rows = []
-    for shape, dtype in CASES:
+    cases = CASES
+    if args.case:
+        cases = [((int(r), int(n)), dtype) for r, n, dtype in (c.split(",") for c in args.case)]
+    for shape, dtype in cases:
         rows.append(run(shape, dtype, knobs, torch, rotate, planner, L))
         print(json.dumps(rows[-1]), flush=True)
     if args.json:
