@@ -57,8 +57,8 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import int64, uint32, uint64
-from numba.core.extending import overload, register_jitable
+from numba import uint64
+from numba.core.extending import register_jitable
 
 VECTOR = 16  # bytes per global load/store
 
@@ -86,42 +86,6 @@ def ceil_div(a, b):
 @register_jitable
 def row_head(head0, row, n):
     return (head0 + row * n) % 16
-
-
-# --- unsigned 32-bit division ---------------------------------------------------
-#
-# numba compiles ``a // b`` and ``a % b`` of int64 values to a range check, a 64-bit and a 32-bit
-# division and Python's floor correction (about 15 more PTX instructions each, dependent): the lane
-# walk's choice, a few thousand dependent integer instructions a thread, spent most of its time there
-# (docs/perf-notes.md, "Lane walks: the setup"). Where both operands are known to be non-negative and
-# below 2**32 these two compile to one ``div.u32`` / ``rem.u32``; in Python (the emulator, the CUDA
-# simulator) they are ``//`` and ``%`` and check that precondition, so every emulated schedule tests it.
-
-
-def udiv(a, b):
-    """``a // b`` for ``0 <= a < 2**32`` and ``0 < b < 2**32``: one unsigned 32-bit division when compiled."""
-    assert 0 <= a < 4294967296 and 0 < b < 4294967296, ("udiv out of range", a, b)
-    return a // b
-
-
-def umod(a, b):
-    """``a % b`` for ``0 <= a < 2**32`` and ``0 < b < 2**32``: one unsigned 32-bit remainder when compiled."""
-    assert 0 <= a < 4294967296 and 0 < b < 4294967296, ("umod out of range", a, b)
-    return a % b
-
-
-@overload(udiv)
-def _udiv_compiled(a, b):
-    def impl(a, b):
-        return int64(uint32(a) // uint32(b))
-    return impl
-
-
-@overload(umod)
-def _umod_compiled(a, b):
-    def impl(a, b):
-        return int64(uint32(a) % uint32(b))
-    return impl
 
 
 @register_jitable
@@ -170,30 +134,25 @@ def tile_parts(n, k, head, tile_bytes, j):
 
 # --- the chain ---------------------------------------------------------------
 
-# Tile counts and chain steps are below 2**32 wherever they occur (every schedule keeps a table entry,
-# in memory or in shared memory, a tile), so the chain's Euclid divides in 32 bits.
-
 @register_jitable
 def gcd(a, b):
-    """``gcd(a, b)`` for ``0 <= a, b < 2**32``."""
     while b:
-        a, b = b, umod(a, b)
+        a, b = b, a % b
     return a
 
 
 @register_jitable
 def mod_inverse(a, m):
-    """``a^-1 mod m`` for coprime ``0 <= a < 2**32`` and ``0 < m < 2**32`` (extended Euclid); 0 when ``m == 1``."""
+    """``a^-1 mod m`` for coprime ``a, m`` (extended Euclid); 0 when ``m == 1``."""
     if m == 1:
         return 0
-    r0, r1 = m, umod(a, m)
+    r0, r1 = m, a % m
     t0, t1 = 0, 1
     while r1:
-        quotient = udiv(r0, r1)
+        quotient = r0 // r1
         r0, r1 = r1, r0 - quotient * r1
         t0, t1 = t1, t0 - quotient * t1
-    # |t0| <= m / 2 for m >= 2 (the extended Euclid's bound): one correction is t0 mod m.
-    return t0 + m if t0 < 0 else t0
+    return t0 % m
 
 
 @register_jitable
@@ -209,11 +168,10 @@ def chain_step(m, p):
 
 @register_jitable
 def chain_shape(m, p):
-    """``(g, L, inv)``: ``g`` cycles of ``L`` tiles, ``inv = (p / g)^-1 mod L`` (``p`` in ``[1, m)``, or 1:
-    ``chain_step``'s)."""
+    """``(g, L, inv)``: ``g`` cycles of ``L`` tiles, ``inv = (p / g)^-1 mod L``."""
     g = gcd(p, m)
-    length = udiv(m, g)
-    return g, length, mod_inverse(umod(udiv(p, g), length), length)
+    length = m // g
+    return g, length, mod_inverse((p // g) % length, length)
 
 
 @register_jitable
@@ -469,19 +427,8 @@ def walk_pre_bytes(n, k, head, tile_bytes, chain):
 
 #: The estimate's fractions are integers over this (the same choice on the CPU and the GPU: no floats).
 WALK_SCALE = 1 << 16
-#: Lanes a walk takes are shorter than this, and have at most ``WALK_MAX_TILE_COUNT`` tiles
-#: (``walk_tile_range``): the choice's quotients, including ``WALK_SCALE`` times a tile count and the
-#: product of two, then fit the unsigned 32 bits ``udiv`` and ``umod`` divide in.
-WALK_MAX_LANE_BYTES = 1 << 30
-WALK_MAX_TILE_COUNT = 1 << 15
 #: Chain steps a tile size is tried with: ``q`` and ``q + 1`` of the unwrapped source, then of the wrapped.
 WALK_CHAINS = 4
-
-
-@register_jitable
-def walk_tile_count(n, head, tile_bytes):
-    """``tile_count`` of a lane a walk may take (``walk_tile_range``'s bounds), divided in 32 bits."""
-    return udiv(head + n + tile_bytes - 1, tile_bytes)
 
 
 @register_jitable
@@ -494,13 +441,12 @@ def walk_late_share(d, m, g, length, inv, reach):
     ``g``) it sits ``delta = (d / g) * inv mod L`` positions on, wrapping to ``L - delta`` positions
     before for a share ``delta / L`` of the items.
     """
-    d = umod(d, m)
-    cycle = umod(d, g)
-    if cycle != 0:
-        return udiv(cycle * WALK_SCALE, g)
-    delta = umod(udiv(d, g) * inv, length)
+    d = d % m
+    if d % g != 0:
+        return (d % g) * WALK_SCALE // g
+    delta = ((d // g) * inv) % length
     if length - delta > reach:
-        return udiv(delta * WALK_SCALE, length)
+        return delta * WALK_SCALE // length
     return 0
 
 
@@ -516,16 +462,16 @@ def walk_estimate(n, k, head, tile_bytes, chain, reach):
     candidates; the spans the walk pre-reads are counted exactly
     (``walk_span``).
     """
-    m = walk_tile_count(n, head, tile_bytes)
+    m = tile_count(n, head, tile_bytes)
     p = chain_step(m, chain)
     g, length, inv = chain_shape(m, p)
     total = 0
     shift = k
     region = n - k
     for _ in range(2):
-        q = udiv(shift, tile_bytes)
+        q = shift // tile_bytes
         r = shift - q * tile_bytes
-        items = udiv(region, tile_bytes)
+        items = region // tile_bytes
         total += items * ((tile_bytes - r) * walk_late_share(q, m, g, length, inv, reach)
                           + r * walk_late_share(q + 1, m, g, length, inv, reach))
         shift = k + m * tile_bytes - n
@@ -539,9 +485,9 @@ def walk_candidate(n, k, head, tile_hi, index):
     16-byte steps, ``WALK_CHAINS`` chain steps each; ``chain <= 0`` or ``>= m``: not a candidate."""
     tile_bytes = tile_hi - 16 * (index // WALK_CHAINS)
     which = index % WALK_CHAINS
-    m = walk_tile_count(n, head, tile_bytes)
+    m = tile_count(n, head, tile_bytes)
     shift = k if which < 2 else k + m * tile_bytes - n
-    chain = udiv(shift, tile_bytes) + (which & 1)
+    chain = shift // tile_bytes + (which & 1)
     if chain >= m:
         chain = 0
     return tile_bytes, chain
@@ -559,9 +505,7 @@ def walk_tile_range(n, tile_max, max_tiles_):
     ``tile_max``, at least half that, and never more than ``max_tiles_`` tiles."""
     tile_hi = tile_max
     tile_lo = tile_max // 2
-    if n >= WALK_MAX_LANE_BYTES or tile_max >= WALK_MAX_LANE_BYTES:
-        return tile_hi + 16, tile_hi  # beyond the choice's 32-bit arithmetic: no walk
-    least = align_up(ceil_div(n + 15, min(max_tiles_, WALK_MAX_TILE_COUNT)))
+    least = align_up(ceil_div(n + 15, max_tiles_))
     if tile_lo < least:
         tile_lo = least
     return tile_lo, tile_hi
@@ -587,12 +531,12 @@ def walk_residue_score(n, k, head, tile_bytes):
     ``d(x)`` the distance of ``x`` from a multiple of ``T``. A tile size that cuts either region's source
     on (or near) tile boundaries leaves few bytes to straddle two writers; ``walk_estimate`` then
     weighs where those writers lie in the walk."""
-    m = walk_tile_count(n, head, tile_bytes)
+    m = tile_count(n, head, tile_bytes)
     total = 0
     shift = k
     weight = n - k
     for _ in range(2):
-        r = umod(shift, tile_bytes)
+        r = shift % tile_bytes
         total += weight * min(r, tile_bytes - r)
         shift = k + m * tile_bytes - n
         weight = k
@@ -644,7 +588,7 @@ def walk_size_cost(n, k, head, tile_hi, size, which, reach, share):
     if chain <= 0:
         return -1, -1
     estimate = walk_estimate(n, k, head, tile_bytes, chain, reach)
-    cost = estimate + walk_tile_count(n, head, tile_bytes) * WALK_ITEM_BYTES
+    cost = estimate + tile_count(n, head, tile_bytes) * WALK_ITEM_BYTES
     if estimate > share:
         cost += n
     return cost, index

@@ -8,12 +8,11 @@ and no interleaving may deadlock (docs/design.md, "Termination of
 row-cycles"). The CUDA simulator runs the kernel itself (tests/sim_cases.py).
 """
 
-import functools
 from unittest import mock
 
 import numpy as np
 import pytest
-from hypothesis import event, given, note, settings
+from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 pytest.importorskip("numba.cuda")
@@ -411,50 +410,3 @@ def test_the_strip_emulator_catches_a_wrong_walk(monkeypatch):
     got = x.copy()
     R.emulate_row_strips.py_func(got, np.arange(1), 1, 1, 6, 6, 16, 0, 1, 0, 5, True, 1)
     assert not np.array_equal(got.reshape(6, 16), want)
-
-
-@settings(deadline=None, max_examples=60)
-@given(n=st.one_of(st.integers(1 << 12, (1 << 30) - 1), st.sampled_from([(1 << 30) - 1, (1 << 30) - 16, 1 << 29])),
-       data=st.data(), head=st.integers(0, 15), tile_max=st.sampled_from([64, 4096, 24576, 32768, 65536]),
-       max_tiles=st.sampled_from([480, 1024, 1 << 15, 1 << 20]))
-def test_walk_choice_stays_in_32_bits_and_compiled_equals_python(n, data, head, tile_max, max_tiles):
-    """The choice divides in unsigned 32 bits (``udiv``/``umod``: one ``div.u32`` each on the GPU). Lanes
-    below ``WALK_MAX_LANE_BYTES`` with at most ``WALK_MAX_TILE_COUNT`` tiles keep every operand in range:
-    in Python each division checks it, up to the largest lane and the most tiles, and the compiled
-    choice (the kernel's arithmetic) equals Python's. Longer lanes get no tile sizes (block swaps)."""
-    from rotate import _schedule as S
-
-    k = data.draw(st.one_of(st.integers(1, n - 1), st.sampled_from([1, n // 2, n - 1, n - 16])))
-    share = data.draw(st.sampled_from([0, n // 12, n]))
-    tile_lo, tile_hi = S.walk_tile_range(n, tile_max, max_tiles)
-    event("no tile sizes" if tile_lo > tile_hi else "a choice")
-    if tile_lo > tile_hi:
-        return
-    assert S.tile_count(n, head, tile_lo) <= S.WALK_MAX_TILE_COUNT
-    chosen = S.walk_choose(n, k, head, tile_lo, tile_hi, 3, share)
-    assert chosen == _walk_choose_compiled()(n, k, head, tile_lo, tile_hi, 3, share)
-    if chosen[1] >= 0:
-        tile_bytes, chain = S.walk_candidate(n, k, head, tile_hi, chosen[1])
-        assert S.walk_tile_count(n, head, tile_bytes) == S.tile_count(n, head, tile_bytes)
-
-
-def test_lanes_of_a_gib_and_more_get_no_walk():
-    """``walk_tile_range`` is empty from ``WALK_MAX_LANE_BYTES`` on, whatever the tiles allowed."""
-    from rotate import _schedule as S
-
-    for n in (S.WALK_MAX_LANE_BYTES, S.WALK_MAX_LANE_BYTES + 1, 1 << 33):
-        for tile_max, max_tiles in ((32768, 480), (1 << 20, 1 << 20)):
-            tile_lo, tile_hi = S.walk_tile_range(n, tile_max, max_tiles)
-            assert tile_lo > tile_hi, (n, tile_max, max_tiles)
-    tile_lo, tile_hi = S.walk_tile_range(S.WALK_MAX_LANE_BYTES - 1, 1 << 16, 1 << 20)
-    assert tile_lo <= tile_hi and S.tile_count(S.WALK_MAX_LANE_BYTES - 1, 15, tile_lo) <= S.WALK_MAX_TILE_COUNT
-
-
-@functools.lru_cache(maxsize=1)
-def _walk_choose_compiled():
-    import numba
-
-    from rotate import _schedule as S
-
-    return numba.njit(lambda n, k, head, tile_lo, tile_hi, reach, share:
-                      S.walk_choose(n, k, head, tile_lo, tile_hi, reach, share))

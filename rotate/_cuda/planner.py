@@ -873,8 +873,7 @@ def plan_long_lanes(axis: int, rows: int, n: int, itemsize: int, pointer: int,
             return step
         if choice == "walks":
             raise ValueError(f"GPU setting long_lanes='walks' cannot take lanes of {seg} bytes: a walk has at "
-                             f"most {min(_walk_limits(seg)[1], S.WALK_MAX_TILE_COUNT)} tiles and lanes of less "
-                             f"than {S.WALK_MAX_LANE_BYTES} bytes; use long_lanes=None")
+                             f"most {_walk_limits(seg)[1]} tiles; use long_lanes=None")
     return plan_lane_swaps(axis, rows, n, itemsize, pointer, host_shifts)
 
 
