@@ -710,7 +710,14 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
         narrow = gpu_planner.plan_long_lanes(1, 8, seg, 1, 0, None, None).details
         assert narrow["tile_bytes"][1] == L.WALK_TILE_BYTES and narrow["max_tiles"] == L.WALK_MAX_TILES, narrow
     assert gpu_planner.plan_long_lanes(1, 8, 2 << 20, 1, 0, None, None).details["tile_bytes"][1] == 32768
-    for knobs, message in (({"long_lanes": "fast"}, "long_lanes must be 'walks', 'swaps' or None"),
+    # The launch bound's blocks an SM (a measurement knob): it caps the grid's blocks an SM; 1 by default.
+    assert gpu_planner.plan_long_lanes(1, rows, n, 1, 0, None, None).details["min_blocks"] == 1
+    with gpu_planner.override(walk_tile_bytes=16384, walk_max_tiles=128, swap_panel_bytes=8192, walk_min_blocks=3):
+        capped = gpu_planner.plan_long_lanes(1, 4096, 1 << 20, 1, 0, None, None).details
+        assert capped["min_blocks"] == 3 and capped["grid"] == 3 * 132, capped
+    for knobs, message in (({"walk_min_blocks": 0}, "walk_min_blocks must be an integer from 1 to 8"),
+                           ({"walk_min_blocks": 2.5}, "walk_min_blocks must be an integer from 1 to 8"),
+                           ({"long_lanes": "fast"}, "long_lanes must be 'walks', 'swaps' or None"),
                            ({"walk_tile_bytes": 100}, "walk_tile_bytes must be a multiple of 16 from 32"),
                            ({"walk_buffers": 5}, "walk_buffers must be 2, 3 or 4"),
                            ({"walk_max_tiles": 1}, "walk_max_tiles must be an integer >= 2"),

@@ -761,7 +761,7 @@ def walk_save_bytes(panel_bytes: int = PANEL_BYTES) -> int:
 
 @functools.lru_cache(maxsize=None)
 def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes: int = WALK_TILE_BYTES,
-                max_tiles: int = WALK_MAX_TILES, panel_bytes: int = PANEL_BYTES, trace: int = 0):
+                max_tiles: int = WALK_MAX_TILES, panel_bytes: int = PANEL_BYTES, trace: int = 0, min_blocks: int = 1):
     """``kernel(data, shifts, scratch, counters, rows, seg, n, item, shift_stride, head0, share, pool,
     save_bytes)``.
 
@@ -826,7 +826,7 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
         raise ValueError(f"walk_kernel takes 2 to 4 buffers, got {buffers}")
     if threads % group:
         raise ValueError(f"walk_kernel needs whole warps (or fewer threads), got {threads}")
-    jit_options = {} if SIMULATED else {"launch_bounds": threads}
+    jit_options = {} if SIMULATED else {"launch_bounds": (threads, min_blocks) if min_blocks > 1 else threads}
     if not SIMULATED and os.environ.get("ROTATE_LINEINFO") == "1":
         jit_options["lineinfo"] = True  # Nsight Compute's source view (benchmarks/ncu_rows_target.py)
 

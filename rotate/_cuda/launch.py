@@ -505,7 +505,7 @@ def _set_dynamic_smem(cufunc) -> None:
 
 @_kernels.functools.lru_cache(maxsize=None)
 def _compiled_lanes(which: str, unit: int, threads: int, args: int, device: int, panel_bytes: int = 0,
-                    row_threads: int = 0, runs: bool = False, group: int = 32):
+                    row_threads: int = 0, runs: bool = False, group: int = 32, min_blocks: int = 1):
     """A kernel of rotate/_cuda/_lanes.py compiled for int64 arguments, its cuda.core handle,
     allowed the most dynamic shared memory a block can have (on ``device``). ``which``: "panel",
     "cycle" (built per ``unit``) or "swap" (per ``panel_bytes``)."""
@@ -514,7 +514,7 @@ def _compiled_lanes(which: str, unit: int, threads: int, args: int, device: int,
     if which == "swap":
         kernel = _lanes.swap_kernel(threads, panel_bytes)
     elif which == "walk":  # row_threads: buffers; unit: tile bytes; group: most tiles; runs: a trace address
-        kernel = _lanes.walk_kernel(threads, row_threads, unit, group, panel_bytes, int(runs))
+        kernel = _lanes.walk_kernel(threads, row_threads, unit, group, panel_bytes, int(runs), min_blocks)
     elif which == "warps":  # panel_bytes: the slots a group has; row_threads: the launch bound's blocks an SM
         kernel = _lanes.warp_lane_kernel(threads, panel_bytes, row_threads, group)
     elif which == "panel":
@@ -655,7 +655,8 @@ def run_lane_walks(target: Any, info, step, handle: int, shifts: Any, shift_stri
     scalars = (step.rows, step.seg_bytes, d["_n"], step.word_bytes, shift_stride, d["head0"], d["share_bytes"],
                d["pool_bytes"], d["save_bytes"])
     kernel, cu_kernel = _compiled_lanes("walk", d["tile_bytes"][1], d["block"], 13, device, d["panel_bytes"],
-                                        d["buffers"], runs=planner.settings["walk_trace"], group=d["max_tiles"])
+                                        d["buffers"], runs=planner.settings["walk_trace"], group=d["max_tiles"],
+                                        min_blocks=d.get("min_blocks", 1))
     if SIMULATED:
         data = _sim_bytes(target, step.rows * step.seg_bytes)
         flat = getattr(shifts, "_ary", shifts).reshape(-1)

@@ -56,6 +56,9 @@ settings = {
     "walk_tile_bytes": None,  # lane-walks: the largest tile (a multiple of 16; half of it the smallest); None: _walk_limits
     "walk_buffers": None,  # lane-walks: tile buffers (2-4; look-ahead of one less); None: _lanes.WALK_BUFFERS
     "walk_max_tiles": None,  # lane-walks: most tiles a lane may have; None: _walk_limits
+    # lane-walks: the launch bound's blocks an SM, registers capped to fit (a measurement knob: 3-4 with 16-20
+    # KiB tiles were slower on an H200, docs/perf-notes.md "Lane walks: the setup"); None: 1
+    "walk_min_blocks": None,
     "walk_trace": 0,  # lane-walks: 0, or a device address where each block adds up its phases' time (diagnostic)
     # row-cycles variant: None picks "three-rows" where three rows fit a block (except aligned
     # two-row swaps, which stream faster chunked), else "chunked";
@@ -1004,7 +1007,16 @@ def plan_lane_walks(axis: int, rows: int, n: int, itemsize: int, pointer: int,
                          f"{max_tiles} need {smem} bytes of shared memory a block, more than {L.MAX_BLOCK_SMEM}; "
                          f"choose smaller ones")
     sms, _ = device_shape(_device_id())
-    grid = max(1, min(settings["grid"] or sms * _blocks_for_smem(smem, threads), rows))
+    min_blocks = settings["walk_min_blocks"]
+    resident = _blocks_for_smem(smem, threads)
+    if min_blocks is None:
+        min_blocks = 1
+    elif int(min_blocks) != min_blocks or not 1 <= min_blocks <= 2048 // threads:
+        raise ValueError(f"GPU setting walk_min_blocks must be an integer from 1 to {2048 // threads}, "
+                         f"got {min_blocks!r}")
+    else:
+        resident = min(resident, int(min_blocks))
+    grid = max(1, min(settings["grid"] or sms * resident, rows))
     share = settings["walk_share_bytes"]
     if share is None:
         share = int(seg * (WALK_SHARE_ONE_LANE if rows <= grid else WALK_SHARE))
@@ -1034,6 +1046,7 @@ def plan_lane_walks(axis: int, rows: int, n: int, itemsize: int, pointer: int,
             "tile_bytes": (tile_lo, tile_hi),
             "buffers": buffers,
             "max_tiles": max_tiles,
+            "min_blocks": int(min_blocks),
             "share_bytes": share,
             "pool_bytes": pool,
             "save_bytes": save,
