@@ -11,7 +11,9 @@ when the planner's cached ``walk_traffic`` kept the old choice after
 defines a cached function, puts locators first in numba's list that stamp
 the cache of every function defined in this package with a hash of all of
 its ``.py`` files (cache files stay where numba puts them); functions of
-other packages keep numba's own locators.
+other packages keep numba's own locators. ``waveops`` registers itself the
+same way (``install(its folder)``): its cached CPU kernels inline
+``waveops/_core.py``.
 """
 
 from __future__ import annotations
@@ -54,31 +56,49 @@ def _hash_files(root: str, stamps: tuple) -> bytes:
     return digest.digest()
 
 
-def _in_package(py_file: str) -> bool:
-    return os.path.abspath(py_file).startswith(PACKAGE_DIR + os.sep)
+#: Package folders whose functions' caches are stamped with all of their package's sources.
+_ROOTS: list = []
+
+
+def package_of(py_file: str):
+    """The registered package folder ``py_file`` lies in, or None."""
+    path = os.path.abspath(py_file)
+    for root in _ROOTS:
+        if path.startswith(root + os.sep):
+            return root
+    return None
 
 
 def _package_locator(base):
-    """``base`` (one of numba's locators backed by a source file) for this package's functions only,
-    stamped with the package's sources."""
+    """``base`` (one of numba's locators backed by a source file) for the registered packages' functions
+    only, stamped with the sources of the function's package."""
 
     class PackageLocator(base):
         def get_source_stamp(self):
-            return package_stamp()
+            return package_stamp(self._package_root)
 
         @classmethod
         def from_function(cls, py_func, py_file):
-            if not _in_package(py_file):
+            root = package_of(py_file)
+            if root is None:
                 return None
-            return super().from_function(py_func, py_file)
+            locator = super().from_function(py_func, py_file)
+            if locator is not None:
+                locator._package_root = root
+            return locator
 
     PackageLocator.__name__ = PackageLocator.__qualname__ = f"Package{base.__name__.lstrip('_')}"
     return PackageLocator
 
 
-def install() -> None:
-    """Put, once, a package twin of each of numba's source-file locators (a ``NUMBA_CACHE_DIR`` setting's,
-    the in-tree ``__pycache__``, the user-wide directory) ahead of numba's own, in numba's order."""
+def install(root: str = PACKAGE_DIR) -> None:
+    """Stamp the caches of the functions defined under the package folder ``root`` with all of its sources
+    (call it before the package defines a cached function). The first call puts a package twin of each of
+    numba's source-file locators (a ``NUMBA_CACHE_DIR`` setting's, the in-tree ``__pycache__``, the
+    user-wide directory) ahead of numba's own, in numba's order."""
+    root = os.path.abspath(root)
+    if root not in _ROOTS:
+        _ROOTS.append(root)
     impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")  # public from numba 0.64
     classes = impl._locator_classes
     if any(getattr(c, "_rotate_package", False) for c in classes):

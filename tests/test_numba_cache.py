@@ -68,3 +68,21 @@ def test_install_is_idempotent():
     assert impl._locator_classes == before
     ours = [c for c in before if getattr(c, "_rotate_package", False)]
     assert ours and before[:len(ours)] == ours  # ahead of numba's own
+
+
+def test_waveops_cached_kernels_are_stamped_with_all_of_waveops_sources():
+    """waveops/cpu.py's cached kernels inline waveops/_core.py: their stamp is every waveops source's,
+    and differs from rotate's (each package is stamped with its own files)."""
+    import waveops.cpu as wave_cpu
+
+    root = os.path.dirname(os.path.abspath(wave_cpu.__file__))
+    found = 0
+    for value in vars(wave_cpu).values():
+        if isinstance(value, Dispatcher) and value._cache.__class__.__name__ != "NullCache":
+            locator = value._cache._impl._locator
+            assert getattr(type(locator), "_rotate_package", False), (value, type(locator))
+            assert locator.get_source_stamp() == _numba_cache.package_stamp(root) != _numba_cache.package_stamp()
+            found += 1
+    assert found >= 2, found
+    assert _numba_cache.package_of(os.path.join(root, "_core.py")) == root
+    assert _numba_cache.package_of(__file__) is None

@@ -62,8 +62,16 @@ On a GPU::
         out[i] = waveops.rotate(x[i], 1)      # lane l gets lane (l+1) % 32
 """
 
-from . import cpu
-from ._core import source_lane
+import os as _os
+
+from rotate import _numba_cache as _numba_cache
+
+# cpu.py's cached kernels inline _core.py: stamp their cache with every waveops source, so an edit to
+# _core.py alone cannot leave them running the old code (numba stamps a cache with its own file only).
+_numba_cache.install(_os.path.dirname(_os.path.abspath(__file__)))
+
+from . import cpu  # noqa: E402
+from ._core import source_lane  # noqa: E402
 
 __all__ = ["rotate", "lane_id", "width", "cpu", "source_lane", "cuda_available"]
 
