@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TESTS = [
     "tests/test_errors.py", "tests/test_robustness.py", "tests/test_roll.py",
     "tests/test_cpu_backend.py", "tests/test_waveops_cpu.py", "tests/test_schedule.py",
-    "tests/test_lanes_schedule.py", "tests/test_long_lane_walks.py",
+    "tests/test_lanes_schedule.py", "tests/test_long_lane_walks.py", "tests/test_numba_cache.py",
 ]
 DESELECT = "not processes or workqueue-threads or omp-fork"
 
@@ -287,6 +287,12 @@ MUTANTS = [
     ("walk-one-lane-share-always", "rotate/_cuda/planner.py",
      "        share = int(seg * (WALK_SHARE_ONE_LANE if rows <= grid else WALK_SHARE))\n",
      "        share = int(seg * WALK_SHARE_ONE_LANE)\n"),
+    # lane-walks' launch bound setting (a measurement knob): it must cap the grid's blocks an SM too.
+    ("walk-min-blocks-grid-uncapped", "rotate/_cuda/planner.py",
+     "        resident = min(resident, int(min_blocks))\n", "        resident = resident\n"),
+    # waveops' cached CPU kernels inline _core.py: their cache must be stamped with all of waveops' sources.
+    ("waveops-cache-stamped-by-own-file", "waveops/__init__.py",
+     "_numba_cache.install(_os.path.dirname(_os.path.abspath(__file__)))\n", "_os.path.dirname(__file__)\n"),
     # Scratch of a stream evicted from the 8-stream cache (rotate/_cuda/launch.py; tests/test_robustness.py
     # with a stand-in driver): dropped at once instead of kept until its stream passes an event.
     ("evicted-scratch-dropped-at-once", "rotate/_cuda/launch.py",
