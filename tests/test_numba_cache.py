@@ -13,6 +13,13 @@ from rotate import _numba_cache
 CACHED_MODULES = ("rotate._cpu", "rotate._rows", "rotate._rowperm", "rotate._cuda.planner")
 
 
+def cached_locators(module):
+    """``(dispatcher, cache locator)`` of every disk-cached numba function defined at ``module``'s top level."""
+    for value in vars(module).values():
+        if isinstance(value, Dispatcher) and value._cache.__class__.__name__ != "NullCache":
+            yield value, value._cache._impl._locator
+
+
 def test_every_cached_kernel_of_the_package_is_stamped_with_the_package():
     import rotate._cuda.planner as planner
 
@@ -20,13 +27,10 @@ def test_every_cached_kernel_of_the_package_is_stamped_with_the_package():
     planner._swap_traffic_compiled()
     found = 0
     for name in CACHED_MODULES:
-        module = importlib.import_module(name)
-        for value in vars(module).values():
-            if isinstance(value, Dispatcher) and value._cache.__class__.__name__ != "NullCache":
-                locator = value._cache._impl._locator
-                assert getattr(type(locator), "_rotate_package", False), (name, value, type(locator))
-                assert locator.get_source_stamp() == _numba_cache.package_stamp()
-                found += 1
+        for value, locator in cached_locators(importlib.import_module(name)):
+            assert getattr(type(locator), "_rotate_package", False), (name, value, type(locator))
+            assert locator.get_source_stamp() == _numba_cache.package_stamp()
+            found += 1
     assert found >= 20, found
     for traffic in (planner._walk_traffic_compiled(), planner._swap_traffic_compiled()):
         assert getattr(type(traffic._cache._impl._locator), "_rotate_package", False)
@@ -77,12 +81,10 @@ def test_waveops_cached_kernels_are_stamped_with_all_of_waveops_sources():
 
     root = os.path.dirname(os.path.abspath(wave_cpu.__file__))
     found = 0
-    for value in vars(wave_cpu).values():
-        if isinstance(value, Dispatcher) and value._cache.__class__.__name__ != "NullCache":
-            locator = value._cache._impl._locator
-            assert getattr(type(locator), "_rotate_package", False), (value, type(locator))
-            assert locator.get_source_stamp() == _numba_cache.package_stamp(root) != _numba_cache.package_stamp()
-            found += 1
+    for value, locator in cached_locators(wave_cpu):
+        assert getattr(type(locator), "_rotate_package", False), (value, type(locator))
+        assert locator.get_source_stamp() == _numba_cache.package_stamp(root) != _numba_cache.package_stamp()
+        found += 1
     assert found >= 2, found
     assert _numba_cache.package_of(os.path.join(root, "_core.py")) == root
     assert _numba_cache.package_of(__file__) is None

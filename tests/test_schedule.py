@@ -435,6 +435,9 @@ def test_lane_scan_divides_positions_exactly(x, d):
     assert S._divmod_near(x, d, 1.0 / d) == divmod(x, d)
 
 
+_chain_shape_compiled = numba.njit(lambda m, p: S.chain_shape(m, p))
+
+
 @settings(deadline=None, max_examples=300)
 @given(m=st.integers(1, (1 << 32) - 1), data=st.data())
 def test_chain_shape_is_gcd_and_modular_inverse(m, data):
@@ -448,5 +451,3 @@ def test_chain_shape_is_gcd_and_modular_inverse(m, data):
     inverse = pow(p // g, -1, length) if length > 1 else 0
     assert S.chain_shape(m, p) == (g, length, inverse) == _chain_shape_compiled(m, p)
 
-
-_chain_shape_compiled = numba.njit(lambda m, p: S.chain_shape(m, p))

@@ -64,7 +64,7 @@ On a GPU::
 
 import os as _os
 
-from rotate import _numba_cache as _numba_cache
+from rotate import _numba_cache
 
 # cpu.py's cached kernels inline _core.py: stamp their cache with every waveops source, so an edit to
 # _core.py alone cannot leave them running the old code (numba stamps a cache with its own file only).

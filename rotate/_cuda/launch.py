@@ -656,7 +656,7 @@ def run_lane_walks(target: Any, info, step, handle: int, shifts: Any, shift_stri
                d["pool_bytes"], d["save_bytes"])
     kernel, cu_kernel = _compiled_lanes("walk", d["tile_bytes"][1], d["block"], 13, device, d["panel_bytes"],
                                         d["buffers"], runs=planner.settings["walk_trace"], group=d["max_tiles"],
-                                        min_blocks=d.get("min_blocks", 1))
+                                        min_blocks=d["min_blocks"])
     if SIMULATED:
         data = _sim_bytes(target, step.rows * step.seg_bytes)
         flat = getattr(shifts, "_ary", shifts).reshape(-1)

@@ -1008,13 +1008,11 @@ def plan_lane_walks(axis: int, rows: int, n: int, itemsize: int, pointer: int,
                          f"choose smaller ones")
     sms, _ = device_shape(_device_id())
     min_blocks = settings["walk_min_blocks"]
-    resident = _blocks_for_smem(smem, threads)
-    if min_blocks is None:
-        min_blocks = 1
-    elif int(min_blocks) != min_blocks or not 1 <= min_blocks <= 2048 // threads:
+    if min_blocks is not None and (int(min_blocks) != min_blocks or not 1 <= min_blocks <= 2048 // threads):
         raise ValueError(f"GPU setting walk_min_blocks must be an integer from 1 to {2048 // threads}, "
                          f"got {min_blocks!r}")
-    else:
+    resident = _blocks_for_smem(smem, threads)
+    if min_blocks is not None:
         resident = min(resident, int(min_blocks))
     grid = max(1, min(settings["grid"] or sms * resident, rows))
     share = settings["walk_share_bytes"]
@@ -1046,7 +1044,7 @@ def plan_lane_walks(axis: int, rows: int, n: int, itemsize: int, pointer: int,
             "tile_bytes": (tile_lo, tile_hi),
             "buffers": buffers,
             "max_tiles": max_tiles,
-            "min_blocks": int(min_blocks),
+            "min_blocks": int(min_blocks or 1),
             "share_bytes": share,
             "pool_bytes": pool,
             "save_bytes": save,
