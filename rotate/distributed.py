@@ -40,7 +40,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from . import _dschedule
+from . import _arrays, _dschedule
 from ._validate import as_index, normalize_axis
 
 DEFAULT_STAGING_BYTES = 64 << 20
@@ -131,6 +131,7 @@ def roll(local_shard: Any, shift: int, group: Any = None, *, axis: int = 0,
     """
     ctx = _prepare(local_shard, shift, group, axis, global_lengths, staging_bytes)
     _execute(ctx)
+    _arrays.mark_written(local_shard)
     return local_shard
 
 
@@ -162,6 +163,7 @@ def roll_dtensor(dt: Any, shift: Any, axis: Any = None, *,
     over several mesh dimensions are refused.
     """
     _dtensor_call(dt, shift, axis, staging_bytes, execute=True)
+    _arrays.mark_written(dt)
     return dt
 
 
@@ -247,11 +249,33 @@ def _crc(value: Any) -> int:
     return zlib.crc32(repr(value).encode())
 
 
-def _split_shift(shift: int) -> tuple[int, int]:
-    """Two int64 words that are equal for two shifts iff the shifts are (up to 2**124)."""
+#: Shifts in [-_EXACT, _EXACT) are sent exactly as two int64 words; a rank with a larger one makes every
+#: rank also compare the shifts reduced modulo the global length (a second gather), so no two different
+#: rolls ever pass the check.
+_EXACT = 1 << 124
+
+
+def _split_shift(shift: int) -> tuple[int, int, int]:
+    """Three int64 words: (lo, hi) equal for two shifts in [-2**124, 2**124) iff the shifts are, and a
+    flag that the shift lies beyond (then (lo, hi) alone prove nothing: see :func:`_check_big_shifts`)."""
     lo = shift % (1 << 62)
     hi = max(-(1 << 62), min(1 << 62, shift >> 62))
-    return lo, hi
+    return lo, hi, int(not -_EXACT <= shift < _EXACT)
+
+
+def _check_big_shifts(shift: int, total: int, world: int, group, device) -> None:
+    """Every rank's shift modulo the global length ``total``, gathered and compared (collective)."""
+    torch = _torch()
+    mine = torch.tensor([shift % total if total else 0], dtype=torch.int64, device=device)
+    gathered = [torch.empty_like(mine) for _ in range(world)]
+    _dist().all_gather(gathered, mine, group=group)
+    values = [int(g.item()) for g in gathered]
+    differ = [r for r in range(world) if values[r] != values[0]]
+    if differ:
+        raise ValueError(
+            f"rotate.distributed.roll: every rank must pass the same shift, but rank(s) {differ} differ "
+            f"from rank 0 (modulo the global length {total}); nothing was moved"
+        )
 
 
 def _prepare(local_shard, shift, group, axis, global_lengths, staging_bytes) -> _Ctx:
@@ -269,7 +293,7 @@ def _prepare(local_shard, shift, group, axis, global_lengths, staging_bytes) -> 
 
     # Local checks first, but never raise before the gather: the other ranks would hang in it.
     error = None
-    fields = [0] * 12
+    fields = [0] * 13
     try:
         shift = as_index(shift, "shift")
         if staging_bytes is None:
@@ -303,10 +327,10 @@ def _prepare(local_shard, shift, group, axis, global_lengths, staging_bytes) -> 
                     f"({world} ranks; this rank {rank} has {length}), got {list(global_lengths)}"
                 )
             lengths_crc = _crc(global_lengths)
-        lo, hi = _split_shift(shift)
+        lo, hi, big = _split_shift(shift)
         fields = [0, lo, hi, length, rows, inner * t.element_size(), _crc(str(t.dtype)),
                   _crc(shape[:axis] + shape[axis + 1:]), lengths_crc, min(staging_bytes, 1 << 62), axis,
-                  _crc(t.device.type)]
+                  _crc(t.device.type), big]
     except Exception as exc:  # reported to every rank after the gather
         error = exc
         fields[0] = 1
@@ -322,7 +346,9 @@ def _prepare(local_shard, shift, group, axis, global_lengths, staging_bytes) -> 
     if bad:
         raise ValueError(f"rotate.distributed.roll: rank(s) {bad} of the group rejected their arguments "
                          f"(see the error raised there); nothing was moved")
-    names = [(1, "shift"), (2, "shift"), (10, "axis"), (11, "device type (all CPU or all CUDA)"),
+    big = any(row[12] for row in table)  # then shifts compare modulo the global length, below
+    names = [] if big else [(1, "shift"), (2, "shift")]
+    names += [(10, "axis"), (11, "device type (all CPU or all CUDA)"),
              (6, "dtype"), (4, "shard shape (dimensions other than axis)"),
              (5, "shard shape (dimensions other than axis)"), (7, "shard shape (dimensions other than axis)"),
              (8, "global_lengths"), (9, "staging_bytes")]
@@ -338,6 +364,9 @@ def _prepare(local_shard, shift, group, axis, global_lengths, staging_bytes) -> 
     if tuple(row[3] for row in table) != tuple(lengths):
         raise ValueError(f"rotate.distributed.roll: global_lengths {list(lengths)} do not match the "
                          f"shards' lengths {[row[3] for row in table]}; nothing was moved")
+    if big:  # every rank sees the flag, so every rank gathers again
+        _check_big_shifts(shift, sum(lengths), world, group, device)
+        shift %= max(1, sum(lengths))
 
     elem_bytes = fields[5]
     algorithm, stages = _dschedule.build(lengths, shift)

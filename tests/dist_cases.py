@@ -140,6 +140,24 @@ def run_errors(rep, rank, world):
         x = shard(); before = x.clone()
         expect_error(ValueError, "shift", lambda: rd.roll(x, 5 if rank == world - 1 else 4), before, lambda: x)
     rep.check("error: another shift", other_shift)
+    def huge_shifts():  # beyond 2**124 the two-word exchange alone cannot tell them apart
+        x = shard(); before = x.clone()
+        expect_error(ValueError, "shift", lambda: rd.roll(x, 2 ** 130 if rank == 0 else 2 ** 131), before, lambda: x)
+        # the same huge shift on every rank (and one equal to it modulo the global length) rolls
+        assert rd.roll(x, 2 ** 130 + (6 * world if rank else 0)) is x
+        full = torch.cat([global_array(6, torch.float32, 10 + r) for r in range(world)])
+        assert same(x, torch.roll(full, (2 ** 130) % (6 * world))[6 * rank:6 * rank + 6])
+    rep.check("error: shifts above 2**124 that differ", huge_shifts)
+    def autograd_version():  # a shard autograd saved: backward() must see the roll, as for torch's own ops
+        w = torch.ones(6, requires_grad=True); x = shard(); y = (w * x).sum()
+        rd.roll(x, 1)
+        try:
+            y.backward()
+        except RuntimeError as e:
+            assert "modified by an inplace operation" in str(e)
+        else:
+            raise AssertionError("backward() used the rolled shard silently")
+    rep.check("autograd: a saved shard's version bumped", autograd_version)
     def other_dtype():
         x = shard() if rank else shard().double(); before = x.clone()
         expect_error(ValueError, "dtype", lambda: rd.roll(x, 3), before, lambda: x)
