@@ -6,7 +6,7 @@ block-swap rule (``rotate._cpu._ring_offset``, ``_ops_alias``; docs/perf-notes.m
 1. ``copy``: a 16 KiB copy (in cache) with its destination ``d`` bytes after its source
    modulo 4096, ns a byte (best of 20 x 200 copies).
 2. ``ring``: chain-serial on float64 rolled by n/2 + 3 (256 MiB, one thread) with its ring
-   started at offsets of a page relative to the row (``place_ring=False``), then placed.
+   started at offsets of a page relative to the row (no slack: ``slack=0``), then placed.
 3. ``rolls``: float64 rolls of 256 MiB on two threads (``rotate_rows_inplace``, so the
    planner runs each call) at n/2 + 1, n/4 + 1, n/2 + 3 with the
    planner as it is and with the aliasing rule switched off, against ``np.copyto``; each
@@ -67,7 +67,7 @@ def ring_sweep():
         place = target is None
         scratch = big if place else big[(target - big.ctypes.data - d["_scratch_row"]) % 4096:]
         ms = best(lambda: _cpu._chain_rows_serial(buf, 1, a.nbytes, k, d["tile_bytes"], d["ring"], d["_table"],
-                                                   scratch, d["_scratch_row"], place)) * 1e3
+                                                   scratch, d["_scratch_row"], 4096 if place else 0)) * 1e3
         ring = scratch.ctypes.data + d["_scratch_row"]
         rows.append(dict(ring="placed" if place else target, row_minus_ring=None if place else
                          (buf.ctypes.data - ring) % 4096, ms=round(ms, 2), x_copyto=round(ms / copy_ms, 3)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 from typing import Any, Optional, Sequence, Union
 
@@ -85,6 +86,7 @@ def roll(a: Any, shift: IntOrInts, axis: Optional[IntOrInts] = None, *,
         return roll_dtensor(a, shift, axis)
     # Validate and plan every part (a masked array's data and mask) before anything moves.
     _execute([_prepare(part, shift, axis, None, max_scratch_bytes, stream) for part in _parts(a)])
+    _arrays.mark_written(a)
     return a
 
 
@@ -120,6 +122,7 @@ def rotate(a: Any, middle: int, *, stream: Any = None,
     """
     prepared = [_prepare(part, 0, None, middle, max_scratch_bytes, stream) for part in _parts(a)]
     _execute(prepared)
+    _arrays.mark_written(a)
     return prepared[0][2].size - as_index(middle, "middle")
 
 
@@ -162,7 +165,7 @@ def plan(a: Any, shift: Optional[IntOrInts] = None, axis: Optional[IntOrInts] = 
         else:
             shifts = _shift_map(info, shift, axis)
         plans.append(_make_plan(backend, info, shifts, max_scratch_bytes))
-    return _merge_plans(a, plans)
+    return public_plan(_merge_plans(a, plans))
 
 
 # --- internals -------------------------------------------------------------
@@ -179,6 +182,12 @@ def _parts(a: Any) -> list:
     if not isinstance(a, np.ndarray):  # device arrays: one part (only numpy arrays have masks and fields)
         return [a]
     return _arrays.rolled_parts(a)
+
+
+def public_plan(p: Plan) -> Plan:
+    """A deep copy of ``p`` for the caller: the plan cache's own steps (and the tables in their
+    details, which later calls execute from) are never handed out."""
+    return copy.deepcopy(p)
 
 
 def _merge_plans(a: Any, plans: list) -> Plan:

@@ -97,6 +97,9 @@ def is_device_array(a: Any) -> bool:
     """True for objects whose memory is on a CUDA device."""
     if isinstance(a, np.ndarray):
         return False
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(a, torch.Tensor):  # its class defines the interface for every device
+        return a.device.type == "cuda"
     if _is_simulated_array(a):
         return True
     if _has_cai(a):
@@ -486,3 +489,27 @@ def check_device_usable() -> None:
             "CPU backend"
         )
     _device_usable = True
+
+
+def byte_extent(info: ArrayInfo) -> tuple[int, int]:
+    """``[lo, hi)``: the bytes an array's elements span from its pointer (empty arrays: an empty range)."""
+    if info.size == 0:
+        return info.pointer, info.pointer
+    lo = info.pointer + sum((n - 1) * s for n, s in zip(info.shape, info.strides) if s < 0)
+    hi = info.pointer + sum((n - 1) * s for n, s in zip(info.shape, info.strides) if s > 0) + info.itemsize
+    return lo, hi
+
+
+def mark_written(a: Any) -> None:
+    """Tell torch's autograd that ``a`` was changed in place (never imports torch).
+
+    torch's own in-place ops bump a tensor's version counter, so a tensor that
+    autograd saved for backward and that was changed since makes backward()
+    raise instead of silently using the new values; an in-place roll must do
+    the same. Inference tensors have no version counter.
+    """
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(a, torch.Tensor) or a.is_inference():
+        return
+    bump = getattr(torch.autograd.graph, "increment_version", None)  # torch >= 2.1
+    (bump or torch._C._increment_version)(a)

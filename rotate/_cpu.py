@@ -111,13 +111,14 @@ import functools
 import math
 import os
 import threading
+import time
 import types as _pytypes
 
 import numba
 import numpy as np
 from numba import njit, prange, types
 from numba.core import cgutils
-from numba.extending import intrinsic, register_jitable
+from numba.extending import intrinsic
 
 from . import _schedule as S
 from ._plan import Step
@@ -144,9 +145,12 @@ CHAIN_RING = 4
 ALIAS_SLACK = 4096
 
 
-@register_jitable
 def _alias_slack(tile_bytes):
-    """Spare scratch bytes chain-serial keeps to place its ring (tiles of at least ``ALIAS_SLACK``)."""
+    """Spare scratch bytes chain-serial keeps to place its ring (tiles of at least ``ALIAS_SLACK``).
+
+    The plan passes it to the kernel, which places the ring only where it has a page to spare
+    (``_ring_offset`` is below 4096): the kernel never reads the module's value itself.
+    """
     return ALIAS_SLACK if tile_bytes >= ALIAS_SLACK else 0
 
 # Schedule op kinds for the contiguous path.
@@ -486,7 +490,7 @@ def _roll_strided_words(flat, origin, n_rows, s, k, n_cols, t, batch, outer_shap
 
 
 def _lanes(work_bytes: int, units: int, max_lanes=None) -> int:
-    wanted = LANES if LANES is not None else numba.get_num_threads()
+    wanted = LANES if LANES is not None else usable_threads()
     if max_lanes is not None:
         wanted = min(int(wanted), max_lanes)
     return max(1, min(int(wanted), units, work_bytes // MIN_LANE_BYTES))
@@ -939,7 +943,7 @@ def _ring_offset(row_address, ring_address, k):
 
 
 @njit(cache=True)
-def _chain_rows_serial(data, rows, n, k, tile_bytes, ring, table, scratch, scratch_row, place_ring=True):
+def _chain_rows_serial(data, rows, n, k, tile_bytes, ring, table, scratch, scratch_row, slack):
     """``chain-serial``: every row rotated left by ``k`` bytes in one pass, in chain order.
 
     ``table`` is the row's plan table (``rotate._schedule.layout_pre_reads``
@@ -947,9 +951,9 @@ def _chain_rows_serial(data, rows, n, k, tile_bytes, ring, table, scratch, scrat
     the listed pre-read spans into scratch, then walk the chain positions,
     reading each item's source runs (the array, or scratch for ``PRE``
     pieces) into a ring of ``ring`` tile buffers and writing the item
-    ``ring - 1`` positions back. ``place_ring=False`` (benchmarks only)
-    keeps the ring at ``scratch[scratch_row:]`` instead of ``_ring_offset``'s
-    place.
+    ``ring - 1`` positions back. ``slack``: the spare scratch bytes the
+    plan left after the ring; with a page of them (4096) the ring moves to
+    ``_ring_offset``'s place, else it stays at ``scratch[scratch_row:]``.
     """
     m = S.tile_count(n, 0, tile_bytes)
     m_max = S.max_tiles(n, tile_bytes)
@@ -958,7 +962,7 @@ def _chain_rows_serial(data, rows, n, k, tile_bytes, ring, table, scratch, scrat
     for row in range(rows):
         base = row * n
         ring_at = scratch_row
-        if place_ring and _alias_slack(tile_bytes):  # the plan left these spare bytes
+        if slack >= 4096:  # the plan left a page to place the ring in (_ring_offset < 4096)
             ring_at += _ring_offset(data.ctypes.data + base, scratch.ctypes.data + scratch_row, k)
         bufs = scratch[ring_at:ring_at + ring * tile_bytes]
         for i in range(table[listed]):
@@ -1006,13 +1010,66 @@ def _get_num_threads_fast():
 
 
 def num_threads() -> int:
-    """numba's thread count for the calling thread (what ``_lanes`` reads)."""
+    """numba's thread count for the calling thread."""
     return _get_num_threads_fast()
+
+
+# A busy machine: numba's threads wait for each other at the end of every
+# parallel region, so one thread the OS leaves off a core stalls the whole
+# call (issue #30: a 16 MiB roll took 15.7 ms on two threads with both cores
+# busy, 0.65 ms on one). Plans use no more threads than the cores other
+# processes leave free, read from the runnable count in /proc/loadavg at
+# most every _BUSY_TTL seconds (a call of a few ms reads it once).
+_BUSY_TTL = 0.01
+_busy = [-1.0, 0]  # when last read, other processes' runnable threads then
+_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def _others_running(threads: int) -> int:
+    """Runnable threads of other processes now, at least (0 where the OS does not say)."""
+    now = time.monotonic()
+    if now - _busy[0] < _BUSY_TTL:
+        return _busy[1]
+    try:
+        with open("/proc/loadavg", "rb") as f:
+            running = int(f.read().split()[3].split(b"/")[0])
+    except (OSError, ValueError, IndexError):
+        running = 0
+    # The count includes this thread and may include this process's other threads (numba's workers
+    # spin a little after a region): all of ours are discounted, so a quiet machine keeps them.
+    _busy[0], _busy[1] = now, max(0, running - threads)
+    return _busy[1]
+
+
+def usable_threads() -> int:
+    """numba's thread count, less the cores that other processes keep busy (at least 1): what plans use."""
+    threads = num_threads()
+    if threads <= 1:
+        return threads
+    return max(1, min(threads, _CORES - _others_running(threads)))
+
+
+@contextlib.contextmanager
+def team(lanes: int):
+    """numba's team for one parallel call: no more threads than the plan's lanes.
+
+    An idle thread of a larger team still has to reach the region's end, so
+    on a busy machine it stalls a call that has fewer lanes than threads.
+    """
+    threads = num_threads()
+    if lanes >= threads or runs_serial():
+        yield
+        return
+    numba.set_num_threads(max(1, int(lanes)))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(threads)
 
 
 def planner_settings() -> tuple:
     """Everything the planners read besides the layout: the plan cache keys on it."""
-    return (num_threads(), SCRATCH_BYTES, TILE_BYTES, SMALL_ROW_BYTES, MIN_LANE_BYTES, LANES, CHAIN_TILE_BYTES,
+    return (usable_threads(), SCRATCH_BYTES, TILE_BYTES, SMALL_ROW_BYTES, MIN_LANE_BYTES, LANES, CHAIN_TILE_BYTES,
             CHAIN_RING, ALIAS_SLACK)
 
 
@@ -1048,12 +1105,12 @@ def plan_rows_details(rows: int, seg: int, k: int, itemsize: int, max_scratch_by
         return name, 0, moved * itemsize, details
     lanes = runner[1]
     details = {"lanes": lanes, "scratch_words": scratch, "tile": max(1, TILE_BYTES // itemsize),
-               "threads": num_threads(), "max_scratch_bytes": bound}
+               "threads": usable_threads(), "max_scratch_bytes": bound}
     if runner[0] == "chain":
         _, _, tile_bytes, chain, table, scratch_row = runner
         details.update(runner="chain-serial", lane_scratch=scratch, ops=(), tile_bytes=tile_bytes,
                        chain_step=chain, ring=CHAIN_RING, pre_read_bytes=scratch_row - 16,
-                       _table=table, _scratch_row=scratch_row)
+                       alias_slack=_alias_slack(tile_bytes), _table=table, _scratch_row=scratch_row)
     elif runner[0] == "small":
         details.update(runner="small-rows" if lanes > 1 else "small-rows-serial", lane_scratch=runner[2], ops=())
     elif runner[0] == "word":  # the buffer is re-viewed as one word of row_word bytes a row
@@ -1112,7 +1169,7 @@ def run_rows(buf: np.ndarray, step) -> None:
     if runner in ("word-rows", "word-rows-serial"):  # each row one word, bit-rotated
         rows_buf = buf[:rows * seg].view(_WORDS[d["row_word"]])
         bits = 8 * d["row_word"]
-        with _kernels(parallel=runner == "word-rows") as kernels:
+        with _kernels(parallel=runner == "word-rows", lanes=d["lanes"]) as kernels:
             if runner == "word-rows":
                 kernels["_rotate_word_rows"](rows_buf, rows, 8 * word * k, bits, d["lanes"])
             else:
@@ -1120,9 +1177,9 @@ def run_rows(buf: np.ndarray, step) -> None:
         return
     if runner == "chain-serial":  # byte positions: the GPU schedule's hooks
         _chain_rows_serial(buf[:rows * seg].view(np.uint8), rows, seg * word, k * word, d["tile_bytes"],
-                           d["ring"], d["_table"], scratch.view(np.uint8), d["_scratch_row"])
+                           d["ring"], d["_table"], scratch.view(np.uint8), d["_scratch_row"], d["alias_slack"])
         return
-    with _kernels(parallel=runner not in _SERIAL_RUNNERS) as kernels:
+    with _kernels(parallel=runner not in _SERIAL_RUNNERS, lanes=d["lanes"]) as kernels:
         if runner == "small-rows-serial":
             kernels["_rotate_small_rows_serial"](buf, rows, seg, k, scratch)
         elif runner == "rows-serial":
@@ -1155,7 +1212,7 @@ def plan_strided_details(shape, strides, itemsize: int, shift: int, axis, max_sc
     word, n_rows, s, n_cols, t, outer_shape, outer_strides = layout
     details = {"runner": "strided", "layout": (word, n_rows, s, n_cols, t, tuple(outer_shape), tuple(outer_strides)),
                "k": k, "mode": mode, "batch": batch, "lanes": lanes, "lane_scratch": lane_scratch,
-               "threads": num_threads(),
+               "threads": usable_threads(),
                "max_scratch_bytes": None if max_scratch_bytes is None else int(max_scratch_bytes)}
     return name, scratch, moved, details
 
@@ -1176,7 +1233,7 @@ def _run_strided_details(a: np.ndarray, d: dict) -> None:
     high = address + sum((n - 1) * st for n, st in zip(a.shape, a.strides) if st > 0) + a.itemsize
     flat = np.asarray(_WordSpan(a, low, (high - low) // word, word))
     scratch = scratch_array(d["lanes"] * d["lane_scratch"], flat.dtype)
-    with _kernels() as kernels:
+    with _kernels(lanes=d["lanes"]) as kernels:
         kernels["_roll_strided_words"](
             flat, (address - low) // word, n_rows, s, d["k"], n_cols, t, d["batch"],
             np.array(outer_shape, dtype=np.int64), np.array(outer_strides, dtype=np.int64),
@@ -1265,7 +1322,7 @@ def parallel_region():
         yield
 
 
-def call_parallel(kernel, *args):
+def call_parallel(kernel, *args, team_size=None):
     """Call an ``@njit(parallel=True)`` kernel of another module (rotate._rows) safely under every layer.
 
     In a forked GNU-OpenMP child it runs the kernel compiled without
@@ -1277,12 +1334,12 @@ def call_parallel(kernel, *args):
         if twin is None:
             twin = _serial_kernels[kernel] = njit(kernel.py_func)
         return twin(*args)
-    with parallel_region():
+    with parallel_region(), team(num_threads() if team_size is None else team_size):
         return kernel(*args)
 
 
 @contextlib.contextmanager
-def _kernels(parallel: bool = True):
+def _kernels(parallel: bool = True, lanes=None):
     """The kernels to call now, with whatever the threading layer needs held around them.
 
     ``parallel=False`` promises that only the serial runners (no ``prange``)
@@ -1298,10 +1355,11 @@ def _kernels(parallel: bool = True):
     if not parallel:
         yield kernels
         return
-    layer = _launched_layer()
-    if layer in ("tbb", "omp"):  # thread-safe layers: concurrent calls are fine
-        yield kernels
-        return
-    # workqueue (or not launched yet, so possibly workqueue): one parallel call at a time.
-    with _lock:
-        yield kernels
+    with team(num_threads() if lanes is None else lanes):
+        layer = _launched_layer()
+        if layer in ("tbb", "omp"):  # thread-safe layers: concurrent calls are fine
+            yield kernels
+            return
+        # workqueue (or not launched yet, so possibly workqueue): one parallel call at a time.
+        with _lock:
+            yield kernels

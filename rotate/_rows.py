@@ -100,6 +100,11 @@ WINDOW_BYTES = 8
 TWO_WORDS_MAX = 16
 
 
+def planner_settings() -> tuple:
+    """The tunables this module's planners read (part of the CPU plan cache's key)."""
+    return SMALL_LANE_BYTES, SHIFT_BLOCK, COPY_LANE_BYTES, SMALL_ROW_WORDS, TWO_WORDS_MAX
+
+
 # ---------------------------------------------------------------------------
 # compiled kernels
 # ---------------------------------------------------------------------------
@@ -634,9 +639,10 @@ def _doubled_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes
 
 @njit(cache=True)
 def _byte_lane_run(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, sbytes, s0, block,
-                   masks):
+                   masks, two_words):
     """``count`` evenly spaced lanes of ``lane_bytes`` bytes from byte ``lo`` (sizes fixed at compile time
-    for the common lane lengths: the shift amounts and stores then are constants)."""
+    for the common lane lengths: the shift amounts and stores then are constants). ``two_words``: the
+    plan's choice for lanes of 9-16 bytes (in registers; else through the scratch it sized)."""
     grouped = masks.shape[0] > 0 and pitch == lane_bytes  # the plan's "group_shuffle", lanes back to back
     if lane_bytes == 3:
         if grouped:
@@ -660,7 +666,7 @@ def _byte_lane_run(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes
             _window_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, 7, scratch, s0, block)
     elif lane_bytes < 8:
         _window_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, s0, block)
-    elif lane_bytes <= TWO_WORDS_MAX:
+    elif two_words:
         if masks.shape[0]:  # the plan's "shuffle": one byte shuffle a lane
             _shuffled_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, s0, block, masks)
         else:
@@ -671,7 +677,7 @@ def _byte_lane_run(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes
 
 @njit(parallel=True, cache=True)
 def _roll_byte_lanes(buf, origin, lane_bytes, dims, dim_strides, shifts, n, itemsize, threads, scratch, sbytes,
-                     slot, block, masks):
+                     slot, block, masks, two_words):
     """Roll every short lane of ``lane_bytes`` bytes (``buf``: the array's span as bytes) right by its shift.
 
     Lanes are walked as in :func:`_roll_short_lanes` (offsets and pitches in
@@ -694,7 +700,7 @@ def _roll_byte_lanes(buf, origin, lane_bytes, dims, dim_strides, shifts, n, item
                 rest //= dims[d]
             count = min(last - lane, inner - j)
             _byte_lane_run(buf, lo, pitch, shifts, lane, count, n, itemsize, lane_bytes, scratch, sbytes, t * slot,
-                           block, masks)
+                           block, masks, two_words)
             lane += count
 
 
@@ -931,8 +937,10 @@ def _plan_byte_lanes(axis, n, itemsize, dims, byte_strides, lanes, threads, max_
     lane_bytes = n * itemsize
     if sys.byteorder != "little" or span < WINDOW_BYTES:
         return None
-    # lanes over 16 bytes: two doubled copies (2 * 2L bytes, each rounded up to 8 with 8 to spare)
-    buffered = 0 if lane_bytes <= TWO_WORDS_MAX else 2 * ((2 * lane_bytes + 15) // 8)
+    # lanes over 16 bytes: two doubled copies (2 * 2L bytes, each rounded up to 8 with 8 to spare);
+    # two words hold at most 16 bytes whatever TWO_WORDS_MAX says
+    two_words = lane_bytes <= min(TWO_WORDS_MAX, 2 * WINDOW_BYTES)
+    buffered = 0 if two_words else 2 * ((2 * lane_bytes + 15) // 8)
     budget_words = _budget(max_scratch_bytes) // 8
     while threads > 1 and threads * (1 + buffered) > budget_words:
         threads -= 1
@@ -949,9 +957,9 @@ def _plan_byte_lanes(axis, n, itemsize, dims, byte_strides, lanes, threads, max_
     moved = (2 * total + 16 * lanes) if buffered == 0 else (5 * total + 16 * lanes)
     details = {"runner": "lanes", "mode": _LANE_BYTES, "word": 1, "window": WINDOW_BYTES, "lane_bytes": lane_bytes,
                "n": n, "itemsize": itemsize, "dims": dims, "dim_strides": tuple(byte_strides), "threads": threads,
-               "slot": slot, "block": block,
+               "slot": slot, "block": block, "two_words": two_words,
                # 9-16 bytes: one byte shuffle a lane where the host has one (pshufb), else two words
-               "shuffle": HAS_BYTE_SHUFFLE and WINDOW_BYTES < lane_bytes <= TWO_WORDS_MAX,
+               "shuffle": HAS_BYTE_SHUFFLE and WINDOW_BYTES < lane_bytes and two_words,
                # back-to-back lanes of 3, 5, 6 or 7 bytes: one byte shuffle for up to five of them
                "group_shuffle": HAS_BYTE_SHUFFLE and lane_bytes in GROUP_LANES and byte_strides[-1] == lane_bytes}
     return Step(axis, 0, lanes, lane_bytes, 0, 1, "per-lane-byte-window", threads * slot * 8, moved,
@@ -989,17 +997,19 @@ def run_lanes(flat: np.ndarray, origin: int, shifts: np.ndarray, step: Step) -> 
         scratch = _cpu.scratch_array(d["threads"] * d["slot"], np.dtype(np.uint64))
         _cpu.call_parallel(_roll_byte_lanes, flat, origin, d["lane_bytes"], np.array(d["dims"], np.int64),
                            np.array(d["dim_strides"], np.int64), shifts, d["n"], d["itemsize"], d["threads"],
-                           scratch, scratch.view(np.uint8), d["slot"], d["block"], _byte_lane_masks(d))
+                           scratch, scratch.view(np.uint8), d["slot"], d["block"], _byte_lane_masks(d),
+                           d["two_words"], team_size=d["threads"])
         return
     scratch = _cpu.scratch_array(d["threads"] * d["slot"], flat.dtype)
     if d["mode"] == _LANE_SMALL:
         _cpu.call_parallel(_roll_short_lanes, flat, origin, d["words"], np.array(d["dims"], np.int64),
                            np.array(d["dim_strides"], np.int64), shifts, d["n"], d["itemsize"],
-                           d["word"].bit_length() - 1, d["threads"], scratch, d["slot"], d["block"])
+                           d["word"].bit_length() - 1, d["threads"], scratch, d["slot"], d["block"],
+                           team_size=d["threads"])
         return
     _cpu.call_parallel(_roll_lanes, flat, origin, d["n"], d["stride"], d["e"], np.array(d["dims"], np.int64),
                        np.array(d["dim_strides"], np.int64), shifts, d["mode"], d["threads"], scratch, d["slot"],
-                       d["cap"], d["tile"])
+                       d["cap"], d["tile"], team_size=d["threads"])
 
 
 def plan_multiaxis(info, rotations, max_scratch_bytes=None):
@@ -1067,4 +1077,4 @@ def run_multiaxis(buf: np.ndarray, step: Step) -> None:
     scratch = _cpu.scratch_array(d["slots"] * d["blk"], buf.dtype)
     _cpu.call_parallel(_roll_cycles, buf, d["outer"], d["n0"], d["s0"], d["blk"], np.array(d["row_dims"], np.int64),
                        np.array(d["row_shifts"], np.int64), d["rowlen"], d["rshift"], d["pieces_per_cycle"],
-                       d["threads"], scratch)
+                       d["threads"], scratch, team_size=d["threads"])

@@ -56,6 +56,8 @@ def as_index_tuple(value: Any, name: str) -> tuple[int, ...]:
         return tuple(as_index(v, name) for v in value)
     if isinstance(value, (str, bytes, dict, set, frozenset)) or not hasattr(value, "__iter__"):
         return (as_index(value, name),)
+    if getattr(value, "ndim", None) == 0:  # 0-d arrays of other libraries (torch.tensor(2)): one index
+        return (as_index(value, name),)
     out = []
     for v in value:
         if isinstance(v, (list, tuple, range, np.ndarray)) and not (isinstance(v, np.ndarray) and v.ndim == 0):

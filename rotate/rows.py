@@ -16,6 +16,9 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence, Union
 
+import dataclasses
+import numbers
+
 import numpy as np
 
 from . import _api, _arrays, _cpu, _rows
@@ -100,8 +103,9 @@ def roll_rows(a: Any, shifts: Any, axis: int = -1, *, stream: Any = None,
     """
     keys = _quick_keys(a, shifts, axis, max_scratch_bytes)
     if keys is not None and _quick_roll_rows(a, keys, max_scratch_bytes, stream):
+        _arrays.mark_written(a)
         return a
-    prepared = [_prepare_lanes(part, shifts, axis, max_scratch_bytes) for part in _api._parts(a)]
+    prepared = _prepare_call(a, shifts, axis, max_scratch_bytes)
     handles = [backend.resolve_stream(target, stream) for backend, target, _, _, _ in prepared]
     if keys is not None and len(prepared) == 1:
         _remember_quick(keys[1], max_scratch_bytes, prepared[0])
@@ -114,6 +118,7 @@ def roll_rows(a: Any, shifts: Any, axis: int = -1, *, stream: Any = None,
             from ._cuda import launch
 
             launch.run_lanes(target, info, step, handle, *lane_shifts)
+    _arrays.mark_written(a)
     return a
 
 
@@ -130,10 +135,9 @@ def plan_roll_rows(a: Any, shifts: Any, axis: int = -1, *, max_scratch_bytes: Op
     'per-lane-shift'
     """
     plans = []
-    for part in _api._parts(a):  # a masked array's mask, a padded struct's fields: each rolls alike
-        backend, _, info, step, _ = _prepare_lanes(part, shifts, axis, max_scratch_bytes)
+    for backend, _, info, step, _ in _prepare_call(a, shifts, axis, max_scratch_bytes):
         plans.append(Plan(backend.name, info.shape, info.dtype, () if step is None else (step,)))
-    return _api._merge_plans(a, plans)
+    return _api.public_plan(_api._merge_plans(a, plans))
 
 
 def fftshift(a: Any, axes: Axes = None, *, stream: Any = None, max_scratch_bytes: Optional[int] = None) -> Any:
@@ -265,6 +269,31 @@ def _fft_axes(a: Any, axes: Axes):
     return tuple(normalize_axis(as_index(ax, "axes"), len(shape)) for ax in items), shape
 
 
+def _prepare_call(a: Any, shifts: Any, axis: Any, max_scratch_bytes: Any) -> list:
+    """Validate and plan every array the call moves (a masked array's data and mask, a padded struct's
+    fields: each rolls alike), with host shifts that share memory with any of them copied first."""
+    prepared = [_prepare_lanes(part, shifts, axis, max_scratch_bytes) for part in _api._parts(a)]
+    targets = [target for backend, target, _, _, _ in prepared if backend.name == "cpu"]
+    return [_unaliased(p, targets) for p in prepared]
+
+
+def _unaliased(prepared: tuple, targets: list) -> tuple:
+    """``prepared`` with its host shifts copied when they share memory with an array the call rolls.
+
+    The kernels read a lane's shift while other lanes move, and a masked array's mask rolls after its
+    data: shifts inside the rolled memory (``roll_rows(a, a[0])``) would be read already moved. The copy
+    is one shift per lane (``shift_copy_bytes`` in the plan). Device shifts are checked in
+    :func:`_device_shifts`; host shifts of a GPU call are uploaded, so never alias it.
+    """
+    backend, target, info, step, lane_shifts = prepared
+    if backend.name != "cpu" or not any(np.may_share_memory(lane_shifts, t) for t in targets):
+        return prepared
+    lane_shifts = lane_shifts.copy()
+    if step is not None:
+        step = dataclasses.replace(step, details={**step.details, "shift_copy_bytes": lane_shifts.nbytes})
+    return backend, target, info, step, lane_shifts
+
+
 def _prepare_lanes(part: Any, shifts: Any, axis: Any, max_scratch_bytes: Any):
     """Validate one array and plan it: (backend, target, info, Step or None, shifts as the runner takes them)."""
     backend, target, info = _api._inspect(part)
@@ -303,9 +332,10 @@ def _prepare_device_lanes(backend, target, info, shifts, axis: int, n: int, lane
         host_shifts = None
     else:
         host_shifts = _lane_shifts(shifts, lane_shape, n, axis, info.shape)
-        if order == "F" and len(lane_shape) > 1:  # lanes lie in memory in F order of their indices
+        stride = 0 if host_shifts.strides[0] == 0 else 1  # one shift for every lane: uploaded once
+        if stride and order == "F" and len(lane_shape) > 1:  # lanes lie in memory in F order of their indices
             host_shifts = np.ascontiguousarray(host_shifts.reshape(lane_shape).ravel(order="F"))
-        device_shifts, stride = None, 1
+        device_shifts = None
     if n <= 1 or info.size == 0:
         return backend, target, info, None, None
     step = planner.plan_lane_panels(axis, rows, n, info.itemsize, info.pointer)
@@ -342,6 +372,14 @@ def _device_shifts(shifts: Any, lane_shape: tuple, order: str, info):
             f"cupy.ascontiguousarray(cupy.broadcast_to(shifts, {lane_shape}))"
         )
     _check_same_device(sinfo.pointer, info.pointer)
+    lo, hi = _arrays.byte_extent(sinfo)
+    a_lo, a_hi = _arrays.byte_extent(info)
+    if lo < a_hi and a_lo < hi:  # the kernels would read shifts that other lanes are moving
+        raise ValueError(
+            f"shifts shares memory with a (shifts spans device bytes [{lo:#x}, {hi:#x}), a spans "
+            f"[{a_lo:#x}, {a_hi:#x})); the lanes would be rolled by shifts that are moving. Pass a copy, "
+            f"e.g. shifts.copy() (CuPy) or shifts.clone() (PyTorch)"
+        )
     return view, stride
 
 
@@ -380,6 +418,9 @@ def _lane_shifts(shifts: Any, lane_shape: tuple, n: int, axis: int, shape: tuple
         raise TypeError(f"shifts must be an integer or an array of integers, got {shifts!r}; "
                         f"pass e.g. shifts=3 or shifts=np.array([...], dtype=np.int64)")
     arr = np.asarray(shifts)
+    if arr.dtype.kind == "f" and not isinstance(shifts, np.ndarray) and _all_ints(shifts):
+        # Python ints numpy made floats: [] (no lanes), or ints beyond int64 beside negative ones
+        arr = np.array(shifts, dtype=object) if arr.size else np.zeros(arr.shape, np.int64)
     if arr.dtype.kind == "O":  # Python ints too large for int64, or mixed objects: each checked and reduced
         flat = [as_index(v, "shifts") % n if n else 0 for v in arr.reshape(-1).tolist()]
         arr = np.array(flat, dtype=np.int64).reshape(arr.shape)
@@ -404,9 +445,20 @@ def _lane_shifts(shifts: Any, lane_shape: tuple, n: int, axis: int, shape: tuple
     # once per dtype; uint64 was reduced to int64 above): an int64 per lane
     # would outweigh lanes of a few bytes (docs/perf-notes.md, "Shift dtypes").
     kernel_dtype = arr.dtype.newbyteorder("=") if narrow else np.dtype(np.int64)
+    lanes = int(np.prod(lane_shape, dtype=np.int64))
+    if arr.size == 1 and lanes > 1:  # one shift for every lane: a view that repeats it, not a copy a lane
+        one = np.array(arr.reshape(-1), dtype=kernel_dtype)
+        return np.lib.stride_tricks.as_strided(one, (lanes,), (0,))
     if arr.shape != lane_shape:
         arr = np.broadcast_to(arr, lane_shape)
     return np.ascontiguousarray(arr, dtype=kernel_dtype).reshape(-1)
+
+
+def _all_ints(values: Any) -> bool:
+    """Whether a (nested) sequence holds integers only (Python, numpy, or ``__index__``; bools refused)."""
+    if isinstance(values, (list, tuple)):
+        return all(_all_ints(v) for v in values)
+    return isinstance(values, numbers.Integral) and not isinstance(values, (bool, np.bool_))
 
 
 def _run_lanes(target: np.ndarray, step, lane_shifts: np.ndarray) -> None:

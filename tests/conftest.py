@@ -2,22 +2,26 @@
 
 Hypothesis profiles: "ci" (selected when CI is set) bounds examples and
 drops deadlines, since numba compiles on first call; "dev" (default) is the
-same with a few more examples; "thorough" runs many more; "mutation" (tools/mutation.py) does not shrink. Choose with
-``HYPOTHESIS_PROFILE=thorough python -m pytest``.
+same with a few more examples. Both are derandomised and keep no example
+database, so the README's test command gives the same result every run (a
+failure found once by a random run can never be replayed into a later plain
+``pytest``). "thorough" draws fresh random examples, many more of them, and
+keeps hypothesis' database: ``HYPOTHESIS_PROFILE=thorough python -m pytest``.
+"mutation" (tools/mutation.py) does not shrink.
 """
 
 import os
 
 from hypothesis import HealthCheck, Phase, settings
 
-settings.register_profile("ci", deadline=None, max_examples=60, derandomize=True, print_blob=True,
+settings.register_profile("ci", deadline=None, max_examples=60, derandomize=True, database=None, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.register_profile("dev", deadline=None, max_examples=100, print_blob=True,
+settings.register_profile("dev", deadline=None, max_examples=100, derandomize=True, database=None, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("thorough", deadline=None, max_examples=2000, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])
 # tools/mutation.py: a failing example is enough to kill a mutant; shrinking it only costs time.
-settings.register_profile("mutation", deadline=None, max_examples=60, derandomize=True,
+settings.register_profile("mutation", deadline=None, max_examples=60, derandomize=True, database=None,
                           phases=[Phase.explicit, Phase.reuse, Phase.generate],
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))

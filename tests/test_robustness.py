@@ -625,6 +625,23 @@ def test_gpu_long_lanes_plan_lane_swaps_one_launch_of_two_blocks_an_sm(gpu_plann
             gpu_planner.plan_long_lanes(1, rows, n, 1, 0, None, None)
 
 
+def test_gpu_lane_walks_default_scratch_is_what_the_readme_says(gpu_planner):
+    """README, "Scratch": lane-walks' default is a twelfth of a lane a block (a sixth with fewer lanes than
+    blocks) plus a 1% pool, over the general default bound (issue #30: 8 GiB of 1 MiB lanes, 1.27%);
+    an explicit max_scratch_bytes bounds it all."""
+    for rows, seg in ((8192, 1 << 20), (64, 4 << 20)):
+        step = gpu_planner.plan_long_lanes(1, rows, seg, 1, 0, None, None)
+        d = step.details
+        share = seg // (6 if rows <= d["grid"] else 12)
+        assert step.algorithm == "lane-walks" and abs(d["share_bytes"] - share) < 16, (d["share_bytes"], share)
+        assert d["pool_bytes"] == int(rows * seg / 100) // 16 * 16
+        assert step.scratch_bytes == d["grid"] * d["share_bytes"] + d["pool_bytes"]
+        if rows == 8192:
+            assert round(100 * step.scratch_bytes / (rows * seg), 2) == 1.27
+        capped = gpu_planner.plan_long_lanes(1, rows, seg, 1, 0, 8 << 20, None)
+        assert capped.scratch_bytes <= 8 << 20
+
+
 def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
     """Lanes from 1 MiB take lane-walks by default (one launch, one pass, two blocks an SM, a share of
     scratch a block); shorter ones lane-swaps; the plan reports a bound on bytes moved, and

@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .. import _cpu
+from .. import _cpu, _rows
 from .._arrays import ArrayInfo, c_order_line
 from .._plan import Step
 from .._validate import check_numpy_array, check_stream_for_host
@@ -27,10 +27,11 @@ class CpuBackend(RowBackend):
         return a, ArrayInfo(a.shape, a.strides, a.dtype, "cpu")
 
     def plan_key(self, info: ArrayInfo, max_scratch_bytes: Optional[int]) -> tuple:
-        # Everything rotate/_cpu.py's planners read: thread count, tunables
-        # and the caller's scratch bound (it tightens SCRATCH_BYTES, down to
-        # the scratch-free reversal fallback).
-        return _cpu.planner_settings() + (max_scratch_bytes,)
+        # Everything the CPU planners (rotate/_cpu.py, and rotate/_rows.py for
+        # multi-axis steps) read: thread count, tunables and the caller's
+        # scratch bound (it tightens SCRATCH_BYTES, down to the scratch-free
+        # reversal fallback).
+        return _cpu.planner_settings() + _rows.planner_settings() + (max_scratch_bytes,)
 
     def plan_steps(self, info, rotations, max_scratch_bytes):
         # Two or more axes of a contiguous array: one pass (rotate/_rows.py)

@@ -788,6 +788,8 @@ def run_lanes(target: Any, info, step, handle: int, host_shifts, device_shifts, 
     device), or ``lane-chains`` (host shifts only: a launch per run of lanes with equal shifts)."""
     if step.algorithm in ("lane-panels", "lane-swaps", "lane-walks"):
         if device_shifts is None:
+            if stride == 0:  # one shift for every lane (a repeating view): upload it once
+                host_shifts = np.ascontiguousarray(host_shifts[:1])
             if SIMULATED:
                 device_shifts = cuda.to_device(host_shifts)
             else:

@@ -1,0 +1,127 @@
+"""Every CPU planner setting changed, one at a time: scratch stays inside what the plan sized.
+
+A compiled kernel must take every size-affecting value from the plan, never
+from a module constant frozen when numba compiled it: the planner sizes
+scratch with today's value, a cached kernel would run with the old one and
+write past its buffer (issue #30: ``_cpu.ALIAS_SLACK = 0`` overran the
+chain's scratch by up to 3,412 bytes; ``_rows.TWO_WORDS_MAX = 24`` did the
+same for 17-31-byte lanes). Here every scratch buffer gets poisoned guard
+bytes on both sides, checked after each call, and every result is compared
+with numpy byte for byte.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pytest
+
+import rotate
+from rotate import _cpu, _rows
+
+GUARD = 4096
+POISON = 0xA5
+
+# (module, name, values other than the default). Each value runs every call in CALLS.
+SETTINGS = [
+    (_cpu, "ALIAS_SLACK", [0, 64, 4095, 4096, 8192]),
+    (_cpu, "CHAIN_RING", [2, 3, 6]),
+    (_cpu, "CHAIN_TILE_BYTES", [(16 << 10,), (4096,), (128 << 10, 32 << 10)]),
+    (_cpu, "TILE_BYTES", [64, 4096, 1 << 20]),
+    (_cpu, "SMALL_ROW_BYTES", [0, 16, 4096]),
+    (_cpu, "MIN_LANE_BYTES", [1, 1 << 30]),
+    (_cpu, "LANES", [1, 2, 3]),
+    (_cpu, "SCRATCH_BYTES", [0, 4096, 1 << 16]),
+    (_rows, "TWO_WORDS_MAX", [0, 8, 12, 24, 32]),
+    (_rows, "SHIFT_BLOCK", [1, 3, 1024]),
+    (_rows, "COPY_LANE_BYTES", [0, 64, 1 << 20]),
+    (_rows, "SMALL_LANE_BYTES", [0, 8, 4096]),
+]
+
+
+def _calls():
+    """(name, array maker, the call, numpy's answer): the paths the settings above steer."""
+    rng = np.random.default_rng(30)
+    out = []
+    n = 1_000_003  # chain-serial under a tight bound (n/3, n/2 + 5), block swaps, buffered shifts
+    for k, bound in ((n // 3, 300_000), (n // 2 + 5, 200_000), (n // 4 + 3, 100_000), (7, None)):
+        data = rng.integers(0, 256, n, dtype=np.uint8)
+        out.append((f"flat uint8 n={n} k={k} bound={bound}", data,
+                    lambda a, k=k, bound=bound: rotate.roll(a, k, max_scratch_bytes=bound),
+                    np.roll(data, k)))
+    rows = rng.random((300, 1001))
+    out.append(("rows float64 axis 1", rows, lambda a: rotate.roll(a, 333, axis=1), np.roll(rows, 333, axis=1)))
+    out.append(("multi-axis float64", rows, lambda a: rotate.roll(a, (7, -250), axis=(0, 1)),
+                np.roll(rows, (7, -250), axis=(0, 1))))
+    for lane_bytes in (2, 3, 5, 8, 9, 12, 16, 17, 24, 31, 40, 200, 3000):
+        lanes = rng.integers(0, 256, (257, lane_bytes), dtype=np.uint8)
+        shifts = rng.integers(-1000, 1000, 257)
+        want = np.stack([np.roll(lanes[i], shifts[i]) for i in range(257)])
+        out.append((f"roll_rows {lane_bytes}-byte lanes", lanes,
+                    lambda a, shifts=shifts: rotate.roll_rows(a, shifts), want))
+    return out
+
+
+CALLS = _calls()
+
+
+@contextlib.contextmanager
+def _guarded_scratch(buffers: list):
+    """``_cpu.scratch_array`` returning views with ``GUARD`` poisoned bytes before and after."""
+    saved = _cpu.scratch_array
+
+    def scratch_array(words, dtype):
+        nbytes = words * np.dtype(dtype).itemsize
+        raw = np.full(nbytes + 2 * GUARD + 64, POISON, np.uint8)
+        start = GUARD + (-(raw.ctypes.data + GUARD) % 64)  # the kernels' alignment, as np.empty gives
+        buffers.append((raw, start, nbytes))
+        return raw[start:start + nbytes].view(dtype)
+
+    _cpu.scratch_array = scratch_array
+    try:
+        yield
+    finally:
+        _cpu.scratch_array = saved
+
+
+def _check_guards(buffers: list, what: str) -> None:
+    for raw, start, nbytes in buffers:
+        before = np.flatnonzero(raw[:start] != POISON)
+        after = np.flatnonzero(raw[start + nbytes:] != POISON)
+        assert before.size == 0, f"{what}: {before.size} bytes written before a {nbytes}-byte scratch"
+        assert after.size == 0, (f"{what}: {after.size} bytes written past a {nbytes}-byte scratch "
+                                 f"(up to {after.max() + 1} bytes past its end)")
+
+
+@pytest.mark.parametrize("module, name, values", SETTINGS, ids=[f"{m.__name__}.{n}" for m, n, _ in SETTINGS])
+def test_each_setting_keeps_scratch_in_bounds(module, name, values):
+    default = getattr(module, name)
+    for value in values:
+        setattr(module, name, value)
+        try:
+            for what, data, call, want in CALLS:
+                a = data.copy()
+                buffers: list = []
+                with _guarded_scratch(buffers):
+                    call(a)
+                label = f"{module.__name__}.{name} = {value!r}, {what}"
+                _check_guards(buffers, label)
+                assert a.tobytes() == want.tobytes(), f"{label}: wrong result"
+        finally:
+            setattr(module, name, default)
+
+
+def test_settings_are_in_the_plan_key():
+    """A changed setting plans again: each is part of the CPU plan cache's key."""
+    from rotate import _backends
+    backend = _backends.backend_named("cpu")
+    info = backend.describe(np.zeros(10))[1]
+    for module, name, values in SETTINGS:
+        default = getattr(module, name)
+        before = backend.plan_key(info, None)
+        setattr(module, name, values[-1])
+        try:
+            assert backend.plan_key(info, None) != before, f"{module.__name__}.{name} is not in the plan key"
+        finally:
+            setattr(module, name, default)
