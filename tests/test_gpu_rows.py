@@ -360,3 +360,39 @@ def test_flat_strips_large(case):
     plan = check_rows_case(CudaRowsRunner(flat_strips=True), case)
     assert [step.algorithm for step in plan.steps][1:] == ["row-strips"], plan
     assert plan.steps[1].details["items"] > 1, plan
+
+
+# --- issue #30 on the device: shared memory, scalar shifts, autograd ---------------------------
+
+def test_gpu_device_shifts_inside_the_array_are_refused_and_nothing_moves():
+    a = cuda.to_device(np.arange(64 * 64, dtype=np.int64).reshape(64, 64))
+    before = a.copy_to_host()
+    with pytest.raises(ValueError, match="shifts shares memory with a"):
+        rotate.roll_rows(a, a[0])
+    assert np.array_equal(a.copy_to_host(), before)
+    shifts = cuda.to_device(before[0].copy())
+    rotate.roll_rows(a, shifts)  # a copy beside it rolls
+    assert np.array_equal(a.copy_to_host(), np.stack([np.roll(before[i], before[0][i]) for i in range(64)]))
+
+
+@pytest.mark.parametrize("rows, n, dtype", [(1000, 37, np.float32), (300, 4096, np.uint8), (5, (2 << 20) + 3, np.uint8),
+                                            (3, 3 << 20, np.float32)])
+def test_gpu_scalar_host_shift_is_uploaded_once(rows, n, dtype):
+    host = np.random.default_rng(rows).integers(0, 255, (rows, n)).astype(dtype)
+    for shift in (1, -7, n // 3, 2 ** 70):
+        a = cuda.to_device(host)
+        rotate.roll_rows(a, shift)
+        assert a.copy_to_host().tobytes() == np.roll(host, shift % n, axis=1).tobytes(), shift
+
+
+def test_gpu_torch_tensor_saved_for_backward_makes_backward_raise():
+    torch = pytest.importorskip("torch")
+    w = torch.ones(8, 16, device="cuda", requires_grad=True)
+    x = torch.arange(128, dtype=torch.float32, device="cuda").reshape(8, 16)
+    y = (w * x).sum()
+    for call in (lambda: rotate.roll(x, 3), lambda: rotate.roll_rows(x, 1), lambda: rotate.fftshift(x)):
+        version = x._version
+        call()
+        assert x._version > version
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
