@@ -125,3 +125,14 @@ def test_no_loader_message(monkeypatch):
 
 def _raise_oserror(name, *a, **k):
     raise OSError(f"{name}: cannot open shared object file")
+
+
+def test_example_script(dev):
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples",
+                        "wave_vulkan.py")
+    spec = importlib.util.spec_from_file_location("wave_vulkan", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--n", "256", "--deltas", "1,-3"]) == 0
