@@ -14,6 +14,11 @@ Shown with two operators: ``+`` on int64 (exact, wraps like numpy) and
 non-commutative (but associative) operator works too.  ``--width`` scans
 groups of fewer lanes (a power of two up to 32 on the GPU).
 
+Runs on: the CPU software wave (``waveops.cpu``, always) and NVIDIA GPUs
+(CUDA, numba-cuda).  The kernel is written for CUDA; the rotate itself also
+exists for AMD (``waveops.amdgpu``, compiled, not run here) and Vulkan
+(``waveops.spirv``; see ``examples/wave_vulkan.py``).
+
 Run::
 
     python examples/wave_scan.py              # CPU twin; CUDA too if a GPU is present

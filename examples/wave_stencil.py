@@ -12,6 +12,11 @@ The CUDA kernel runs one wave per warp (W = 32); its software-wave twin runs
 the same steps over numpy arrays of whole waves with ``waveops.cpu.rotate``,
 one array operation per lane instruction.  Both are checked against numpy.
 
+Runs on: the CPU software wave (``waveops.cpu``, always) and NVIDIA GPUs
+(CUDA, numba-cuda).  The kernel is written for CUDA; the rotate itself also
+exists for AMD (``waveops.amdgpu``, compiled, not run here) and Vulkan
+(``waveops.spirv``; see ``examples/wave_vulkan.py``).
+
 Run::
 
     python examples/wave_stencil.py            # CPU twin; CUDA too if a GPU is present

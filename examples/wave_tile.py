@@ -11,6 +11,11 @@ from.  Everything stays in registers: one rotate per register, no shared
 memory.  float64 values exercise the two-word shuffle, and the check is bit
 for bit (NaNs and -0.0 included).
 
+Runs on: the CPU software wave (``waveops.cpu``, always) and NVIDIA GPUs
+(CUDA, numba-cuda).  The kernel is written for CUDA; the rotate itself also
+exists for AMD (``waveops.amdgpu``, compiled, not run here) and Vulkan
+(``waveops.spirv``; see ``examples/wave_vulkan.py``).
+
 Run::
 
     python examples/wave_tile.py              # CPU twin; CUDA too if a GPU is present

@@ -11,6 +11,11 @@ wave ``w`` starts at point ``w * (W - K + 1)``.
 int64 values make every version exact, so the CUDA kernel, its software-wave
 twin and numpy agree bit for bit.
 
+Runs on: the CPU software wave (``waveops.cpu``, always) and NVIDIA GPUs
+(CUDA, numba-cuda).  The kernel is written for CUDA; the rotate itself also
+exists for AMD (``waveops.amdgpu``, compiled, not run here) and Vulkan
+(``waveops.spirv``; see ``examples/wave_vulkan.py``).
+
 Run::
 
     python examples/wave_window_sum.py            # CPU twin; CUDA too if a GPU is present

@@ -39,6 +39,13 @@ Software wave (host, numba ``@njit``; no GPU needed)
 for bit equal to the GPU: ``waveops.cpu.rotate(lanes, delta, width=None)``,
 ``waveops.cpu.width()`` (host SIMD width for 32-bit lanes).
 
+Other backends (submodules, imported on demand)
+-----------------------------------------------
+``waveops.amdgpu`` (``ds_bpermute`` kernels as LLVM IR, compiled to AMDGPU ISA
+by numba's llvmlite), ``waveops.spirv`` (SPIR-V modules: native
+``OpGroupNonUniformRotateKHR`` or a shuffle fallback) and ``waveops.vulkan``
+(runs them through the Vulkan loader).  See docs/waveops.md.
+
 Importing ``waveops`` needs neither numba-cuda nor a GPU, and never
 initialises the CUDA driver: the CUDA device functions are loaded on first
 use of ``waveops.rotate``/``lane_id``/``width``.  Without numba-cuda (or under
