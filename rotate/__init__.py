@@ -20,6 +20,7 @@ from ._api import plan, roll, rotate  # noqa: E402
 from ._plan import Plan, Step  # noqa: E402
 from ._validate import AxisError  # noqa: E402
 from .rows import fftshift, ifftshift, plan_roll_rows, roll_rows  # noqa: E402
+from . import distributed  # noqa: E402,F401  (registers DTensor rolls with roll; imports no torch)
 
 
 def release_scratch() -> int:

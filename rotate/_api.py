@@ -82,8 +82,7 @@ def roll(a: Any, shift: IntOrInts, axis: Optional[IntOrInts] = None, *,
            [4, 5, 3]])
     """
     if _arrays.is_dtensor(a):  # a sharded torch tensor: a collective roll (rotate/distributed.py)
-        from .distributed import roll_dtensor
-        return roll_dtensor(a, shift, axis)
+        return _dtensor_roll(a, shift, axis)
     # Validate and plan every part (a masked array's data and mask) before anything moves.
     _execute([_prepare(part, shift, axis, None, max_scratch_bytes, stream) for part in _parts(a)])
     _arrays.mark_written(a)
@@ -169,6 +168,23 @@ def plan(a: Any, shift: Optional[IntOrInts] = None, axis: Optional[IntOrInts] = 
 
 
 # --- internals -------------------------------------------------------------
+
+#: Rolls DTensors collectively; rotate/distributed.py registers itself here when imported (rotate's
+#: __init__ imports it), so this module never imports it (no import cycle).
+_dtensor_handlers: list = []
+
+
+def register_dtensor_roll(handler) -> None:
+    """Let ``roll(dtensor, shift, axis)`` call ``handler(dtensor, shift, axis)``."""
+    _dtensor_handlers[:] = [handler]
+
+
+def _dtensor_roll(a: Any, shift: Any, axis: Any) -> Any:
+    if not _dtensor_handlers:
+        raise RuntimeError("rotate.distributed did not register its DTensor roll; import rotate.distributed")
+    return _dtensor_handlers[0](a, shift, axis)
+
+
 #
 # Every public function is: _prepare (validate, plan) for each array the call
 # moves, then _execute. Nothing here names a backend: the registry in

@@ -1022,6 +1022,10 @@ def num_threads() -> int:
 # most every _BUSY_TTL seconds (a call of a few ms reads it once).
 _BUSY_TTL = 0.01
 _busy = [-1.0, 0]  # when last read, other processes' runnable threads then
+_LOADAVG = "/proc/loadavg"
+# False plans for numba's threads whatever the machine does (the test suite: plans that do not depend on
+# what else runs beside it).
+ADAPT_TO_LOAD = True
 _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
@@ -1031,7 +1035,7 @@ def _others_running(threads: int) -> int:
     if now - _busy[0] < _BUSY_TTL:
         return _busy[1]
     try:
-        with open("/proc/loadavg", "rb") as f:
+        with open(_LOADAVG, "rb") as f:
             running = int(f.read().split()[3].split(b"/")[0])
     except (OSError, ValueError, IndexError):
         running = 0
@@ -1044,7 +1048,7 @@ def _others_running(threads: int) -> int:
 def usable_threads() -> int:
     """numba's thread count, less the cores that other processes keep busy (at least 1): what plans use."""
     threads = num_threads()
-    if threads <= 1:
+    if threads <= 1 or not ADAPT_TO_LOAD:
         return threads
     return max(1, min(threads, _CORES - _others_running(threads)))
 
@@ -1069,7 +1073,7 @@ def team(lanes: int):
 
 def planner_settings() -> tuple:
     """Everything the planners read besides the layout: the plan cache keys on it."""
-    return (usable_threads(), SCRATCH_BYTES, TILE_BYTES, SMALL_ROW_BYTES, MIN_LANE_BYTES, LANES, CHAIN_TILE_BYTES,
+    return (usable_threads(), ADAPT_TO_LOAD, SCRATCH_BYTES, TILE_BYTES, SMALL_ROW_BYTES, MIN_LANE_BYTES, LANES, CHAIN_TILE_BYTES,
             CHAIN_RING, ALIAS_SLACK)
 
 
@@ -1151,15 +1155,20 @@ def word_view(a: np.ndarray, word: int) -> np.ndarray:
 _SERIAL_RUNNERS = {"small-rows-serial", "rows-serial", "word-rows-serial", "chain-serial"}
 
 
+#: Runners of contiguous steps that other modules plan (``details["runner"]`` -> runner(buf, step)):
+#: rotate/_rows.py registers "multi-axis", so this module never imports it (no import cycle).
+STEP_RUNNERS: dict = {}
+
+
 def run_rows(buf: np.ndarray, step) -> None:
     """Run a contiguous ``Step`` planned by :func:`plan_rows_details` on the word buffer ``buf``."""
     d = step.details
     word = step.word_bytes
     if buf.itemsize != word:
         raise AssertionError(f"internal error: step planned for {word}-byte words, buffer has {buf.itemsize}")
-    if d.get("runner") == "multi-axis":  # several axes in one pass: rotate/_rows.py
-        from ._rows import run_multiaxis
-        return run_multiaxis(buf, step)
+    other = STEP_RUNNERS.get(d.get("runner"))
+    if other is not None:  # several axes in one pass: rotate/_rows.py registers its runner
+        return other(buf, step)
     rows, seg, k = step.rows, step.seg_bytes // word, step.left_bytes // word
     runner = d["runner"]
     if runner == "reversal":  # no scratch fits the bound: the rows as a strided grid, reversed in place

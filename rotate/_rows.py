@@ -1078,3 +1078,7 @@ def run_multiaxis(buf: np.ndarray, step: Step) -> None:
     _cpu.call_parallel(_roll_cycles, buf, d["outer"], d["n0"], d["s0"], d["blk"], np.array(d["row_dims"], np.int64),
                        np.array(d["row_shifts"], np.int64), d["rowlen"], d["rshift"], d["pieces_per_cycle"],
                        d["threads"], scratch, team_size=d["threads"])
+
+
+
+_cpu.STEP_RUNNERS["multi-axis"] = run_multiaxis

@@ -40,7 +40,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from . import _arrays, _dschedule
+from . import _api, _arrays, _dschedule
+from ._api import plan as local_plan, roll as local_roll
 from ._validate import as_index, normalize_axis
 
 DEFAULT_STAGING_BYTES = 64 << 20
@@ -405,7 +406,6 @@ def _prepare(local_shard, shift, group, axis, global_lengths, staging_bytes) -> 
             sent[m.src] += m.length * rows * elem_bytes
     scratch = 0
     if length and rows * inner and any(st.local_shifts[rank] % length for st in stages):
-        from ._api import plan as local_plan
         target = _local_target(view)
         for st in stages:
             if st.local_shifts[rank] % length:
@@ -433,7 +433,6 @@ def _local_target(view):
 
 
 def _execute(ctx: _Ctx) -> None:
-    from ._api import roll as local_roll
     torch = _torch()
     dist = _dist()
     if not ctx.stages:
@@ -532,7 +531,6 @@ def _overlapped_stage(ctx, as_bytes, target, shift, outgoing, incoming, recv_buf
     Sends read the packed copy and receives land in staging, so the local pass, which rewrites the
     whole shard, touches neither; the copy-in waits for both.
     """
-    from ._api import roll as local_roll
     dist = _dist()
     eb = ctx.elem_bytes
     length = ctx.tensor.shape[1]
@@ -623,14 +621,12 @@ def _dtensor_call(dt, shift, axis, staging_bytes, execute: bool):
         ctxs.append(_prepare(local, s, group, d, None, staging_bytes))
     target = _local_target(local) if local_shifts else None
     if local_shifts:
-        from ._api import plan as local_plan
         axes = list(local_shifts)
         ax = None if axes == [None] else axes
         sh = local_shifts[None] if ax is None else [local_shifts[a] for a in axes]
         lp = local_plan(target, sh, axis=ax)
     if execute:
         if local_shifts:
-            from ._api import roll as local_roll
             local_roll(target, sh, axis=ax)
         for ctx in ctxs:
             _execute(ctx)
@@ -638,3 +634,6 @@ def _dtensor_call(dt, shift, axis, staging_bytes, execute: bool):
         return ctxs[-1].plan if len(ctxs) == 1 else ctxs
     return DistPlan("local", 0, (), dist.get_rank(), 1 if lp.steps else 0, 0, (), 0, 0,
                     sum(s.scratch_bytes for s in lp.steps), details={"local_plan": lp})
+
+
+_api.register_dtensor_roll(roll_dtensor)

@@ -17,11 +17,10 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence, Union
 
 import dataclasses
-import numbers
 
 import numpy as np
 
-from . import _api, _arrays, _cpu, _rows
+from . import _api, _arrays
 from ._plan import Plan
 from ._validate import as_index, normalize_axis
 
@@ -61,16 +60,20 @@ def roll_rows(a: Any, shifts: Any, axis: int = -1, *, stream: Any = None,
     stream : optional
         GPU only: the CUDA stream to run on (as for :func:`rotate.roll`).
     max_scratch_bytes : int, optional
-        Upper bound on temporary memory (default ``rotate._cpu.SCRATCH_BYTES``,
-        8 MiB). Shifts that are not already an int64 array of the lanes'
-        shape in C order (on the CPU: of any integer dtype but uint64) are
-        copied once into one (on the CPU in their own dtype), e.g. when
-        broadcast.
+        Upper bound on temporary memory (default: 8 MiB on the CPU; on the
+        GPU the larger of 1% of the array and 16 MiB, more for lanes of 1-24
+        MiB, see :func:`plan_roll_rows`). Shifts that are not already an
+        int64 array of the lanes' shape in C order (on the CPU: of any
+        integer dtype but uint64) are copied once into one (on the CPU in
+        their own dtype), e.g. when broadcast; a single shift is not copied
+        a lane. Host shifts that share memory with ``a`` (``a[0]``) are
+        copied before any lane moves.
 
     Returns
     -------
-    numpy.ndarray
-        ``a`` itself, rolled.
+    array
+        ``a`` itself (the same object: numpy array, torch tensor, device
+        array), rolled.
 
     Raises
     ------
@@ -81,7 +84,8 @@ def roll_rows(a: Any, shifts: Any, axis: int = -1, *, stream: Any = None,
     ValueError
         ``shifts`` whose shape does not broadcast to ``a.shape`` without
         ``axis``; a read-only ``a``; GPU lanes that are not contiguous; GPU
-        ``shifts`` on another device.
+        ``shifts`` on another device or inside ``a``'s memory; a torch
+        tensor that requires grad.
     RuntimeError
         A device array on a machine without a usable CUDA GPU.
     numpy.exceptions.AxisError
@@ -110,14 +114,8 @@ def roll_rows(a: Any, shifts: Any, axis: int = -1, *, stream: Any = None,
     if keys is not None and len(prepared) == 1:
         _remember_quick(keys[1], max_scratch_bytes, prepared[0])
     for (backend, target, info, step, lane_shifts), handle in zip(prepared, handles):  # all checked: now move
-        if step is None:
-            continue
-        if backend.name == "cpu":
-            _run_lanes(target, step, lane_shifts)
-        else:
-            from ._cuda import launch
-
-            launch.run_lanes(target, info, step, handle, *lane_shifts)
+        if step is not None:
+            backend.execute_lanes(target, info, step, handle, lane_shifts)
     _arrays.mark_written(a)
     return a
 
@@ -237,20 +235,17 @@ def _quick_roll_rows(a: Any, keys: tuple, max_scratch_bytes: Any, stream: Any) -
         return False
     handle = backend.quick_stream(default_stream, stream)
     if step is not None:
-        from ._cuda import launch
-
-        launch.run_lanes(a, info, step, handle, None, key[3], stride)
+        backend.execute_lanes(a, info, step, handle, (None, key[3], stride))
     return True
 
 
 def _remember_quick(key: tuple, max_scratch_bytes: Any, prepared: tuple) -> None:
     """Let later calls with this key take the quick path (only after the full path passed)."""
     backend, target, info, step, lane_shifts = prepared
-    if backend.name == "cpu" or lane_shifts is None or lane_shifts[1] is None:
-        return
-    if key[1] != info.pointer or (step is not None and step.algorithm == "lane-chains"):
-        return
-    _api._remember(_quick_lanes, key, (info, backend.plan_key(info, max_scratch_bytes), step, lane_shifts[2]))
+    replayable = getattr(backend, "replayable_lanes", None)
+    stride = None if replayable is None or key[1] != info.pointer else replayable(step, lane_shifts)
+    if stride is not None:
+        _api._remember(_quick_lanes, key, (info, backend.plan_key(info, max_scratch_bytes), step, stride))
 
 
 def _fft_axes(a: Any, axes: Axes):
@@ -273,7 +268,7 @@ def _prepare_call(a: Any, shifts: Any, axis: Any, max_scratch_bytes: Any) -> lis
     """Validate and plan every array the call moves (a masked array's data and mask, a padded struct's
     fields: each rolls alike), with host shifts that share memory with any of them copied first."""
     prepared = [_prepare_lanes(part, shifts, axis, max_scratch_bytes) for part in _api._parts(a)]
-    targets = [target for backend, target, _, _, _ in prepared if backend.name == "cpu"]
+    targets = [target for _, target, info, _, _ in prepared if not info.device]
     return [_unaliased(p, targets) for p in prepared]
 
 
@@ -282,11 +277,11 @@ def _unaliased(prepared: tuple, targets: list) -> tuple:
 
     The kernels read a lane's shift while other lanes move, and a masked array's mask rolls after its
     data: shifts inside the rolled memory (``roll_rows(a, a[0])``) would be read already moved. The copy
-    is one shift per lane (``shift_copy_bytes`` in the plan). Device shifts are checked in
-    :func:`_device_shifts`; host shifts of a GPU call are uploaded, so never alias it.
+    is one shift per lane (``shift_copy_bytes`` in the plan). A device backend checks its own shifts
+    (the CUDA backend refuses device shifts inside the array; host shifts of a GPU call are uploaded).
     """
     backend, target, info, step, lane_shifts = prepared
-    if backend.name != "cpu" or not any(np.may_share_memory(lane_shifts, t) for t in targets):
+    if info.device or not any(np.may_share_memory(lane_shifts, t) for t in targets):
         return prepared
     lane_shifts = lane_shifts.copy()
     if step is not None:
@@ -295,176 +290,9 @@ def _unaliased(prepared: tuple, targets: list) -> tuple:
 
 
 def _prepare_lanes(part: Any, shifts: Any, axis: Any, max_scratch_bytes: Any):
-    """Validate one array and plan it: (backend, target, info, Step or None, shifts as the runner takes them)."""
+    """Validate one array and plan it: (backend, target, info, Step or None, shifts as the backend runs them)."""
     backend, target, info = _api._inspect(part)
     axis = normalize_axis(as_index(axis, "axis"), info.ndim)
     scratch = _api._check_scratch(max_scratch_bytes)
-    n = info.shape[axis]
-    lane_shape = info.shape[:axis] + info.shape[axis + 1:]
-    if backend.name != "cpu":
-        return _prepare_device_lanes(backend, target, info, shifts, axis, n, lane_shape, scratch)
-    lane_shifts = _lane_shifts(shifts, lane_shape, n, axis, info.shape, narrow=True)
-    if n <= 1 or info.size == 0:
-        return backend, target, info, None, lane_shifts
-    step = _rows.plan_lanes(info.shape, info.strides, info.itemsize, axis, scratch)
+    step, lane_shifts = backend.plan_lanes(target, info, shifts, axis, scratch)
     return backend, target, info, step, lane_shifts
-
-
-def _prepare_device_lanes(backend, target, info, shifts, axis: int, n: int, lane_shape: tuple,
-                          max_scratch_bytes: Optional[int]):
-    """The GPU side of :func:`_prepare_lanes`: lanes must be back to back in memory."""
-    from ._cuda import planner
-
-    if info.ndim <= 1 or (info.c_contiguous and axis == info.ndim - 1):
-        order = "C"
-    elif info.f_contiguous and axis == 0:
-        order = "F"
-    else:
-        raise ValueError(
-            f"roll_rows on the GPU needs each lane contiguous in memory (axis -1 of a C-contiguous array "
-            f"or axis 0 of an F-contiguous one); got axis {axis} of an array of shape {info.shape} and "
-            f"strides {info.strides}. Move the axis last first, e.g. x = cupy.ascontiguousarray("
-            f"cupy.moveaxis(a, {axis}, -1)); rotate.roll_rows(x, shifts); then copy back"
-        )
-    rows = info.size // n if n else 0
-    if _arrays.is_device_array(shifts):
-        device_shifts, stride = _device_shifts(shifts, lane_shape, order, info)
-        host_shifts = None
-    else:
-        host_shifts = _lane_shifts(shifts, lane_shape, n, axis, info.shape)
-        stride = 0 if host_shifts.strides[0] == 0 else 1  # one shift for every lane: uploaded once
-        if stride and order == "F" and len(lane_shape) > 1:  # lanes lie in memory in F order of their indices
-            host_shifts = np.ascontiguousarray(host_shifts.reshape(lane_shape).ravel(order="F"))
-        device_shifts = None
-    if n <= 1 or info.size == 0:
-        return backend, target, info, None, None
-    step = planner.plan_lane_panels(axis, rows, n, info.itemsize, info.pointer)
-    if step is None:
-        step = planner.plan_long_lanes(axis, rows, n, info.itemsize, info.pointer, max_scratch_bytes, host_shifts)
-    return backend, target, info, step, (host_shifts, device_shifts, stride)
-
-
-def _device_shifts(shifts: Any, lane_shape: tuple, order: str, info):
-    """A device array of shifts as the lane kernel reads it: (its CUDA-array-interface view, stride)."""
-    view = _arrays.device_view(shifts)
-    sinfo = _arrays.describe_device(view)
-    if sinfo.dtype != np.dtype(np.int64):
-        raise TypeError(
-            f"shifts on the GPU must be int64, got {sinfo.dtype}; convert on the device first "
-            f"(shifts.astype('int64') for CuPy, shifts.long() for PyTorch)"
-        )
-    size = int(np.prod(sinfo.shape, dtype=np.int64))
-    if not _broadcasts_to(sinfo.shape, lane_shape):
-        raise ValueError(
-            f"shifts has shape {sinfo.shape}, which does not broadcast to the lanes' shape {lane_shape} "
-            f"(a.shape {info.shape} without axis); give one shift per lane"
-        )
-    if size == 1:
-        stride = 0
-    elif tuple(sinfo.shape) == tuple(lane_shape) and (
-            sinfo.c_contiguous if order == "C" or sum(d > 1 for d in lane_shape) <= 1 else sinfo.f_contiguous):
-        stride = 1
-    else:
-        raise ValueError(
-            f"shifts on the GPU must hold one shift per lane in the lanes' memory order (shape "
-            f"{lane_shape}, {order}-contiguous) or a single shift; got shape {sinfo.shape} with strides "
-            f"{sinfo.strides}. Broadcast and copy it on the device first, e.g. "
-            f"cupy.ascontiguousarray(cupy.broadcast_to(shifts, {lane_shape}))"
-        )
-    _check_same_device(sinfo.pointer, info.pointer)
-    lo, hi = _arrays.byte_extent(sinfo)
-    a_lo, a_hi = _arrays.byte_extent(info)
-    if lo < a_hi and a_lo < hi:  # the kernels would read shifts that other lanes are moving
-        raise ValueError(
-            f"shifts shares memory with a (shifts spans device bytes [{lo:#x}, {hi:#x}), a spans "
-            f"[{a_lo:#x}, {a_hi:#x})); the lanes would be rolled by shifts that are moving. Pass a copy, "
-            f"e.g. shifts.copy() (CuPy) or shifts.clone() (PyTorch)"
-        )
-    return view, stride
-
-
-def _check_same_device(shifts_pointer: int, a_pointer: int) -> None:
-    from ._cuda._memops import SIMULATED
-
-    if SIMULATED:
-        return
-    from ._cuda import launch
-
-    got, want = launch.pointer_device(shifts_pointer), launch.pointer_device(a_pointer)
-    if got != want:
-        raise ValueError(
-            f"shifts is on GPU {got} but a is on GPU {want}; move shifts to a's device first "
-            f"(e.g. shifts.to(a.device) for PyTorch, cupy.asarray(shifts) under a's device for CuPy)"
-        )
-
-
-def _broadcasts_to(shape: tuple, lane_shape: tuple) -> bool:
-    try:
-        return np.broadcast_shapes(tuple(shape), lane_shape) == lane_shape
-    except ValueError:
-        return False
-
-
-def _lane_shifts(shifts: Any, lane_shape: tuple, n: int, axis: int, shape: tuple,
-                 narrow: bool = False) -> np.ndarray:
-    """``shifts`` broadcast to one integer per lane (C order), as the kernels take them: int64, or with
-    ``narrow`` (the CPU kernels) any native integer dtype but uint64, used as given."""
-    if _arrays.is_device_array(shifts):
-        raise TypeError(
-            f"shifts is a GPU array ({type(shifts).__name__}) but a is a host array; pass shifts "
-            f"on the host (a numpy array or Python ints, e.g. shifts.get() or shifts.cpu().numpy())"
-        )
-    if isinstance(shifts, (str, bytes)) or shifts is None:
-        raise TypeError(f"shifts must be an integer or an array of integers, got {shifts!r}; "
-                        f"pass e.g. shifts=3 or shifts=np.array([...], dtype=np.int64)")
-    arr = np.asarray(shifts)
-    if arr.dtype.kind == "f" and not isinstance(shifts, np.ndarray) and _all_ints(shifts):
-        # Python ints numpy made floats: [] (no lanes), or ints beyond int64 beside negative ones
-        arr = np.array(shifts, dtype=object) if arr.size else np.zeros(arr.shape, np.int64)
-    if arr.dtype.kind == "O":  # Python ints too large for int64, or mixed objects: each checked and reduced
-        flat = [as_index(v, "shifts") % n if n else 0 for v in arr.reshape(-1).tolist()]
-        arr = np.array(flat, dtype=np.int64).reshape(arr.shape)
-    elif arr.dtype.kind not in "iu":
-        raise TypeError(
-            f"shifts must be integers, got an array of dtype {arr.dtype}; numpy.roll shifts by whole "
-            f"elements, so round and convert first (e.g. np.rint(shifts).astype(np.int64))"
-        )
-    if not _broadcasts_to(arr.shape, lane_shape):
-        raise ValueError(
-            f"shifts has shape {arr.shape}, which does not broadcast to a.shape {shape} without axis "
-            f"{axis}, i.e. {lane_shape}; give one shift per lane (shape {lane_shape}) or a shape that "
-            f"broadcasts to it"
-        )
-    if n == 0:
-        arr = np.zeros(arr.shape, np.int64)
-    elif arr.dtype.kind == "u" and arr.dtype.itemsize == 8:  # may exceed int64: reduce here
-        arr = np.mod(arr, np.uint64(n)).astype(np.int64)
-    # The kernels reduce shifts modulo n themselves: an int64 array of the
-    # lanes' shape in C order is used as it is, without a copy, and so is an
-    # array of any other integer dtype on the CPU (numba compiles the kernels
-    # once per dtype; uint64 was reduced to int64 above): an int64 per lane
-    # would outweigh lanes of a few bytes (docs/perf-notes.md, "Shift dtypes").
-    kernel_dtype = arr.dtype.newbyteorder("=") if narrow else np.dtype(np.int64)
-    lanes = int(np.prod(lane_shape, dtype=np.int64))
-    if arr.size == 1 and lanes > 1:  # one shift for every lane: a view that repeats it, not a copy a lane
-        one = np.array(arr.reshape(-1), dtype=kernel_dtype)
-        return np.lib.stride_tricks.as_strided(one, (lanes,), (0,))
-    if arr.shape != lane_shape:
-        arr = np.broadcast_to(arr, lane_shape)
-    return np.ascontiguousarray(arr, dtype=kernel_dtype).reshape(-1)
-
-
-def _all_ints(values: Any) -> bool:
-    """Whether a (nested) sequence holds integers only (Python, numpy, or ``__index__``; bools refused)."""
-    if isinstance(values, (list, tuple)):
-        return all(_all_ints(v) for v in values)
-    return isinstance(values, numbers.Integral) and not isinstance(values, (bool, np.bool_))
-
-
-def _run_lanes(target: np.ndarray, step, lane_shifts: np.ndarray) -> None:
-    word = step.details["word"]
-    address = target.__array_interface__["data"][0]
-    low = address + sum((n - 1) * st for n, st in zip(target.shape, target.strides) if st < 0)
-    high = address + sum((n - 1) * st for n, st in zip(target.shape, target.strides) if st > 0) + target.itemsize
-    flat = np.asarray(_cpu._WordSpan(target, low, (high - low) // word, word))
-    _rows.run_lanes(flat, (address - low) // word, lane_shifts, step)

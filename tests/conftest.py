@@ -25,3 +25,9 @@ settings.register_profile("mutation", deadline=None, max_examples=60, derandomiz
                           phases=[Phase.explicit, Phase.reuse, Phase.generate],
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+# Plans that do not depend on what else runs on the machine: the CPU backend's thread count adapts to
+# other processes' load (rotate/_cpu.py, usable_threads); tests/test_busy.py checks that on its own.
+from rotate import _cpu  # noqa: E402
+
+_cpu.ADAPT_TO_LOAD = False

@@ -219,6 +219,17 @@ class RecordingBackend(_backends.RowBackend):
         for step in plan.steps:
             target.data[...] = np.roll(target.data, step.shift, axis=step.axis)
 
+    def plan_lanes(self, target, info, shifts, axis, max_scratch_bytes):
+        step = Step(axis, 0, info.size // info.shape[axis], info.shape[axis] * info.itemsize, 0, info.itemsize,
+                    "toy-lanes", 0, 2 * info.nbytes)
+        return step, np.broadcast_to(np.asarray(shifts), info.shape[:axis] + info.shape[axis + 1:])
+
+    def execute_lanes(self, target, info, step, stream, lane_shifts):
+        self.executed.append((step, stream))
+        moved = np.moveaxis(target.data, step.axis, -1)
+        for index in np.ndindex(*lane_shifts.shape):
+            moved[index] = np.roll(moved[index], int(lane_shifts[index]))
+
 
 def test_a_new_backend_plugs_in_without_touching_the_api(monkeypatch):
     toy = RecordingBackend()
@@ -234,6 +245,11 @@ def test_a_new_backend_plugs_in_without_touching_the_api(monkeypatch):
     assert b.data.tolist() == [4, 5, 1, 2, 3]
     assert toy.executed == [(p, ("resolved", 7))]
     assert rotate.rotate(b, 1) == 4 and b.data.tolist() == [5, 1, 2, 3, 4]
+    # roll_rows goes through the same protocol: the backend's own lane planning and running
+    grid = Buffer([[1, 2, 3], [4, 5, 6]])
+    assert rotate.plan_roll_rows(grid, [1, 2]).algorithm == "toy-lanes"
+    assert rotate.roll_rows(grid, [1, 2], stream=3) is grid
+    assert grid.data.tolist() == [[3, 1, 2], [5, 6, 4]] and toy.executed[-1][1] == ("resolved", 3)
     assert _backends.backend_for(np.arange(3)).name == "cpu"
 
 

@@ -59,20 +59,21 @@ def test_roll_rows_shifts_that_do_not_alias_are_not_copied():
 
 def test_gpu_shifts_inside_the_rolled_array_are_refused(monkeypatch):
     """On the GPU such shifts are refused before anything moves (the device is stubbed: CAI objects)."""
-    from rotate import _arrays, rows
+    from rotate import _arrays
+    lane_args = pytest.importorskip("rotate._cuda.lane_args")
 
     class Fake:
         def __init__(self, shape, typestr, pointer):
             self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (pointer, False),
                                              "strides": None, "version": 3}
 
-    monkeypatch.setattr(rows, "_check_same_device", lambda *args: None)
+    monkeypatch.setattr(lane_args, "_check_same_device", lambda *args: None)
     a = _arrays.describe_device(Fake((64, 64), "<i8", 1 << 20))
     inside = Fake((64,), "<i8", (1 << 20) + 8 * 64 * 5)
     with pytest.raises(ValueError, match=r"shifts shares memory with a.*copy"):
-        rows._device_shifts(inside, (64,), "C", a)
+        lane_args._device_shifts(inside, (64,), "C", a)
     beside = Fake((64,), "<i8", (1 << 20) + 8 * 64 * 64)  # just past a's last byte
-    assert rows._device_shifts(beside, (64,), "C", a)[1] == 1
+    assert lane_args._device_shifts(beside, (64,), "C", a)[1] == 1
 
 
 # --- autograd: a tensor saved for backward, rolled in place ------------------------------------

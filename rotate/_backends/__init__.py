@@ -30,6 +30,13 @@ The protocol
 ``execute(target, info, plan, stream)``
     Runs exactly ``plan.steps`` (never plans again) on the resolved stream.
 
+``plan_lanes(target, info, shifts, axis, max_scratch_bytes) -> (Step | None, lane_shifts)``
+    ``roll_rows``: the backend's own checks of the lanes' layout and of
+    ``shifts`` (host or device), and the step; ``lane_shifts`` is whatever
+    its ``execute_lanes`` takes. None: nothing moves.
+``execute_lanes(target, info, step, stream, lane_shifts)``
+    Runs that step exactly as planned.
+
 Optional, for the quick path of repeated calls (issue #8):
 
 ``quick_describe(a) -> (layout_key, pointer, default_stream) | None``
@@ -45,60 +52,12 @@ Optional, for the quick path of repeated calls (issue #8):
 
 from __future__ import annotations
 
-from typing import Any, Optional, Protocol, runtime_checkable
+from typing import Any, Optional
 
-from .._arrays import ArrayInfo
-from .._plan import Plan, Step, contiguous_steps
+from .base import Backend, RowBackend
 
-
-@runtime_checkable
-class Backend(Protocol):
-    name: str
-    device_kind: str
-
-    def recognizes(self, a: Any) -> bool: ...
-
-    def describe(self, a: Any) -> tuple[Any, ArrayInfo]: ...
-
-    def plan_key(self, info: ArrayInfo, max_scratch_bytes: Optional[int]) -> tuple: ...
-
-    def plan_steps(self, info: ArrayInfo, rotations: list, max_scratch_bytes: Optional[int]) -> tuple[Step, ...]: ...
-
-    def resolve_stream(self, target: Any, stream: Any) -> Any: ...
-
-    def execute(self, target: Any, info: ArrayInfo, plan: Plan, stream: Any) -> None: ...
-
-
-class RowBackend:
-    """A backend that rolls contiguous layouts as batched row rotations.
-
-    Subclasses implement ``plan_step``; layouts that are not C- or
-    F-contiguous go to ``plan_noncontiguous``, which by default refuses them.
-    """
-
-    name = "?"
-    device_kind = "?"
-
-    def plan_step(self, info: ArrayInfo, axis: Optional[int], shift: int, rows: int, seg_bytes: int,
-                  left_bytes: int, word: int, max_scratch_bytes: Optional[int]) -> Step:
-        raise NotImplementedError
-
-    def plan_steps(self, info: ArrayInfo, rotations: list, max_scratch_bytes: Optional[int]) -> tuple[Step, ...]:
-        layout = contiguous_steps(info, rotations)
-        if layout is None:
-            return self.plan_noncontiguous(info, rotations, max_scratch_bytes)
-        return tuple(
-            self.plan_step(info, axis, s, rows, seg, left, word, max_scratch_bytes)
-            for axis, s, rows, seg, left, word in layout
-        )
-
-    def plan_noncontiguous(self, info: ArrayInfo, rotations: list, max_scratch_bytes: Optional[int]):
-        raise ValueError(
-            f"a is a non-contiguous {self.device_kind} array (shape {info.shape}, strides "
-            f"{info.strides}); the {self.name} backend rolls C- or F-contiguous arrays in "
-            f"place. Roll a contiguous array instead (e.g. x = a.copy(); roll(x, ...); "
-            f"a[...] = x), or roll the contiguous base array"
-        )
+__all__ = ["Backend", "RowBackend", "register", "backend_for", "backends", "backend_named",
+           "quick_describe"]
 
 
 _registry: list = []
@@ -152,12 +111,8 @@ def backend_for(a: Any) -> Backend:
     )
 
 
-def _register_builtin() -> None:
-    from .cpu import CpuBackend
-    from .cuda import CudaBackend
+from .cpu import CpuBackend  # noqa: E402  (after the registry they join)
+from .cuda import CudaBackend  # noqa: E402
 
-    register(CpuBackend())  # numpy arrays first: the cheapest check
-    register(CudaBackend())
-
-
-_register_builtin()
+register(CpuBackend())  # numpy arrays first: the cheapest check
+register(CudaBackend())

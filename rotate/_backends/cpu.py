@@ -6,11 +6,11 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .. import _cpu, _rows
-from .._arrays import ArrayInfo, c_order_line
+from .. import _cpu, _rows, _shifts
+from .._arrays import ArrayInfo, byte_extent, c_order_line
 from .._plan import Step
 from .._validate import check_numpy_array, check_stream_for_host
-from . import RowBackend
+from .base import RowBackend
 
 
 class CpuBackend(RowBackend):
@@ -37,8 +37,6 @@ class CpuBackend(RowBackend):
         # Two or more axes of a contiguous array: one pass (rotate/_rows.py)
         # when a block of the first rolled axis fits the scratch budget;
         # otherwise one pass per axis, which the plan shows as one step each.
-        from .. import _rows
-
         step = _rows.plan_multiaxis(info, rotations, max_scratch_bytes)
         if step is not None:
             return (step,)
@@ -69,6 +67,23 @@ class CpuBackend(RowBackend):
             steps.append(Step(axis, s, lines, length * info.itemsize, (length - s) * info.itemsize,
                               info.itemsize, algorithm, scratch, moved, strided=True, details=details))
         return tuple(steps)
+
+    def plan_lanes(self, target: np.ndarray, info: ArrayInfo, shifts: Any, axis: int, max_scratch_bytes):
+        # roll_rows: shifts of any integer dtype but uint64 are read as they are (rotate/_shifts.py).
+        n = info.shape[axis]
+        lane_shape = info.shape[:axis] + info.shape[axis + 1:]
+        lane_shifts = _shifts.lane_shifts(shifts, lane_shape, n, axis, info.shape, narrow=True)
+        if n <= 1 or info.size == 0:
+            return None, lane_shifts
+        return _rows.plan_lanes(info.shape, info.strides, info.itemsize, axis, max_scratch_bytes), lane_shifts
+
+    def execute_lanes(self, target: np.ndarray, info: ArrayInfo, step: Step, stream: Any, lane_shifts) -> None:
+        # The lanes' span as one flat array of the step's words (strided views: from their lowest byte).
+        word = step.details["word"]
+        address = target.__array_interface__["data"][0]
+        low, high = byte_extent(ArrayInfo(target.shape, target.strides, target.dtype, "cpu", address))
+        flat = np.asarray(_cpu._WordSpan(target, low, (high - low) // word, word))
+        _rows.run_lanes(flat, (address - low) // word, lane_shifts, step)
 
     def resolve_stream(self, target: Any, stream: Any) -> None:
         check_stream_for_host(False, stream)  # the one check: a TypeError naming stream=

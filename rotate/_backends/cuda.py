@@ -10,7 +10,7 @@ import operator
 from typing import Any, Optional
 
 from .. import _arrays
-from . import RowBackend
+from .base import RowBackend
 
 
 # Modules imported on first use (numpy-only users never import numba.cuda), then
@@ -120,6 +120,23 @@ class CudaBackend(RowBackend):
         from .._cuda import planner
 
         return planner.plan_step(axis, shift, rows, seg_bytes, left_bytes, word, info.pointer, max_scratch_bytes)
+
+    def plan_lanes(self, target: Any, info, shifts: Any, axis: int, max_scratch_bytes: Optional[int]):
+        from .._cuda import lane_args
+
+        return lane_args.plan_lanes(info, shifts, axis, max_scratch_bytes)
+
+    def execute_lanes(self, target: Any, info, step, stream: Any, lane_shifts) -> None:
+        _launch().run_lanes(target, info, step, stream, *lane_shifts)
+
+    def replayable_lanes(self, step, lane_shifts) -> Optional[int]:
+        """The shift stride a repeated call may replay this plan with (device shifts only, read on the
+        device), or None: host shifts are uploaded per call, and lane-chains plans from host shifts."""
+        if lane_shifts is None or lane_shifts[1] is None:
+            return None
+        if step is not None and step.algorithm == "lane-chains":
+            return None
+        return lane_shifts[2]
 
     def resolve_stream(self, target: Any, stream: Any):
         # The raw handle, resolved once before anything moves (a bad stream=

@@ -1,0 +1,66 @@
+"""A busy machine: the CPU backend plans no more threads than other processes leave cores (issue #30)."""
+
+from __future__ import annotations
+
+import time
+
+import numba
+import numpy as np
+import pytest
+
+import rotate
+from rotate import _cpu
+
+
+@pytest.fixture
+def two_threads(monkeypatch):
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba runs one thread here")
+    saved = numba.get_num_threads()
+    numba.set_num_threads(2)
+    monkeypatch.setattr(_cpu, "ADAPT_TO_LOAD", True)
+    monkeypatch.setattr(_cpu, "_CORES", 2)
+    monkeypatch.setattr(_cpu, "MIN_LANE_BYTES", 1)
+    yield
+    numba.set_num_threads(saved)
+
+
+def _others(monkeypatch, count: int) -> None:
+    monkeypatch.setattr(_cpu, "_busy", [time.monotonic() + 3600, count])  # a reading that stays fresh
+
+
+def test_two_busy_processes_leave_one_thread(two_threads, monkeypatch):
+    a = np.random.default_rng(0).random(1 << 16)
+    want = np.roll(a, 3)
+    _others(monkeypatch, 2)
+    assert _cpu.usable_threads() == 1
+    plan = rotate.plan(a, 3)
+    assert plan.steps[0].details["lanes"] == 1
+    rotate.roll(a, 3)
+    assert a.tobytes() == want.tobytes()
+    _others(monkeypatch, 0)  # quiet again: the plan cache keys on the threads, so it plans again
+    assert _cpu.usable_threads() == 2
+    assert rotate.plan(a, 3).steps[0].details["lanes"] == 2
+
+
+def test_runnable_count_read_from_loadavg(two_threads, monkeypatch, tmp_path):
+    loadavg = tmp_path / "loadavg"
+    monkeypatch.setattr(_cpu, "_LOADAVG", str(loadavg))
+    for line, others in (("0.10 0.20 0.30 1/100 42", 0), ("3.9 3.0 2.0 4/120 42", 2), ("1.0 1.0 1.0 3/90 7", 1)):
+        loadavg.write_text(line + "\n")
+        monkeypatch.setattr(_cpu, "_busy", [-1.0, 0])  # stale: read again
+        assert _cpu._others_running(2) == others, line
+    monkeypatch.setattr(_cpu, "_LOADAVG", str(tmp_path / "missing"))
+    monkeypatch.setattr(_cpu, "_busy", [-1.0, 0])
+    assert _cpu._others_running(2) == 0  # no such file (not Linux): numba's threads
+
+
+def test_fewer_lanes_than_threads_run_with_a_smaller_team(two_threads, monkeypatch):
+    """A parallel kernel runs with a team no larger than its plan's lanes (an idle thread of a larger
+    team would still have to reach the region's end)."""
+    seen = []
+    real = numba.set_num_threads
+    monkeypatch.setattr(numba, "set_num_threads", lambda n: (seen.append(n), real(n)))
+    with _cpu.team(1):
+        assert numba.get_num_threads() == 1
+    assert numba.get_num_threads() == 2 and seen == [1, 2]
