@@ -441,12 +441,12 @@ def test_roll_rows_takes_narrow_integer_shifts(dtype, n, shift_dtype):
     a = rng.integers(1, 100, (257, n)).astype(dtype)
     expected = np.array([np.roll(r, int(s)) for r, s in zip(a, shifts)])
     assert np.array_equal(rotate.roll_rows(a, shifts), expected)
-    from rotate import rows as rows_module
+    from rotate import _shifts
 
-    taken = rows_module._lane_shifts(shifts, (257,), n, 1, a.shape, narrow=True)
+    taken = _shifts.lane_shifts(shifts, (257,), n, 1, a.shape, narrow=True)
     assert np.shares_memory(taken, shifts) and taken.dtype == shift_dtype
     huge = np.arange(257, dtype=np.uint64) * np.uint64(7 * 10**16)  # beyond int64 from lane 132 on
-    wide = rows_module._lane_shifts(huge, (257,), n, 1, a.shape, narrow=True)
+    wide = _shifts.lane_shifts(huge, (257,), n, 1, a.shape, narrow=True)
     assert wide.dtype == np.int64 and wide.tolist() == [int(v) % n for v in huge]
 
 
