@@ -771,21 +771,9 @@ def pointer_device(pointer: int) -> int:
     return int(ordinal)
 
 
-@_kernels.functools.lru_cache(maxsize=1024)
-def _lane_chain_step(device: int, settings_key: tuple, shift: int, rows: int, seg: int, item: int, head: int,
-                     max_scratch_bytes):
-    """The chain step of a run of ``rows`` lanes rolled by ``shift``, planned once (per device and settings).
-
-    Keyed like rotate._api's plan cache: everything the planner reads. The
-    pointer only matters through its offset from a 16-byte boundary.
-    """
-    n = seg // item
-    return planner.plan_step(None, shift, rows, seg, (n - shift) * item, item, head, max_scratch_bytes)
-
-
 def run_lanes(target: Any, info, step, handle: int, host_shifts, device_shifts, stride: int) -> None:
-    """Run a ``roll_rows`` step: ``lane-panels`` or ``lane-swaps`` in one launch (shifts read on the
-    device), or ``lane-chains`` (host shifts only: a launch per run of lanes with equal shifts)."""
+    """Run a ``roll_rows`` step: ``lane-panels``, ``lane-swaps`` or ``lane-walks`` in one launch (shifts read
+    on the device), or ``lane-chains``: the chain steps its plan holds, a launch per run of equal shifts."""
     if step.algorithm in ("lane-panels", "lane-swaps", "lane-walks"):
         if device_shifts is None:
             if stride == 0:  # one shift for every lane (a repeating view): upload it once
@@ -798,26 +786,12 @@ def run_lanes(target: Any, info, step, handle: int, host_shifts, device_shifts, 
             step.algorithm]
         run(target, info, step, handle, device_shifts, stride)
         return
-    if host_shifts is None:  # planner.plan_long_lanes gives lane-chains host shifts only
-        raise AssertionError("internal error: a lane-chains plan without host shifts")
     import dataclasses
 
     n = step.seg_bytes // step.word_bytes
-    item = step.word_bytes
-    shifts = np.asarray(host_shifts, np.int64) % n
-    lane = 0
-    while lane < step.rows:  # one chain launch per run of lanes with the same shift
-        end = lane + 1
-        while end < step.rows and shifts[end] == shifts[lane]:
-            end += 1
-        s = int(shifts[lane])
-        if s:
-            pointer = info.pointer + lane * step.seg_bytes
-            sub = _lane_chain_step(planner._device_id(), planner.settings_key(), s, end - lane, step.seg_bytes,
-                                   item, pointer % 16, step.details.get("max_scratch_bytes"))
-            lane_info = dataclasses.replace(info, shape=(end - lane, n), strides=(step.seg_bytes, item),
-                                            pointer=pointer)
-            lane_target = _SimSlice(target, lane * step.seg_bytes, (end - lane) * step.seg_bytes) \
-                if SIMULATED else target
-            RUNNERS[sub.algorithm](lane_target, lane_info, sub, handle)
-        lane = end
+    for lane, end, sub in step.details["runs"]:  # one chain launch per run of lanes with the same shift
+        pointer = info.pointer + lane * step.seg_bytes
+        lane_info = dataclasses.replace(info, shape=(end - lane, n), strides=(step.seg_bytes, step.word_bytes),
+                                        pointer=pointer)
+        lane_target = _SimSlice(target, lane * step.seg_bytes, (end - lane) * step.seg_bytes) if SIMULATED else target
+        RUNNERS[sub.algorithm](lane_target, lane_info, sub, handle)

@@ -866,7 +866,7 @@ def plan_long_lanes(axis: int, rows: int, n: int, itemsize: int, pointer: int,
     device), or ``lane-chains`` for a few huge lanes whose shifts are on the host."""
     seg = n * itemsize
     if host_shifts is not None and rows <= MAX_CHAIN_LANES and seg >= MIN_CHAIN_LANE_BYTES:
-        return plan_lane_chains(axis, rows, n, itemsize, pointer, max_scratch_bytes)
+        return plan_lane_chains(axis, rows, n, itemsize, pointer, max_scratch_bytes, host_shifts)
     choice = settings["long_lanes"]
     if choice not in (None, "walks", "swaps"):
         raise ValueError(f"GPU setting long_lanes must be 'walks', 'swaps' or None, got {choice!r}")
@@ -1152,19 +1152,35 @@ def plan_lane_swaps(axis: int, rows: int, n: int, itemsize: int, pointer: int, h
 
 
 def plan_lane_chains(axis: int, rows: int, n: int, itemsize: int, pointer: int,
-                     max_scratch_bytes: Optional[int] = None) -> Step:
+                     max_scratch_bytes: Optional[int], host_shifts) -> Step:
     """``roll_rows`` of a few huge lanes with host shifts: one chain launch per run of lanes with equal
-    shifts, each spread over the whole GPU (see MAX_CHAIN_LANES)."""
+    shifts, each spread over the whole GPU (see MAX_CHAIN_LANES). Every run's chain step is planned here,
+    from the shifts (``details["runs"]``: first lane, end lane, Step); the launcher runs them as given."""
     seg = n * itemsize
+    shifts = np.asarray(host_shifts, np.int64) % n
+    runs = []
+    lane = 0
+    while lane < rows:
+        end = lane + 1
+        while end < rows and shifts[end] == shifts[lane]:
+            end += 1
+        s = int(shifts[lane])
+        if s:
+            sub = plan_step(None, s, end - lane, seg, (n - s) * itemsize, itemsize, (pointer + lane * seg) % 16,
+                            max_scratch_bytes)
+            runs.append((lane, end, sub))
+        lane = end
     return Step(
         axis, 0, rows, seg, 0, itemsize,
         algorithm="lane-chains",
-        scratch_bytes=default_cap(1, seg) if max_scratch_bytes is None else max_scratch_bytes,
-        bytes_moved=2 * rows * seg,
+        scratch_bytes=max((sub.scratch_bytes for _, _, sub in runs), default=0),
+        # lanes rolled by 0 are counted as read and written once, as every roll_rows plan counts them
+        bytes_moved=sum(sub.bytes_moved for _, _, sub in runs) + 2 * seg * (rows - sum(e - b for b, e, _ in runs)),
         details={
             "schedule": "lane-chains",
             "max_scratch_bytes": max_scratch_bytes,
-            "launches_at_most": rows,
+            "launches": len(runs),
+            "runs": tuple(runs),
             "head0": pointer % 16,
             "reason": f"at most {MAX_CHAIN_LANES} lanes of {MIN_CHAIN_LANE_BYTES >> 20} MiB or more, shifts on the "
                       f"host: one chain launch per run of equal shifts uses the whole GPU, where lane-swaps "
