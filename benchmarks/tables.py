@@ -1,4 +1,4 @@
-"""Regenerate the numbers in docs/perf-notes.md and README.md from the committed JSON in docs/results/.
+"""Regenerate the numbers in docs/performance.md and README.md from the committed JSON in docs/results/.
 
 Each generated block sits between marker comments::
 
@@ -9,15 +9,17 @@ Each generated block sits between marker comments::
 (``<!-- numbers:NAME -->`` ... ``<!-- /numbers -->`` in README.md). Run
 ``python benchmarks/tables.py`` after committing a result file; ``--check``
 exits 1 when a document is out of date (tests/test_tables.py runs it).
+docs/results/MANIFEST.md lists every result file, the commit it measured,
+the question it answers and the document citing it (tests/test_docs.py).
 
-Sources
--------
-* ``gpu-bench-h200.json`` -- the full v4 GPU run, device time only
-  (tables ``gpu-device-1gib``, ``gpu-device-4gib``, ``gpu-device-sizes``).
-* ``gpu-longdist-blockswap-h200.json`` -- the block-swap fallback.
-* ``gpu-e2e-h200.json`` -- ``python -m rotate.bench --json`` (format 2): the
-  whole call as users time it (tables ``gpu-e2e``, ``gpu-small``). Until it
-  is committed those tables say how to produce it.
+Sources (the constants below name the runs)
+-------------------------------------------
+* ``CHAIN_GATE_RUN``, ``CHAIN_GATE_16G_RUN`` -- ``python -m rotate.bench --json``
+  (format 2) at issue #7's gate points: tables ``gpu-chain``, ``gpu-chain-peers``.
+* ``QUICK_RUN`` -- host work per call on 4 KiB arrays (``gpu-small``).
+* ``PLAN_COVERAGE_RUN``, ``RANDOM_RUN`` -- random 1-D shifts (``gpu-random``).
+* ``ROWS_RUN`` -- ``benchmarks/rows_gpu_bench.py`` (``gpu-rows``, ``gpu-rows-summary``).
+* ``dist-h200x2.json`` -- ``benchmarks/dist_bench.py`` (``dist``).
 * ``cpu-bench.json`` -- ``benchmarks/cpu_bench.py --json`` (``cpu-bench``).
 * ``cpu-call-overhead.json`` -- ``benchmarks/call_overhead.py --json``
   (``cpu-call-overhead``).
@@ -54,90 +56,14 @@ def size_label(size: int) -> str:
     return f"{size} B"
 
 
-# --- GPU, device time (the v4 full run) ---------------------------------------------
-
-def gpu_device_table(rows, size: int) -> str:
-    picked = [r for r in rows if r["size_bytes"] == size]
-    memcpy = picked[0]["memcpy_ms"]
-    lines = [f"**{size // GiB} GiB** (memcpy {memcpy:.3f} ms = {2 * size / memcpy / 1e6:.0f} GB/s)", "",
-             "| dtype | shift | algorithm | ms | GB/s | % of memcpy | cupy.roll % | torch.roll % | vs cupy | vs torch |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in picked:
-        vs_cupy = f"{r['cupy_ms'] / r['ms']:.2f}x" if "cupy_ms" in r else "n/a"
-        vs_torch = f"{r['torch_ms'] / r['ms']:.1f}x" if "torch_ms" in r else "n/a"
-        lines.append(f"| {r['dtype']} | {r['shift_label']} | {r['algorithm']} | {r['ms']:.3f} | {r['GBps']:.0f} | "
-                     f"{r['pct_memcpy']:.1f} | {_num(r.get('cupy_pct'), '.1f')} | {_num(r.get('torch_pct'), '.1f')} | "
-                     f"{vs_cupy} | {vs_torch} |")
-    return "\n".join(lines)
-
-
-def gpu_device_sizes(data) -> str:
-    rows = data["rows"]
-    columns = [("uint8", "3"), ("uint8", "1MiB+5"), ("uint8", "n-7"), ("float32", "3"), ("float32", "n-7")]
-    sizes = sorted({r["size_bytes"] for r in rows})
-    lines = ["**% of memcpy by size (short-schedule shifts; uint8 / float32)**", "",
-             "| size | uint8 shift 3 | uint8 1MiB+5 | uint8 n-7 | float32 shift 3 | float32 n-7 |",
-             "|---|---|---|---|---|---|"]
-    for size in sizes:
-        cells = []
-        for dtype, label in columns:
-            hit = [r for r in rows if r["size_bytes"] == size and r["dtype"] == dtype and r["shift_label"] == label]
-            cells.append(f"{hit[0]['pct_memcpy']:.0f}" if hit else "n/a")
-        lines.append(f"| {size // MiB} MiB | " + " | ".join(cells) + " |")
-    overhead = {k: round(v) for k, v in data.get("host_overhead_us", {}).items()}
-    lines += ["", f"host overhead per call (us): {overhead}"]
-    return "\n".join(lines)
-
-
 # --- GPU, the whole call (rotate.bench format 2) --------------------------------------
 
 E2E_MISSING = ("No end-to-end GPU run is committed yet. On the GPU machine: "
-               "`python -m rotate.bench --json docs/results/gpu-e2e-h200.json`, then "
+               "`python -m rotate.bench --json docs/results/gpu-e2e-<commit>-h200.json`, then "
                "`python benchmarks/tables.py`.")
 
 
-def _env_line(data) -> str:
-    env = data.get("environment", {})
-    gpu = env.get("gpu_knobs", {})
-    versions = env.get("versions", {})
-    return (f"{gpu.get('gpu', data.get('device', '?'))}, commit `{str(env.get('git_commit', '?'))[:12]}`, "
-            f"numba-cuda {versions.get('numba-cuda')}, driver {gpu.get('cuda_driver_version')}, "
-            f"torch {versions.get('torch')}, cupy {versions.get('cupy')}; "
-            f"{data['rows'][0].get('calls_back_to_back', 20) if data.get('rows') else 20} calls back to back")
-
-
-def gpu_e2e_table(data, source: str = "gpu-e2e-h200.json") -> str:
-    if data is None:
-        return E2E_MISSING
-    lines = [f"Source: `docs/results/{source}` ({_env_line(data)}). % of a device-to-device "
-             f"memcpy measured in the same run; *whole call* = CUDA events around the Python calls, "
-             f"host work included.", "",
-             "| size | dtype | shift | algorithm | whole call, back to back | one call at a time | device only "
-             "| cupy.roll (whole / device) | torch.roll (whole / device) | faster of the peers |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in data["rows"]:
-        peers = {}
-        for name in ("cupy", "torch"):
-            if f"{name}_ms" in r:
-                peers[name] = r[f"{name}_ms"]
-        best = min(peers, key=peers.get) if peers else None
-        verdict = "n/a"
-        if best is not None:
-            verdict = (f"rotate, {peers[best] / r['ms']:.2f}x" if r["ms"] <= peers[best]
-                       else f"{best}.roll, {r['ms'] / peers[best]:.2f}x")
-
-        def peer(name):
-            if f"{name}_pct" not in r:
-                return "n/a"
-            return f"{r[f'{name}_pct']:.0f}% / {_num(r.get(f'{name}_device_pct'), '.0f')}%"
-
-        lines.append(f"| {size_label(r['size_bytes'])} | {r['dtype']} | {r['shift_label']} | {r['algorithm']} | "
-                     f"{r['pct_memcpy']:.1f}% ({r['ms'] * 1e3:.1f} us) | {r['sync_pct_memcpy']:.1f}% | "
-                     f"{r['device_pct_memcpy']:.1f}% | {peer('cupy')} | {peer('torch')} | {verdict} |")
-    return "\n".join(lines)
-
-
-def gpu_small_table(data, source: str = "gpu-e2e-h200.json") -> str:
+def gpu_small_table(data, source: str = "gpu-e2e-quick-h200.json") -> str:
     if data is None:
         return E2E_MISSING
     rows = data.get("small_arrays") or []
@@ -428,7 +354,7 @@ def plan_coverage_sentence(data, source: str = "plan-coverage-h200-shape.json") 
     return text + "."
 
 
-def random_shift_sentence(data, source: str) -> str:
+def random_shift_sentence(data, source: str, pointer: bool = True) -> str:
     """Random shifts as users time them (``rotate.bench`` rows labelled ``randS``), peers beside, as % of the
     run's faster memcpy timing (its events-timed 4 GiB copy ran 11% slower than its back-to-back one)."""
     rows = [r for r in data["rows"] if r["shift_label"].startswith("rand")]
@@ -455,11 +381,10 @@ def random_shift_sentence(data, source: str) -> str:
     if cupy:
         text += (f" `cupy.roll` ran the same shifts at {min(cupy):.0f}-{max(cupy):.0f}% out of place, faster "
                  f"for {cupy_wins} of the {len(cupy)}.")
-    return text + (" docs/perf-notes.md (\"Random shifts: where the time goes\") has the runs since and what is "
-                   "still slow.")
+    return text + (" docs/performance.md (\"Known gaps\") says what is still slow." if pointer else "")
 
 
-def readme_how_fast(bench, longdist, e2e, cpu, overhead, quick=None, e2e_source="gpu-e2e-h200.json",
+def readme_how_fast(bench, longdist, e2e, cpu, overhead, quick=None, e2e_source="gpu-e2e-chain-h200.json",
                     coverage=None, random_run=None) -> str:
     parts = []
     if e2e is not None:
@@ -471,14 +396,14 @@ def readme_how_fast(bench, longdist, e2e, cpu, overhead, quick=None, e2e_source=
             dtypes = sorted({r["dtype"] for r in big}, key=lambda d: [r["dtype"] for r in big].index(d))
             short = [r["pct_memcpy"] for r in big if r["shift_label"] in ("1", "3", "4097", "n-7")]
             commit = str(e2e.get("environment", {}).get("git_commit", "?"))[:12]
-            parts.append(f"Measured on an {e2e.get('device') or 'NVIDIA GPU'} (docs/perf-notes.md, "
+            parts.append(f"Measured on an {e2e.get('device') or 'NVIDIA GPU'} (docs/performance.md, "
                          f"docs/results/{e2e_source}, commit `{commit}`, {', '.join(dtypes)}), "
                          f"timing the whole call as you would (host work "
                          f"included, calls back to back), every shift ({', '.join(labels)}) takes one "
                          f"chain-ordered pass at **{lo:.0f}-{hi:.0f}% of a device-to-device memcpy** at 1 GiB "
                          f"and above" + (f" ({min(short):.0f}-{max(short):.0f}% for shifts shorter than a tile "
                                          f"or the array's length less a few elements)" if short else "")
-                         + "; the goal is 90%, and docs/perf-notes.md says where the time goes.")
+                         + "; the goal is 90%, and docs/performance.md says where it is missed.")
             if coverage is not None:
                 parts.append(plan_coverage_sentence(coverage)
                              + (random_shift_sentence(*random_run) if random_run else ""))
@@ -512,7 +437,7 @@ def readme_how_fast(bench, longdist, e2e, cpu, overhead, quick=None, e2e_source=
                          + (" and more" if len(slower) > 12 else "")
                          + " (`cupy.roll` runs float32 at 98% of memcpy; it also allocates a second array).")
         parts.append(small_arrays_sentence(quick if quick is not None and quick.get("small_arrays") else e2e,
-                                           "gpu-e2e-quick-h200.json" if quick is not None else "gpu-e2e-h200.json"))
+                                           "gpu-e2e-quick-h200.json" if quick is not None else e2e_source))
     if cpu is not None:
         rows = [r for block in cpu["dtypes"].values() for r in block["rows"]]
         copy = sorted(r["ours"] / r["copy"] for r in rows)
@@ -545,51 +470,96 @@ def _wrap(text: str, width: int = 78) -> list:
 
 # --- plumbing -------------------------------------------------------------------------
 
-#: The chain schedule's probe runs on the H200, in order (benchmarks/chain_probe.py):
-#: (file, commit, what changed).
-CHAIN_PROBES = [
-    ("chain-probe-1-19b63e6.json", "19b63e6", "first chain kernel: 182 registers (1 block/SM), per-item modular math"),
-    ("chain-probe-2-pre-1b54551.json", "1b54551~", "launch_bounds 3 blocks/SM, chain shape cached per row"),
-    ("chain-probe-3-d68dc93.json", "d68dc93", "keys and chain order from the plan table, one packed entry per item"),
-    ("chain-probe-4-dd7e174.json", "dd7e174", "array runs of a source merged into one piece (no split vectors)"),
-    ("chain-probe-5-b342780.json", "b342780", "plan-table entries read 16 at a time"),
-    ("chain-probe-6-dbe5f0d.json", "dbe5f0d", "lane length swept (1 = band order)"),
-    ("chain-probe-7-describe-ahead.json", "64f7b9c~", "thread 0 decodes after the write; exact ring waits"),
-]
-CHAIN_SHIFTS = ["3", "1MiB+5", "n/4+3", "n/3", "n/2+1", "n-7"]
 #: The newest end-to-end run of issue #7's gate points (python -m rotate.bench, 1 and 4 GiB, every gate
-#: dtype and shift): the README's chain sentence and perf-notes' gpu-e2e-chain table.
+#: dtype and shift): the README's chain sentence and performance.md's gpu-chain tables.
 CHAIN_GATE_RUN = "gpu-e2e-chain-eee3343-h200.json"
 #: The same gate points at 16 GiB (3 repeats of 5 calls: torch.roll of 16 GiB uint8 takes 0.15 s a call).
 CHAIN_GATE_16G_RUN = "gpu-e2e-chain-16g-eee3343-h200.json"
-#: The newest run of benchmarks/rows_gpu_bench.py (roll_rows, fftshift, multi-axis rolls): perf-notes'
+#: Host work per call on 4 KiB arrays, peers beside (rotate.bench --quick, after the quick path).
+QUICK_RUN = "gpu-e2e-quick-h200.json"
+#: The newest run of benchmarks/rows_gpu_bench.py (roll_rows, fftshift, multi-axis rolls): performance.md's
 #: gpu-rows table and the README's rows sentence.
 ROWS_RUN = "gpu-rows-65d666e-h200.json"
+#: Random 1-D shifts planned for the H200's shape (benchmarks/plan_coverage.py; no timing).
+PLAN_COVERAGE_RUN = "plan-coverage-h200-shape.json"
 #: Random 1-D shifts timed as users time them (rotate.bench --shifts randS), peers beside.
 RANDOM_RUN = "random-shifts-8e6fe2a-h200.json"
-#: Issue #9's multi-axis cases (13-17) after flat_strips and co-resident chains (run from the tree before 6bbdb9e).
-MULTI_AXIS_RUN = "gpu-rows-multi-axis-flat-strips-h200.json"
+#: The dtypes and shifts of issue #7's gate, in the order the tables give them.
+GATE_DTYPES = ("uint8", "uint16", "float32", "float64", "complex128")
+GATE_SHIFTS = ("1", "3", "4097", "1MiB+5", "n/4+3", "n/3", "n/2+1", "n-7")
 
 
-def chain_history_table() -> str:
-    """Device time, % of memcpy in the same run, 1 GiB uint8, best configuration of each probe run."""
-    head = ("| run | commit | change | " + " | ".join(CHAIN_SHIFTS) + " | configs | host us/call (torch) |\n"
-            "|---|---|---|" + "---|" * len(CHAIN_SHIFTS) + "---|---|")
-    lines = [head]
-    for index, (name, commit, change) in enumerate(CHAIN_PROBES, 1):
-        data = load(name)
-        if data is None:
-            continue
-        rows = [r for r in data["device"] if r["size_mib"] == 1024 and r["dtype"] == "uint8"]
+def _gate_rows(runs) -> list:
+    return [r for data in runs if data is not None for r in data["rows"] if r["algorithm"] == "chain"]
+
+
+def gpu_chain_matrix(runs, sources) -> str:
+    """Issue #7's gate points: whole call, back to back, as % of memcpy, one cell a dtype and shift, the sizes
+    side by side; device time where it is lower than the gate (90%) and differs."""
+    rows = _gate_rows(runs)
+    if not rows:
+        return "(no end-to-end run of the gate points is committed)"
+    sizes = sorted({r["size_bytes"] for r in rows})
+    envs = [data.get("environment", {}) for data in runs if data is not None]
+    commits = sorted({str(env.get("git_commit", "?"))[:12] for env in envs})
+    lines = [f"Sources: {', '.join(f'`docs/results/{s}`' for s in sources)} (NVIDIA H200, commit "
+             f"{', '.join(f'`{c}`' for c in commits)}). Whole call, back to back (host work included), as % of a "
+             f"device-to-device memcpy of the same bytes in the same run; each cell gives "
+             f"{' / '.join(size_label(s) for s in sizes)}.", "",
+             "| shift | " + " | ".join(GATE_DTYPES) + " |", "|---|" + "---|" * len(GATE_DTYPES)]
+    for shift in GATE_SHIFTS:
         cells = []
-        for shift in CHAIN_SHIFTS:
-            values = [r["pct"] for r in rows if r["shift"] == shift and r["ok"] and r["algorithm"] == "chain"]
-            cells.append(f"{max(values):.1f}" if values else "-")
-        configs = sorted({":".join(str(v) for v in r["config"].values()) for r in rows})
-        host = data.get("host_us", {}).get("rotate(torch)")
-        lines.append(f"| {index} | {commit} | {change} | " + " | ".join(cells) +
-                     f" | {', '.join(configs)} | {_num(host, '.0f')} |")
+        for dtype in GATE_DTYPES:
+            got = {r["size_bytes"]: r["pct_memcpy"] for r in rows if r["dtype"] == dtype and r["shift_label"] == shift}
+            cells.append(" / ".join(f"{got[s]:.1f}" if s in got else "-" for s in sizes))
+        lines.append(f"| {shift} | " + " | ".join(cells) + " |")
+    device = [r["device_pct_memcpy"] for r in rows]
+    memcpy = []
+    for size in sizes:
+        ms = sorted(r["memcpy_ms"] for r in rows if r["size_bytes"] == size)
+        span = f"{ms[0]:.3f}" if f"{ms[0]:.3f}" == f"{ms[-1]:.3f}" else f"{ms[0]:.3f}-{ms[-1]:.3f}"
+        memcpy.append(f"{size_label(size)} {span} ms ({2 * size / ms[-1] / 1e12:.2f} TB/s read plus write)")
+    lines += ["", f"The memcpy these percentages divide by: {'; '.join(memcpy)}.",
+              "", f"Device time alone: {min(device):.1f}-{max(device):.1f}% over the same {len(rows)} points; "
+                  f"at least 90% at {sum(d >= 90 for d in device)} of them."]
     return "\n".join(lines)
+
+
+def gpu_chain_peers(runs) -> str:
+    """The out-of-place peers at the gate points, same runs, timed the same way: who is faster where."""
+    rows = _gate_rows(runs)
+    if not rows:
+        return "(no end-to-end run of the gate points is committed)"
+    lines = ["| dtype | rotate (whole call) | cupy.roll | torch.roll | rotate faster than both | a peer faster |",
+             "|---|---|---|---|---|---|"]
+
+    def span(values, fmt=".0f", unit="%"):
+        if not values:
+            return "n/a"
+        low, high = format(min(values), fmt), format(max(values), fmt)
+        return f"{low}{unit}" if low == high else f"{low}-{high}{unit}"
+
+    for dtype in GATE_DTYPES:
+        mine = [r for r in rows if r["dtype"] == dtype]
+        if not mine:
+            continue
+        wins = [r for r in mine if all(f"{p}_ms" not in r or r[f"{p}_ms"] >= r["ms"] for p in ("cupy", "torch"))]
+        lost = [r for r in mine if r not in wins]
+        faster = sorted({p for r in lost for p in ("cupy", "torch") if f"{p}_ms" in r and r[f"{p}_ms"] < r["ms"]})
+        lines.append(f"| {dtype} | {span([r['pct_memcpy'] for r in mine])} | "
+                     f"{span([r['cupy_pct'] for r in mine if 'cupy_pct' in r])} | "
+                     f"{span([r['torch_pct'] for r in mine if 'torch_pct' in r])} | "
+                     f"{len(wins)} of {len(mine)} | "
+                     + (f"{', '.join(f'{p}.roll' for p in faster)}: {len(lost)} of {len(mine)} "
+                        f"(by {span([r['ms'] / min(r[f'{p}_ms'] for p in faster if f'{p}_ms' in r) for r in lost], '.2f', 'x')})"
+                        if lost else "none") + " |")
+    return "\n".join(lines)
+
+
+def random_shifts_text(coverage, random_run, source) -> str:
+    text = (plan_coverage_sentence(coverage) if coverage is not None else "") + \
+        (random_shift_sentence(random_run, source, pointer=False) if random_run is not None else "")
+    return "\n".join(_wrap(text)) if text else "(no random-shift run is committed)"
 
 
 def dist_table(data) -> str:
@@ -614,41 +584,25 @@ def dist_table(data) -> str:
 
 
 def blocks() -> dict:
-    bench = load("gpu-bench-h200.json")
-    e2e = load("gpu-e2e-h200.json")
     cpu = load("cpu-bench.json")
     overhead = load("cpu-call-overhead.json")
-    before = load("cpu-call-overhead-before-75de099.json")
-    longdist = load("gpu-longdist-blockswap-h200.json")
-    out = {
-        ("docs/perf-notes.md", "table", "gpu-e2e"): gpu_e2e_table(e2e),
-        ("docs/perf-notes.md", "table", "gpu-small"): gpu_small_table(e2e),
-        ("docs/perf-notes.md", "table", "cpu-bench"): cpu_bench_table(cpu),
-        ("docs/perf-notes.md", "table", "cpu-call-overhead"): cpu_call_overhead_table(overhead, before),
-        ("README.md", "numbers", "readme-how-fast"): readme_how_fast(bench, longdist, load(CHAIN_GATE_RUN), cpu,
-                                                                     overhead, load("gpu-e2e-quick-h200.json"),
-                                                                     CHAIN_GATE_RUN,
-                                                                     load("plan-coverage-h200-shape.json"),
+    quick = load(QUICK_RUN)
+    gate = [load(CHAIN_GATE_RUN), load(CHAIN_GATE_16G_RUN)]
+    doc = "docs/performance.md"
+    return {
+        ("README.md", "numbers", "readme-how-fast"): readme_how_fast(None, None, gate[0], cpu, overhead, quick,
+                                                                     CHAIN_GATE_RUN, load(PLAN_COVERAGE_RUN),
                                                                      (load(RANDOM_RUN), RANDOM_RUN)),
-        ("docs/perf-notes.md", "table", "gpu-e2e-chain"): gpu_e2e_table(load(CHAIN_GATE_RUN), CHAIN_GATE_RUN),
-        ("docs/perf-notes.md", "table", "gpu-e2e-chain-16g"): gpu_e2e_table(load(CHAIN_GATE_16G_RUN),
-                                                                            CHAIN_GATE_16G_RUN),
-        ("docs/perf-notes.md", "table", "chain-history"): chain_history_table(),
-        ("docs/perf-notes.md", "table", "dist"): dist_table(load("dist-h200x2.json")),
-        ("docs/perf-notes.md", "table", "gpu-rows"): gpu_rows_table(load(ROWS_RUN), ROWS_RUN),
-        ("docs/perf-notes.md", "table", "gpu-rows-multi-axis"): gpu_rows_table(load(MULTI_AXIS_RUN), MULTI_AXIS_RUN),
-        ("README.md", "numbers", "readme-rows"): readme_rows(load(ROWS_RUN), load("gpu-e2e-quick-h200.json"),
-                                                             ROWS_RUN),
-        ("docs/perf-notes.md", "table", "gpu-e2e-quick"): gpu_e2e_table(load("gpu-e2e-quick-h200.json"),
-                                                                        "gpu-e2e-quick-h200.json"),
-        ("docs/perf-notes.md", "table", "gpu-small-quick"): gpu_small_table(load("gpu-e2e-quick-h200.json"),
-                                                                            "gpu-e2e-quick-h200.json"),
+        ("README.md", "numbers", "readme-rows"): readme_rows(load(ROWS_RUN), quick, ROWS_RUN),
+        (doc, "table", "gpu-chain"): gpu_chain_matrix(gate, [CHAIN_GATE_RUN, CHAIN_GATE_16G_RUN]),
+        (doc, "table", "gpu-chain-peers"): gpu_chain_peers(gate),
+        (doc, "table", "gpu-random"): random_shifts_text(load(PLAN_COVERAGE_RUN), load(RANDOM_RUN), RANDOM_RUN),
+        (doc, "table", "gpu-small"): gpu_small_table(quick, QUICK_RUN),
+        (doc, "table", "gpu-rows"): gpu_rows_table(load(ROWS_RUN), ROWS_RUN),
+        (doc, "table", "dist"): dist_table(load("dist-h200x2.json")),
+        (doc, "table", "cpu-bench"): cpu_bench_table(cpu),
+        (doc, "table", "cpu-call-overhead"): cpu_call_overhead_table(overhead),
     }
-    if bench is not None:
-        out[("docs/perf-notes.md", "table", "gpu-device-1gib")] = gpu_device_table(bench["rows"], GiB)
-        out[("docs/perf-notes.md", "table", "gpu-device-4gib")] = gpu_device_table(bench["rows"], 4 * GiB)
-        out[("docs/perf-notes.md", "table", "gpu-device-sizes")] = gpu_device_sizes(bench)
-    return out
 
 
 def render(text: str, kind: str, name: str, body: str) -> str:

@@ -597,7 +597,7 @@ def _plan_rows(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=Non
         if plan[1] * itemsize <= budget:
             # Block swaps on one lane, or of few long rows of words narrower than
             # 8 bytes: the one-pass chain schedule on one thread instead. Measured on
-            # this 2-core host, 256 MiB (docs/perf-notes.md): one thread, swaps
+            # this 2-core host, 256 MiB (docs/tuning.md, "CPU: chain-serial"): one thread, swaps
             # 1.0-4.8x np.copyto, the chain 0.9-1.1x; two threads, uint8 swaps
             # 0.8-2.9x (the fused pass moves word by word), the chain 0.95-1.1x;
             # float64 swaps 0.86-1.09x, the chain 0.98-1.04x (kept: even).

@@ -290,7 +290,7 @@ def pre_span(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, co_res
 # --- a lane walked by one block: its pre-read bytes in closed form ---------------
 #
 # A block that owns a whole lane and writes its tiles in chain order (one lane of all ``m`` tiles, a ring of
-# one: tests/test_long_lane_walks.py, docs/perf-notes.md "Long lanes in one pass") must pre-read every byte
+# one: tests/test_long_lane_walks.py, docs/results/long-lane-walks-probe.json) must pre-read every byte
 # whose reader tile comes after its writer tile in that order. Counting them tile by tile
 # (``count_kinds``) is a walk over all ``m`` tiles, too slow for a block choosing among many tile sizes.
 # ``walk_pre_bytes`` counts the same bytes in O(log m): a full tile's bytes go to at most two writer tiles
@@ -515,7 +515,7 @@ def walk_tile_range(n, tile_max, max_tiles_):
 #: is estimated in full, ``WALK_CHAINS`` estimates a chunk, a thread each, so a choice is at most
 #: ``WALK_CHUNKS * WALK_CHAINS`` = 256 estimates, one round of the kernel's block (the estimate's modular
 #: inverses dominate a block's setup of a lane: one estimate a size was too slow on an H200, and chunks
-#: of 8 sizes took 2-3 rounds, 30-53 us a lane; docs/perf-notes.md, "Lane walks: 32 KiB tiles").
+#: of 8 sizes took 2-3 rounds, 30-53 us a lane; docs/tuning.md, "WALK_CHUNKS").
 WALK_CHUNKS = 64
 
 
@@ -1000,7 +1000,7 @@ def pre_bytes_by_lane_steps(n, k, head, tile_bytes, chain, ring, co_resident, ca
     positions of every (reader, writer) run are found once, then each lane
     length only divides them. The planner scans lane lengths with it for a
     co-resident plan, whose pre-reads shrink to nearly nothing at some
-    lengths and not at others (docs/perf-notes.md, "Random shifts").
+    lengths and not at others (docs/results/plan-coverage-h200-shape.json).
     """
     m = tile_count(n, head, tile_bytes)
     p = chain_step(m, chain)

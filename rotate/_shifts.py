@@ -57,7 +57,7 @@ def lane_shifts(shifts: Any, lane_shape: tuple, n: int, axis: int, shape: tuple,
     # lanes' shape in C order is used as it is, without a copy, and so is an
     # array of any other integer dtype on the CPU (numba compiles the kernels
     # once per dtype; uint64 was reduced to int64 above): an int64 per lane
-    # would outweigh lanes of a few bytes (docs/perf-notes.md, "Shift dtypes").
+    # would outweigh lanes of a few bytes (docs/results/cpu-rows-shift-dtypes.json).
     kernel_dtype = arr.dtype.newbyteorder("=") if narrow else np.dtype(np.int64)
     lanes = int(np.prod(lane_shape, dtype=np.int64))
     if arr.size == 1 and lanes > 1:  # one shift for every lane: a view that repeats it, not a copy a lane

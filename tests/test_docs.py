@@ -1,6 +1,10 @@
-"""The examples in README.md and in the public docstrings run as written."""
+"""The examples in README.md and in the public docstrings run as written; docs/results holds only
+what the docs cite (listed in its MANIFEST.md); docs/tuning.md gives the code's values."""
 
 import doctest
+import fnmatch
+import importlib
+import re
 from pathlib import Path
 
 import pytest
@@ -30,3 +34,80 @@ def test_readme_starts_with_the_two_commands():
     assert "rotate.demo" in lines[0] and "pytest" in lines[1]
     ci = (ROOT / ".ci" / "run").read_text()
     assert lines[1].split("#")[0].strip() in ci, "CI must run README's test command"
+
+
+# --- docs/results: only what the docs cite, each listed in the manifest ----------------------------
+
+RESULTS = ROOT / "docs" / "results"
+MANIFEST = RESULTS / "MANIFEST.md"
+#: The documents that may cite a result file (the archived journal does not count).
+CITING_DOCS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
+#: A result file named in prose: ``docs/results/NAME`` anywhere, or a bare ``NAME`` in backticks.
+RESULT_REF = re.compile(r"docs/results/([\w.{},*<>-]+\.(?:jsonl?|log|txt|py|sh|csv\.gz|png))"
+                        r"|`([\w.-]+\.(?:jsonl?|log|txt|csv\.gz|png))`")
+
+
+def _result_files():
+    return sorted(p.name for p in RESULTS.iterdir() if p.is_file() and p != MANIFEST)
+
+
+def _citers(name):
+    pattern = re.compile(r"(?<![\w.-])" + re.escape(name) + r"(?![\w.-])")
+    return [str(doc.relative_to(ROOT)) for doc in CITING_DOCS if pattern.search(doc.read_text())]
+
+
+def _manifest():
+    rows = {}
+    for line in MANIFEST.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0].startswith("`") and cells[0].endswith("`"):
+            rows[cells[0].strip("`")] = cells
+    return rows
+
+
+def test_every_result_file_is_in_the_manifest_and_cited_by_a_doc():
+    files, rows = _result_files(), _manifest()
+    assert sorted(rows) == files, (f"not in docs/results/MANIFEST.md: {sorted(set(files) - set(rows))}; "
+                                   f"listed but absent: {sorted(set(rows) - set(files))}")
+    uncited = [name for name in files if not _citers(name)]
+    assert not uncited, f"result files no doc cites (cite them, or delete them: git keeps them): {uncited}"
+    for name, (_, commit, question, cited_by) in rows.items():
+        assert commit and question, name
+        assert sorted(c.strip() for c in cited_by.split(",")) == sorted(_citers(name)), \
+            f"MANIFEST.md's 'cited by' for {name} is stale: {_citers(name)}"
+
+
+def _references(text):
+    for match in RESULT_REF.finditer(text):
+        yield match.group(1) or match.group(2)
+
+
+def test_every_cited_result_file_exists():
+    """Docs and the package's comments name only result files that are committed (a pattern: at least one)."""
+    files = _result_files()
+    missing = []
+    for source in [*CITING_DOCS, *sorted((ROOT / "rotate").rglob("*.py"))]:
+        for name in _references(source.read_text()):
+            if "<" in name:
+                continue  # a placeholder in a command line: the file a run would write
+            if name not in files and not fnmatch.filter(files, re.sub(r"\{[^}]*\}", "*", name)):
+                missing.append(f"{source.relative_to(ROOT)}: {name}")
+    assert not missing, f"cited but not in docs/results/: {missing}"
+
+
+TUNING_ROW = re.compile(r"^\| `(rotate\.[\w.]+?)(?:\[\"(\w+)\"\])?` \| `([^`]+)` \|", re.M)
+
+
+def test_tuning_values_equal_the_code():
+    """Each row of docs/tuning.md names a module constant or settings default and its value."""
+    rows = TUNING_ROW.findall((ROOT / "docs" / "tuning.md").read_text())
+    assert len(rows) > 50
+    wrong = []
+    for name, key, value in rows:
+        module, _, attr = name.rpartition(".")
+        actual = getattr(importlib.import_module(module), attr)
+        if key:
+            actual = actual[key]
+        if actual != eval(value, {"__builtins__": {}}):  # a literal, or one like 16 << 10
+            wrong.append(f"{name}{f'[{key!r}]' if key else ''}: tuning.md says {value}, the code has {actual!r}")
+    assert not wrong, wrong

@@ -99,7 +99,7 @@ TRACE_FIELDS = ("t_start", "t_pre_done", "t_end", "P_loop", "P_load_wait", "P_re
  TR_DECODED_WAIT, TR_ISSUE, TR_ITEMS, TR_LANE, TR_SM, TR_W_WAIT, TR_W_WRITE, TR_DEC_DECODE, TR_DEC_FREE_WAIT,
  TR_READER_WAIT_MAX) = range(len(TRACE_FIELDS))
 
-#: Default tile and ring (docs/perf-notes.md): 32 KiB tiles, three buffers
+#: Default tile and ring (docs/tuning.md, "GPU: the chain kernel"): 32 KiB tiles, three buffers
 #: (two items' copies in flight while the third is written; two blocks an
 #: SM), 256 threads. Two buffers (three blocks an SM) ran 6 points slower
 #: once the write loop was cut to a few instructions a vector.

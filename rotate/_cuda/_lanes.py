@@ -415,7 +415,7 @@ def panel_kernel(unit: int, threads: int = THREADS, row_threads: int = 0):
 WARP_THREADS = 256
 #: Lanes a warp of the ``warps`` variant reads ahead of the one it writes, plus one: its slots. More do
 #: not help: 2 KiB lanes ran 1.5 points slower with three, 1 KiB lanes no faster with five or eight
-#: (docs/perf-notes.md), so a warp's per-lane work, not its bytes in flight, is what is left.
+#: (docs/tuning.md, "lane-panels"), so a warp's per-lane work, not its bytes in flight, is what is left.
 WARP_SLOTS = 2
 MAX_WARP_SLOTS = 8
 #: Threads of a ``warps`` block for lanes of more than 4 KiB: four warps, so two slots of up to 8 KiB
@@ -723,8 +723,8 @@ WALK_TILE_BYTES = 24 * 1024
 WALK_MAX_TILES = 1024
 #: Lanes from ``WALK_WIDE_MIN_LANE_BYTES`` that fit ``WALK_WIDE_MAX_TILES`` tiles of at most
 #: ``WALK_WIDE_TILE_BYTES`` (2-15 MiB) take tiles of 16-32 KiB instead; fewer tables keep two blocks an
-#: SM. Measured on an H200 against the 12-24 KiB tiles, device ms (docs/perf-notes.md, "Lane walks: 32
-#: KiB tiles"): 4 MiB lanes at 1 GiB 0.82 against 0.94 (the slowest block walked 301 small tiles), 2 MiB
+#: SM. Measured on an H200 against the 12-24 KiB tiles, device ms (docs/tuning.md,
+#: "lane-walks"): 4 MiB lanes at 1 GiB 0.82 against 0.94 (the slowest block walked 301 small tiles), 2 MiB
 #: lanes 0.75-0.77 against 0.85; 1 MiB lanes 0.85 against 0.81, so those keep the smaller tiles.
 WALK_WIDE_TILE_BYTES = 32 * 1024
 WALK_WIDE_MAX_TILES = 480

@@ -57,7 +57,7 @@ settings = {
     "walk_buffers": None,  # lane-walks: tile buffers (2-4; look-ahead of one less); None: _lanes.WALK_BUFFERS
     "walk_max_tiles": None,  # lane-walks: most tiles a lane may have; None: _walk_limits
     # lane-walks: the launch bound's blocks an SM, registers capped to fit (a measurement knob: 3-4 with 16-20
-    # KiB tiles were slower on an H200, docs/perf-notes.md "Lane walks: the setup"); None: 1
+    # KiB tiles were slower on an H200, docs/tuning.md "lane-walks"); None: 1
     "walk_min_blocks": None,
     "walk_trace": 0,  # lane-walks: 0, or a device address where each block adds up its phases' time (diagnostic)
     # row-cycles variant: None picks "three-rows" where three rows fit a block (except aligned
@@ -103,7 +103,7 @@ MIN_SCRATCH = 16 << 20
 #: The chain kernel's fixed cost per item (thread 0 decodes it and polls its
 #: waits while the block's other warps wait at a barrier), in bytes of traffic:
 #: 1 GiB uint8 shift 3 ran 0.676 ms with 32768 items of 32 KiB and 0.887 ms
-#: with 65536 of 16 KiB (H200, docs/perf-notes.md): 6.4 ns an item for the
+#: with 65536 of 16 KiB (H200, docs/tuning.md, "GPU: the chain kernel"): 6.4 ns an item for the
 #: whole GPU, what a memcpy moves in that time.
 ITEM_COST_BYTES = 26 * 1024
 #: The chain kernel variant when ``settings["chain_variant"]`` is None.
@@ -116,7 +116,7 @@ PIPELINE_THREADS = 192
 PIPELINE_MIN_CAPABILITY = (9, 0)
 NEWEST_CAPABILITY = (99, 0)
 #: lane-panels' run writer: the fewest threads a group writing one lane has; block size and panel bytes
-#: (sweep of 32-96 KiB panels and 256-512 threads, 1 and 4 GiB, lanes of 4-64 KiB: docs/perf-notes.md).
+#: (sweep of 32-96 KiB panels and 256-512 threads, 1 and 4 GiB, lanes of 4-64 KiB: docs/tuning.md, "lane-panels").
 MIN_ROW_THREADS = 32
 RUN_THREADS = 512
 RUN_PANEL_BYTES = 96 * 1024
@@ -406,7 +406,7 @@ def co_resident_lane_steps(rows: int, seg: int, left: int, head: int, tile_bytes
     planner asks only when no configuration fitted ``cap`` otherwise): the
     shortest length up to ``CO_RESIDENT_SCAN * S0`` that fits, failing that
     the one that pre-reads least. Both rules are the measured ones
-    (docs/perf-notes.md, "Random shifts: co-resident chains"). A far scan
+    (docs/tuning.md, "GPU: co-resident chains"). A far scan
     that prefers fewer pre-reads over more lanes lost 3-4 points: lanes for
     97% of the resident blocks with 8.5 MB of pre-reads ran at 85% of
     memcpy, lanes for 40% with 6.6 MB at 82%, 82% with 14.5 MB at 76% and
@@ -489,7 +489,7 @@ def _plan_chain(rows: int, seg: int, left: int, head0: int, cap: int, far: bool)
               # One lane a resident block, for short shifts too: lanes of one
               # tile (a band) cost a ticket and a wait on the neighbouring lane
               # every item, 6 points more than long lanes once the decoding
-              # left the critical path (docs/perf-notes.md).
+              # left the critical path (docs/results/chain-probe-7-describe-ahead.json).
               candidates = [] if far else [(settings["lane_steps"] or per_block, False)]
               if co_resident_ok and not settings["lane_steps"]:
                   found = co_resident_lane_steps(rows, seg, left, heads[0], tile_bytes, chain, buffers, grid, cap,
@@ -510,7 +510,7 @@ def _plan_chain(rows: int, seg: int, left: int, head0: int, cap: int, far: bool)
                   # critical path, whatever its size: larger tiles, fewer items.
                   cost += rows * m0 * ITEM_COST_BYTES
                   # One block an SM leaves too few bytes in flight to stream; two
-                  # with three 32 KiB buffers beat three with two (docs/perf-notes.md).
+                  # with three 32 KiB buffers beat three with two (docs/tuning.md, "BUFFERS").
                   cost += rows * seg * {1: 50}.get(min_blocks, 0) // 100
                   if co_resident:
                       # A co-resident plan's lanes may leave resident blocks idle (reasoned, not
@@ -677,7 +677,8 @@ def _plan_row_panels(axis, shift, rows, seg, left, word, pointer, cap) -> Option
 
     The chain kernel would make each such row an item of its own, with the
     per-item cost of a whole tile (a (2**20, 1000) uint8 roll ran at 2.5% of
-    memcpy); lane-panels packs many rows into each panel (docs/perf-notes.md).
+    memcpy); lane-panels packs many rows into each panel (15% for those rows:
+    docs/results/small-rows-32a60ab-h200.json).
     """
     if rows < 2 or seg >= settings["tile_bytes"]:
         return None
@@ -742,7 +743,7 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
         if step is not None:
             return step
     # The run writer's loops take 96 registers: big panels and wide blocks keep bytes in flight at one
-    # block an SM (docs/perf-notes.md, the lane-panels sweep); the gather writer streams at 48.
+    # block an SM (docs/tuning.md, "RUN_PANEL_BYTES"); the gather writer streams at 48.
     threads = settings["lane_threads"] or (RUN_THREADS if writer == "runs" else L.THREADS)
     panel_bytes = settings["panel_bytes"] or (RUN_PANEL_BYTES if writer == "runs" else L.PANEL_BYTES)
     panel_rows = max(1, min(L.MAX_PANEL_ROWS, panel_bytes // seg, rows))
@@ -842,7 +843,7 @@ def group_threads(threads: int, panel_rows: int) -> int:
     largest such power-of-two split of ``threads``). Not balanced: 24 lanes
     of 4 KiB in a 512-thread block get 16 groups of 32, so half the groups
     idle through the second round; groups of 64 would take three full rounds
-    (docs/perf-notes.md, "Still open"; ``settings["row_threads"]`` forces a
+    (not measured; ``settings["row_threads"]`` forces a
     size for that A/B).
     """
     size = threads
@@ -855,7 +856,7 @@ def group_threads(threads: int, panel_rows: int) -> int:
 #: chain launch per run of lanes with equal shifts, each over the whole GPU) only when there are at
 #: most this many lanes of at least MIN_CHAIN_LANE_BYTES: ``lane-swaps`` gives a lane one block, so
 #: a handful of huge lanes would leave almost every SM idle, while a chain step per lane costs a
-#: host plan (milliseconds) that such lanes amortise. Reasoned, not measured (docs/perf-notes.md).
+#: host plan (milliseconds) that such lanes amortise. Reasoned, not measured (docs/tuning.md).
 MAX_CHAIN_LANES = 8
 MIN_CHAIN_LANE_BYTES = 64 << 20
 
@@ -881,7 +882,7 @@ def plan_long_lanes(axis: int, rows: int, n: int, itemsize: int, pointer: int,
 
 
 #: ``roll_rows`` lanes from this long take ``lane-walks`` by default, shorter ones ``lane-swaps``. Measured on
-#: an H200 with lanes by ticket (docs/perf-notes.md, "Lane walks: tickets and a pool"), 1 GiB each: walks
+#: an H200 with lanes by ticket (docs/tuning.md, "WALK_MIN_LANE_BYTES"), 1 GiB each: walks
 #: 0.81 ms against block swaps' 1.06-1.10 at 1 MiB lanes, 0.85 against 1.19 at 2 MiB; block swaps 0.94
 #: against 1.23 at 512 KiB, 0.21 against 0.47 at 256 KiB (256 MiB).
 WALK_MIN_LANE_BYTES = 1 << 20
@@ -889,17 +890,16 @@ WALK_MIN_LANE_BYTES = 1 << 20
 #: ``lane-walks``' default scratch a block: this share of a lane. In the H200 run at af6e334 (random shifts,
 #: docs/results/gpu-rows-af6e334-h200.json) 255 of 256 4 MiB lanes, 1002 of 1024 4 MiB float32 lanes and 944
 #: of 1024 1 MiB lanes fitted it and walked; there a lane whose spans exceeded it took block swaps, which
-#: set the launch's end at one lane a block (docs/perf-notes.md, "Lane walks: built").
+#: set the launch's end at one lane a block (docs/tuning.md, "WALK_SHARE").
 WALK_SHARE = 1 / 12
 #: The same where there are no more lanes than blocks: a block's share then holds one lane only, and a
 #: larger one lets the choice take fewer, larger tiles over more pre-reads (the slowest lane ends such
-#: a launch). Measured on an H200, 256 lanes of 4 MiB (docs/perf-notes.md, "Lane walks: 32 KiB tiles").
+#: a launch). Measured on an H200, 256 lanes of 4 MiB (docs/tuning.md, "WALK_SHARE_ONE_LANE").
 WALK_SHARE_ONE_LANE = 1 / 6
 #: ``lane-walks``' default pool, for lanes whose spans exceed their block's share: this share of the array.
 #: Replaying the kernel's choice on the CPU for seeded random shifts (benchmarks/walk_penalty_probe.py,
 #: docs/results/walk-penalty-probe.json, rule "kernel") it turns away no lane of 2-4 MiB and 9 of 1,024 of
-#: 1 MiB; on the H200 every 4 MiB lane of the traced runs walked (docs/perf-notes.md, "Lane walks: tickets
-#: and a pool").
+#: 1 MiB; on the H200 every 4 MiB lane of the traced runs walked (docs/tuning.md, "WALK_POOL").
 WALK_POOL = 1 / 100
 
 
