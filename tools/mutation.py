@@ -14,7 +14,8 @@ mutant on 2 cores, about 3 min for the baseline.
     .venv/bin/python tools/mutation.py --list       # just the mutants
     .venv/bin/python tools/mutation.py -k cpu       # mutants whose name contains "cpu"
     .venv/bin/python tools/mutation.py --json docs/results/mutation.json
-    .venv/bin/python tools/mutation.py --names a,b --without issue35   # the suite before issue #35's tests
+    .venv/bin/python tools/mutation.py --names issue35 --without issue35   # the suite before issue #35's tests
+    .venv/bin/python tools/mutation.py --names issue35 --tests issue35     # issue #35's tests alone
 
 Run it before resolving an issue that touches rotate/ or waveops/ and keep
 the score in docs/mutation.md at 90% or more.
@@ -43,7 +44,7 @@ TESTS = [
 ] + [
     # Issue #35's tests (cache keys varied one component at a time, rare argument shapes, the GPU planner's
     # head tables): first, so that the mutants they were written for die early.
-    "tests/test_cache_keys.py", "tests/test_arg_shapes.py", "tests/test_planner_tables.py",
+    "tests/test_planner_tables.py", "tests/test_cache_keys.py", "tests/test_arg_shapes.py",
 ]
 ISSUE35_TESTS = TESTS[-3:]
 TESTS = ISSUE35_TESTS + TESTS[:-3]
@@ -390,9 +391,12 @@ def main(argv=None) -> int:
     parser.add_argument("--without", default="",
                         help="leave these test files out (comma-separated; 'issue35': issue #35's): how many "
                              "mutants the suite killed before the tests written for them existed")
+    parser.add_argument("--tests", default="",
+                        help="run only these test files (comma-separated; 'issue35': issue #35's)")
     args = parser.parse_args(argv)
     without = [t for w in args.without.split(",") if w for t in (ISSUE35_TESTS if w == "issue35" else [w])]
-    tests = [t for t in TESTS if t not in without]
+    only = [t for w in args.tests.split(",") if w for t in (ISSUE35_TESTS if w == "issue35" else [w])]
+    tests = [t for t in (only or TESTS) if t not in without]
     names = [n for w in (args.names or "").split(",") if w for n in (ISSUE35_MUTANTS if w == "issue35" else [w])]
     mutants = [m for m in MUTANTS if args.k in m[0] and (not names or m[0] in names)]
     for name, path, old, new in mutants:  # every snippet must still match exactly once
