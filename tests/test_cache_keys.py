@@ -487,3 +487,25 @@ def test_gpu_roll_rows_host_shifts_never_take_the_quick_path(device):
     calls.append(rows_call("shifts <i8", a, np.arange(8, dtype="<i8")))
     fresh = check_sequence(device.clear, calls, device_runner(device.launched))
     assert fresh[2] == fresh[3]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "real bug (issue #35): launch._lane_chain_step's cache key (device, settings_key(), shift, rows, seg, item, "
+    "head, max_scratch_bytes) leaves out the planner's module constants that CudaBackend.plan_key holds "
+    "(_PLANNER_CONSTANTS: MIN_SCRATCH, SCRATCH_FRACTION, ...), so lane-chains reuse a plan made before a constant "
+    "was patched. Reproducer: launch._lane_chain_step(0, planner.settings_key(), (1 << 19) - 16, 1, 1 << 20, 1, 0, None), "
+    "then planner.MIN_SCRATCH = 0 and the same call: still the chain plan plan_step no longer gives"))
+def test_gpu_lane_chain_step_cache_follows_the_planners_module_constants(device, monkeypatch):
+    from rotate._cuda import launch
+
+    launch._lane_chain_step.cache_clear()
+    args = (0, device.planner.settings_key(), (1 << 19) - 16, 1, 1 << 20, 1, 0, None)
+    before = launch._lane_chain_step(*args)
+    assert before.algorithm == "chain"  # only the 16 MiB floor lets it buffer (1% of 1 MiB is too little)
+    monkeypatch.setattr(device.planner, "MIN_SCRATCH", 0)
+    fresh = device.planner.plan_step(None, (1 << 19) - 16, 1, 1 << 20, (1 << 19) + 16, 1, 0, None)
+    assert fresh.algorithm != "chain"
+    try:
+        assert signature(launch._lane_chain_step(*args)) == signature(fresh)
+    finally:
+        launch._lane_chain_step.cache_clear()
