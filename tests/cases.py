@@ -316,3 +316,16 @@ def cases(draw, max_elements=4097, dtypes=DTYPES, max_ndim=3, max_dim=12, max_sc
     return Case(shape, dtype, shift, axis, offset=draw(st.integers(0, 15)),
                 max_scratch=draw(st.sampled_from(list(max_scratch))), seed=draw(st.integers(0, 2**32 - 1)),
                 tunables=draw(st.sampled_from(list(tunables))))
+
+
+#: Issue #35: argument shapes numpy.roll takes that no other case passes: lists and tuples of 0-d arrays
+#: as ``shift`` and ``axis`` (0-d arrays of several integer dtypes, bools, mixed with ints). Every backend.
+RARE_ARGUMENT_CASES = [
+    Case((7, 33), "float32", [np.array(3), np.array(-5)], [np.array(1), np.array(0)], offset=3, seed=1),
+    Case((5, 8), "int16", (np.array(2, np.uint8), np.array(1, np.int16)), (np.array(0), np.array(0)), seed=2),
+    Case((300,), "uint8", [np.array(101)], None, offset=5, seed=3),
+    Case((9, 40), "uint8", [np.array(4), 7], [np.array(-1), np.array(0, np.int8)], offset=9, seed=4),
+    Case((6, 6), "complex128", [np.array(True), np.array(2)], np.array(1), offset=8, seed=5),
+    Case((4, 5, 6), "float64", np.array(-2), [np.array(0), np.array(2)], offset=1, seed=6),
+    Case((200,), "int16", [np.array(3), np.array(4), np.array(-1)], None, seed=7),  # summed
+]

@@ -447,7 +447,42 @@ def check_write_moved():
                 f"wrong bytes at {np.flatnonzero(storage != expected) - row_pos}")
 
 
+def check_rows_8_mod_16():
+    """Issue #35: several rows whose byte length is 8 mod 16, so rows start at two offsets from a 16-byte
+    boundary and the chain kernel reads a plan table per offset (``planner._heads``): a table built for too
+    few offsets is wrong only for some rows and some shifts, so many shifts, every row count 2-5, base
+    offsets of both parities, item sizes 1, 2, 4 and 8, and grids of 1 and 3 blocks."""
+    runner = CudaRunner(tile_bytes=64, threads=4, grid=3)
+    one_block = CudaRunner(tile_bytes=64, threads=4, grid=1)
+    chains = 0
+    for i, (shape, dtype, shifts) in enumerate([
+            ((3, 200), "uint8", (1, 7, 8, 9, 24, 63, 64, 65, 100, 108, 136, 192, 199)),
+            ((2, 136), "uint8", (3, 8, 72, 120, 135)),
+            ((5, 100), "int16", (1, 4, 33, 50, 96, 99)),
+            ((4, 34), "float32", (1, 2, 17, 30, 33)),
+            ((3, 25), "float64", (1, 3, 12, 13, 24))]):
+        for j, shift in enumerate(shifts):
+            offset = (0, 8, 3, 11, 5)[(i + j) % 5]
+            case = Case(shape, dtype, shift, 1, offset=offset, seed=100 * i + j)
+            plan = check_roll_case(one_block if j % 4 == 3 else runner, case)
+            steps = [step for step in plan.steps if step.algorithm == "chain"]
+            assert all(step.details["_heads"] == 16 for step in steps), plan
+            chains += bool(steps)
+    assert chains >= 25, chains
+
+
+def check_rare_arguments():
+    """Issue #35: lists of 0-d arrays as shift and axis (tests/cases.py RARE_ARGUMENT_CASES)."""
+    from cases import RARE_ARGUMENT_CASES
+
+    runner = CudaRunner(tile_bytes=64, threads=4, grid=3)
+    for case in RARE_ARGUMENT_CASES:
+        check_roll_case(runner, case)
+
+
 if __name__ == "__main__":
+    check_rows_8_mod_16()
+    check_rare_arguments()
     check_write_moved()
     check_rows_long_lanes()
     check_rows_long_lanes_random()

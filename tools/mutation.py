@@ -14,6 +14,8 @@ mutant on 2 cores, about 3 min for the baseline.
     .venv/bin/python tools/mutation.py --list       # just the mutants
     .venv/bin/python tools/mutation.py -k cpu       # mutants whose name contains "cpu"
     .venv/bin/python tools/mutation.py --json docs/results/mutation.json
+    .venv/bin/python tools/mutation.py --names issue35 --without issue35   # the suite before issue #35's tests
+    .venv/bin/python tools/mutation.py --names issue35 --tests issue35     # issue #35's tests alone
 
 Run it before resolving an issue that touches rotate/ or waveops/ and keep
 the score in docs/mutation.md at 90% or more.
@@ -39,7 +41,13 @@ TESTS = [
     "tests/test_errors.py", "tests/test_robustness.py", "tests/test_roll.py",
     "tests/test_cpu_backend.py", "tests/test_waveops_cpu.py", "tests/test_schedule.py",
     "tests/test_lanes_schedule.py", "tests/test_long_lane_walks.py", "tests/test_numba_cache.py",
+] + [
+    # Issue #35's tests (cache keys varied one component at a time, rare argument shapes, the GPU planner's
+    # head tables): first, so that the mutants they were written for die early.
+    "tests/test_planner_tables.py", "tests/test_cache_keys.py", "tests/test_arg_shapes.py",
 ]
+ISSUE35_TESTS = TESTS[-3:]
+TESTS = ISSUE35_TESTS + TESTS[:-3]
 DESELECT = "not processes or workqueue-threads or omp-fork"
 
 # (name, file, original snippet, mutated snippet)
@@ -301,15 +309,69 @@ MUTANTS = [
     ("quick-path-takes-lists", "rotate/_api.py",
      "    return type(value) is int or (type(value) is tuple and all(type(v) is int for v in value))",
      "    return type(value) is int or (type(value) in (tuple, list) and all(type(v) is int for v in value))"),
+] + [
+    # Issue #35: bug classes the suite was blind to, written *before* the tests that kill them
+    # (ISSUE35_MUTANTS; ``--without`` runs them against the suite as it was: the honest figure).
+    # Cache keys: a component dropped from the CPU plan cache's key, the quick path's layout key
+    # (roll, fftshift and roll_rows share it), the quick layouts' 16-byte head, roll_rows' own quick key.
+    ("fast-plan-key-drops-strides", "rotate/_api.py",
+     "        key = (backend.name, info.shape, info.strides, info.dtype, info.pointer % 16, shift, axis, middle,",
+     "        key = (backend.name, info.shape, info.dtype, info.pointer % 16, shift, axis, middle,"),
+    ("fast-plan-key-drops-dtype", "rotate/_api.py",
+     "        key = (backend.name, info.shape, info.strides, info.dtype, info.pointer % 16, shift, axis, middle,",
+     "        key = (backend.name, info.shape, info.strides, info.pointer % 16, shift, axis, middle,"),
+    ("fast-plan-key-drops-middle", "rotate/_api.py",
+     "        key = (backend.name, info.shape, info.strides, info.dtype, info.pointer % 16, shift, axis, middle,",
+     "        key = (backend.name, info.shape, info.strides, info.dtype, info.pointer % 16, shift, axis,"),
+    ("quick-layout-drops-writeable", "rotate/_arrays.py",
+     "              bool(data[1]), repr(descr) if descr and len(descr) > 1 else None)",
+     "              False, repr(descr) if descr and len(descr) > 1 else None)"),
+    ("quick-layout-drops-strides", "rotate/_arrays.py",
+     "    layout = (kind, typestr, tuple(cai[\"shape\"]), strides if strides is None else tuple(strides),",
+     "    layout = (kind, typestr, tuple(cai[\"shape\"]), None,"),
+    ("quick-layout-drops-descr", "rotate/_arrays.py",
+     "              bool(data[1]), repr(descr) if descr and len(descr) > 1 else None)",
+     "              bool(data[1]), None)"),
+    ("quick-layouts-8-byte-head", "rotate/_api.py",
+     "                hit = _quick_layouts.get((pointer & 15, args))",
+     "                hit = _quick_layouts.get((pointer & 7, args))"),
+    ("rows-quick-key-drops-shift-layout", "rotate/rows.py",
+     "    return backend, (layout, pointer, shift_layout, shift_pointer, axis, max_scratch_bytes), default_stream",
+     "    return backend, (layout, pointer, None, shift_pointer, axis, max_scratch_bytes), default_stream"),
+    ("rows-quick-key-drops-axis", "rotate/rows.py",
+     "    return backend, (layout, pointer, shift_layout, shift_pointer, axis, max_scratch_bytes), default_stream",
+     "    return backend, (layout, pointer, shift_layout, shift_pointer, None, max_scratch_bytes), default_stream"),
+    ("rows-quick-skips-plan-key", "rotate/rows.py",
+     "    if plan_key != backend.plan_key(info, max_scratch_bytes):  # a setting changed: plan again",
+     "    if False:  # a setting changed: plan again"),
+    # Rare argument and dtype shapes: lists of 0-d arrays, reversed views past the overlap check's
+    # enumeration limit, a padded struct inside a 2-D subarray field, byte-swapped uint64 shifts.
+    ("zero-d-list-elements-refused", "rotate/_validate.py",
+     "        if isinstance(v, (list, tuple, range, np.ndarray)) and not (isinstance(v, np.ndarray) and v.ndim == 0):",
+     "        if isinstance(v, (list, tuple, range, np.ndarray)):"),
+    ("overlap-nesting-signed-strides", "rotate/_validate.py",
+     "    dims = sorted((abs(int(s)), int(n)) for n, s in zip(shape, strides) if int(n) > 1)",
+     "    dims = sorted((int(s), int(n)) for n, s in zip(shape, strides) if int(n) > 1)"),
+    ("subarray-struct-first-axis-only", "rotate/_arrays.py",
+     "            for i in range(prod(shape)):", "            for i in range(shape[0]):"),
+    ("byteswapped-uint64-shifts-not-reduced", "rotate/rows.py",
+     '    elif arr.dtype.kind == "u" and arr.dtype.itemsize == 8:  # may exceed int64: reduce here',
+     "    elif arr.dtype == np.uint64:  # may exceed int64: reduce here"),
+    # The GPU planner's per-head plan tables: rows of 8 mod 16 bytes start at two offsets.
+    ("heads-one-table-for-8-mod-16-rows", "rotate/_cuda/planner.py",
+     "    if rows == 1 or seg % 16 == 0:", "    if rows == 1 or seg % 8 == 0:"),
+    ("heads-table-too-short", "rotate/_cuda/planner.py",
+     "    return tuple(range(16))", "    return tuple(range(8))"),
 ]
+ISSUE35_MUTANTS = [m[0] for m in MUTANTS[-16:]]
 
 IGNORE = shutil.ignore_patterns(".git", ".venv", ".hypothesis", ".pytest_cache", "*.egg-info", "bench-results")
 
 
-def run_tests(tree: Path, timeout: int) -> tuple[str, float, str]:
+def run_tests(tree: Path, timeout: int, tests: list = TESTS) -> tuple[str, float, str]:
     env = dict(os.environ, CI="true", HYPOTHESIS_PROFILE="mutation", PYTHONPATH=str(tree),
                PYTHONDONTWRITEBYTECODE="1")
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-k", DESELECT, *TESTS]
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-k", DESELECT, *tests]
     start = time.perf_counter()
     try:
         r = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=timeout)
@@ -322,12 +384,21 @@ def run_tests(tree: Path, timeout: int) -> tuple[str, float, str]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-k", default="", help="only mutants whose name contains this")
-    parser.add_argument("--names", help="only these mutants (comma-separated names)")
+    parser.add_argument("--names", help="only these mutants (comma-separated names; 'issue35': issue #35's)")
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--timeout", type=int, default=900)
+    parser.add_argument("--without", default="",
+                        help="leave these test files out (comma-separated; 'issue35': issue #35's): how many "
+                             "mutants the suite killed before the tests written for them existed")
+    parser.add_argument("--tests", default="",
+                        help="run only these test files (comma-separated; 'issue35': issue #35's)")
     args = parser.parse_args(argv)
-    mutants = [m for m in MUTANTS if args.k in m[0] and (not args.names or m[0] in args.names.split(","))]
+    without = [t for w in args.without.split(",") if w for t in (ISSUE35_TESTS if w == "issue35" else [w])]
+    only = [t for w in args.tests.split(",") if w for t in (ISSUE35_TESTS if w == "issue35" else [w])]
+    tests = [t for t in (only or TESTS) if t not in without]
+    names = [n for w in (args.names or "").split(",") if w for n in (ISSUE35_MUTANTS if w == "issue35" else [w])]
+    mutants = [m for m in MUTANTS if args.k in m[0] and (not names or m[0] in names)]
     for name, path, old, new in mutants:  # every snippet must still match exactly once
         count = (ROOT / path).read_text().count(old)
         if count != 1:
@@ -344,7 +415,7 @@ def main(argv=None) -> int:
             return tree
 
         tree = fresh_tree(0)
-        status, seconds, tail = run_tests(tree, args.timeout)
+        status, seconds, tail = run_tests(tree, args.timeout, tests)
         shutil.rmtree(tree)
         print(f"baseline (no mutant): {status} in {seconds:.0f}s  {tail}", flush=True)
         if status != "survived":
@@ -353,19 +424,21 @@ def main(argv=None) -> int:
             tree = fresh_tree(i)
             target = tree / path
             target.write_text(target.read_text().replace(old, new))
-            status, seconds, tail = run_tests(tree, args.timeout)
+            status, seconds, tail = run_tests(tree, args.timeout, tests)
             shutil.rmtree(tree)
             results.append({"mutant": name, "file": path, "status": status, "seconds": round(seconds, 1)})
             print(f"{status:17s} {seconds:6.0f}s  {name}  ({path})  {tail}", flush=True)
     killed = sum(r["status"].startswith("killed") for r in results)
     score = 100.0 * killed / len(results) if results else 0.0
-    print(f"\nmutation score: {killed}/{len(results)} killed = {score:.0f}%")
+    print(f"\nmutation score: {killed}/{len(results)} killed = {score:.0f}%"
+          + (f" (without {', '.join(without)})" if without else ""))
     for r in results:
         if r["status"] == "survived":
             print(f"  survived: {r['mutant']} ({r['file']})")
     if args.json:
         Path(args.json).write_text(json.dumps({"killed": killed, "total": len(results), "score": score,
-                                               "tests": TESTS, "deselect": DESELECT, "results": results},
+                                               "tests": tests, "without": without, "deselect": DESELECT,
+                                               "results": results},
                                               indent=1) + "\n")
     return 0
 

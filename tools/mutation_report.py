@@ -22,9 +22,24 @@ lines = [
     "",
     f"Tests: {', '.join('`' + t + '`' for t in result['tests'])} (`-k \"{result['deselect']}\"`).",
     "",
+]
+blind = result.get("written_before_tests")
+if blind:  # mutants written before the tests that kill them: the suite's score on them before those tests existed
+    before, after = blind["before"], blind["after"]
+    lines += [
+        f"**Written before their tests** ({blind['what']}): {before['total']} mutants. The suite as it was "
+        f"(the subset above without {', '.join('`' + t + '`' for t in before['without'])}) killed "
+        f"**{before['killed']} of {before['run']} run** ({before['note']}): the honest figure, how blind "
+        f"it was. With those tests: **{after['killed']} of {after['total']}** killed. "
+        f"A mutant's result below says \"before its tests\" for these.",
+        "",
+    ]
+lines += [
     "| mutant | file | result | seconds |",
     "|---|---|---|---|",
 ]
-lines += [f"| {r['mutant']} | `{r['file']}` | {r['status']} | {r['seconds']} |" for r in result["results"]]
+lines += [f"| {r['mutant']} | `{r['file']}` | {r['status']}"
+          + (f" (before its tests: {r['before']})" if r.get("before") else "") + f" | {r['seconds']} |"
+          for r in result["results"]]
 (ROOT / "docs/mutation.md").write_text("\n".join(lines) + "\n")
 print("\n".join(lines[:6]))
