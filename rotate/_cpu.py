@@ -1073,8 +1073,8 @@ def team(lanes: int):
 
 def planner_settings() -> tuple:
     """Everything the planners read besides the layout: the plan cache keys on it."""
-    return (usable_threads(), ADAPT_TO_LOAD, SCRATCH_BYTES, TILE_BYTES, SMALL_ROW_BYTES, MIN_LANE_BYTES, LANES, CHAIN_TILE_BYTES,
-            CHAIN_RING, ALIAS_SLACK)
+    return (usable_threads(), ADAPT_TO_LOAD, SCRATCH_BYTES, TILE_BYTES, SMALL_ROW_BYTES, MIN_LANE_BYTES, LANES,
+            CHAIN_TILE_BYTES, CHAIN_RING, ALIAS_SLACK)
 
 
 def settings_key() -> tuple:

@@ -489,23 +489,19 @@ def test_gpu_roll_rows_host_shifts_never_take_the_quick_path(device):
     assert fresh[2] == fresh[3]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "real bug (issue #35): launch._lane_chain_step's cache key (device, settings_key(), shift, rows, seg, item, "
-    "head, max_scratch_bytes) leaves out the planner's module constants that CudaBackend.plan_key holds "
-    "(_PLANNER_CONSTANTS: MIN_SCRATCH, SCRATCH_FRACTION, ...), so lane-chains reuse a plan made before a constant "
-    "was patched. Reproducer: launch._lane_chain_step(0, planner.settings_key(), (1 << 19) - 16, 1, 1 << 20, 1, 0, None), "
-    "then planner.MIN_SCRATCH = 0 and the same call: still the chain plan plan_step no longer gives"))
-def test_gpu_lane_chain_step_cache_follows_the_planners_module_constants(device, monkeypatch):
-    from rotate._cuda import launch
-
-    launch._lane_chain_step.cache_clear()
-    args = (0, device.planner.settings_key(), (1 << 19) - 16, 1, 1 << 20, 1, 0, None)
-    before = launch._lane_chain_step(*args)
-    assert before.algorithm == "chain"  # only the 16 MiB floor lets it buffer (1% of 1 MiB is too little)
+def test_gpu_lane_chains_follow_the_planners_module_constants(device, monkeypatch):
+    """lane-chains plan each run's chain step at plan time. Issue #35's tests found the launcher planning
+    them itself from a cache keyed without the planner's module constants (MIN_SCRATCH, ...), so a patched
+    constant kept a stale step; now a changed constant plans again, like every other GPU plan."""
+    monkeypatch.setattr(device.planner, "MIN_CHAIN_LANE_BYTES", 0)  # lane-chains for a 1 MiB lane
+    a = FakeDeviceArray((1, 1 << 20), "|u1")
+    shift = (1 << 19) - 16
+    before = rotate.plan_roll_rows(a, [shift])
+    assert before.algorithm == "lane-chains"
+    (first, end, sub), = before.steps[0].details["runs"]
+    assert (first, end) == (0, 1) and sub.algorithm == "chain"  # only the 16 MiB floor lets it buffer
     monkeypatch.setattr(device.planner, "MIN_SCRATCH", 0)
-    fresh = device.planner.plan_step(None, (1 << 19) - 16, 1, 1 << 20, (1 << 19) + 16, 1, 0, None)
+    after = rotate.plan_roll_rows(a, [shift])
+    fresh = device.planner.plan_step(None, shift, 1, 1 << 20, (1 << 20) - shift, 1, 0, None)
     assert fresh.algorithm != "chain"
-    try:
-        assert signature(launch._lane_chain_step(*args)) == signature(fresh)
-    finally:
-        launch._lane_chain_step.cache_clear()
+    assert signature(after.steps[0].details["runs"][0][2]) == signature(fresh)

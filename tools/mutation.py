@@ -77,9 +77,9 @@ MUTANTS = [
      "        return (device, planner.device_shape(device), planner.device_capability(device), planner.settings_key(),",
      "        return (device, planner.device_shape(device), planner.device_capability(device), (),"),
     ("cpu-plan-cache-ignores-tunables", "rotate/_cpu.py",
-     "    return (num_threads(), SCRATCH_BYTES, TILE_BYTES, SMALL_ROW_BYTES, MIN_LANE_BYTES, LANES, CHAIN_TILE_BYTES,\n"
-     "            CHAIN_RING, ALIAS_SLACK)",
-     "    return (num_threads(),)"),
+     "    return (usable_threads(), ADAPT_TO_LOAD, SCRATCH_BYTES, TILE_BYTES, SMALL_ROW_BYTES, MIN_LANE_BYTES, LANES,\n"
+     "            CHAIN_TILE_BYTES, CHAIN_RING, ALIAS_SLACK)",
+     "    return (usable_threads(),)"),
     ("plan-ignores-mask", "rotate/_api.py",
      "    for part in _parts(a):  # a masked array's mask", "    for part in [a]:  # a masked array's mask"),
     ("scratch-sum-not-max", "rotate/_plan.py",
@@ -354,7 +354,7 @@ MUTANTS = [
      "    dims = sorted((int(s), int(n)) for n, s in zip(shape, strides) if int(n) > 1)"),
     ("subarray-struct-first-axis-only", "rotate/_arrays.py",
      "            for i in range(prod(shape)):", "            for i in range(shape[0]):"),
-    ("byteswapped-uint64-shifts-not-reduced", "rotate/rows.py",
+    ("byteswapped-uint64-shifts-not-reduced", "rotate/_shifts.py",
      '    elif arr.dtype.kind == "u" and arr.dtype.itemsize == 8:  # may exceed int64: reduce here',
      "    elif arr.dtype == np.uint64:  # may exceed int64: reduce here"),
     # The GPU planner's per-head plan tables: rows of 8 mod 16 bytes start at two offsets.
