@@ -118,17 +118,17 @@ def adapter_stub_gpu() -> None:
     As tests/test_robustness.py's ``gpu_planner`` fixture: device shape (132, 228 KiB), device 0, no
     cooperative launch (classic chain plans); compute capability 9.0; device arrays are accepted
     (``_arrays._device_usable``) and a shift array's device is not asked of the driver
-    (``rows._check_same_device``, as tests/test_shared_state.py stubs it).
+    (``lane_args._check_same_device``, as tests/test_shared_state.py stubs it).
     """
-    from rotate import _arrays, rows
-    from rotate._cuda import planner
+    from rotate import _arrays
+    from rotate._cuda import lane_args, planner
 
     planner.device_shape = lambda device_id=0: DEVICE_SHAPE
     planner._device_id = lambda: 0
     planner._cooperative_config = lambda: False
     planner.device_capability = lambda device_id=0: CAPABILITY
     _arrays._device_usable = True
-    rows._check_same_device = lambda *args: None
+    lane_args._check_same_device = lambda *args: None
 
 
 @contextlib.contextmanager
