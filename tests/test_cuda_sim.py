@@ -17,8 +17,30 @@ pytest.importorskip("numba.cuda")
 HERE = Path(__file__).parent
 
 
-def test_kernels_under_the_cuda_simulator():
+def _checks() -> tuple:
+    """sim_cases.CHECKS, read without importing sim_cases (it must run under the simulator)."""
+    import ast
+
+    tree = ast.parse((HERE / "sim_cases.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "CHECKS":
+            return tuple(ast.literal_eval(node.value))
+    raise AssertionError("tests/sim_cases.py has no CHECKS")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("check", _checks())
+def test_kernels_under_the_cuda_simulator(check):
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(HERE.parent))
-    result = subprocess.run([sys.executable, str(HERE / "sim_cases.py")], env=env,
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run([sys.executable, str(HERE / "sim_cases.py"), check], env=env,
+                            capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-6000:]
+
+
+def test_every_simulator_check_is_listed():
+    """A check function sim_cases.py defines but CHECKS leaves out would never run."""
+    import ast
+
+    tree = ast.parse((HERE / "sim_cases.py").read_text())
+    defined = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("check_")]
+    assert sorted(defined) == sorted(_checks())
