@@ -10,7 +10,7 @@ validate, plan and execute.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Optional
 
 import numpy as np
@@ -19,7 +19,19 @@ from ._arrays import ArrayInfo
 from ._validate import prod, word_view_params
 
 
-@dataclass(frozen=True)
+def _same(a: Any, b: Any) -> bool:
+    """Equality of plan values, tables (numpy arrays) compared by dtype, shape and contents."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
+                and a.shape == b.shape and bool(np.array_equal(a, b)))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return bool(a == b)
+
+
+@dataclass(frozen=True, eq=False)
 class Step:
     """One batched in-place rotation.
 
@@ -62,6 +74,15 @@ class Step:
     @property
     def ideal_bytes(self) -> int:
         return 2 * self.rows * self.seg_bytes
+
+    def __eq__(self, other: object) -> bool:
+        # Field by field, as a dataclass would, but tables in details compare by value (a plan handed to a
+        # caller is a copy of the cached one: its arrays are equal, not the same objects).
+        if type(other) is not Step:
+            return NotImplemented
+        return all(_same(getattr(self, f.name), getattr(other, f.name)) for f in fields(self))
+
+    __hash__ = None  # type: ignore[assignment]  (details is a dict: a Step was never hashable)
 
 
 @dataclass(frozen=True)
