@@ -98,7 +98,7 @@ def test_torch_saved_tensor_rolled_in_place_makes_backward_raise(call):
     version = x._version
     {"roll": lambda: rotate.roll(x, 1), "rotate": lambda: rotate.rotate(x, 5),
      "roll_rows": lambda: rotate.roll_rows(x, [1, 2, 3, 4]), "fftshift": lambda: rotate.fftshift(x)}[call]()
-    assert x._version > version
+    assert x._version == version + 1  # one in-place change, one bump (as torch's own in-place ops)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.backward()
 
