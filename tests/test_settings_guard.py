@@ -94,6 +94,7 @@ def _check_guards(buffers: list, what: str) -> None:
                                  f"(up to {after.max() + 1} bytes past its end)")
 
 
+@pytest.mark.slow  # 1 MB rolls under every setting: minutes on 2 cores (.ci/run runs -m slow)
 @pytest.mark.parametrize("module, name, values", SETTINGS, ids=[f"{m.__name__}.{n}" for m, n, _ in SETTINGS])
 def test_each_setting_keeps_scratch_in_bounds(module, name, values):
     default = getattr(module, name)
