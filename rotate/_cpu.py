@@ -1071,9 +1071,14 @@ def team(lanes: int):
         numba.set_num_threads(threads)
 
 
-def planner_settings() -> tuple:
-    """Everything the planners read besides the layout: the plan cache keys on it."""
-    return (usable_threads(), ADAPT_TO_LOAD, SCRATCH_BYTES, TILE_BYTES, SMALL_ROW_BYTES, MIN_LANE_BYTES, LANES,
+def planner_settings(nbytes=None) -> tuple:
+    """Everything the planners read besides the layout: the plan cache keys on it.
+
+    An array of ``nbytes`` under two lanes' work plans one lane whatever the
+    machine does, so its key skips the load check (a small call's microsecond).
+    """
+    threads = usable_threads() if nbytes is None or nbytes >= 2 * MIN_LANE_BYTES else num_threads()
+    return (threads, ADAPT_TO_LOAD, SCRATCH_BYTES, TILE_BYTES, SMALL_ROW_BYTES, MIN_LANE_BYTES, LANES,
             CHAIN_TILE_BYTES, CHAIN_RING, ALIAS_SLACK)
 
 

@@ -77,9 +77,9 @@ MUTANTS = [
      "        return (device, planner.device_shape(device), planner.device_capability(device), planner.settings_key(),",
      "        return (device, planner.device_shape(device), planner.device_capability(device), (),"),
     ("cpu-plan-cache-ignores-tunables", "rotate/_cpu.py",
-     "    return (usable_threads(), ADAPT_TO_LOAD, SCRATCH_BYTES, TILE_BYTES, SMALL_ROW_BYTES, MIN_LANE_BYTES, LANES,\n"
+     "    return (threads, ADAPT_TO_LOAD, SCRATCH_BYTES, TILE_BYTES, SMALL_ROW_BYTES, MIN_LANE_BYTES, LANES,\n"
      "            CHAIN_TILE_BYTES, CHAIN_RING, ALIAS_SLACK)",
-     "    return (usable_threads(),)"),
+     "    return (threads,)"),
     ("plan-ignores-mask", "rotate/_api.py",
      "    for part in _parts(a):  # a masked array's mask", "    for part in [a]:  # a masked array's mask"),
     ("scratch-sum-not-max", "rotate/_plan.py",

@@ -31,7 +31,7 @@ class CpuBackend(RowBackend):
         # multi-axis steps) read: thread count, tunables and the caller's
         # scratch bound (it tightens SCRATCH_BYTES, down to the scratch-free
         # reversal fallback).
-        return _cpu.planner_settings() + _rows.planner_settings() + (max_scratch_bytes,)
+        return _cpu.planner_settings(info.size * info.itemsize) + _rows.planner_settings() + (max_scratch_bytes,)
 
     def plan_steps(self, info, rotations, max_scratch_bytes):
         # Two or more axes of a contiguous array: one pass (rotate/_rows.py)
