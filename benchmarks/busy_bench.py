@@ -10,7 +10,7 @@ free: rotate/_cpu.py, ``usable_threads``). Every call is checked against
 numpy once. The load averages at start and end are recorded; a quiet phase
 taken at a load average above 0.5 a core is marked ``quiet_ok: false``.
 
-Run: ``python benchmarks/busy_bench.py [--load N] [--repeats 15] [--json out.json]``
+Run: ``python benchmarks/busy_bench.py [--load N] [--repeats 31] [--json out.json]``
 """
 
 from __future__ import annotations
@@ -40,25 +40,26 @@ def _spin(stop) -> None:
             x += 1
 
 
-def _median_ms(a: np.ndarray, shift: int, repeats: int) -> float:
-    rotate.roll(a, shift)  # warm: compiled, plan cached
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        rotate.roll(a, shift)
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times) * 1e3)
+def _call_ms(a: np.ndarray, shift: int, threads: int) -> float:
+    numba.set_num_threads(threads)
+    t0 = time.perf_counter()
+    rotate.roll(a, shift)
+    return (time.perf_counter() - t0) * 1e3
 
 
 def _phase(cases, repeats: int, threads: int) -> list:
+    """Per case: calls with numba's threads and with one thread alternating (the same moment of the
+    machine's load for both), medians of each and of the per-pair ratios."""
     rows = []
     for a, shift in cases:
-        row = {"mib": a.nbytes >> 20, "shift": shift}
-        for name, t in (("default", threads), ("one_thread", 1)):
-            numba.set_num_threads(t)
-            row[f"{name}_ms"] = round(_median_ms(a, shift, repeats), 3)
+        for t in (threads, 1):  # warm: compiled, plans cached for both thread counts
+            _call_ms(a, shift, t)
+        pairs = [(_call_ms(a, shift, threads), _call_ms(a, shift, 1)) for _ in range(repeats)]
         numba.set_num_threads(threads)
-        row["default_over_one"] = round(row["default_ms"] / row["one_thread_ms"], 3)
+        row = {"mib": a.nbytes >> 20, "shift": shift,
+               "default_ms": round(float(np.median([d for d, _ in pairs])), 3),
+               "one_thread_ms": round(float(np.median([o for _, o in pairs])), 3),
+               "default_over_one": round(float(np.median([d / o for d, o in pairs])), 3)}
         rows.append(row)
         print(f"  {row['mib']:4d} MiB shift {shift:>10d}: default {row['default_ms']:8.2f} ms, one thread "
               f"{row['one_thread_ms']:8.2f} ms, ratio {row['default_over_one']:.2f}", flush=True)
@@ -68,7 +69,7 @@ def _phase(cases, repeats: int, threads: int) -> list:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--load", type=int, default=os.cpu_count() or 1, help="background busy processes")
-    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--repeats", type=int, default=31)
     parser.add_argument("--mib", type=int, nargs="+", default=[16, 256])
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
