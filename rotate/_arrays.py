@@ -500,6 +500,13 @@ def byte_extent(info: ArrayInfo) -> tuple[int, int]:
     return lo, hi
 
 
+def host_span(a: np.ndarray) -> tuple[int, int, int]:
+    """``(address, lo, hi)`` of a host array: its first element's address and the bytes its elements span."""
+    address = a.__array_interface__["data"][0]
+    lo, hi = byte_extent(ArrayInfo(a.shape, a.strides, a.dtype, "cpu", address))
+    return address, lo, hi
+
+
 def mark_written(a: Any) -> None:
     """Tell torch's autograd that ``a`` was changed in place (never imports torch).
 
@@ -511,17 +518,6 @@ def mark_written(a: Any) -> None:
     torch = sys.modules.get("torch")
     if torch is None or not isinstance(a, torch.Tensor) or a.is_inference():
         return
-    _bump_version(torch)((a,))
-
-
-def _bump_version(torch):
-    """torch's C version bump of a tuple of tensors (what ``torch.autograd.graph.increment_version``
-    calls after its Python checks, ~1-2 us a call on the GPU quick path), held once found."""
-    bump = _version_bump.get("bump")
-    if bump is None:
-        bump = getattr(torch._C, "_increment_version", None) or torch.autograd.graph.increment_version
-        _version_bump["bump"] = bump
-    return bump
-
-
-_version_bump: dict = {}
+    # torch's C bump takes a tuple (it iterates what it is given); the Python wrapper only adds checks
+    bump = getattr(torch._C, "_increment_version", None) or torch.autograd.graph.increment_version
+    bump((a,))

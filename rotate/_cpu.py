@@ -121,6 +121,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from . import _schedule as S
+from ._arrays import host_span
 from ._plan import Step
 
 __all__ = ["rotate_rows_inplace", "plan_rows", "roll_strided", "plan_strided", "plan_rows_details",
@@ -1242,9 +1243,7 @@ def _run_strided_details(a: np.ndarray, d: dict) -> None:
     if a.size == 0:
         return
     word, n_rows, s, n_cols, t, outer_shape, outer_strides = d["layout"]
-    address = a.__array_interface__["data"][0]
-    low = address + sum((n - 1) * st for n, st in zip(a.shape, a.strides) if st < 0)
-    high = address + sum((n - 1) * st for n, st in zip(a.shape, a.strides) if st > 0) + a.itemsize
+    address, low, high = host_span(a)
     flat = np.asarray(_WordSpan(a, low, (high - low) // word, word))
     scratch = scratch_array(d["lanes"] * d["lane_scratch"], flat.dtype)
     with _kernels(lanes=d["lanes"]) as kernels:

@@ -7,7 +7,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import _cpu, _rows, _shifts
-from .._arrays import ArrayInfo, byte_extent, c_order_line
+from .._arrays import ArrayInfo, c_order_line, host_span
 from .._plan import Step
 from .._validate import check_numpy_array, check_stream_for_host
 from .base import RowBackend
@@ -80,8 +80,7 @@ class CpuBackend(RowBackend):
     def execute_lanes(self, target: np.ndarray, info: ArrayInfo, step: Step, stream: Any, lane_shifts) -> None:
         # The lanes' span as one flat array of the step's words (strided views: from their lowest byte).
         word = step.details["word"]
-        address = target.__array_interface__["data"][0]
-        low, high = byte_extent(ArrayInfo(target.shape, target.strides, target.dtype, "cpu", address))
+        address, low, high = host_span(target)
         flat = np.asarray(_cpu._WordSpan(target, low, (high - low) // word, word))
         _rows.run_lanes(flat, (address - low) // word, lane_shifts, step)
 
