@@ -23,6 +23,7 @@ import cupy
 import rotate
 from rotate import bench
 from rotate._cuda import planner
+from rotate._tuning import cuda as cuda_tuning
 
 label, points = sys.argv[1], [p.split(":", 1) for p in sys.argv[2].split(",")]
 size = int(sys.argv[3]) if len(sys.argv) > 3 and not sys.argv[3].startswith("--") else 1 << 30
@@ -46,7 +47,7 @@ for dtype, shift_label in points:
     s = bench.shift_elements(shift_label, x.size, x.itemsize)
     for force in forced:
         with bench.forced_chain(*force) if force else contextlib.nullcontext(), \
-                planner.override(**knobs):
+                cuda_tuning.override(**knobs):
             p = rotate.plan(x, s)
             d = p.steps[0].details
             ok = bench.roll_matches_cupy(x, s)

@@ -18,6 +18,7 @@ import time
 import numpy as np
 
 from rotate import bench
+from rotate._tuning import cuda as cuda_tuning
 
 
 def device_sweep(sizes_mib, dtypes, shifts, configs, repeat, log=print):
@@ -41,7 +42,7 @@ def device_sweep(sizes_mib, dtypes, shifts, configs, repeat, log=print):
             for label in shifts:
                 s = bench.shift_elements(label, n, np.dtype(dtype).itemsize)
                 for config in configs:
-                    with planner.override(**config):
+                    with cuda_tuning.override(**config):
                         p = rotate.plan(x, s)
                         expected = cupy.roll(x, s).view(cupy.uint8).copy()
                         rotate.roll(x, s)

@@ -5,7 +5,7 @@
 The planner's layout is filtered to one (tile, buffers) at a time; each
 configuration is checked against cupy.roll before it is timed. Result:
 docs/results/chain-tiles-describe-ahead-h200.json (the measurement behind
-``planner.ITEM_COST_BYTES``).
+``planner._t().item_cost_bytes``).
 """
 import json
 import sys

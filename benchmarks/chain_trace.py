@@ -26,6 +26,7 @@ import json
 import sys
 
 import numpy as np
+from rotate._tuning import cuda as cuda_tuning
 
 
 def parse_size(text: str) -> int:
@@ -100,11 +101,10 @@ def main(argv=None) -> int:
     from rotate.bench import _events_timer, shift_elements
 
     constants = {}
-    for item in args.constant:
+    for item in args.constant:  # formerly planner module constants: tuning fields now (lower case)
         name, value = item.split("=", 1)
-        constants[name] = type(getattr(planner, name))(json.loads(value))
-        setattr(planner, name, constants[name])
-    knobs = {}
+        constants[name.lower()] = json.loads(value)
+    knobs = dict(constants)
     for item in args.set:
         key, value = item.split("=", 1)
         knobs[key] = json.loads(value) if value[:1] in "0123456789-[{tn" else value
@@ -114,7 +114,7 @@ def main(argv=None) -> int:
     trace = cupy.zeros((4096, len(fields)), np.int64)
     plain_kernel = _kernels.chain_kernel
     rows = []
-    with planner.override(**knobs):
+    with cuda_tuning.override(**knobs):
         for size in (parse_size(s) for s in args.sizes.split(",")):
             copy_src = cupy.empty(size, np.uint8)
             copy_dst = cupy.empty(size, np.uint8)

@@ -14,6 +14,7 @@ import cupy
 import rotate
 from rotate import bench
 from rotate._cuda import planner
+from rotate._tuning import cuda as cuda_tuning
 size = 1 << 30
 time_it, memcpy_ms, keep = bench.memcpy_baseline(size)
 pool = cupy.random.randint(0, 256, size, dtype=cupy.uint8)
@@ -23,7 +24,7 @@ for dtype, label in cases:
     x = pool.view(dtype)
     s = bench.shift_elements(label, x.size, x.itemsize)
     for variant in ("single", "control-warp", "pipeline"):
-        with planner.override(chain_variant=variant):
+        with cuda_tuning.override(chain_variant=variant):
             p = rotate.plan(x, s)
             ok = bench.roll_matches_cupy(x, s)
             ms = time_it(lambda: rotate.roll(x, s), 10)
@@ -36,7 +37,7 @@ for dtype, label in cases:
 for shape, shift in (((16384, 65536), 12345), ((1 << 20, 1000), 333)):
     x = pool[: shape[0] * shape[1]].reshape(shape)
     for variant in ("single", "control-warp", "pipeline"):
-        with planner.override(chain_variant=variant):
+        with cuda_tuning.override(chain_variant=variant):
             p = rotate.plan(x, shift, axis=1)
             ok = bench.roll_matches_cupy(x, shift, axis=1)
             ms = time_it(lambda: rotate.roll(x, shift, axis=1), 10)

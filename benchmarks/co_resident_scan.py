@@ -2,7 +2,7 @@
 
 A co-resident plan (docs/design.md, "Co-resident lanes") gives every lane a
 block of its own. The planner scans lane lengths from the shortest that fits
-the resident blocks up to ``planner.CO_RESIDENT_SCAN`` times it: a wider scan
+the resident blocks up to the tuning's ``co_resident_scan`` times it: a wider scan
 finds lengths that pre-read less (more random shifts fit the scratch bound
 and take one pass), at the price of fewer, longer lanes (fewer busy blocks).
 This times each scan width on seeded random shifts (``rotate.bench``'s
@@ -43,6 +43,7 @@ def main(argv=None) -> int:
     from rotate import _provenance
     from rotate import bench as B
     from rotate._cuda import planner
+    from rotate._tuning import cuda as cuda_tuning
 
     stream = cuda.default_stream()
     timers = (*B._whole_call_timers(cuda, stream), B._events_timer(cuda, stream))
@@ -62,17 +63,13 @@ def main(argv=None) -> int:
                 # Bytes, not values: random bytes as float32 hold NaNs, which never compare equal.
                 want = cupy.roll(x, shift).view(cupy.uint8)
                 for scan in (float(s) for s in args.scans.split(",")):
-                    saved = planner.CO_RESIDENT_SCAN
-                    planner.CO_RESIDENT_SCAN = scan
-                    try:
+                    with cuda_tuning.override(co_resident_scan=scan):
                         x[...] = original  # the timed calls of the scan before rolled it
                         plan = rotate.plan(x, shift)
                         rotate.roll(x, shift)
                         correct = bool(cupy.array_equal(x.view(cupy.uint8), want))
                         times = B._with_pct(B._time_all_ways(lambda: rotate.roll(x, shift), timers, args.repeat),
                                             memcpy_ms)
-                    finally:
-                        planner.CO_RESIDENT_SCAN = saved
                     row = {"size_bytes": size, "dtype": dtype, "shift_label": label, "shift": int(shift),
                            "co_resident_scan": scan, "algorithm": plan.algorithm, "correct": correct,
                            "co_resident": plan._detail("co_resident"), "lanes": plan._detail("lanes"),

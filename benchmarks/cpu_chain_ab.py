@@ -15,7 +15,7 @@ import numba
 import numpy as np
 
 import rotate
-from rotate import _cpu
+from rotate._tuning import cpu as cpu_tuning
 
 SHIFTS = {"n/3": lambda size: size // 3, "n/2+3": lambda size: size // 2 + 3, "n/4+3": lambda size: size // 4 + 3}
 
@@ -34,7 +34,7 @@ def main(argv):
         fn()
         return (time.perf_counter() - t) * 1e3
 
-    tiles = _cpu.CHAIN_TILE_BYTES
+    tiles = cpu_tuning.current().chain_tile_bytes
     res = {}
     for _ in range(5):
         res.setdefault("copyto", []).append(once(lambda: np.copyto(b, a)))
@@ -43,16 +43,15 @@ def main(argv):
             for label, shift_of in SHIFTS.items():
                 k = shift_of(x.size)
                 for chain_tiles in ((), tiles):
-                    _cpu.CHAIN_TILE_BYTES = chain_tiles
-                    expected = np.roll(x, k) if not res.get("checked") else None
-                    p = rotate.plan(x, k)
-                    ms = once(lambda: rotate.roll(x, k))
-                    if expected is not None:
-                        assert np.array_equal(x.view(np.uint8), expected.view(np.uint8)), (dtype, label, p)
-                        rotate.roll(x, -k)
-                    res.setdefault((dtype, label, p.steps[0].algorithm), []).append(ms)
+                    with cpu_tuning.override(chain_tile_bytes=chain_tiles):
+                        expected = np.roll(x, k) if not res.get("checked") else None
+                        p = rotate.plan(x, k)
+                        ms = once(lambda: rotate.roll(x, k))
+                        if expected is not None:
+                            assert np.array_equal(x.view(np.uint8), expected.view(np.uint8)), (dtype, label, p)
+                            rotate.roll(x, -k)
+                        res.setdefault((dtype, label, p.steps[0].algorithm), []).append(ms)
         res["checked"] = True
-    _cpu.CHAIN_TILE_BYTES = tiles
     res.pop("checked")
     copy = np.median(res.pop("copyto"))
     print(f"numba threads {numba.get_num_threads()}, 256 MiB, np.copyto median {copy:.1f} ms")

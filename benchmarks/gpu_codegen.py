@@ -18,9 +18,10 @@ from numba import cuda
 
 import rotate
 from rotate._cuda import launch, planner
+from rotate._tuning import cuda as cuda_tuning
 
 knobs = {k: int(v) if v.lstrip("-").isdigit() else v for k, v in (a.split("=", 1) for a in sys.argv[1:])}
-with planner.override(**knobs):
+with cuda_tuning.override(**knobs):
     data = cuda.to_device(np.arange(1 << 20, dtype=np.uint8))
     rotate.roll(data, 3)  # compile
     details = rotate.plan(data, 3).steps[0].details

@@ -18,10 +18,12 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import rotate  # noqa: E402
 from rotate._cuda import planner  # noqa: E402
+from rotate._tuning import cuda as cuda_tuning
 from rows_gpu_bench import CASES  # noqa: E402
 
 positional = [a for a in sys.argv[1:] if "=" not in a]
-planner.settings.update({k: ast.literal_eval(v) for k, v in (a.split("=", 1) for a in sys.argv[1:] if "=" in a)})
+_RUN_TUNING = cuda_tuning.override(**{k: ast.literal_eval(v) for k, v in (a.split("=", 1) for a in sys.argv[1:] if "=" in a)})
+_RUN_TUNING.__enter__()  # for the whole run (held: dropped, it would be undone)
 function, shape, dtype, extra = CASES[int(positional[0]) if positional else 0]
 
 import cupy  # noqa: E402

@@ -17,10 +17,12 @@ from numba import cuda
 import rotate
 from rotate import bench
 from rotate._cuda import planner
+from rotate._tuning import cuda as cuda_tuning
 
 positional = [a for a in sys.argv[1:] if "=" not in a]
 knobs = dict(a.split("=", 1) for a in sys.argv[1:] if "=" in a)
-planner.settings.update(knobs)
+_RUN_TUNING = cuda_tuning.override(**knobs)  # for the whole run (held: dropped, it would be undone)
+_RUN_TUNING.__enter__()
 size = int(positional[0]) if positional else 1 << 30
 shift = bench.shift_elements(positional[1], size, 1) if len(positional) > 1 else 3
 dev = cuda.to_device(np.random.default_rng(0).integers(0, 256, size, dtype=np.uint8))

@@ -28,6 +28,7 @@ import sys
 from unittest import mock
 
 import numpy as np
+from rotate._tuning import cuda as cuda_tuning
 
 GiB = 1 << 30
 H200_SHAPE = (132, 228 * 1024)
@@ -56,7 +57,7 @@ def probes(planner, seed: int) -> dict:
         itemsize = np.dtype(dtype).itemsize
         c_shifts = {ax: s % shape[ax] for s, ax in zip(*extra)}
         for cap in (None, 64 << 20, 256 << 20):
-            with planner.override(flat_strips=True):
+            with cuda_tuning.override(flat_strips=True):
                 steps = planner.plan_multi_axis(shape, itemsize, c_shifts, 0, cap)
             nbytes = int(np.prod(shape)) * itemsize
             flat.append({"case": index, "shape": list(shape), "dtype": dtype, "shifts": list(extra[0]),
@@ -69,14 +70,14 @@ def probes(planner, seed: int) -> dict:
         left = GiB - int(k)
         by_tile = {}
         for tile in range(8192, 65537, 1024):
-            with planner.override(tile_bytes=tile):
+            with cuda_tuning.override(tile_bytes=tile):
                 cfg = planner.plan_chain(1, GiB, left, 0, 1 << 40)
             if cfg is not None:
                 by_tile[tile] = int(cfg["scratch_row"])
         base = planner.plan_chain(1, GiB, left, 0, 1 << 40)
         by_lane = {}
         for lane in range(max(8, base["lane_steps"] // 2), 2 * base["lane_steps"], 4):
-            with planner.override(lane_steps=lane):
+            with cuda_tuning.override(lane_steps=lane):
                 cfg = planner.plan_chain(1, GiB, left, 0, 1 << 40)
             if cfg is not None:
                 by_lane[lane] = int(cfg["scratch_row"])
@@ -128,7 +129,7 @@ def main(argv=None) -> int:
                     row["chain_from_cap_bytes"] = row["default_cap_bytes"] if row["default"]["algorithm"] == "chain" \
                         else None
                     for fraction in (2, 4, 8, 16, 25):  # percent of the array (1%: the default)
-                        cap = max(n_bytes * fraction // 100, planner.MIN_SCRATCH)
+                        cap = max(n_bytes * fraction // 100, planner._t().min_scratch)
                         if row["chain_from_cap_bytes"] is not None:
                             break
                         if plan_one(planner, n_bytes, itemsize, shift, cap)["algorithm"] == "chain":

@@ -27,6 +27,7 @@ import pathlib
 import sys
 
 import numpy as np
+from rotate._tuning import cuda as cuda_tuning
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -104,7 +105,7 @@ def main(argv=None) -> int:
     for item in args.set:
         key, _, value = item.partition("=")
         forced[key] = ast.literal_eval(value)
-    with planner.override(**forced):
+    with cuda_tuning.override(**forced):
         return _run(args)
 
 

@@ -14,6 +14,7 @@ import argparse
 import json
 import subprocess
 import sys
+from rotate._tuning import cuda as cuda_tuning
 
 PANEL_CASES = "0,1,2,5"  # roll_rows lanes of 4, 16 and 64 KiB at 1 GiB, 16 KiB at 4 GiB
 SWAP_CASE = "7"  # 256 lanes of 4 MiB, random device shifts
@@ -51,7 +52,7 @@ def main(argv=None) -> int:
             "import rows_gpu_bench\n"
             "from rotate._cuda import planner\n"
             "path = tempfile.mktemp(suffix='.json')\n"
-            f"with planner.override(swap_panel_bytes={panel}, swap_save_bytes={save}):\n"
+            f"with cuda_tuning.override(swap_panel_bytes={panel}, swap_save_bytes={save}):\n"
             f"    rows_gpu_bench.main(['--only', '{SWAP_CASE}', '--repeat', '5', '--json', path])\n"
             f"print('JSON ' + json.dumps([dict(c, knob={{'swap_panel_bytes': {panel}, 'swap_save_bytes': {save}}}) "
             "for c in json.load(open(path))['cases']]))\n"

@@ -108,8 +108,8 @@ def main(argv=None) -> int:
     for seg, item, lanes in CASES:
         n = seg // item
         ks = ((n - rng.integers(1, n, lanes)) * item).astype(np.int64)
-        share = int(seg * (args.share or planner.WALK_SHARE)) // 16 * 16
-        pool = int(lanes * seg * planner.WALK_POOL) // 16 * 16
+        share = int(seg * (args.share or planner._t().walk_share)) // 16 * 16
+        pool = int(lanes * seg * planner._t().walk_pool) // 16 * 16
         tile, max_tiles, buffers = planner._walk_limits(seg)  # the default tiles for this lane length
         for rule, soft in (("kernel", False), ("soft", True)):
             out = replay(ks, seg, tile, max_tiles, buffers - 1, share, pool, soft)
@@ -124,7 +124,7 @@ def main(argv=None) -> int:
             print(json.dumps(rows[-1]), flush=True)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps({"benchmark": "walk_penalty_probe", "seed": args.seed,
-                                                        "share_fraction": args.share or planner.WALK_SHARE,
+                                                        "share_fraction": args.share or planner._t().walk_share,
                                                         "environment": environment(gpu=False), "cases": rows},
                                                        indent=1) + "\n")
     return 0

@@ -23,6 +23,7 @@ import pathlib
 import sys
 
 import numpy as np
+from rotate._tuning import cuda as cuda_tuning
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -39,7 +40,7 @@ def run(shape, dtype, knobs, torch, rotate, planner, L):
         x = torch.rand(shape, device="cuda", generator=gen)
     shifts = torch.randint(-n, n, shape[:-1], device="cuda", dtype=torch.int64, generator=gen)
     fields = len(L.WALK_TRACE_FIELDS)
-    with planner.override(**knobs):
+    with cuda_tuning.override(**knobs):
         grid = rotate.plan_roll_rows(x, shifts).steps[0].details["grid"]
         rotate.roll_rows(x, shifts)  # compiled and warm
         torch.cuda.synchronize()
@@ -51,7 +52,7 @@ def run(shape, dtype, knobs, torch, rotate, planner, L):
         torch.cuda.synchronize()
         ms = start.elapsed_time(end) / 3
     trace = torch.zeros(grid * fields, dtype=torch.int64, device="cuda")
-    with planner.override(walk_trace=trace.data_ptr(), **knobs):
+    with cuda_tuning.override(walk_trace=trace.data_ptr(), **knobs):
         rotate.roll_rows(x, shifts)
         torch.cuda.synchronize()
     t = trace.cpu().numpy().reshape(grid, fields)

@@ -22,7 +22,7 @@ Algorithms (``d = min(k, seg - k)``)
     ``d`` is too large to buffer: Gries--Mills block swaps.  Each swap exchanges
     the shorter block with the far end of the longer one (so the shorter block
     lands in its final place) and leaves a smaller rotation of the remainder.
-    Swaps run tile by tile through a ``TILE_BYTES`` cache-resident tile per
+    Swaps run tile by tile through a ``tile_bytes`` cache-resident tile per
     lane, tiles spread over the lanes.  The reduction stops as soon as the
     remaining ``d`` fits the budget and finishes with ``buffered-shift``; a
     rotation by exactly half is a single swap.  Array traffic is at most 2x a
@@ -39,14 +39,14 @@ Algorithms (``d = min(k, seg - k)``)
     narrower than 8 bytes: the GPU's chain schedule
     (``rotate._schedule``: the same plan table, tiles walked in chain order
     ``j, j + p, j + 2p, ...``), run by one thread. Every tile is read into a
-    ring of ``CHAIN_RING`` tile buffers before the tile ``CHAIN_RING - 1``
+    ring of ``chain_ring`` tile buffers before the tile ``chain_ring - 1``
     items back is written, so every reader the hooks class ``SELF``,
     ``WAIT`` or ``RING`` has its bytes before they are overwritten, and the
     ``PRE`` bytes (a few KiB to ~1 MiB: the planner picks the tile and chain
     step that pre-read least) come from scratch. One pass: every byte read
     and written once, against 1.33-1.5x for block swaps and a shift.
 ``small-rows-copy``
-    Rows of at most ``SMALL_ROW_BYTES``: copy the row twice into a per-lane
+    Rows of at most ``small_row_bytes``: copy the row twice into a per-lane
     scratch row and write the window at ``k`` back, one loop each (unsigned
     indices, compile-time counts for 2-8 words); rows are split over lanes.
     Avoids per-row call overhead for e.g. 10**6 rows of 8 words.
@@ -70,21 +70,21 @@ odd-sized (3, 10, 12 ...) dtypes all work without Python objects.
 
 Scratch bound
 -------------
-Every call allocates at most ``min(SCRATCH_BYTES, max_scratch_bytes)`` bytes of
-scratch (``SCRATCH_BYTES`` is 8 MiB), whatever the array size, plus
+Every call allocates at most ``min(scratch_bytes, max_scratch_bytes)`` bytes of
+scratch (the tuning's ``scratch_bytes``, 8 MiB), whatever the array size, plus
 O(ndim + log(seg)) integers of bookkeeping.  The budget is split evenly between
 lanes; when it cannot hold even one lane's scratch, the step falls back to
 ``reversal`` (three in-place reversals, no scratch, about 2x the traffic), so
-any bound, 0 included, is met.  ``SCRATCH_BYTES``, ``TILE_BYTES``,
-``SMALL_ROW_BYTES``, ``MIN_LANE_BYTES`` and ``LANES`` are module attributes so
-that tests can shrink them and reach the large-``d`` and many-seam paths on
-small arrays; they are read at call time.
+any bound, 0 included, is met.  Those sizes are fields of the CPU tuning
+policy (``rotate/_tuning/cpu.py``), read at plan time: tests shrink them with
+``rotate._tuning.cpu.override`` to reach the large-``d`` and many-seam paths on
+small arrays.
 
 Threads
 -------
 Lanes are independent pieces of work mapped onto numba's ``prange``; their
-number is ``LANES`` (default: ``numba.get_num_threads()``) capped so that each
-lane gets at least ``MIN_LANE_BYTES`` of work.  The result never depends on the
+number is the tuning's ``lanes`` (default: ``numba.get_num_threads()``) capped so that each
+lane gets at least ``min_lane_bytes`` of work.  The result never depends on the
 number of lanes or threads; ``plan_*`` report scratch and traffic for the lane
 count in force when they are called.
 
@@ -122,37 +122,19 @@ from numba.extending import intrinsic
 
 from . import _schedule as S
 from ._arrays import host_span
+from ._tuning.cpu import current as _T
 from ._plan import Step
 
 __all__ = ["rotate_rows_inplace", "plan_rows", "roll_strided", "plan_strided", "plan_rows_details",
            "plan_strided_details", "run_rows", "run_strided", "planner_settings"]
 
-# Total scratch one call may allocate, split between lanes.
-SCRATCH_BYTES = 8 << 20
-# Block-swap tile per lane: small enough to stay in L1/L2 while it is bounced.
-TILE_BYTES = 16 << 10
-# Rows up to this size are rotated by a copy loop instead of memmove calls.
-SMALL_ROW_BYTES = 256
-# A lane needs this much work to pay for waking a thread.
-MIN_LANE_BYTES = 1 << 20
-# Number of lanes; None means numba.get_num_threads().
-LANES = None
-# The one-pass chain schedule on one lane (``chain-serial``): tile sizes tried
-# and the ring of tiles read ahead of the write (the GPU schedule's hooks).
-CHAIN_TILE_BYTES = (64 << 10, 16 << 10)
-CHAIN_RING = 4
-# Spare scratch bytes that let ``chain-serial`` place its ring away from 4 KiB
-# aliasing with the row (``_ring_offset``), for tiles of at least that size.
-ALIAS_SLACK = 4096
-
-
 def _alias_slack(tile_bytes):
-    """Spare scratch bytes chain-serial keeps to place its ring (tiles of at least ``ALIAS_SLACK``).
+    """Spare scratch bytes chain-serial keeps to place its ring (tiles of at least the tuning's ``alias_slack``).
 
     The plan passes it to the kernel, which places the ring only where it has a page to spare
-    (``_ring_offset`` is below 4096): the kernel never reads the module's value itself.
+    (``_ring_offset`` is below 4096): the kernel never reads the tuning itself.
     """
-    return ALIAS_SLACK if tile_bytes >= ALIAS_SLACK else 0
+    return _T().alias_slack if tile_bytes >= _T().alias_slack else 0
 
 # Schedule op kinds for the contiguous path.
 _SWAP = 0
@@ -491,17 +473,17 @@ def _roll_strided_words(flat, origin, n_rows, s, k, n_cols, t, batch, outer_shap
 
 
 def _lanes(work_bytes: int, units: int, max_lanes=None) -> int:
-    wanted = LANES if LANES is not None else usable_threads()
+    wanted = _T().lanes if _T().lanes is not None else usable_threads()
     if max_lanes is not None:
         wanted = min(int(wanted), max_lanes)
-    return max(1, min(int(wanted), units, work_bytes // MIN_LANE_BYTES))
+    return max(1, min(int(wanted), units, work_bytes // _T().min_lane_bytes))
 
 
 def _budget(max_scratch_bytes) -> int:
     """The scratch bound in force: the module's, tightened by the caller's."""
     if max_scratch_bytes is None:
-        return SCRATCH_BYTES
-    return min(SCRATCH_BYTES, int(max_scratch_bytes))
+        return _T().scratch_bytes
+    return min(_T().scratch_bytes, int(max_scratch_bytes))
 
 
 def _segment_schedule(seg: int, k: int, shift_cap: int, chunks_wanted: int, tile: int = 0):
@@ -626,8 +608,8 @@ def _plan_chain_serial(rows: int, n: int, k: int, budget: int):
 
     One lane a row (the whole row's chain positions in order), so the hooks
     class each reader as earlier in the walk (``SELF``), at most
-    ``CHAIN_RING - 1`` items later (``RING``: read ahead), or ``PRE``. Takes
-    the largest of ``CHAIN_TILE_BYTES`` whose pre-reads and ring fit
+    ``chain_ring - 1`` items later (``RING``: read ahead), or ``PRE``. Takes
+    the largest of ``chain_tile_bytes`` whose pre-reads and ring fit
     ``budget``, with the chain step (``q`` or ``q + 1``) that pre-reads less.
     Returns ``(scratch_bytes, bytes_moved, runner)``.
     """
@@ -635,13 +617,13 @@ def _plan_chain_serial(rows: int, n: int, k: int, budget: int):
     best = None
     # The largest tile whose pre-reads and ring fit: fewer, longer copies (16 KiB
     # tiles ran n/3 about 20% slower than 64 KiB ones on one thread).
-    for tile_bytes in sorted((int(t) for t in CHAIN_TILE_BYTES), reverse=True):
+    for tile_bytes in sorted((int(t) for t in _T().chain_tile_bytes), reverse=True):
         if tile_bytes < 16 or tile_bytes % 16 or tile_bytes >= n:
             continue
         q = k // tile_bytes
         lane = S.tile_count(n, 0, tile_bytes)  # one lane a row: every position of its chain
-        pre, chain = min((kinds(n, k, 0, tile_bytes, c, lane, CHAIN_RING, 0)[3], c) for c in sorted({max(1, q), q + 1}))
-        if pre + 32 + CHAIN_RING * tile_bytes + _alias_slack(tile_bytes) <= budget:
+        pre, chain = min((kinds(n, k, 0, tile_bytes, c, lane, _T().chain_ring, 0)[3], c) for c in sorted({max(1, q), q + 1}))
+        if pre + 32 + _T().chain_ring * tile_bytes + _alias_slack(tile_bytes) <= budget:
             best = (pre, tile_bytes, chain)
             break
     if best is None:
@@ -649,11 +631,11 @@ def _plan_chain_serial(rows: int, n: int, k: int, budget: int):
     _, tile_bytes, chain = best
     m_max = S.max_tiles(n, tile_bytes)
     table = np.zeros(S.table_stride(m_max), np.int64)
-    scratch_row = layout(n, k, 0, tile_bytes, chain, S.tile_count(n, 0, tile_bytes), CHAIN_RING, 0, table, 0)
+    scratch_row = layout(n, k, 0, tile_bytes, chain, S.tile_count(n, 0, tile_bytes), _T().chain_ring, 0, table, 0)
     if scratch_row < 0:
         return None
     scratch_row = S.align_up(scratch_row) + 16  # spans are over-copied to 16-byte multiples
-    scratch = scratch_row + CHAIN_RING * tile_bytes + _alias_slack(tile_bytes)
+    scratch = scratch_row + _T().chain_ring * tile_bytes + _alias_slack(tile_bytes)
     if scratch > budget:
         return None
     moved = rows * (2 * n + 3 * (scratch_row - 16))  # each pre-read byte: read, written, read back
@@ -662,8 +644,8 @@ def _plan_chain_serial(rows: int, n: int, k: int, budget: int):
 
 def _plan_rows_lanes(rows: int, seg: int, k: int, itemsize: int, budget: int, max_lanes):
     total_bytes = rows * seg * itemsize
-    tile = max(1, TILE_BYTES // itemsize)
-    if seg * itemsize <= SMALL_ROW_BYTES:
+    tile = max(1, _T().tile_bytes // itemsize)
+    if seg * itemsize <= _T().small_row_bytes:
         lanes = _lanes(total_bytes, rows, max_lanes)
         if seg * itemsize in (2, 4, 8):  # the row is one machine word: rotate it in a register
             return "small-rows-word-rotate", 0, 2 * rows * seg, ("word", lanes)
@@ -719,7 +701,7 @@ def plan_rows(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=None
     itemsize : int
         1, 2, 4 or 8 -- the word size of the buffer.
     max_scratch_bytes : int, optional
-        The caller's scratch bound (tightens ``SCRATCH_BYTES``).
+        The caller's scratch bound (tightens ``scratch_bytes``).
 
     Returns
     -------
@@ -728,7 +710,7 @@ def plan_rows(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=None
         ``"block-swap+buffered-shift"``, ``"block-swap+fused-shift"`` or
         ``"reversal"`` (no scratch; only when the bound allows nothing else).
     scratch_bytes : int
-        Scratch the call allocates (at most ``min(SCRATCH_BYTES, max_scratch_bytes)``).
+        Scratch the call allocates (at most ``min(scratch_bytes, max_scratch_bytes)``).
     bytes_moved : int
         Bytes read plus bytes written, array and scratch; the ideal is
         ``2 * rows * seg * itemsize``.
@@ -755,7 +737,7 @@ def rotate_rows_inplace(buf: np.ndarray, rows: int, seg: int, k: int, max_scratc
     k : int
         ``0 < k < seg``; afterwards ``new_seg[i] == old_seg[(i + k) % seg]``.
     max_scratch_bytes : int, optional
-        The caller's scratch bound (tightens ``SCRATCH_BYTES``).
+        The caller's scratch bound (tightens ``scratch_bytes``).
     """
     rows, seg, k = int(rows), int(seg), int(k)
     word = buf.itemsize
@@ -848,7 +830,7 @@ def plan_strided(shape, strides, itemsize, shift, axis, max_scratch_bytes=None) 
     algorithm : str
         ``"strided-buffered-shift"`` or ``"strided-reversal"``.
     scratch_bytes : int
-        Scratch the call allocates (at most ``SCRATCH_BYTES``).
+        Scratch the call allocates (at most ``scratch_bytes``).
     bytes_moved : int
         Bytes read plus written, array and scratch (ideal: twice the array's bytes).
     """
@@ -887,7 +869,7 @@ def roll_strided(a: np.ndarray, shift: int, axis, max_scratch_bytes=None) -> Non
         Non-negative axis index; None rolls the C-order line of a view whose
         C order is one strided line (``rotate._arrays.c_order_line``).
     max_scratch_bytes : int, optional
-        The caller's scratch bound (tightens ``SCRATCH_BYTES``).
+        The caller's scratch bound (tightens ``scratch_bytes``).
     """
     shift = int(shift)
     if a.size == 0:
@@ -925,7 +907,7 @@ def _rotate_small_rows_serial(buf, rows, seg, k, scratch):
 
 @njit(cache=True)
 def _ring_offset(row_address, ring_address, k):
-    """Bytes (``< ALIAS_SLACK``) past ``ring_address`` where ``chain-serial``'s ring starts for a row.
+    """Bytes (``< alias_slack``) past ``ring_address`` where ``chain-serial``'s ring starts for a row.
 
     A stream of loads from one buffer and stores to another whose addresses
     differ by a few bytes modulo 4096 makes each load wait for stores it
@@ -1024,9 +1006,6 @@ def num_threads() -> int:
 _BUSY_TTL = 0.01
 _busy = [-1.0, 0]  # when last read, other processes' runnable threads then
 _LOADAVG = "/proc/loadavg"
-# False plans for numba's threads whatever the machine does (the test suite: plans that do not depend on
-# what else runs beside it).
-ADAPT_TO_LOAD = True
 _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
@@ -1049,7 +1028,7 @@ def _others_running(threads: int) -> int:
 def usable_threads() -> int:
     """numba's thread count, less the cores that other processes keep busy (at least 1): what plans use."""
     threads = num_threads()
-    if threads <= 1 or not ADAPT_TO_LOAD:
+    if threads <= 1 or not _T().adapt_to_load:
         return threads
     return max(1, min(threads, _CORES - _others_running(threads)))
 
@@ -1075,17 +1054,14 @@ def team(lanes: int):
 def planner_settings(nbytes=None) -> tuple:
     """Everything the planners read besides the layout: the plan cache keys on it.
 
-    An array of ``nbytes`` under two lanes' work plans one lane whatever the
-    machine does, so its key skips the load check (a small call's microsecond).
+    The thread count plans are made for, and the tuning policy itself (every
+    field, so no list of names can fall behind). An array of ``nbytes`` under
+    two lanes' work plans one lane whatever the machine does, so its key skips
+    the load check (a small call's microsecond).
     """
-    threads = usable_threads() if nbytes is None or nbytes >= 2 * MIN_LANE_BYTES else num_threads()
-    return (threads, ADAPT_TO_LOAD, SCRATCH_BYTES, TILE_BYTES, SMALL_ROW_BYTES, MIN_LANE_BYTES, LANES,
-            CHAIN_TILE_BYTES, CHAIN_RING, ALIAS_SLACK)
-
-
-def settings_key() -> tuple:
-    """Alias of :func:`planner_settings` (the name branch ``robust`` used)."""
-    return planner_settings()
+    tuning = _T()
+    threads = usable_threads() if nbytes is None or nbytes >= 2 * tuning.min_lane_bytes else num_threads()
+    return (threads, tuning)
 
 
 def plan_rows_details(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=None):
@@ -1114,12 +1090,12 @@ def plan_rows_details(rows: int, seg: int, k: int, itemsize: int, max_scratch_by
                    "strided": strided}
         return name, 0, moved * itemsize, details
     lanes = runner[1]
-    details = {"lanes": lanes, "scratch_words": scratch, "tile": max(1, TILE_BYTES // itemsize),
+    details = {"lanes": lanes, "scratch_words": scratch, "tile": max(1, _T().tile_bytes // itemsize),
                "threads": usable_threads(), "max_scratch_bytes": bound}
     if runner[0] == "chain":
         _, _, tile_bytes, chain, table, scratch_row = runner
         details.update(runner="chain-serial", lane_scratch=scratch, ops=(), tile_bytes=tile_bytes,
-                       chain_step=chain, ring=CHAIN_RING, pre_read_bytes=scratch_row - 16,
+                       chain_step=chain, ring=_T().chain_ring, pre_read_bytes=scratch_row - 16,
                        alias_slack=_alias_slack(tile_bytes), _table=table, _scratch_row=scratch_row)
     elif runner[0] == "small":
         details.update(runner="small-rows" if lanes > 1 else "small-rows-serial", lane_scratch=runner[2], ops=())

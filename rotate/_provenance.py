@@ -6,6 +6,7 @@ docs can be traced to the code and the settings that produced it.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import platform
 import subprocess
@@ -52,16 +53,14 @@ def _package_version(dist: str) -> Any:
 
 
 def cpu_knobs() -> dict:
+    """numba's threads and the CPU tuning policy in force (every field; an override shows here)."""
     from . import _cpu
+    from ._tuning import cpu as tuning
 
     return {
         "numba_threads": _cpu.num_threads(),
         "numba_threading_layer": _threading_layer(),
-        "SCRATCH_BYTES": _cpu.SCRATCH_BYTES,
-        "TILE_BYTES": _cpu.TILE_BYTES,
-        "SMALL_ROW_BYTES": _cpu.SMALL_ROW_BYTES,
-        "MIN_LANE_BYTES": _cpu.MIN_LANE_BYTES,
-        "LANES": _cpu.LANES,
+        "tuning": dataclasses.asdict(tuning.current()),
     }
 
 
@@ -75,17 +74,14 @@ def _threading_layer() -> Any:
 
 
 def gpu_knobs() -> dict:
-    """The GPU planner's settings and constants, the device and the driver."""
+    """The GPU tuning policy in force (every field), the device and the driver."""
     out: dict = {}
     try:
         from numba import cuda
 
         from ._cuda import planner
 
-        out["settings"] = dict(planner.settings)
-        out["constants"] = {name: getattr(planner, name) for name in
-                            ("SCRATCH_FRACTION", "MIN_SCRATCH", "MAX_SWAP_PASSES", "MAX_SWAP_ROWS",
-                             "ITEM_COST_BYTES")}
+        out["tuning"] = dataclasses.asdict(planner._t())
         dev = cuda.get_current_device()
         name = dev.name
         out["gpu"] = name.decode() if isinstance(name, bytes) else str(name)

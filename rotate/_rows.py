@@ -13,13 +13,13 @@ Per-lane shifts (``per-lane-*``)
 --------------------------------
 Lanes are spread over numba ``prange`` lanes of work ("threads" below, to
 keep them apart from the array's lanes), each thread owning one scratch row
-of ``cap`` words. A contiguous lane of at most ``COPY_LANE_BYTES`` that fits
+of ``cap`` words. A contiguous lane of at most ``copy_lane_bytes`` that fits
 the scratch row is copied into it with one memcpy and written back rotated
 with two (``per-lane-copy``: the lane stays in cache in between). A longer
 contiguous lane is rotated with memmoves (``per-lane-shift``): save ``d = min(k, n - k)`` words, memmove the rest, restore
 (``d <= cap``); longer rotations first take Gries--Mills block swaps through a
 ``tile`` of the same scratch until ``d`` fits; with no scratch at all, three
-reversals. Contiguous lanes of at most ``SMALL_LANE_BYTES`` bytes are moved as
+reversals. Contiguous lanes of at most ``small_lane_bytes`` bytes are moved as
 words of the widest size up to 8 bytes that divides the lane and the lane
 pitch (a lane of 4 uint8 is one uint32), many lanes per call: a lane that is
 one word is rotated in a register (``per-lane-word-rotate``: bit rotation, no
@@ -73,19 +73,11 @@ from . import _cpu
 from ._bytemem import HAS_BYTE_SHUFFLE, load_u64, shuffle_store16, store_u16, store_u32, store_u64
 from ._cpu import _move, _shift_serial, _swap_tiled
 from ._plan import Step
+from ._tuning.cpu import current as _T
 from ._validate import word_view_params
 
-# Contiguous lanes up to this many bytes are rotated by the short-lane kernels
-# (word rotation in a register, or a copy loop through the thread's scratch row)
-# rather than by memmove calls.
-SMALL_LANE_BYTES = 256
-# Short lanes of two words or more: their shifts are reduced this many lanes
-# ahead, into the thread's scratch row (fewer when the budget is tight).
-SHIFT_BLOCK = 64
-# Contiguous lanes up to this many bytes that fit the scratch row go through it
-# whole (memcpy out, two memcpys back: the lane stays in cache between them).
-COPY_LANE_BYTES = 16 << 10
-# Block copies of rows up to this many words use element loops, not memmove.
+# Block copies of rows up to this many words use element loops, not memmove (a compiled kernel's own
+# constant, baked in at compile time: not tuning, and not in the plan key).
 SMALL_ROW_WORDS = 16
 
 _LANE_ROW = 0  # contiguous lanes: memmove / Gries--Mills per lane
@@ -95,14 +87,6 @@ _LANE_COPY = 3  # contiguous cache-sized lanes: memcpy into scratch, two memcpys
 _LANE_BYTES = 4  # contiguous short lanes of bytes not a multiple of 4: 8-byte windows at byte offsets
 # Bytes the byte-window kernels load at once (one uint64).
 WINDOW_BYTES = 8
-# Byte-window lanes of 8 up to this many bytes are built as two words in registers; longer ones go through
-# scratch twice (measured in cache: 9 B 4.0 ns a lane in registers, 5.2 ns through scratch).
-TWO_WORDS_MAX = 16
-
-
-def planner_settings() -> tuple:
-    """The tunables this module's planners read (part of the CPU plan cache's key)."""
-    return SMALL_LANE_BYTES, SHIFT_BLOCK, COPY_LANE_BYTES, SMALL_ROW_WORDS, TWO_WORDS_MAX
 
 
 # ---------------------------------------------------------------------------
@@ -272,7 +256,7 @@ def _lanes_in_one_word(buf, lo, pitch, shifts, first, count, n, item_bits, top):
 
 @njit(cache=True)
 def _byte_shifts(scratch, at, shifts, first, m, n, inv, itemsize):
-    """``scratch[at:at+m]`` = each lane's roll in bytes (below ``SMALL_LANE_BYTES``: fits any word)."""
+    """``scratch[at:at+m]`` = each lane's roll in bytes (below ``small_lane_bytes``: fits any word)."""
     if _all_within(shifts, first, m, n):  # |s| < n (lags within a lane): one add, no quotient
         for i in range(m):
             s = shifts[_U(first + i)]
@@ -799,7 +783,7 @@ def _roll_cycles(buf, outer, n0, s0, blk, row_dims, row_shifts, rowlen, rshift, 
 
 
 def _budget(max_scratch_bytes) -> int:
-    return _cpu.SCRATCH_BYTES if max_scratch_bytes is None else int(max_scratch_bytes)
+    return _T().scratch_bytes if max_scratch_bytes is None else int(max_scratch_bytes)
 
 
 def _word_for(itemsize: int, strides) -> int:
@@ -818,7 +802,7 @@ def lane_layout(shape, strides, itemsize: int, axis: int):
     dims = tuple(int(d) for i, d in enumerate(shape) if i != axis)
     dim_strides = tuple(int(s) // word for i, s in enumerate(strides) if i != axis)
     if stride == e:
-        mode = _LANE_SMALL if n * itemsize <= SMALL_LANE_BYTES else _LANE_ROW
+        mode = _LANE_SMALL if n * itemsize <= _T().small_lane_bytes else _LANE_ROW
     else:
         mode = _LANE_STRIDED
     return word, e, n, stride, dims, dim_strides, mode
@@ -855,12 +839,12 @@ def plan_lanes(shape, strides, itemsize: int, axis: int, max_scratch_bytes=None)
         mode = _LANE_ROW  # not even two copies of the lane fit the budget
     lane_words = n * e
     cap = min(_budget(max_scratch_bytes) // word // threads, lane_words)
-    tile = min(max(1, _cpu.TILE_BYTES // word), cap)
+    tile = min(max(1, _T().tile_bytes // word), cap)
     # Threads' scratch rows on separate cache lines: sharing one made two threads slower than one.
     slot = cap if threads == 1 else -(-cap * word // 128) * 128 // word
     if threads * slot * word > _budget(max_scratch_bytes):
         slot = cap
-    if mode == _LANE_ROW and lane_words <= cap and lane_words * word <= COPY_LANE_BYTES:
+    if mode == _LANE_ROW and lane_words <= cap and lane_words * word <= _T().copy_lane_bytes:
         mode = _LANE_COPY
     if mode == _LANE_COPY:
         name = "per-lane-copy"
@@ -881,13 +865,13 @@ def plan_lanes(shape, strides, itemsize: int, axis: int, max_scratch_bytes=None)
 
 
 def _plan_short_lanes(axis, n, itemsize, word, dims, dim_strides, lanes, threads, max_scratch_bytes, span):
-    """The short-lane step (lanes of at most ``SMALL_LANE_BYTES``), or None when its scratch does not fit.
+    """The short-lane step (lanes of at most ``small_lane_bytes``), or None when its scratch does not fit.
 
     The kernels move words of ``lane_word`` bytes: the widest up to 8 that
     divides the lane's bytes and every lane pitch, wider than the element when
     it can be (4 uint8 lanes are uint32 words), so one-word lanes need no
     scratch and others need, per thread, two copies of the lane and the byte
-    shifts of ``block`` lanes (``SHIFT_BLOCK``, at least 1). Lanes that would
+    shifts of ``block`` lanes (``shift_block``, at least 1). Lanes that would
     move as 1- or 2-byte words take 8-byte windows at byte offsets instead
     (:func:`_plan_byte_lanes`) when its scratch fits.
     """
@@ -905,7 +889,7 @@ def _plan_short_lanes(axis, n, itemsize, word, dims, dim_strides, lanes, threads
         threads -= 1
     if least > budget_words:
         return None
-    block = 0 if words == 1 else min(SHIFT_BLOCK, budget_words // threads - 2 * words)
+    block = 0 if words == 1 else min(_T().shift_block, budget_words // threads - 2 * words)
     need = 0 if words == 1 else 2 * words + block
     # Threads' scratch rows on separate cache lines: sharing one made two threads slower than one.
     # The scratch array is only 16-byte aligned, so rounding to 128 bytes is not enough: a spare
@@ -938,15 +922,15 @@ def _plan_byte_lanes(axis, n, itemsize, dims, byte_strides, lanes, threads, max_
     if sys.byteorder != "little" or span < WINDOW_BYTES:
         return None
     # lanes over 16 bytes: two doubled copies (2 * 2L bytes, each rounded up to 8 with 8 to spare);
-    # two words hold at most 16 bytes whatever TWO_WORDS_MAX says
-    two_words = lane_bytes <= min(TWO_WORDS_MAX, 2 * WINDOW_BYTES)
+    # two words hold at most 16 bytes whatever two_words_max says
+    two_words = lane_bytes <= min(_T().two_words_max, 2 * WINDOW_BYTES)
     buffered = 0 if two_words else 2 * ((2 * lane_bytes + 15) // 8)
     budget_words = _budget(max_scratch_bytes) // 8
     while threads > 1 and threads * (1 + buffered) > budget_words:
         threads -= 1
     if 1 + buffered > budget_words:
         return None
-    block = min(SHIFT_BLOCK, budget_words // threads - buffered)
+    block = min(_T().shift_block, budget_words // threads - buffered)
     need = block + buffered
     # threads' scratch rows a spare 128 bytes apart, as in _plan_short_lanes
     slot = need if threads == 1 else (-(-need * 8 // 128) * 128 + 128) // 8

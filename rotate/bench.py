@@ -24,6 +24,7 @@ import time
 from typing import Callable
 
 import numpy as np
+from rotate._tuning import cuda as cuda_tuning
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -121,7 +122,7 @@ def forced_chain(tile_bytes: int, buffers: int):
 
         planner.chain_layout = only
         try:
-            with planner.override(tile_bytes=tile_bytes, buffers=buffers):
+            with cuda_tuning.override(tile_bytes=tile_bytes, buffers=buffers):
                 yield
         finally:
             planner.chain_layout = real
@@ -511,7 +512,7 @@ def main(argv=None) -> int:
     parser.add_argument("--tiles", help="sweep tile_bytes:threads[:buffers[:min_blocks]], e.g. 32768:256:2,24576:256:2:4")
     parser.add_argument("--profile", action="store_true", help="cProfile the host overhead of small rolls")
     parser.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE",
-                        help="a GPU planner setting for the whole run (rotate._cuda.planner.settings), e.g. "
+                        help="a GPU planner setting for the whole run (a field of rotate/_tuning/cuda.py), e.g. "
                              "co_resident=False")
     parser.add_argument("--json", help="write results here")
     parser.add_argument("--plot", help="write a PNG plot here")
@@ -537,7 +538,7 @@ def main(argv=None) -> int:
     from rotate._cuda import planner
 
     knobs = {key: ast.literal_eval(value) for key, _, value in (item.partition("=") for item in args.set)}
-    with planner.override(**knobs) if knobs else contextlib.nullcontext():
+    with cuda_tuning.override(**knobs) if knobs else contextlib.nullcontext():
         rows = _runs(args, sizes, dtypes, shifts)
     small = []
     if not args.no_small:
@@ -590,10 +591,10 @@ def _runs(args, sizes, dtypes, shifts) -> list:
         for config in args.tiles.split(","):
             values = [int(v) for v in config.split(":")]
             tile, threads = values[:2]
-            buffers = values[2] if len(values) > 2 else planner.settings["buffers"]
+            buffers = values[2] if len(values) > 2 else planner._t().buffers
             min_blocks = values[3] if len(values) > 3 else 0
             print(f"== tile_bytes={tile} threads={threads} buffers={buffers} min_blocks={min_blocks}")
-            with planner.override(tile_bytes=tile, threads=threads, buffers=buffers, min_blocks=min_blocks):
+            with cuda_tuning.override(tile_bytes=tile, threads=threads, buffers=buffers, min_blocks=min_blocks):
                 rows += run(sizes, dtypes, shifts, args.repeat, check=not args.no_check, calls=args.calls)
         return rows
     return run(sizes, dtypes, shifts, args.repeat, check=not args.no_check, calls=args.calls)

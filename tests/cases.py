@@ -18,13 +18,13 @@ owns everything else:
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
 from hypothesis import note
 from hypothesis import strategies as st
+from rotate._tuning import cuda as cuda_tuning
 
 POISON = 0xA5
 GUARD = 64  # bytes before and after the array; a multiple of 16 keeps ``offset`` the misalignment
@@ -41,7 +41,7 @@ class Case:
     """One roll: ``numpy.roll(a, shift, axis)`` on random bytes ``offset`` bytes past an aligned address.
 
     ``tunables`` are ``(name, value)`` pairs a runner applies for the call
-    (GPU: planner settings such as tile_bytes; CPU: rotate._cpu budgets).
+    (GPU: tuning fields such as tile_bytes; CPU: tuning fields, rotate/_tuning/cpu.py).
     """
 
     shape: tuple
@@ -175,6 +175,7 @@ class CpuRunner:
     def roll(self, raw: np.ndarray, case: Case):
         import rotate
         from rotate import _cpu
+        from rotate._tuning import cpu as cpu_tuning
 
         buf = raw.copy()
         view = view_of(buf, case)
@@ -191,7 +192,7 @@ class CpuRunner:
                 return run(target, step)
             return wrapper
 
-        with _apply(_cpu, case.tunables):
+        with cpu_tuning.override(**dict(case.tunables)):
             try:
                 _cpu.run_rows = recording(saved["run_rows"])
                 _cpu.run_strided = recording(saved["run_strided"])
@@ -244,24 +245,12 @@ class CudaRunner:
         view = view_of(buf, case)
         self.poison_scratch()
         settings = dict(self.defaults, **dict(case.tunables))
-        with planner.override(**settings):
+        with cuda_tuning.override(**settings):
             plan = rotate.plan(view, case.shift, case.axis, max_scratch_bytes=case.max_scratch)
             out = rotate.roll(view, case.shift, case.axis, max_scratch_bytes=case.max_scratch)
         assert out is view
         self.cuda.synchronize()
         return buf.copy_to_host(), plan, None
-
-
-@contextlib.contextmanager
-def _apply(module, tunables):
-    saved = {name: getattr(module, name) for name, _ in tunables}
-    try:
-        for name, value in tunables:
-            setattr(module, name, value)
-        yield
-    finally:
-        for name, value in saved.items():
-            setattr(module, name, value)
 
 
 # --- case tables and strategies --------------------------------------------------
@@ -287,11 +276,11 @@ def _fixed_cases() -> list:
 
 #: CPU-only extras: an odd item size, fixed-width strings, bool.
 CPU_DTYPES = DTYPES + ["V9", "S3", "bool"]
-#: rotate._cpu budgets shrunk so small arrays take the block-swap, many-lane and fused paths.
+#: CPU tuning fields shrunk so small arrays take the block-swap, many-lane and fused paths.
 CPU_TINY_BUDGETS = [
     (),
-    (("SCRATCH_BYTES", 64), ("TILE_BYTES", 32), ("MIN_LANE_BYTES", 1), ("LANES", 2), ("SMALL_ROW_BYTES", 0)),
-    (("SCRATCH_BYTES", 256), ("TILE_BYTES", 16), ("MIN_LANE_BYTES", 1), ("LANES", 3), ("SMALL_ROW_BYTES", 8)),
+    (("scratch_bytes", 64), ("tile_bytes", 32), ("min_lane_bytes", 1), ("lanes", 2), ("small_row_bytes", 0)),
+    (("scratch_bytes", 256), ("tile_bytes", 16), ("min_lane_bytes", 1), ("lanes", 3), ("small_row_bytes", 8)),
 ]
 
 #: Every backend runs these; they are small enough for the simulator.

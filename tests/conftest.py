@@ -10,8 +10,10 @@ keeps hypothesis' database: ``HYPOTHESIS_PROFILE=thorough python -m pytest``.
 "mutation" (tools/mutation.py) does not shrink.
 """
 
+import contextlib
 import os
 
+import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 settings.register_profile("ci", deadline=None, max_examples=60, derandomize=True, database=None, print_blob=True,
@@ -28,6 +30,31 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 
 # Plans that do not depend on what else runs on the machine: the CPU backend's thread count adapts to
 # other processes' load (rotate/_cpu.py, usable_threads); tests/test_busy.py checks that on its own.
-from rotate import _cpu  # noqa: E402
+from rotate._tuning import cpu as _cpu_tuning  # noqa: E402
 
-_cpu.ADAPT_TO_LOAD = False
+# For the whole session (held: a generator context dropped unreferenced would be closed, undoing it); tests
+# override on top.
+_SESSION_TUNING = _cpu_tuning.override(adapt_to_load=False)
+_SESSION_TUNING.__enter__()
+
+
+class _Tune:
+    """``tune.cpu(lanes=3)`` / ``tune.cuda(tile_bytes=64)``: tuning fields for the rest of a test."""
+
+    def __init__(self, stack):
+        self._stack = stack
+
+    def cpu(self, **fields):
+        self._stack.enter_context(_cpu_tuning.override(**fields))
+
+    def cuda(self, **fields):
+        from rotate._tuning import cuda
+
+        self._stack.enter_context(cuda.override(**fields))
+
+
+@pytest.fixture
+def tune():
+    """The one way a test changes tuning (rotate/_tuning): undone when the test ends."""
+    with contextlib.ExitStack() as stack:
+        yield _Tune(stack)

@@ -10,7 +10,6 @@ Python loop of ``numpy.roll`` per lane; ``numpy.roll`` over several axes;
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -18,6 +17,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from cases import GUARD, POISON, device_copy, poison_launch_scratch, void
+from rotate._tuning import cuda as cuda_tuning
 
 FUNCTIONS = ("roll_rows", "roll", "fftshift", "ifftshift")
 
@@ -150,14 +150,13 @@ class CpuRowsRunner:
 
 
 class CudaRowsRunner:
-    """Device arrays (a GPU or the simulator), scratch poisoned before each call; ``settings`` are planner
-    overrides, ``constants`` the planner's module constants to set."""
+    """Device arrays (a GPU or the simulator), scratch poisoned before each call; ``settings`` are GPU
+    tuning fields (rotate/_tuning/cuda.py) the calls run under."""
 
     backend = "cuda"
 
-    def __init__(self, constants: Optional[dict] = None, **settings):
+    def __init__(self, **settings):
         self.settings = settings
-        self.constants = constants or {}
 
     def run(self, raw: np.ndarray, case: RowsCase):
         from numba import cuda
@@ -172,23 +171,11 @@ class CudaRowsRunner:
             if case.device_shifts:
                 shifts = cuda.to_device(shifts)
         poison_launch_scratch()
-        with planner.override(**self.settings), _constants(planner, self.constants):
+        with cuda_tuning.override(**self.settings):
             out, plan = call(case, view, shifts)
         assert out is view
         cuda.synchronize()
         return buf.copy_to_host(), plan
-
-
-@contextlib.contextmanager
-def _constants(module, values):
-    saved = {name: getattr(module, name) for name in values}
-    try:
-        for name, value in values.items():
-            setattr(module, name, value)
-        yield
-    finally:
-        for name, value in saved.items():
-            setattr(module, name, value)
 
 
 def _fixed() -> list:
@@ -238,11 +225,11 @@ FIXED_ROWS_CASES = _fixed()
 #: Planner settings that send every lane to ``lane-swaps`` (``lane-panels``' shared memory limit
 #: shrunk below one staging buffer), with 64-byte panels and a saved side of at most 40 bytes: the
 #: long-lane path on lanes of a few hundred bytes, in the simulator and on a GPU alike.
-LONG_LANE_SETTINGS = dict(constants={"MAX_LANE_SMEM": 32}, swap_panel_bytes=64, swap_save_bytes=40,
+LONG_LANE_SETTINGS = dict(max_lane_smem=32, swap_panel_bytes=64, swap_save_bytes=40,
                           long_lanes="swaps")
 #: The same lanes through ``lane-walks``: tiles of 32-64 bytes (a lane of 300 bytes has 5-10), the swap
 #: fallback's 64-byte panels and 40-byte saved side, a share of scratch a third of a lane.
-WALK_SETTINGS = dict(constants={"MAX_LANE_SMEM": 32}, swap_panel_bytes=64, swap_save_bytes=40, long_lanes="walks",
+WALK_SETTINGS = dict(max_lane_smem=32, swap_panel_bytes=64, swap_save_bytes=40, long_lanes="walks",
                      walk_tile_bytes=64, walk_max_tiles=512, walk_share_bytes=112)
 #: No share and no pool: only lanes with nothing to pre-read walk, the rest take block swaps in the walk
 #: kernel. A share of one vector and an ample pool: lanes that pre-read more take their bytes from the

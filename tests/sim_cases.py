@@ -163,7 +163,7 @@ def check_rows_fixed():
     seen = set()
     for grid in (1, 3):  # one resident block must finish too: every wait is on an earlier ticket
         # grid 1 writes rows with the per-unit gather, grid 3 as runs (row-cycles' default)
-        runner = CudaRowsRunner(constants={"MIN_CYCLE_ROW": 16}, lane_threads=16, grid=grid,
+        runner = CudaRowsRunner(min_cycle_row=16, lane_threads=16, grid=grid,
                                 lane_writer="gather" if grid == 1 else None)
         for case in FIXED_ROWS_CASES[grid - 1:: 2 if grid == 3 else 5]:  # the GPU tests run them all
             seen.add(check_rows_case(runner, case).algorithm)
@@ -185,7 +185,7 @@ def check_rows_long_lanes():
             assert plan.algorithm == "lane-swaps", plan
             seen.add(plan.steps[0].details["bytes_moved_is_bound"])
     assert seen == {True, False}, seen  # device shifts: a bound; host shifts: exact
-    runner = CudaRowsRunner(constants={"MAX_LANE_SMEM": 600, "MIN_CHAIN_LANE_BYTES": 0}, lane_threads=8, threads=4,
+    runner = CudaRowsRunner(max_lane_smem=600, min_chain_lane_bytes=0, lane_threads=8, threads=4,
                             tile_bytes=64, grid=3)
     for shape, dtype, shifts, device, algorithm in (((4, 700), "uint8", (3, 3, -7, 0), False, "lane-chains"),
                                                     ((4, 700), "uint8", (3, 3, -7, 0), True, "lane-swaps"),
@@ -246,7 +246,7 @@ def check_rows_long_lanes_random(data, threads, grid, panel, save):
     from rows_cases import CudaRowsRunner, check_rows_case, long_lane_cases
 
     case = data.draw(long_lane_cases())
-    runner = CudaRowsRunner(constants={"MAX_LANE_SMEM": 32}, lane_threads=threads, grid=grid, swap_panel_bytes=panel,
+    runner = CudaRowsRunner(max_lane_smem=32, lane_threads=threads, grid=grid, swap_panel_bytes=panel,
                             swap_save_bytes=save)
     assert check_rows_case(runner, case).algorithm == "lane-swaps"
 
@@ -261,7 +261,7 @@ def check_rows_chunked():
     half = [case for i, case in enumerate(CHUNKED_ROWS_CASES) if (i + i // 6) % 2 == 0]
     for i, case in enumerate(half):
         variant, chunk, ring = CHUNKED_RUNS[i % len(CHUNKED_RUNS)]
-        runner = CudaRowsRunner(constants={"MIN_CYCLE_ROW": 16}, lane_threads=(4, 8)[i % 2],
+        runner = CudaRowsRunner(min_cycle_row=16, lane_threads=(4, 8)[i % 2],
                                 grid=(1, 3)[i // len(CHUNKED_RUNS) % 2], cycle_variant=variant,
                                 cycle_chunk_bytes=chunk, cycle_ring=ring)
         plan = check_rows_case(runner, case)
@@ -282,7 +282,7 @@ def check_rows_chunked_picked_where_three_rows_do_not_fit():
     case = RowsCase("roll", (9, 100), "uint8", (4, 33), (0, 1), 3)  # three 100-byte rows: 432 bytes
     for limit, want in ((432, ("three-rows", "shared memory")), (320, ("chunked", "shared memory")),
                         (200, ("chunked", "scratch")), (100, None)):
-        runner = CudaRowsRunner(constants={"MIN_CYCLE_ROW": 16}, lane_threads=8, grid=2, cycle_smem=limit,
+        runner = CudaRowsRunner(min_cycle_row=16, lane_threads=8, grid=2, cycle_smem=limit,
                                 cycle_chunk_bytes=16, tile_bytes=64, threads=4)
         plan = check_rows_case(runner, case)
         if want is None:
@@ -299,7 +299,7 @@ def check_rows_random(data, threads, grid):
     from rows_cases import CudaRowsRunner, check_rows_case, rows_cases
 
     case = data.draw(rows_cases(max_bytes=600))
-    check_rows_case(CudaRowsRunner(constants={"MIN_CYCLE_ROW": 16}, lane_threads=threads, grid=grid), case)
+    check_rows_case(CudaRowsRunner(min_cycle_row=16, lane_threads=threads, grid=grid), case)
 
 
 
@@ -334,7 +334,7 @@ def check_rows_run_writer():
     seen = set()
     lanes = [case for case in FIXED_ROWS_CASES if case.function == "roll_rows"]
     for i, case in enumerate(lanes[::2]):
-        runner = CudaRowsRunner(constants={"MIN_ROW_THREADS": 4}, lane_threads=16, grid=(1, 3)[i % 2],
+        runner = CudaRowsRunner(min_row_threads=4, lane_threads=16, grid=(1, 3)[i % 2],
                                 lane_writer="runs", panel_bytes=(64, 200)[i % 3 == 0])
         plan = check_rows_case(runner, case)
         assert plan.algorithm == "lane-panels" and plan.steps[0].details["writer"] == "runs", plan
@@ -345,7 +345,7 @@ def check_rows_run_writer():
     @given(data=st.data(), grid=st.integers(1, 3), panel=st.sampled_from([48, 256, 1000]))
     def random_cases(data, grid, panel):
         case = data.draw(rows_cases(max_bytes=800).filter(lambda c: c.function == "roll_rows"))
-        runner = CudaRowsRunner(constants={"MIN_ROW_THREADS": 4}, lane_threads=16, grid=grid, lane_writer="runs",
+        runner = CudaRowsRunner(min_row_threads=4, lane_threads=16, grid=grid, lane_writer="runs",
                                 panel_bytes=panel)
         check_rows_case(runner, case)
 

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numba
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ from hypothesis import strategies as st
 import rotate
 from rotate import _api, _backends, _cpu
 from rotate._arrays import ArrayInfo
+from rotate._tuning import cpu as cpu_tuning
 from rotate._plan import Step
 
 from test_roll import (DTYPES, as_python, as_void, assert_same_bytes, make_array, make_view, shapes, shift_and_axis,
@@ -81,10 +84,10 @@ def test_executed_steps_are_the_plan_strided_views(case, dtype, seed, data):
     assert_same_bytes(v, expected.view(v.dtype))  # field bytes: padding is never moved
 
 
-def test_thread_count_and_budgets_change_the_plan_and_what_runs(recorded, monkeypatch):
+def test_thread_count_and_budgets_change_the_plan_and_what_runs(recorded, tune):
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip(f"numba runs {numba.config.NUMBA_NUM_THREADS} thread here; the test switches between 1 and 2")
-    monkeypatch.setattr(_cpu, "MIN_LANE_BYTES", 1)  # let a small array use every thread
+    tune.cpu(min_lane_bytes=1)  # let a small array use every thread
     saved = numba.get_num_threads()
     cases = [((64, 257), np.float64, 5, 1), ((20000,), np.uint8, 4097, None), ((7, 3000), np.int32, 1000, 1),
              ((33, 40), np.int16, 3, 0), ((50, 60), np.float32, 7, 1)]
@@ -110,7 +113,7 @@ def test_thread_count_and_budgets_change_the_plan_and_what_runs(recorded, monkey
         numba.set_num_threads(saved)
         a = make_array(2, (5000,), np.dtype(np.uint8))
         before = rotate.plan(a, 2000)
-        monkeypatch.setattr(_cpu, "SCRATCH_BYTES", 64)
+        tune.cpu(scratch_bytes=64)
         after = rotate.plan(a, 2000)
         assert before.algorithm == "buffered-shift" and after.algorithm.startswith("block-swap"), after
         expected = np.roll(a, 2000)
@@ -130,14 +133,14 @@ def test_thread_count_and_budgets_change_the_plan_and_what_runs(recorded, monkey
     ((100, 8), "float32", "per-lane-small-copy"),
     ((10, 2000), "float32", "per-lane-copy"),
 ])
-def test_roll_rows_runs_the_step_its_plan_names(monkeypatch, shape, dtype, algorithm):
+def test_roll_rows_runs_the_step_its_plan_names(monkeypatch, tune, shape, dtype, algorithm):
     """roll_rows executes plan_roll_rows' step (recorded at the lanes runner), on 1 and 2 threads."""
     from rotate import _rows
 
     seen = []
     monkeypatch.setattr(_rows, "run_lanes", lambda flat, origin, shifts, step, run=_rows.run_lanes:
                         (seen.append(step), run(flat, origin, shifts, step)))
-    monkeypatch.setattr(_cpu, "MIN_LANE_BYTES", 1)  # let a small array use every thread
+    tune.cpu(min_lane_bytes=1)  # let a small array use every thread
     a = make_array(3, shape, np.dtype(dtype))
     shifts = np.random.default_rng(4).integers(-3 * shape[1], 3 * shape[1], shape[0])
     saved = numba.get_num_threads()
@@ -156,15 +159,19 @@ def test_roll_rows_runs_the_step_its_plan_names(monkeypatch, shape, dtype, algor
         numba.set_num_threads(saved)
 
 
-def test_cpu_plan_key_holds_everything_the_planner_reads(monkeypatch):
+def test_cpu_plan_key_holds_everything_the_planner_reads():
+    """The key holds the tuning policy itself: a change to any field (each set to a value it does not have)
+    changes it, so no list of names can fall behind what the planners read."""
     cpu = _backends.backend_named("cpu")
     info = ArrayInfo((10,), (8,), np.dtype(np.float64), "cpu")
     key = cpu.plan_key(info, None)
-    for name, value in [("SCRATCH_BYTES", 1 << 10), ("TILE_BYTES", 64), ("SMALL_ROW_BYTES", 8),
-                        ("MIN_LANE_BYTES", 1), ("LANES", 3)]:
-        with monkeypatch.context() as mp:
-            mp.setattr(_cpu, name, value)
-            assert cpu.plan_key(info, None) != key, name
+    assert cpu_tuning.current() in key
+    for field in dataclasses.fields(cpu_tuning.CpuTuning):
+        value = getattr(cpu_tuning.current(), field.name)
+        other = (not value) if isinstance(value, bool) else (value or 0) + 1 if not isinstance(value, tuple) \
+            else value + (16,)
+        with cpu_tuning.override(**{field.name: other}):
+            assert cpu.plan_key(info, None) != key, field.name
     assert cpu.plan_key(info, 123) != key
     assert key[0] == numba.get_num_threads()
 

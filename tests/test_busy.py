@@ -13,14 +13,13 @@ from rotate import _cpu
 
 
 @pytest.fixture
-def two_threads(monkeypatch):
+def two_threads(monkeypatch, tune):
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("numba runs one thread here")
     saved = numba.get_num_threads()
     numba.set_num_threads(2)
-    monkeypatch.setattr(_cpu, "ADAPT_TO_LOAD", True)
+    tune.cpu(adapt_to_load=True, min_lane_bytes=1)
     monkeypatch.setattr(_cpu, "_CORES", 2)
-    monkeypatch.setattr(_cpu, "MIN_LANE_BYTES", 1)
     yield
     numba.set_num_threads(saved)
 

@@ -33,6 +33,7 @@ import pytest
 import rotate
 from rotate import _api, _arrays, _backends, _cpu
 from rotate import rows as _rows_api
+from rotate._tuning import cuda as cuda_tuning
 
 # --- shared machinery ----------------------------------------------------------------------
 
@@ -239,17 +240,15 @@ def test_cpu_roll_scratch_bound_and_settings_vary(caches, monkeypatch):
         finally:
             numba.set_num_threads(before)
 
-    @contextlib.contextmanager
     def budget(**values):
-        with monkeypatch.context() as m:
-            for name, value in values.items():
-                m.setattr(_cpu, name, value)
-            yield
+        from rotate._tuning import cpu as cpu_tuning
+
+        return cpu_tuning.override(**values)
 
     big = (1 << 16, "uint8", lambda b: b.reshape(64, 1024))
     calls = [cpu_call("default", big, "roll", 300, 1), cpu_call("one thread", big, "roll", 300, 1,
                                                                  setting=lambda: threads(1)),
-             cpu_call("small scratch", big, "roll", 300, 1, setting=lambda: budget(SCRATCH_BYTES=256, TILE_BYTES=64))]
+             cpu_call("small scratch", big, "roll", 300, 1, setting=lambda: budget(scratch_bytes=256, tile_bytes=64))]
     fresh = check_sequence(caches, calls, run_cpu)
     assert len({outcome for outcome in fresh}) >= 2  # the settings change the plan
 
@@ -402,7 +401,7 @@ def test_gpu_roll_quick_path_settings_vary(device):
 
     def under(**values):
         def thunk():
-            with device.planner.override(**values):
+            with cuda_tuning.override(**values):
                 rotate.roll(a, 12345)
         return thunk
 
@@ -469,7 +468,7 @@ def test_gpu_roll_rows_quick_path_settings_vary(device):
 
     def under(**values):
         def thunk():
-            with device.planner.override(**values):
+            with cuda_tuning.override(**values):
                 rotate.roll_rows(a, shifts)
         return thunk
 
@@ -489,18 +488,18 @@ def test_gpu_roll_rows_host_shifts_never_take_the_quick_path(device):
     assert fresh[2] == fresh[3]
 
 
-def test_gpu_lane_chains_follow_the_planners_module_constants(device, monkeypatch):
+def test_gpu_lane_chains_follow_the_planners_tuning(device, tune):
     """lane-chains plan each run's chain step at plan time. Issue #35's tests found the launcher planning
     them itself from a cache keyed without the planner's module constants (MIN_SCRATCH, ...), so a patched
-    constant kept a stale step; now a changed constant plans again, like every other GPU plan."""
-    monkeypatch.setattr(device.planner, "MIN_CHAIN_LANE_BYTES", 0)  # lane-chains for a 1 MiB lane
+    constant kept a stale step; now a changed tuning field plans again, like every other GPU plan."""
+    tune.cuda(min_chain_lane_bytes=0)  # lane-chains for a 1 MiB lane
     a = FakeDeviceArray((1, 1 << 20), "|u1")
     shift = (1 << 19) - 16
     before = rotate.plan_roll_rows(a, [shift])
     assert before.algorithm == "lane-chains"
     (first, end, sub), = before.steps[0].details["runs"]
     assert (first, end) == (0, 1) and sub.algorithm == "chain"  # only the 16 MiB floor lets it buffer
-    monkeypatch.setattr(device.planner, "MIN_SCRATCH", 0)
+    tune.cuda(min_scratch=0)
     after = rotate.plan_roll_rows(a, [shift])
     fresh = device.planner.plan_step(None, shift, 1, 1 << 20, (1 << 20) - shift, 1, 0, None)
     assert fresh.algorithm != "chain"

@@ -71,7 +71,7 @@ def pipeline_ptx(monkeypatch):
     from rotate._cuda import planner
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
-    threads = planner.PIPELINE_THREADS
+    threads = planner._t().pipeline_threads
     kernel = _kernels.chain_kernel(_kernels.TILE_BYTES, threads, _kernels.BUFFERS, 2, control_warp=True,
                                    direct_decode=True, pipeline=True)
     block = threads + _kernels.control_threads(True, True)
@@ -83,7 +83,7 @@ def test_bulk_stores_wait_for_their_reads_before_a_buffer_is_reused(monkeypatch)
     from rotate._cuda import planner
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
-    threads = planner.PIPELINE_THREADS
+    threads = planner._t().pipeline_threads
     kernel = _kernels.chain_kernel(_kernels.TILE_BYTES, threads, _kernels.BUFFERS, 2, control_warp=True,
                                    direct_decode=True, pipeline=True, bulk_stores=True)
     block = threads + _kernels.control_threads(True, True)
@@ -113,7 +113,7 @@ def test_co_resident_kernel_draws_one_lane_and_keeps_its_registers(monkeypatch, 
     compiled out; it must still fit its launch bounds without spilling to local memory."""
     from rotate._cuda import planner
 
-    threads = planner.PIPELINE_THREADS
+    threads = planner._t().pipeline_threads
     kernel = _kernels.chain_kernel(_kernels.TILE_BYTES, threads, _kernels.BUFFERS, 2, control_warp=True,
                                    direct_decode=True, pipeline=True, one_lane=True)
     block = threads + _kernels.control_threads(True, True)
@@ -129,7 +129,7 @@ def test_traced_kernel_is_a_separate_build_and_the_default_has_no_timers(monkeyp
     from rotate._cuda import planner
 
     assert "globaltimer" not in pipeline_ptx and "clock64" not in pipeline_ptx
-    threads = planner.PIPELINE_THREADS
+    threads = planner._t().pipeline_threads
     kernel = _kernels.chain_kernel(_kernels.TILE_BYTES, threads, _kernels.BUFFERS, 2, control_warp=True,
                                    direct_decode=True, pipeline=True, one_lane=True, trace=1 << 40)
     block = threads + _kernels.control_threads(True, True)
@@ -215,7 +215,7 @@ def test_cycle_run_writer_compiles_without_local_memory(monkeypatch, unit):
     from rotate._cuda import _lanes, planner
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
-    threads = planner.RUN_CYCLE_THREADS
+    threads = planner._t().run_cycle_threads
     kernel = _lanes.cycle_kernel(unit, threads, True)
     text, _ = cuda.compile_ptx(kernel.py_func, (types.int64,) * 21, cc=(9, 0), launch_bounds=threads)
     assert "st.global.v4.u32" in text and text.count("shf.r.clamp.b32") >= 16

@@ -16,15 +16,13 @@ from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 
 from rotate import _cpu
+from rotate._tuning import cpu as cpu_tuning
 
 WORD_DTYPES = [np.uint8, np.uint16, np.uint32, np.uint64]
 
 # Sizes around the edges the algorithms care about: tiny, primes, powers of two +-1.
 EDGE_SEGS = [2, 3, 4, 5, 7, 8, 13, 15, 16, 17, 31, 32, 33, 61, 63, 64, 65, 97, 127, 128, 129, 251, 255, 256, 257,
              509, 1021, 1023, 1024, 1025]
-
-
-_BUDGET_NAMES = ("SCRATCH_BYTES", "TILE_BYTES", "LANES", "MIN_LANE_BYTES", "SMALL_ROW_BYTES")
 
 
 @contextlib.contextmanager
@@ -34,18 +32,13 @@ def tiny_budget(scratch_bytes=None, tile_bytes=None, lanes=None, small_row_bytes
     Yields the assignment that reproduces the setting (empty when left at defaults).
     A context manager rather than a fixture: hypothesis runs many examples per fixture.
     """
-    saved = {name: getattr(_cpu, name) for name in _BUDGET_NAMES}
     if scratch_bytes is None:
         yield ""
         return
-    values = (scratch_bytes, tile_bytes, lanes, 1, small_row_bytes)
-    try:
-        for name, value in zip(_BUDGET_NAMES, values):
-            setattr(_cpu, name, value)
-        yield f"_cpu.{', _cpu.'.join(_BUDGET_NAMES)} = {', '.join(map(str, values))}"
-    finally:
-        for name, value in saved.items():
-            setattr(_cpu, name, value)
+    fields = dict(scratch_bytes=scratch_bytes, tile_bytes=tile_bytes, lanes=lanes, min_lane_bytes=1,
+                  small_row_bytes=small_row_bytes)
+    with cpu_tuning.override(**fields):
+        yield f"rotate._tuning.cpu.override(**{fields})"
 
 
 def random_words(rng, size, dtype):
@@ -99,12 +92,8 @@ def check_rows(rows, seg, k, dtype, seed, setup):
 @contextlib.contextmanager
 def chain_tiles(tiles, scratch_bytes):
     """One lane, a small scratch bound and small chain tiles: long shifts of small rows take chain-serial."""
-    saved = (_cpu.CHAIN_TILE_BYTES, _cpu.SCRATCH_BYTES, _cpu.LANES)
-    _cpu.CHAIN_TILE_BYTES, _cpu.SCRATCH_BYTES, _cpu.LANES = tiles, scratch_bytes, 1
-    try:
-        yield f"_cpu.CHAIN_TILE_BYTES, _cpu.SCRATCH_BYTES, _cpu.LANES = {tiles}, {scratch_bytes}, 1"
-    finally:
-        _cpu.CHAIN_TILE_BYTES, _cpu.SCRATCH_BYTES, _cpu.LANES = saved
+    with cpu_tuning.override(chain_tile_bytes=tuple(tiles), scratch_bytes=scratch_bytes, lanes=1):
+        yield f"rotate._tuning.cpu.override(chain_tile_bytes={tuple(tiles)}, scratch_bytes={scratch_bytes}, lanes=1)"
 
 
 @settings(deadline=None, max_examples=150)
@@ -143,7 +132,7 @@ def test_chain_serial_ring_is_placed_away_from_4k_aliasing(row, ring, k):
     keep their stores at least 256 bytes off their loads modulo 4096, within the spare bytes, and the
     ring keeps the row's alignment modulo 64."""
     offset = _cpu._ring_offset(row, ring, k)
-    assert 0 <= offset < _cpu.ALIAS_SLACK
+    assert 0 <= offset < cpu_tuning.current().alias_slack
     start = ring + offset
     for distance in ((row - start) % 4096, (start - row - k) % 4096):
         assert 256 <= distance <= 4096 - 64, (distance, offset)
@@ -156,13 +145,9 @@ def test_block_swaps_whose_copies_alias_take_the_chain():
     assert [_cpu._aliasing(d) for d in (0, 1, 15, 16, 4096, 4097, 4111, 4112, -4081, -8)] == \
         [False, True, True, False, False, True, True, False, True, False]
     seg = 1 << 22  # 32 MiB of float64: half a row is over the scratch bound, so block swaps are planned
-    saved = _cpu.LANES
-    _cpu.LANES = 2
-    try:
+    with cpu_tuning.override(lanes=2):
         aliasing = _cpu.plan_rows(1, seg, seg // 2 - 1, 8)[0]
         apart = _cpu.plan_rows(1, seg, seg // 2 - 3, 8)[0]
-    finally:
-        _cpu.LANES = saved
     assert aliasing == "chain-serial"
     assert apart.startswith("block-swap"), apart
 
@@ -170,9 +155,7 @@ def test_block_swaps_whose_copies_alias_take_the_chain():
 @pytest.mark.parametrize("rows,seg", [(1, 3 * (1 << 20) + 11), (2, 3 * (1 << 20) + 11)])
 def test_chain_serial_with_its_default_tiles(rows, seg):
     """Rows long enough for 16-64 KiB tiles: the ring moves within its spare bytes row by row."""
-    saved = _cpu.LANES, _cpu.SCRATCH_BYTES
-    _cpu.LANES, _cpu.SCRATCH_BYTES = 1, 200 << 10  # a shift that fits scratch takes buffered-shift
-    try:
+    with cpu_tuning.override(lanes=1, scratch_bytes=200 << 10):  # a shift that fits scratch takes buffered-shift
         for k in (seg // 3, seg // 2 + 3, seg // 4 + 3):
             name, scratch, moved = _cpu.plan_rows(rows, seg, k, 1)
             assert name == "chain-serial", (seg, k, name)
@@ -180,8 +163,6 @@ def test_chain_serial_with_its_default_tiles(rows, seg):
             expected = np.roll(buf.reshape(rows, seg), -k, axis=1).reshape(-1)
             _cpu.rotate_rows_inplace(buf, rows, seg, k)
             np.testing.assert_array_equal(buf, expected, err_msg=f"rows={rows} seg={seg} k={k}")
-    finally:
-        _cpu.LANES, _cpu.SCRATCH_BYTES = saved
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint64])
@@ -240,7 +221,7 @@ def test_plan_rows_is_bounded_and_consistent():
     for k in (1, 3, 4097, n // 3, n // 2 + 3, n - 1, n // 2):
         for itemsize in (1, 8):
             name, scratch, moved = _cpu.plan_rows(1, n // itemsize, k // itemsize or 1, itemsize)
-            assert scratch <= _cpu.SCRATCH_BYTES
+            assert scratch <= cpu_tuning.current().scratch_bytes
             assert 2 * n <= moved <= 6 * n, (name, moved)
     assert _cpu.plan_rows(1, 100, 50, 8)[0] == "buffered-shift"
     assert _cpu.plan_rows(10**6, 8, 3, 8)[0] == "small-rows-copy"
@@ -328,5 +309,5 @@ def test_plan_strided_bounded():
     shape, strides = (1 << 24,), (16,)
     for shift in (1, 3, 4097, (1 << 24) // 3):
         name, scratch, moved = _cpu.plan_strided(shape, strides, 8, shift, 0)
-        assert scratch <= _cpu.SCRATCH_BYTES
+        assert scratch <= cpu_tuning.current().scratch_bytes
         assert moved >= 2 * 8 * (1 << 24)

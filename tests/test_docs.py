@@ -95,19 +95,43 @@ def test_every_cited_result_file_exists():
     assert not missing, f"cited but not in docs/results/: {missing}"
 
 
-TUNING_ROW = re.compile(r"^\| `(rotate\.[\w.]+?)(?:\[\"(\w+)\"\])?` \| `([^`]+)` \|", re.M)
+TUNING_ROW = re.compile(r"^\| `((?:rotate|cpu|cuda)\.[\w.]+?)` \| `([^`]+)` \|", re.M)
+
+
+def _tuning_default(name: str):
+    """``cpu.x`` / ``cuda.x``: a field of the CPU policy or of the CUDA policy for sm_90 and newer;
+    ``rotate.module.NAME``: a module constant."""
+    import rotate._tuning.cpu as cpu_tuning
+    import rotate._tuning.cuda as cuda_tuning
+
+    owner, _, attr = name.rpartition(".")
+    if owner == "cpu":
+        return getattr(cpu_tuning.DEFAULT, attr)
+    if owner == "cuda":
+        return getattr(cuda_tuning.HOPPER, attr)
+    return getattr(importlib.import_module(owner), attr)
 
 
 def test_tuning_values_equal_the_code():
-    """Each row of docs/tuning.md names a module constant or settings default and its value."""
+    """Each row of docs/tuning.md names a tuning field or a kernel constant and its value."""
     rows = TUNING_ROW.findall((ROOT / "docs" / "tuning.md").read_text())
     assert len(rows) > 50
     wrong = []
-    for name, key, value in rows:
-        module, _, attr = name.rpartition(".")
-        actual = getattr(importlib.import_module(module), attr)
-        if key:
-            actual = actual[key]
+    for name, value in rows:
+        actual = _tuning_default(name)
         if actual != eval(value, {"__builtins__": {}}):  # a literal, or one like 16 << 10
-            wrong.append(f"{name}{f'[{key!r}]' if key else ''}: tuning.md says {value}, the code has {actual!r}")
+            wrong.append(f"{name}: tuning.md says {value}, the code has {actual!r}")
     assert not wrong, wrong
+
+
+def test_every_tuning_field_has_a_row():
+    """docs/tuning.md says why each value of both tuning objects is what it is: no field without a row."""
+    import dataclasses
+
+    import rotate._tuning.cpu as cpu_tuning
+    import rotate._tuning.cuda as cuda_tuning
+
+    listed = {name for name, _ in TUNING_ROW.findall((ROOT / "docs" / "tuning.md").read_text())}
+    fields = {f"cpu.{f.name}" for f in dataclasses.fields(cpu_tuning.CpuTuning)}
+    fields |= {f"cuda.{f.name}" for f in dataclasses.fields(cuda_tuning.CudaTuning)}
+    assert not fields - listed, f"tuning fields without a row in docs/tuning.md: {sorted(fields - listed)}"

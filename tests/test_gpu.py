@@ -23,6 +23,7 @@ if config.ENABLE_CUDASIM or not cuda.is_available():
 
 import rotate  # noqa: E402
 from cases import DTYPES, FIXED_CASES, Case, CudaRunner, cases, check_roll_case  # noqa: E402
+from rotate._tuning import cuda as cuda_tuning
 
 pytestmark = pytest.mark.gpu
 
@@ -242,7 +243,7 @@ def test_repeated_calls_take_the_quick_path_correctly(lib):
     np.testing.assert_array_equal(to_host(a), np.roll(host, total))
     np.testing.assert_array_equal(to_host(b), np.roll(host[::-1], total))
     assert any(key[0] == _quick_key_pointer(a) for key in _api._quick_calls)  # the quick path was taken
-    with planner.override(tile_bytes=4096):
+    with cuda_tuning.override(tile_bytes=4096):
         rotate.roll(a, 5)
         total += 5
     synchronise()

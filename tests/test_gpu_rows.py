@@ -24,11 +24,12 @@ from rows_cases import (BIG_ROWS_CASES, CHUNKED_ROWS_CASES, CHUNKED_RUNS, FIXED_
                         POOL_WALK_SETTINGS, TIGHT_POOL_WALK_SETTINGS, WALK_SETTINGS, CudaRowsRunner, RowsCase,
                         check_pool_filled, check_rows_case, launch_scratch_state, long_lane_cases, rows_cases,
                         walk_pool_bytes)
+from rotate._tuning import cuda as cuda_tuning  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
 RUNNER = CudaRowsRunner()
-SMALL_ROWS = CudaRowsRunner(constants={"MIN_CYCLE_ROW": 16})  # row-cycles on short rows too
+SMALL_ROWS = CudaRowsRunner(min_cycle_row=16)  # row-cycles on short rows too
 # Even fftshifts and narrow-strip rolls through row-cycles, as before half-swaps and flat_strips.
 NO_HALF_SWAPS = CudaRowsRunner(half_swaps=False, flat_strips=False)
 # lane-panels' panel kernel with its run writer on every lane (the warps variant takes 1-8 KiB by default).
@@ -125,7 +126,7 @@ def test_walk_choices_at_default_sizes_are_the_planners(seg):
     d = step.details
     assert step.algorithm == "lane-walks" and d["tile_bytes"][1] == (32768 if seg >= 2 << 20 else 24576), d
     trace = cuda.to_device(np.zeros(d["grid"] * len(L.WALK_TRACE_FIELDS), np.int64))
-    with planner.override(walk_trace=trace.device_ctypes_pointer.value):
+    with cuda_tuning.override(walk_trace=trace.device_ctypes_pointer.value):
         rotate.roll_rows(x, shifts)
     assert np.array_equal(x.copy_to_host(), np.stack([np.roll(r, int(s)) for r, s in zip(host, shifts)]))
     traced = dict(zip(L.WALK_TRACE_FIELDS, trace.copy_to_host().reshape(d["grid"], -1).sum(axis=0).tolist()))
@@ -263,7 +264,7 @@ def test_chunked_variant_forced_on_small_rows(index):
     variant, chunk, ring = CHUNKED_RUNS[index % len(CHUNKED_RUNS)]
     for settings_ in (dict(cycle_variant=variant, cycle_chunk_bytes=chunk, cycle_ring=ring, lane_threads=32),
                       dict(cycle_variant=variant)):
-        plan = check_rows_case(CudaRowsRunner(constants={"MIN_CYCLE_ROW": 16}, **settings_), case)
+        plan = check_rows_case(CudaRowsRunner(min_cycle_row=16, **settings_), case)
         assert plan.steps[0].details["variant"] == "chunked", plan
 
 
@@ -330,7 +331,7 @@ def test_repeated_roll_rows_take_the_quick_path_and_stay_correct(library, monkey
             rotate.roll_rows(x, s)
             want = np.stack([np.roll(r, int(k)) for r, k in zip(want, read(s))])
             assert np.array_equal(read(x), want)
-    with planner.override(lane_writer="gather"):  # the plan key changed: the full path plans again
+    with cuda_tuning.override(lane_writer="gather"):  # the plan key changed: the full path plans again
         rotate.roll_rows(x, s)
     want = np.stack([np.roll(r, int(k)) for r, k in zip(want, read(s))])
     assert np.array_equal(read(x), want)

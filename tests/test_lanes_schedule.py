@@ -73,6 +73,7 @@ def test_the_emulator_catches_a_schedule_without_pre_reads(monkeypatch):
 # --- lane-swaps (roll_rows' lanes beyond a block's shared memory) ---
 
 from rotate import _schedule as S  # noqa: E402
+from rotate._tuning import cuda as cuda_tuning
 
 
 @settings(deadline=None, max_examples=400)
@@ -283,7 +284,7 @@ def test_half_swaps_equal_numpy_in_any_item_order(data, threads, vecs, seed):
     seg = 32 * data.draw(st.integers(1, 20))
     note(f"lead={lead} shifts={shifts} seg={seg}")
     rows = int(np.prod(lead)) if lead else 1
-    with planner.override(lane_threads=threads, half_swap_vecs=vecs), \
+    with cuda_tuning.override(lane_threads=threads, half_swap_vecs=vecs), \
             mock.patch.object(planner, "device_shape", lambda device_id=0: (132, 228 * 1024)), \
             mock.patch.object(planner, "_device_id", lambda: 0):  # plan as for an H200, without one
         step = planner.plan_half_swaps(lead or (1,), shifts or (0,), rows, seg, seg // 2, 1, 0)
@@ -329,7 +330,7 @@ def test_the_half_swap_emulator_catches_a_wrong_partner(monkeypatch):
 def _plan_as_h200(fn, *args, **overrides):
     from rotate._cuda import planner
 
-    with planner.override(**overrides), \
+    with cuda_tuning.override(**overrides), \
             mock.patch.object(planner, "device_shape", lambda device_id=0: (132, 228 * 1024)), \
             mock.patch.object(planner, "_device_id", lambda: 0):
         return fn(*args)

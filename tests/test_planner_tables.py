@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from rotate import _schedule as S
+from rotate._tuning import cuda as cuda_tuning
 
 planner = pytest.importorskip("rotate._cuda.planner")
 
@@ -28,7 +29,7 @@ def gpu(monkeypatch):
     monkeypatch.setattr(planner, "device_shape", lambda device_id=0: (132, 228 * 1024))
     monkeypatch.setattr(planner, "_device_id", lambda: 0)
     monkeypatch.setattr(planner, "_cooperative_config", lambda: False)
-    with planner.override(tile_bytes=64, threads=4, grid=3):
+    with cuda_tuning.override(tile_bytes=64, threads=4, grid=3):
         yield planner
 
 

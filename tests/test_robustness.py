@@ -9,6 +9,7 @@ arrays without a GPU, and plan invariants checked on every planned case.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -24,6 +25,8 @@ from hypothesis import strategies as st
 
 import rotate
 from rotate import _api, _arrays, _cpu, _validate
+from rotate._tuning import cpu as cpu_tuning
+from rotate._tuning import cuda as cuda_tuning
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
@@ -66,7 +69,7 @@ def check_plan(p, a, bound=None):
             assert s.scratch_bytes == 0
         if bound is not None:
             assert s.scratch_bytes <= bound
-        assert s.scratch_bytes <= _cpu.SCRATCH_BYTES
+        assert s.scratch_bytes <= cpu_tuning.current().scratch_bytes
     return p
 
 
@@ -318,16 +321,17 @@ def test_max_scratch_bytes_is_honoured(case, bound):
     rotate.roll(warm, shift, axis, max_scratch_bytes=bound)
     peak = _peak(lambda: rotate.roll(a, shift, axis, max_scratch_bytes=bound))
     assert np.array_equal(a, expected)
-    assert peak <= min(bound, _cpu.SCRATCH_BYTES) + SLACK, (p, peak)
+    assert peak <= min(bound, cpu_tuning.current().scratch_bytes) + SLACK, (p, peak)
     assert peak >= p.scratch_bytes  # the plan says what is really allocated
 
 
 def test_default_scratch_bound_measured():
-    a = np.arange(1 << 21, dtype=np.int64)  # 16 MiB, shift of 4 MiB: more than SCRATCH_BYTES
+    a = np.arange(1 << 21, dtype=np.int64)  # 16 MiB, shift of 4 MiB: more than the scratch bound
     rotate.roll(a.copy(), 1 << 19)
     p = rotate.plan(a, 1 << 19)
     peak = _peak(lambda: rotate.roll(a, 1 << 19))
-    assert p.scratch_bytes <= _cpu.SCRATCH_BYTES and peak <= _cpu.SCRATCH_BYTES + SLACK
+    bound = cpu_tuning.current().scratch_bytes
+    assert p.scratch_bytes <= bound and peak <= bound + SLACK
     assert np.array_equal(a, np.roll(np.arange(1 << 21), 1 << 19))
 
 
@@ -339,10 +343,10 @@ def test_bound_below_one_word_still_rolls():
     assert np.array_equal(a, np.roll(np.arange(1, 1001, dtype=np.uint64), 10))
 
 
-def test_cpu_plan_cache_follows_tunables(monkeypatch):
+def test_cpu_plan_cache_follows_tunables(tune):
     a = np.arange(1 << 16, dtype=np.int64)
     before = rotate.plan(a, 3000)
-    monkeypatch.setattr(_cpu, "SCRATCH_BYTES", 1024)
+    tune.cpu(scratch_bytes=1024)
     after = rotate.plan(a, 3000)
     assert after.scratch_bytes <= 1024 < before.scratch_bytes
 
@@ -458,15 +462,15 @@ def gpu_planner(monkeypatch):
 def test_gpu_default_scratch_is_the_larger_of_one_percent_and_the_floor(gpu_planner):
     # main's chain schedule replaced "short": its scratch is per-lane pre-reads, so the
     # bound shows in default_cap and in which plans fit under it.
-    assert gpu_planner.default_cap(1, 1 << 20) == gpu_planner.MIN_SCRATCH  # 1% would be 10 KiB
+    assert gpu_planner.default_cap(1, 1 << 20) == gpu_planner._t().min_scratch  # 1% would be 10 KiB
     n = 4 << 30  # 1% is 43 MB > 16 MiB
-    assert gpu_planner.default_cap(1, n) == n // gpu_planner.SCRATCH_FRACTION
+    assert gpu_planner.default_cap(1, n) == n // gpu_planner._t().scratch_fraction
     small = gpu_planner.plan_step(None, 1, 1, 1 << 20, (1 << 19) + 16, 1, 0, None)  # exactly half: half-swaps
     assert small.algorithm == "chain"  # needs more than 1% of the array: only the floor lets it buffer
-    assert (1 << 20) // gpu_planner.SCRATCH_FRACTION < small.scratch_bytes <= gpu_planner.MIN_SCRATCH
+    assert (1 << 20) // gpu_planner._t().scratch_fraction < small.scratch_bytes <= gpu_planner._t().min_scratch
     big = gpu_planner.plan_step(None, 1, 1, n, 30 << 20, 1, 0, None)
     assert big.algorithm == "chain"
-    assert big.scratch_bytes <= max(n // gpu_planner.SCRATCH_FRACTION, gpu_planner.MIN_SCRATCH)
+    assert big.scratch_bytes <= max(n // gpu_planner._t().scratch_fraction, gpu_planner._t().min_scratch)
     capped = gpu_planner.plan_step(None, 1, 1, n, 30 << 20, 1, 0, 1 << 20)
     assert capped.algorithm != "chain" and capped.scratch_bytes <= 1 << 20
 
@@ -482,10 +486,10 @@ def test_gpu_pipelined_kernel_only_where_bulk_copies_exist(gpu_planner, monkeypa
     for shift in (3, 1 << 19):  # shorter than a tile (single under "auto"), and longer (control warp)
         d = gpu_planner.plan_step(None, 1, 1, 1 << 22, shift, 1, 0, None).details
         assert d["pipeline"] == hopper
-        assert d["block"] == (gpu_planner.PIPELINE_THREADS + 64 if hopper else
+        assert d["block"] == (gpu_planner._t().pipeline_threads + 64 if hopper else
                               _kernels.THREADS + (32 if d["control_warp"] else 0))
         assert d["control_warp"] == (hopper or shift >= d["tile_bytes"])
-    with gpu_planner.override(chain_variant="pipeline"):
+    with cuda_tuning.override(chain_variant="pipeline"):
         if hopper:
             assert gpu_planner.plan_step(None, 1, 1, 1 << 22, 3, 1, 0, None).details["pipeline"]
         else:
@@ -513,9 +517,9 @@ def test_gpu_plan_cache_key_includes_tunables(gpu_planner):
 
     cuda = _backends.backend_named("cuda")
     info = _arrays.ArrayInfo((1 << 20,), (1,), np.dtype(np.uint8), "cuda", pointer=1 << 20)
-    with gpu_planner.override(grid=8, tile_bytes=8192):
+    with cuda_tuning.override(grid=8, tile_bytes=8192):
         a = _api._make_plan(cuda, info, {None: 12345}, None)
-    with gpu_planner.override(grid=8, tile_bytes=4096):
+    with cuda_tuning.override(grid=8, tile_bytes=4096):
         b = _api._make_plan(cuda, info, {None: 12345}, None)
     assert a.tile_bytes == 8192 and b.tile_bytes == 4096
 
@@ -524,7 +528,7 @@ def test_gpu_lane_panel_groups(gpu_planner):
     """lane-panels' run writer: groups of a warp or more, as many as a panel has lanes, unless
     ``row_threads`` forces a size (which must divide the block)."""
     def details(n, **forced):
-        with gpu_planner.override(**forced):
+        with cuda_tuning.override(**forced):
             return gpu_planner.plan_lane_panels(1, 1 << 18, n, 4, 0).details
 
     got = {n * 4: (details(n, lane_warps=False)["panel_rows"], details(n, lane_warps=False)["row_threads"])
@@ -545,7 +549,7 @@ def test_gpu_lane_warps_take_lanes_of_1_to_8_kib(gpu_planner):
     from rotate._cuda import _lanes as L
 
     def details(lanes, n, item=4, **forced):
-        with gpu_planner.override(**forced):
+        with cuda_tuning.override(**forced):
             return gpu_planner.plan_lane_panels(1, lanes, n, item, 0).details
 
     sms, _ = gpu_planner.device_shape(0)
@@ -598,14 +602,14 @@ def test_gpu_long_lanes_plan_lane_swaps_one_launch_of_two_blocks_an_sm(gpu_plann
     rows, n = 256, 1 << 22
     assert gpu_planner.plan_lane_panels(1, rows, n, 1, 0) is None
     shifts = np.random.default_rng(0).integers(-n, n, rows)
-    with gpu_planner.override(long_lanes="swaps"):
+    with cuda_tuning.override(long_lanes="swaps"):
         host = gpu_planner.plan_long_lanes(1, rows, n, 1, 3, None, shifts)
         device = gpu_planner.plan_long_lanes(1, rows, n, 1, 3, None, None)
     for step in (host, device):
         d = step.details
         assert step.algorithm == d["schedule"] == "lane-swaps" and d["launches"] == 1 and not d["co_resident"]
         assert d["grid"] == min(rows, 132 * 2) and d["block"] == L.THREADS and d["head0"] == 3
-        assert 2 * (d["smem_bytes"] + 1024 + 64) <= 228 * 1024 and d["smem_bytes"] <= L.MAX_BLOCK_SMEM
+        assert 2 * (d["smem_bytes"] + 1024 + 64) <= 228 * 1024 and d["smem_bytes"] <= cuda_tuning.HOPPER.max_block_smem
         assert L.swap_smem_bytes(d["panel_bytes"], d["save_bytes"]) == d["smem_bytes"]
         assert 75 * 1024 < d["save_bytes"] < 90 * 1024 and d["panel_bytes"] == 16 * 1024
         assert step.scratch_bytes == 0
@@ -613,14 +617,14 @@ def test_gpu_long_lanes_plan_lane_swaps_one_launch_of_two_blocks_an_sm(gpu_plann
     assert host.bytes_moved == want and not host.details["bytes_moved_is_bound"]
     assert device.bytes_moved == 4 * rows * n >= want and device.details["bytes_moved_is_bound"]
     # Lanes whose every small side fits the saved side: exactly 2N even for device shifts.
-    with gpu_planner.override(swap_save_bytes=120_000):
+    with cuda_tuning.override(swap_save_bytes=120_000):
         short = gpu_planner.plan_long_lanes(1, 10, 120_000, 2, 0, None, None)
     assert short.bytes_moved == 2 * 10 * 240_000 and not short.details["bytes_moved_is_bound"]
     # A few huge lanes with host shifts: a chain launch per run of equal shifts.
     few = gpu_planner.plan_long_lanes(1, 2, 1 << 27, 1, 0, None, np.array([5, 5]))
     assert few.algorithm == "lane-chains"
     assert gpu_planner.plan_long_lanes(1, 2, 1 << 27, 1, 0, None, None).algorithm == "lane-swaps"  # over 24 MiB
-    with gpu_planner.override(swap_save_bytes=1 << 20, long_lanes="swaps"):
+    with cuda_tuning.override(swap_save_bytes=1 << 20, long_lanes="swaps"):
         with pytest.raises(ValueError, match="swap_save_bytes"):
             gpu_planner.plan_long_lanes(1, rows, n, 1, 0, None, None)
 
@@ -664,13 +668,13 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
         assert 2 * (d["smem_bytes"] + 1024 + 2048) <= 228 * 1024, d  # two blocks an SM, static memory too
         assert d["tile_bytes"] == (L.WALK_WIDE_TILE_BYTES // 2, L.WALK_WIDE_TILE_BYTES)
         assert d["max_tiles"] == L.WALK_WIDE_MAX_TILES and d["buffers"] == L.WALK_BUFFERS
-        assert d["share_bytes"] == int(n * gpu_planner.WALK_SHARE) // 16 * 16
-        assert d["pool_bytes"] == int(rows * n * gpu_planner.WALK_POOL) // 16 * 16
+        assert d["share_bytes"] == int(n * gpu_planner._t().walk_share) // 16 * 16
+        assert d["pool_bytes"] == int(rows * n * gpu_planner._t().walk_pool) // 16 * 16
         assert step.scratch_bytes == d["grid"] * d["share_bytes"] + d["pool_bytes"]
     def replay(shifts, pool):
         """What the kernel does lane by lane, the pool asked in ticket (lane) order: (plan, bytes moved,
         lanes walked, pool bytes asked, lanes walked from the pool, each over-share lane's ask)."""
-        with gpu_planner.override(walk_pool_bytes=pool):
+        with cuda_tuning.override(walk_pool_bytes=pool):
             host = gpu_planner.plan_long_lanes(1, rows, n, 1, head, None, shifts)
         want = walked = used = over = 0
         asks = []
@@ -711,7 +715,7 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
     # Shorter lanes: block swaps (most small sides fit the saved side there); walks when asked.
     assert gpu_planner.plan_long_lanes(1, 64, (1 << 20) - 16, 1, 0, None, None).algorithm == "lane-swaps"
     assert gpu_planner.plan_long_lanes(1, 64, 1 << 20, 1, 0, None, None).algorithm == "lane-walks"
-    with gpu_planner.override(long_lanes="walks"):
+    with cuda_tuning.override(long_lanes="walks"):
         assert gpu_planner.plan_long_lanes(1, 64, 300_000, 1, 0, None, None).algorithm == "lane-walks"
     # A bound on scratch sets the share, the pool gets what is left of it (lanes over both take block
     # swaps in the same launch).
@@ -721,7 +725,7 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
     assert bounded.details["pool_bytes"] == (1 << 20) - grid * bounded.details["share_bytes"]
     # No more lanes than blocks: a block's share holds one lane, a sixth of it.
     one_lane = gpu_planner.plan_long_lanes(1, 264, n, 1, 0, None, None).details
-    assert one_lane["grid"] == 264 and one_lane["share_bytes"] == int(n * gpu_planner.WALK_SHARE_ONE_LANE) // 16 * 16
+    assert one_lane["grid"] == 264 and one_lane["share_bytes"] == int(n * gpu_planner._t().walk_share_one_lane) // 16 * 16
     # Lanes under 2 MiB or over the wide tiles' most tiles (15 MiB) walk tiles of at most 24 KiB.
     for seg in ((1 << 20), (2 << 20) - 16, 16 << 20):
         narrow = gpu_planner.plan_long_lanes(1, 8, seg, 1, 0, None, None).details
@@ -729,7 +733,7 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
     assert gpu_planner.plan_long_lanes(1, 8, 2 << 20, 1, 0, None, None).details["tile_bytes"][1] == 32768
     # The launch bound's blocks an SM (a measurement knob): it caps the grid's blocks an SM; 1 by default.
     assert gpu_planner.plan_long_lanes(1, rows, n, 1, 0, None, None).details["min_blocks"] == 1
-    with gpu_planner.override(walk_tile_bytes=16384, walk_max_tiles=128, swap_panel_bytes=8192, walk_min_blocks=3):
+    with cuda_tuning.override(walk_tile_bytes=16384, walk_max_tiles=128, swap_panel_bytes=8192, walk_min_blocks=3):
         capped = gpu_planner.plan_long_lanes(1, 4096, 1 << 20, 1, 0, None, None).details
         assert capped["min_blocks"] == 3 and capped["grid"] == 3 * 132, capped
     for knobs, message in (({"walk_min_blocks": 0}, "walk_min_blocks must be an integer from 1 to 8"),
@@ -741,7 +745,7 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
                            ({"walk_pool_bytes": -16}, "walk_pool_bytes must be >= 0"),
                            ({"walk_tile_bytes": 1 << 17}, "need .* bytes of shared memory a block"),
                            ({"long_lanes": "walks", "walk_max_tiles": 4}, "long_lanes='walks' cannot take lanes")):
-        with gpu_planner.override(**knobs):
+        with cuda_tuning.override(**knobs):
             with pytest.raises(ValueError, match=message):
                 gpu_planner.plan_long_lanes(1, rows, n, 1, 0, None, None)
 
@@ -767,17 +771,17 @@ def test_gpu_even_fftshifts_and_half_rolls_plan_half_swaps(gpu_planner):
     assert multi((8192, 8192), 8, {0: 1001, 1: 4096}, 0, None).algorithm == "row-cycles"  # not half
     assert multi((8192, 8194), 4, {0: 4096, 1: 4097}, 0, None).algorithm == "row-cycles"  # half row 16388 B
     for forced in ({"cycle_variant": "chunked"}, {"half_swaps": False}):
-        with gpu_planner.override(**forced):
+        with cuda_tuning.override(**forced):
             assert multi((8192, 8192), 8, {0: 4096, 1: 4096}, 0, None).algorithm == "row-cycles"
     one = gpu_planner.plan_step(1, 512, 1000, 8192, 4096, 8, 0, None)  # roll(a, 512, axis=1), (1000, 1024) f64
     assert one.algorithm == "half-swaps" and one.details["lead"] == (1, 1, 1, 1000) and one.rows == 1000
     flat = gpu_planner.plan_step(None, 1 << 29, 1, 1 << 30, 1 << 29, 1, 0, None)  # roll(a, n // 2), axis=None
     assert flat.algorithm == "half-swaps" and (flat.axis, flat.shift, flat.left_bytes) == (None, 1 << 29, 1 << 29)
     assert gpu_planner.plan_step(None, (1 << 29) + 1, 1, 1 << 30, (1 << 29) - 1, 1, 0, None).algorithm == "chain"
-    with gpu_planner.override(half_swap_vecs=5):
+    with cuda_tuning.override(half_swap_vecs=5):
         with pytest.raises(ValueError, match="half_swap_vecs"):
             multi((64, 64), 8, {0: 32, 1: 32}, 0, None)
-    with gpu_planner.override(lane_threads=384):  # groups are halvings of the block
+    with cuda_tuning.override(lane_threads=384):  # groups are halvings of the block
         with pytest.raises(ValueError, match="lane_threads must be a power of two for half-swaps, got 384"):
             multi((64, 64), 8, {0: 32, 1: 32}, 0, None)
 
@@ -788,7 +792,7 @@ def test_gpu_flat_strips_plan_a_flat_pass_and_a_narrow_strip(gpu_planner):
     boundary, two rolled leading axes or a strip a batch over the scratch bound keep row-cycles."""
     shape, shifts = (16384, 8192), {0: 1001, 1: 77}
     assert [s.algorithm for s in gpu_planner.plan_multi_axis(shape, 8, shifts, 0, None)] == ["row-cycles"]
-    with gpu_planner.override(flat_strips=True):
+    with cuda_tuning.override(flat_strips=True):
         # the flat rotation's pre-reads need 27.6 MiB: over the 16 MiB default bound, row-cycles stays
         assert [s.algorithm for s in gpu_planner.plan_multi_axis(shape, 8, shifts, 0, None)] == ["row-cycles"]
         flat, strip = gpu_planner.plan_multi_axis(shape, 8, shifts, 0, 64 << 20)
@@ -820,7 +824,7 @@ def test_gpu_row_cycles_variant_follows_the_row_length(gpu_planner):
     plan = gpu_planner.plan_row_cycles
 
     def run(shape, shifts, item=8, **settings):
-        with gpu_planner.override(**settings):
+        with cuda_tuning.override(**settings):
             return plan(shape, item, shifts, 0, None)
 
     mid = run((16384, 8192), {0: 1001, 1: 77})  # long cut cycles, a misaligned row shift: three rows
@@ -844,7 +848,7 @@ def test_gpu_row_cycles_variant_follows_the_row_length(gpu_planner):
     assert huge.details["blocks_per_sm"] == 1 and huge.details["ring"] >= 3  # few walks: deep rings
     assert run((4096, 65536), {0: 2048, 1: 32768}) is None  # 2048 first rows of 512 KiB exceed the bound
     for step in (big, rolled, huge):
-        assert step.details["smem_bytes"] <= gpu_planner.MAX_LANE_SMEM
+        assert step.details["smem_bytes"] <= gpu_planner._t().max_lane_smem
     forced = run((8192, 8192), {0: 4096, 1: 4096}, cycle_variant="chunked")  # measurable against three-rows
     assert forced.details["variant"] == "chunked" and forced.details["blocks_per_sm"] >= 2
     assert run((16384, 16384), {0: 8192, 1: 8192}, cycle_variant="three-rows") is None
@@ -927,11 +931,10 @@ def test_processes_and_threads_under_each_threading_layer(layer, mode, tmp_path)
     assert f"ok {mode.replace('pool-', '')}" in result.stdout
 
 
-def test_serial_twins_give_the_same_bytes(monkeypatch):
+def test_serial_twins_give_the_same_bytes(monkeypatch, tune):
     """What a forked GNU OpenMP child runs: every kernel without parallel regions."""
     monkeypatch.setitem(_cpu._FORCE_SERIAL, "on", True)
-    monkeypatch.setattr(_cpu, "LANES", 3)
-    monkeypatch.setattr(_cpu, "MIN_LANE_BYTES", 1)
+    tune.cpu(lanes=3, min_lane_bytes=1)
     rng = np.random.default_rng(4)
     for shape, shift, axis in [((4000,), 1234, None), ((64, 50), 7, 1), ((300, 8), 3, 1),
                                ((50, 64), 11, 0), ((10000,), 4999, None)]:
@@ -943,8 +946,7 @@ def test_serial_twins_give_the_same_bytes(monkeypatch):
         want = np.roll(s, 2, axis=0)
         rotate.roll(s, 2, axis=0)
         assert np.array_equal(s, want)
-    with monkeypatch.context() as m:
-        m.setattr(_cpu, "SCRATCH_BYTES", 256)
+    with cpu_tuning.override(scratch_bytes=256):
         a = rng.integers(1, 1 << 60, 10001)
         want = np.roll(a, 5000)
         rotate.roll(a, 5000)
@@ -1029,7 +1031,7 @@ def test_quick_path_takes_tuples_of_ints(quick_device):
 def test_quick_path_replans_when_a_setting_changes(quick_device):
     a = _FakeDeviceArray(1 << 20)
     first = _api._prepare(a, 12345, None, None, None, None)[3]
-    with quick_device.override(grid=8, tile_bytes=4096):
+    with cuda_tuning.override(grid=8, tile_bytes=4096):
         under = _api._prepare(a, 12345, None, None, None, None)[3]
         assert under.tile_bytes == 4096 and under == rotate.plan(a, 12345)
     assert _api._prepare(a, 12345, None, None, None, None)[3] == first
@@ -1075,22 +1077,26 @@ def test_quick_path_runs_on_the_stream_an_array_is_bound_to(quick_device):
     assert _arrays.quick_device(a)[2] == 0xABC0
 
 
-def test_gpu_plan_cache_key_includes_the_planners_module_constants(gpu_planner, monkeypatch):
-    # Issue #8: the key holds everything a planner reads; module constants are patched by tests
-    # and measurements (rows_knobs.py sets _lanes.PANEL_BYTES), so a patched one must plan anew.
+def test_gpu_plan_cache_key_includes_the_tuning_policy(gpu_planner, tune):
+    # Issue #8: the key holds everything a planner reads: the tuning policy itself, so a changed field
+    # (any of them) plans anew.
     from rotate import _backends
-    from rotate._cuda import _lanes
 
     cuda = _backends.backend_named("cuda")
     info = _arrays.ArrayInfo((4096, 1024), (4096, 4), np.dtype(np.float32), "cuda", pointer=1 << 20)
-    monkeypatch.setitem(gpu_planner.settings, "flat_strips", False)  # a narrow strip: row-cycles, not a flat pass
+    tune.cuda(flat_strips=False)  # a narrow strip: row-cycles, not a flat pass
     before = _api._make_plan(cuda, info, {0: 3, 1: 5}, None)
-    monkeypatch.setattr(gpu_planner, "MIN_CYCLE_ROW", 1 << 20)  # 4 KiB rows no longer take row-cycles
+    tune.cuda(min_cycle_row=1 << 20)  # 4 KiB rows no longer take row-cycles
     after = _api._make_plan(cuda, info, {0: 3, 1: 5}, None)
     assert before.algorithm == "row-cycles" and after.algorithm != "row-cycles"
     key = cuda.plan_key(info, None)
-    monkeypatch.setattr(_lanes, "PANEL_BYTES", 2 * _lanes.PANEL_BYTES)  # what lane-panels plans read
-    assert cuda.plan_key(info, None) != key
+    assert gpu_planner._t() in key
+    for field in dataclasses.fields(cuda_tuning.CudaTuning):
+        value = getattr(gpu_planner._t(), field.name)
+        other = (not value) if isinstance(value, bool) else "x" if isinstance(value, str) else \
+            value + (16,) if isinstance(value, tuple) else (value or 0) + 1
+        with cuda_tuning.override(**{field.name: other}):
+            assert cuda.plan_key(info, None) != key, field.name
 
 
 @pytest.mark.parametrize("name", ["chain", "half_swaps", "strips"])
@@ -1160,7 +1166,7 @@ def test_gpu_co_resident_chains_take_random_shifts(gpu_planner, monkeypatch):
     for s in (3, 4097, n - 7):  # nothing pre-read either way: the classic plan, no cooperative launch
         d = gpu_planner.plan_step(None, s, 1, n, s, 1, 0, None).details
         assert not d["co_resident"], (s, d)
-    with gpu_planner.override(co_resident=False):
+    with cuda_tuning.override(co_resident=False):
         assert not gpu_planner.plan_step(None, shifts[0], 1, n, shifts[0], 1, 0, None).details.get("co_resident")
     # The general multi-axis gate shape: a co-resident flat pass fits the default bound, then the strip.
     steps = gpu_planner.plan_multi_axis((16384, 8192), 8, {0: 1001, 1: 77}, 0, None)
@@ -1168,7 +1174,7 @@ def test_gpu_co_resident_chains_take_random_shifts(gpu_planner, monkeypatch):
     # A wide strip (1500 of 4096 columns) stays with three-row row-cycles unless flat_strips=True forces it.
     wide = gpu_planner.plan_multi_axis((3, 600, 4096), 1, {1: 77, 2: 1500}, 0, None)
     assert [s.algorithm for s in wide] == ["row-cycles"]
-    with gpu_planner.override(flat_strips=True):
+    with cuda_tuning.override(flat_strips=True):
         assert [s.algorithm for s in gpu_planner.plan_multi_axis((3, 600, 4096), 1, {1: 77, 2: 1500}, 0, None)][1:] \
             == ["row-strips"]
     assert S.PRE == 3  # the co-resident rule only trades PRE for WAIT (tests/test_schedule.py)
@@ -1272,7 +1278,7 @@ def test_gpu_even_lane_steps_are_exactly_the_lengths_that_load_every_sm_alike(m_
         lanes = rows * -(-m_max // steps)
         per_sm = -(-lanes // sms)
         light = per_sm * sms - lanes  # SMs that hold one block fewer than the others
-        assert (steps in even) == (per_sm >= 2 and light <= int(planner.CO_RESIDENT_EVEN_SLACK * sms)), \
+        assert (steps in even) == (per_sm >= 2 and light <= int(planner._t().co_resident_even_slack * sms)), \
             (steps, lanes, per_sm)
 
 

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 import rotate
 from rotate import _arrays
 from rotate import _cpu, _rows
+from rotate._tuning import cpu as cpu_tuning
 
 from rows_cases import CpuRowsRunner, check_rows_case, short_lane_cases
 from test_roll import DTYPES, HUGE, STRUCT9
@@ -71,21 +72,21 @@ def build(seed, base_shape, dtype, order, view_kind):
 @contextlib.contextmanager
 def tunables(lanes=None, poison_scratch=True, allocated=None):
     """Force ``lanes`` threads of work on tiny arrays; poison and count scratch."""
-    saved = (_cpu.LANES, _cpu.MIN_LANE_BYTES, _cpu.scratch_array)
+    saved = _cpu.scratch_array
 
     def scratch_array(words, dtype):
         if allocated is not None:
             allocated.append(words * np.dtype(dtype).itemsize)
         return np.full(words * np.dtype(dtype).itemsize, POISON, np.uint8).view(dtype)
 
+    fields = dict(lanes=lanes, min_lane_bytes=1) if lanes else {}
     try:
-        _cpu.LANES = lanes
-        _cpu.MIN_LANE_BYTES = 1 if lanes else saved[1]
-        if poison_scratch:
-            _cpu.scratch_array = scratch_array
-        yield
+        with cpu_tuning.override(**fields):
+            if poison_scratch:
+                _cpu.scratch_array = scratch_array
+            yield
     finally:
-        _cpu.LANES, _cpu.MIN_LANE_BYTES, _cpu.scratch_array = saved
+        _cpu.scratch_array = saved
 
 
 def lanes_oracle(a, shifts, axis):
@@ -169,7 +170,7 @@ def test_roll_rows_long_and_short_lanes(n, rows):
     assert np.array_equal(a, expected)
 
 
-# --- short lanes (<= SMALL_LANE_BYTES): words wider than the element, one-word lanes, funnel shifts ----
+# --- short lanes (<= small_lane_bytes): words wider than the element, one-word lanes, funnel shifts ----
 
 SHORT_ALGORITHMS = ("per-lane-word-rotate", "per-lane-small-copy", "per-lane-byte-window")
 SHORT_DTYPES = [np.dtype(np.uint8), np.dtype(np.int16), np.dtype(np.float32), np.dtype(np.float64),
@@ -226,7 +227,7 @@ def test_short_lanes_match_numpy_roll_for_every_item_size(dtype, n, outer, layou
     count = int(np.prod(lane_shape))
     near = np.arange(-3 * n - 2, 3 * n + 3, dtype=np.int64)
     shifts = np.concatenate([[2**63 - 1, -2**63], np.resize(np.roll(near, n), count - 2)]).reshape(lane_shape)
-    assert a.shape[axis] == n and dtype.itemsize * n <= _rows.SMALL_LANE_BYTES
+    assert a.shape[axis] == n and dtype.itemsize * n <= cpu_tuning.current().small_lane_bytes
     for lanes in (None, 2, 3):
         raw_now = raw.copy()
         a_now = view(raw_now)
@@ -266,7 +267,7 @@ def test_short_lanes_of_every_item_size_and_length(case, lanes):
         plan = check_rows_case(_CPU_ROWS, case)
     n = case.shape[-1]
     lane_bytes = n * np.dtype(case.dtype).itemsize
-    if n > 1 and lane_bytes % 4 and lane_bytes <= _rows.SMALL_LANE_BYTES and case.nbytes >= 8:
+    if n > 1 and lane_bytes % 4 and lane_bytes <= cpu_tuning.current().small_lane_bytes and case.nbytes >= 8:
         (step,) = plan.steps
         if step.word_bytes == lane_bytes:  # a 2-byte lane at even pitches is one word: bit-rotated in a register
             assert lane_bytes == 2 and plan.algorithm == "per-lane-word-rotate", str(plan)
@@ -533,7 +534,7 @@ def test_multi_axis_plan_reports_one_pass_with_bounded_scratch():
     p = rotate.plan(a, (1024, 512), axis=(0, 1))
     assert len(p.steps) == 1 and p.algorithm == "multi-axis-cycles"
     assert p.steps[0].axis == (0, 1) and p.steps[0].shift == (1024, 512)
-    assert p.scratch_bytes <= 2 * _cpu.SCRATCH_BYTES and p.scratch_bytes <= 64 * 1024 * 2
+    assert p.scratch_bytes <= 2 * cpu_tuning.current().scratch_bytes and p.scratch_bytes <= 64 * 1024 * 2
     # Blocks larger than the budget: one pass per axis, and the plan says so with one step each.
     p = rotate.plan(a, (3, 5), axis=(0, 1), max_scratch_bytes=1024)
     assert len(p.steps) == 2 and "multi-axis" not in p.algorithm

@@ -320,9 +320,9 @@ def test_block_swap_planning_gives_up_after_its_pass_limit():
 
     asked = []
     swaps, _ = planner.gries_mills(1_000_003, 1_000_002, lambda n, k: asked.append((n, k)) or False,
-                                   planner.MAX_SWAP_PASSES)
-    assert len(swaps) == planner.MAX_SWAP_PASSES + 1
-    assert len(asked) <= planner.MAX_SWAP_PASSES + 2
+                                   planner._t().max_swap_passes)
+    assert len(swaps) == planner._t().max_swap_passes + 1
+    assert len(asked) <= planner._t().max_swap_passes + 2
 
 
 def test_kinds_have_matches_the_fields():

@@ -3,8 +3,8 @@
 A compiled kernel must take every size-affecting value from the plan, never
 from a module constant frozen when numba compiled it: the planner sizes
 scratch with today's value, a cached kernel would run with the old one and
-write past its buffer (issue #30: ``_cpu.ALIAS_SLACK = 0`` overran the
-chain's scratch by up to 3,412 bytes; ``_rows.TWO_WORDS_MAX = 24`` did the
+write past its buffer (issue #30: ``alias_slack = 0`` overran the
+chain's scratch by up to 3,412 bytes; ``two_words_max = 24`` did the
 same for 17-31-byte lanes). Here every scratch buffer gets poisoned guard
 bytes on both sides, checked after each call, and every result is compared
 with numpy byte for byte.
@@ -13,30 +13,34 @@ with numpy byte for byte.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 
 import numpy as np
 import pytest
 
 import rotate
-from rotate import _cpu, _rows
+from rotate import _cpu
+from rotate._tuning import cpu as cpu_tuning
 
 GUARD = 4096
 POISON = 0xA5
 
-# (module, name, values other than the default). Each value runs every call in CALLS.
+# (tuning field, values other than the default). Each value runs every call in CALLS. Every field of the
+# CPU policy is here (test_every_field_is_guarded).
 SETTINGS = [
-    (_cpu, "ALIAS_SLACK", [0, 64, 4095, 4096, 8192]),
-    (_cpu, "CHAIN_RING", [2, 3, 6]),
-    (_cpu, "CHAIN_TILE_BYTES", [(16 << 10,), (4096,), (128 << 10, 32 << 10)]),
-    (_cpu, "TILE_BYTES", [64, 4096, 1 << 20]),
-    (_cpu, "SMALL_ROW_BYTES", [0, 16, 4096]),
-    (_cpu, "MIN_LANE_BYTES", [1, 1 << 30]),
-    (_cpu, "LANES", [1, 2, 3]),
-    (_cpu, "SCRATCH_BYTES", [0, 4096, 1 << 16]),
-    (_rows, "TWO_WORDS_MAX", [0, 8, 12, 24, 32]),
-    (_rows, "SHIFT_BLOCK", [1, 3, 1024]),
-    (_rows, "COPY_LANE_BYTES", [0, 64, 1 << 20]),
-    (_rows, "SMALL_LANE_BYTES", [0, 8, 4096]),
+    ("alias_slack", [0, 64, 4095, 4096, 8192]),
+    ("chain_ring", [2, 3, 6]),
+    ("chain_tile_bytes", [(16 << 10,), (4096,), (128 << 10, 32 << 10)]),
+    ("tile_bytes", [64, 4096, 1 << 20]),
+    ("small_row_bytes", [0, 16, 4096]),
+    ("min_lane_bytes", [1, 1 << 30]),
+    ("lanes", [1, 2, 3]),
+    ("scratch_bytes", [0, 4096, 1 << 16]),
+    ("adapt_to_load", [True]),
+    ("two_words_max", [0, 8, 12, 24, 32]),
+    ("shift_block", [1, 3, 1024]),
+    ("copy_lane_bytes", [0, 64, 1 << 20]),
+    ("small_lane_bytes", [0, 8, 4096]),
 ]
 
 
@@ -94,35 +98,31 @@ def _check_guards(buffers: list, what: str) -> None:
                                  f"(up to {after.max() + 1} bytes past its end)")
 
 
+def test_every_field_is_guarded():
+    assert sorted(name for name, _ in SETTINGS) == sorted(f.name for f in dataclasses.fields(cpu_tuning.CpuTuning))
+
+
 @pytest.mark.slow  # 1 MB rolls under every setting: minutes on 2 cores (.ci/run runs -m slow)
-@pytest.mark.parametrize("module, name, values", SETTINGS, ids=[f"{m.__name__}.{n}" for m, n, _ in SETTINGS])
-def test_each_setting_keeps_scratch_in_bounds(module, name, values):
-    default = getattr(module, name)
+@pytest.mark.parametrize("name, values", SETTINGS, ids=[n for n, _ in SETTINGS])
+def test_each_setting_keeps_scratch_in_bounds(name, values):
     for value in values:
-        setattr(module, name, value)
-        try:
+        with cpu_tuning.override(**{name: value}):
             for what, data, call, want in CALLS:
                 a = data.copy()
                 buffers: list = []
                 with _guarded_scratch(buffers):
                     call(a)
-                label = f"{module.__name__}.{name} = {value!r}, {what}"
+                label = f"{name} = {value!r}, {what}"
                 _check_guards(buffers, label)
                 assert a.tobytes() == want.tobytes(), f"{label}: wrong result"
-        finally:
-            setattr(module, name, default)
 
 
 def test_settings_are_in_the_plan_key():
-    """A changed setting plans again: each is part of the CPU plan cache's key."""
+    """A changed setting plans again: the CPU plan cache's key holds the tuning policy."""
     from rotate import _backends
     backend = _backends.backend_named("cpu")
     info = backend.describe(np.zeros(10))[1]
-    for module, name, values in SETTINGS:
-        default = getattr(module, name)
+    for name, values in SETTINGS:
         before = backend.plan_key(info, None)
-        setattr(module, name, values[-1])
-        try:
-            assert backend.plan_key(info, None) != before, f"{module.__name__}.{name} is not in the plan key"
-        finally:
-            setattr(module, name, default)
+        with cpu_tuning.override(**{name: values[-1]}):
+            assert backend.plan_key(info, None) != before, f"{name} is not in the plan key"

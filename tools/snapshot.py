@@ -99,17 +99,23 @@ def adapter_pin_cpu_threads(threads: int) -> None:
 
 @contextlib.contextmanager
 def adapter_cpu_tuning(pairs: tuple) -> Iterator[None]:
-    """ADAPTER (CPU tuning): apply tests/cases.py's ``tunables`` pairs (module constants of rotate/_cpu.py)."""
-    from rotate import _cpu
+    """ADAPTER (CPU tuning): apply tests/cases.py's ``tunables`` pairs. Records name them as the module
+    constants of rotate/_cpu.py they were at the baseline (SCRATCH_BYTES ...); since the tuning objects
+    they are fields of rotate/_tuning/cpu.py, the same names in lower case."""
+    from rotate._tuning import cpu as cpu_tuning
 
-    saved = {name: getattr(_cpu, name) for name, _ in pairs}
-    try:
-        for name, value in pairs:
-            setattr(_cpu, name, value)
+    with cpu_tuning.override(**{name.lower(): value for name, value in pairs}):
         yield
-    finally:
-        for name, value in saved.items():
-            setattr(_cpu, name, value)
+
+
+def adapter_legacy_cpu_names(pairs) -> tuple:
+    """ADAPTER (CPU tuning): tests/cases.py's tuning pairs under the baseline's names (upper case)."""
+    return tuple((name.upper(), value) for name, value in pairs)
+
+
+#: ADAPTER (CUDA tuning): tuning fields that were planner module constants at the baseline, which records
+#: list apart from the settings, under their old names.
+LEGACY_GPU_CONSTANTS = ("min_cycle_row", "max_lane_smem", "min_chain_lane_bytes", "min_row_threads")
 
 
 def adapter_stub_gpu() -> None:
@@ -133,19 +139,12 @@ def adapter_stub_gpu() -> None:
 
 @contextlib.contextmanager
 def adapter_gpu_tuning(settings: dict, constants: dict) -> Iterator[None]:
-    """ADAPTER (CUDA tuning): planner settings (``planner.override``) and planner module constants, as
-    tests/rows_cases.py's ``CudaRowsRunner(constants=..., **settings)`` applies them."""
-    from rotate._cuda import planner
+    """ADAPTER (CUDA tuning): the baseline's planner settings and planner module constants (upper case),
+    since the tuning objects all fields of rotate/_tuning/cuda.py, as tests/rows_cases.py's runners apply them."""
+    from rotate._tuning import cuda as cuda_tuning
 
-    saved = {name: getattr(planner, name) for name in constants}
-    try:
-        for name, value in constants.items():
-            setattr(planner, name, value)
-        with planner.override(**settings):
-            yield
-    finally:
-        for name, value in saved.items():
-            setattr(planner, name, value)
+    with cuda_tuning.override(**settings, **{name.lower(): value for name, value in constants.items()}):
+        yield
 
 
 def adapter_step_record(step) -> dict:
@@ -199,7 +198,7 @@ def adapter_kernel_builds(step, pointer: int, host_shifts) -> list:
         return [("lane_swap", [d["block"], d["panel_bytes"]], i64 * 9)]
     if algorithm == "lane-walks":
         return [("lane_walk", [d["block"], d["buffers"], d["tile_bytes"][1], d["max_tiles"], d["panel_bytes"],
-                               int(planner.settings["walk_trace"]), d["min_blocks"]], i64 * 13)]
+                               int(planner._t().walk_trace), d["min_blocks"]], i64 * 13)]
     if algorithm == "half-swaps":
         return [("half_swap", [d["block"], d["vecs"], d["group"]], i64 * 15)]
     if algorithm == "row-strips":
@@ -438,7 +437,7 @@ def table_calls(limit: Optional[int] = None) -> list:
     for i, budgets in enumerate(cases.CPU_TINY_BUDGETS):
         for c in cases.FIXED_CASES:
             add(f"roll-fixed-budgets{i}", "cpu", "roll", c.shape, c.dtype, c.shift, c.axis, c.offset,
-                max_scratch=c.max_scratch, cpu_tunables=tuple(budgets) + tuple(c.tunables))
+                max_scratch=c.max_scratch, cpu_tunables=adapter_legacy_cpu_names(tuple(budgets) + tuple(c.tunables)))
     for tile in (None, 64, 256, 4096):
         settings = {} if tile is None else {"tile_bytes": tile}
         for c in cases.FIXED_CASES:
@@ -461,7 +460,7 @@ def table_calls(limit: Optional[int] = None) -> list:
 
     def split(settings: dict):
         settings = dict(settings)
-        return settings.pop("constants", {}), settings
+        return {name.upper(): settings.pop(name) for name in LEGACY_GPU_CONSTANTS if name in settings}, settings
 
     # tests/test_gpu_rows.py's runners.
     fixed_runners = [runner("default"), runner("small-rows", {"MIN_CYCLE_ROW": 16}),

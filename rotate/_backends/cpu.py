@@ -27,11 +27,10 @@ class CpuBackend(RowBackend):
         return a, ArrayInfo(a.shape, a.strides, a.dtype, "cpu")
 
     def plan_key(self, info: ArrayInfo, max_scratch_bytes: Optional[int]) -> tuple:
-        # Everything the CPU planners (rotate/_cpu.py, and rotate/_rows.py for
-        # multi-axis steps) read: thread count, tunables and the caller's
-        # scratch bound (it tightens SCRATCH_BYTES, down to the scratch-free
-        # reversal fallback).
-        return _cpu.planner_settings(info.size * info.itemsize) + _rows.planner_settings() + (max_scratch_bytes,)
+        # Everything the CPU planners (rotate/_cpu.py, rotate/_rows.py) read: the thread count, the tuning
+        # policy (every field) and the caller's scratch bound (it tightens the policy's scratch_bytes, down
+        # to the scratch-free reversal fallback).
+        return _cpu.planner_settings(info.size * info.itemsize) + (max_scratch_bytes,)
 
     def plan_steps(self, info, rotations, max_scratch_bytes):
         # Two or more axes of a contiguous array: one pass (rotate/_rows.py)

@@ -6,7 +6,6 @@ CUDA array: numpy-only users never pay for it.
 
 from __future__ import annotations
 
-import operator
 from typing import Any, Optional
 
 from .. import _arrays
@@ -36,27 +35,13 @@ def _launch():
     return module
 
 
-def _lanes():
-    module = _modules.get("lanes")
+def _tuning():
+    module = _modules.get("tuning")
     if module is None:
-        from .._cuda import _lanes as module
+        from .._tuning import cuda as module
 
-        _modules["lanes"] = module
+        _modules["tuning"] = module
     return module
-
-
-# The module constants the GPU planners read (tests and measurements patch
-# them), read in one C call each: part of every plan's cache key.
-_PLANNER_CONSTANTS = operator.attrgetter(
-    "SCRATCH_FRACTION", "MIN_SCRATCH", "MAX_SWAP_PASSES", "MAX_SWAP_ROWS", "MAX_CHAIN_LANES",
-    "MIN_CHAIN_LANE_BYTES", "MAX_LANE_SMEM", "MAX_SEGMENTS", "MIN_CYCLE_ROW", "MIN_CHUNKED_SWAP_ROW",
-    "CYCLE_CHUNKS", "CYCLE_RINGS", "CYCLE_AHEAD_BYTES", "ITEM_COST_BYTES",
-    "DEFAULT_CHAIN_VARIANT", "PIPELINE_THREADS", "PIPELINE_MIN_CAPABILITY", "HALF_SWAP_THREADS", "HALF_SWAP_VECS",
-    "MIN_ROW_THREADS", "RUN_THREADS", "RUN_PANEL_BYTES", "RUN_REGISTERS", "RUN_CYCLE_THREADS", "STRIP_REGISTERS",
-    "ONE_PASS_SCHEDULES", "CO_RESIDENT_SCAN", "CO_RESIDENT_NEAR", "CO_RESIDENT_EVEN_SLACK",
-    "FLAT_STRIP_FRACTION")
-_LANE_CONSTANTS = operator.attrgetter("THREADS", "PANEL_BYTES", "MAX_PANEL_ROWS", "MAX_BLOCK_SMEM",
-                                      "FAST_GATHER_ROW", "MAX_LEAD")
 
 
 def _simulated() -> bool:
@@ -97,10 +82,11 @@ class CudaBackend(RowBackend):
         return _launch().stream_handle(stream)
 
     def plan_key(self, info, max_scratch_bytes: Optional[int]) -> tuple:
+        # The device, its shape and the tuning policy itself (every field the planners read: rotate/_tuning/cuda.py).
         planner = _planner()
         device = planner._device_id()
-        return (device, planner.device_shape(device), planner.device_capability(device), planner.settings_key(),
-                _PLANNER_CONSTANTS(planner), _LANE_CONSTANTS(_lanes()), max_scratch_bytes)
+        capability = planner.device_capability(device)
+        return (device, planner.device_shape(device), capability, _tuning().current(capability), max_scratch_bytes)
 
     def plan_steps(self, info, rotations, max_scratch_bytes):
         # Several axes of a C- or F-contiguous array: one pass (half-swaps, or row-cycles where rows fit a block;

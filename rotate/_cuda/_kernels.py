@@ -14,6 +14,7 @@ import os
 from numba import cuda, int32, int64, uint32, uint64
 
 from .. import _schedule as S
+from .._tuning.cuda import HOPPER as _HOPPER
 from ._memops import (SIMULATED, address_low, atomic_add_u64, bulk_commit, bulk_load, bulk_reads_waiter, bulk_store,
                       bulk_wait_all, commit_copies, copies_waiter, copy16_async, copy16_async_at, funnel_right,
                       load16, load16_shared, load16_shared_at, load_acquire, load_i64, load_shared_at, mbar_address,
@@ -99,13 +100,11 @@ TRACE_FIELDS = ("t_start", "t_pre_done", "t_end", "P_loop", "P_load_wait", "P_re
  TR_DECODED_WAIT, TR_ISSUE, TR_ITEMS, TR_LANE, TR_SM, TR_W_WAIT, TR_W_WRITE, TR_DEC_DECODE, TR_DEC_FREE_WAIT,
  TR_READER_WAIT_MAX) = range(len(TRACE_FIELDS))
 
-#: Default tile and ring (docs/tuning.md, "GPU: the chain kernel"): 32 KiB tiles, three buffers
-#: (two items' copies in flight while the third is written; two blocks an
-#: SM), 256 threads. Two buffers (three blocks an SM) ran 6 points slower
-#: once the write loop was cut to a few instructions a vector.
-TILE_BYTES = 32 * 1024
-THREADS = 256
-BUFFERS = 3
+#: The kernel factories' defaults (probes, codegen tests): the tuning policy's values, which plans pass
+#: explicitly (rotate/_tuning/cuda.py says why they are what they are).
+TILE_BYTES = _HOPPER.tile_bytes
+THREADS = _HOPPER.default_threads
+BUFFERS = _HOPPER.buffers
 
 
 def buffer_vecs(tile_bytes: int) -> int:
@@ -385,7 +384,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     without walking the source runs, and readers without a ``WAIT`` are
     cleared from their packed kinds without walking the reader runs: the
     same descriptors and waits with fewer instructions on the decoding
-    thread (``planner.settings["chain_decode"]``, the default).
+    thread (the tuning's ``chain_decode="direct"``, the default).
 
     ``pipeline`` (with ``control_warp``; Hopper PTX): two warps after the
     data warps, one thread each: a decoder that decodes items ahead, and a
@@ -396,8 +395,8 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     "written" (``kernel_pipeline``). ``bulk_stores`` (pipelined only): an
     item whose source sits in its buffer at the destination's 16-byte
     phase, with whole vectors at both ends, is stored by the producer with
-    one bulk copy (shared to global) instead of by the data warps (not yet
-    timed: ``planner.settings["chain_bulk_store"]``).
+    one bulk copy (shared to global) instead of by the data warps (timed on
+    an H200, not faster: off unless the tuning's ``chain_bulk_store`` forces it).
     """
     if tile_bytes % 16 or tile_bytes < 64:
         raise ValueError(f"tile_bytes must be a multiple of 16 and >= 64, got {tile_bytes}")

@@ -58,19 +58,16 @@ from numba.extending import register_jitable
 
 
 from .. import _schedule as S
+from .._tuning.cuda import HOPPER as _HOPPER
 from .._rowperm import MAX_LEAD, source_row  # noqa: F401  (re-exported: the emulator and tests use L.source_row)
 from ._kernels import _write_moved, block_ticket, leave_launch, store_realigned, wait_copies_left
 from ._memops import (SIMULATED, atomic_add_u64, commit_copies, copies_waiter, copy16_async, global_timer, load16,
                       load16_shared, load_acquire, load_i64, store16, store8, store_relaxed, store_u64, sync_warp)
 
-THREADS = 256
-#: Bytes of lanes one panel item of ``roll_rows`` holds (short lanes are packed).
-PANEL_BYTES = 16 * 1024
-#: Lanes one panel holds at most (their shifts sit in shared memory too).
-MAX_PANEL_ROWS = 2048
-#: The most dynamic shared memory the planner gives a block: Hopper's opt-in limit
-#: (227 KiB) less room for the kernels' static shared memory.
-MAX_BLOCK_SMEM = 226 * 1024
+#: The kernel factories' defaults (probes, codegen tests): the tuning policy's values, which plans pass
+#: explicitly (rotate/_tuning/cuda.py says why they are what they are).
+THREADS = _HOPPER.default_lane_threads
+PANEL_BYTES = _HOPPER.default_panel_bytes
 #: Rows (lanes) from this many bytes take the two-loads-and-funnel gather.
 FAST_GATHER_ROW = 2048
 
@@ -411,16 +408,11 @@ def panel_kernel(unit: int, threads: int = THREADS, row_threads: int = 0):
     return kernel
 
 
-#: Threads of a ``lane-panels`` block of the ``warps`` variant: eight warps, each a lane at a time.
-WARP_THREADS = 256
-#: Lanes a warp of the ``warps`` variant reads ahead of the one it writes, plus one: its slots. More do
-#: not help: 2 KiB lanes ran 1.5 points slower with three, 1 KiB lanes no faster with five or eight
-#: (docs/tuning.md, "lane-panels"), so a warp's per-lane work, not its bytes in flight, is what is left.
-WARP_SLOTS = 2
+#: The ``warps`` variant's factory defaults (the tuning policy's: a block of eight warps, two slots a warp),
+#: and the most slots a warp may have.
+WARP_THREADS = _HOPPER.warp_threads
+WARP_SLOTS = _HOPPER.default_warp_slots
 MAX_WARP_SLOTS = 8
-#: Threads of a ``warps`` block for lanes of more than 4 KiB: four warps, so two slots of up to 8 KiB
-#: leave room for three blocks an SM (8 KiB lanes ran 3% faster than the panel kernel, twice).
-WARP_THREADS_LONG = 128
 #: Shifts a warp of the ``warps`` variant reads at once (one a thread) and keeps in shared memory.
 WARP_SHIFTS = 32
 
@@ -718,18 +710,13 @@ W_HEADER = 2
 W_XL, W_XH, W_SRC_AL, W_SLOT, W_VECS, W_SCRATCH, W_POS = range(7)
 W_PIECE = 7
 W_FIELDS = W_HEADER + WALK_PIECES * W_PIECE
-#: Tile sizes a walk chooses from: ``WALK_TILE_BYTES`` down to half of it; tiles a lane may have.
-WALK_TILE_BYTES = 24 * 1024
-WALK_MAX_TILES = 1024
-#: Lanes from ``WALK_WIDE_MIN_LANE_BYTES`` that fit ``WALK_WIDE_MAX_TILES`` tiles of at most
-#: ``WALK_WIDE_TILE_BYTES`` (2-15 MiB) take tiles of 16-32 KiB instead; fewer tables keep two blocks an
-#: SM. Measured on an H200 against the 12-24 KiB tiles, device ms (docs/tuning.md,
-#: "lane-walks"): 4 MiB lanes at 1 GiB 0.82 against 0.94 (the slowest block walked 301 small tiles), 2 MiB
-#: lanes 0.75-0.77 against 0.85; 1 MiB lanes 0.85 against 0.81, so those keep the smaller tiles.
-WALK_WIDE_TILE_BYTES = 32 * 1024
-WALK_WIDE_MAX_TILES = 480
-WALK_WIDE_MIN_LANE_BYTES = 2 << 20
-WALK_BUFFERS = 3
+#: The walk kernel's factory defaults: the tuning policy's tiles (``WALK_TILE_BYTES`` down to half of it),
+#: tiles a lane may have and buffers; and its wide tiles (rotate/_tuning/cuda.py, docs/tuning.md "lane-walks").
+WALK_TILE_BYTES = _HOPPER.default_walk_tile_bytes
+WALK_MAX_TILES = _HOPPER.default_walk_max_tiles
+WALK_WIDE_TILE_BYTES = _HOPPER.walk_wide_tile_bytes
+WALK_WIDE_MAX_TILES = _HOPPER.walk_wide_max_tiles
+WALK_BUFFERS = _HOPPER.default_walk_buffers
 #: What ``walk_kernel(trace=...)`` adds up a block: lanes walked, ns choosing, laying out, pre-reading
 #: (and the first decodes), walking, ns of lanes by block swaps, tiles walked, lanes walked from the
 #: pool, bytes pre-read, items whose write waited for a look-ahead reader's copies.

@@ -404,7 +404,7 @@ def check_co_resident(cu_kernel, details: dict, device: int) -> None:
         raise RuntimeError(
             f"internal error: a co-resident chain plan needs {details['grid']} blocks resident at once, but the "
             f"compiled kernel fits {fit} on this GPU; plan with rotate's GPU setting co_resident=False "
-            f"(rotate._cuda.planner.override(co_resident=False)) and report this")
+            f"(rotate._tuning.cuda.override(co_resident=False)) and report this")
 
 
 def _sim_bytes(target, nbytes: int, offset: int = 0):
@@ -655,7 +655,7 @@ def run_lane_walks(target: Any, info, step, handle: int, shifts: Any, shift_stri
     scalars = (step.rows, step.seg_bytes, d["_n"], step.word_bytes, shift_stride, d["head0"], d["share_bytes"],
                d["pool_bytes"], d["save_bytes"])
     kernel, cu_kernel = _compiled_lanes("walk", d["tile_bytes"][1], d["block"], 13, device, d["panel_bytes"],
-                                        d["buffers"], runs=planner.settings["walk_trace"], group=d["max_tiles"],
+                                        d["buffers"], runs=planner._t().walk_trace, group=d["max_tiles"],
                                         min_blocks=d["min_blocks"])
     if SIMULATED:
         data = _sim_bytes(target, step.rows * step.seg_bytes)

@@ -6,7 +6,6 @@ says is what runs.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 from typing import Optional
@@ -17,120 +16,11 @@ from numba import cuda
 
 from .. import _schedule as S
 from .._plan import Step
+from .._tuning import cuda as tuning
 from . import _kernels
 from ._memops import SIMULATED
 
-#: Tunables; ``override`` changes them (tests use tiny tiles in the simulator).
-settings = {
-    "tile_bytes": _kernels.TILE_BYTES,
-    "threads": None,  # data threads of a chain block; None: _kernels.THREADS, PIPELINE_THREADS pipelined
-    "buffers": _kernels.BUFFERS,
-    "min_blocks": 0,  # >0: ask ptxas to fit this many blocks per SM (caps registers)
-    "grid": None,  # None: fill the GPU (blocks per SM x SMs)
-    "lane_steps": None,  # None: one lane per resident block; an int forces the lane length
-    # Chain plans may be co-resident (one block a lane, launched cooperatively, waits on later lanes
-    # at earlier steps) where that pre-reads less: random shifts (docs/design.md, "Co-resident lanes").
-    "co_resident": True,
-    "lane_threads": None,  # roll_rows / row-cycles block size; None: each kernel's default
-    # chain kernel: "pipeline" (a producer warp bulk-copies sources, publishes and clears waits, a
-    # decoder warp decodes items ahead, data warps write with no block barrier), "control-warp" (a
-    # warp of its own decodes items and clears waits ahead of the data warps, which copy), "single"
-    # (thread 0 of the data warps does it between barriers), "auto" (single for shifts shorter than
-    # a tile, else control-warp); None: DEFAULT_CHAIN_VARIANT.
-    "chain_variant": None,
-    # chain kernel item decoding: "runs" walks every item's source and reader runs; "direct" takes
-    # one-array-run items and WAIT-free readers off the packed plan entry (same descriptors, fewer
-    # instructions on the decoding thread; 0-1 points faster, docs/results/chain-ab-pipeline-h200.jsonl).
-    "chain_decode": "direct",
-    # pipelined chain kernel: items whose source sits at the destination's 16-byte phase stored by the
-    # producer with one bulk copy instead of by the data warps (not yet timed on a GPU: off).
-    "chain_bulk_store": False,
-    "swap_panel_bytes": 16 * 1024,  # lane-swaps: bytes a panel streams
-    "swap_save_bytes": None,  # lane-swaps: the largest small side saved; None: what fits two blocks an SM
-    # roll_rows of lanes beyond lane-panels: "walks" (lane-walks, one pass: a block walks its lane in chain
-    # order, pre-reading into its share of scratch), "swaps" (lane-swaps, block swaps); None: walks for lanes
-    # from WALK_MIN_LANE_BYTES with at most _lanes.WALK_MAX_TILES tiles of the walk's smallest size, else swaps.
-    "long_lanes": None,
-    "walk_share_bytes": None,  # lane-walks: scratch bytes a block holds pre-reads in; None: WALK_SHARE(_ONE_LANE) of a lane
-    "walk_pool_bytes": None,  # lane-walks: scratch for lanes over a share, taken in ticket order; None: WALK_POOL
-    "walk_tile_bytes": None,  # lane-walks: the largest tile (a multiple of 16; half of it the smallest); None: _walk_limits
-    "walk_buffers": None,  # lane-walks: tile buffers (2-4; look-ahead of one less); None: _lanes.WALK_BUFFERS
-    "walk_max_tiles": None,  # lane-walks: most tiles a lane may have; None: _walk_limits
-    # lane-walks: the launch bound's blocks an SM, registers capped to fit (a measurement knob: 3-4 with 16-20
-    # KiB tiles were slower on an H200, docs/tuning.md "lane-walks"); None: 1
-    "walk_min_blocks": None,
-    "walk_trace": 0,  # lane-walks: 0, or a device address where each block adds up its phases' time (diagnostic)
-    # row-cycles variant: None picks "three-rows" where three rows fit a block (except aligned
-    # two-row swaps, which stream faster chunked), else "chunked";
-    # "chunked" forces the streaming kernel (first rows in shared memory where they fit, else in
-    # scratch); "chunked-scratch" also forces first rows into scratch (tests, measurements).
-    "cycle_variant": None,
-    "cycle_chunk_bytes": None,  # the chunked variant's chunk (a multiple of 16); None: the planner's pick
-    "cycle_ring": None,  # the chunked variant's ring depth (2-4); None: the planner's pick
-    "cycle_smem": None,  # shared memory a row-cycles block may take; None: MAX_LANE_SMEM
-    # Rolls by half of every rolled axis (even fftshifts) as disjoint swaps of aligned runs (half-swaps);
-    # False leaves them to the chain / row-cycles kernels (measurements).
-    "half_swaps": True,
-    "half_swap_vecs": None,  # 16-byte vectors of each run a half-swap thread holds (1-4); None: HALF_SWAP_VECS
-    # Multi-axis rolls with one rolled leading axis as a flat rotation (chain) and a strip step (row-strips,
-    # rotate/_rowperm.py), where rows are 16-byte aligned: 2N(1 + w/seg) bytes with a strip of w <= seg/2
-    # bytes a row, against row-cycles' 2N at 18-76% of memcpy. None: where the strip is at most
-    # FLAT_STRIP_FRACTION of a row (or row-cycles cannot take the roll); True: wherever the flat pass is
-    # one pass (tests, measurements); False: never.
-    "flat_strips": None,
-    "panel_bytes": None,  # lane-panels: lane bytes a panel holds; None: _lanes.PANEL_BYTES
-    "row_threads": None,  # lane-panels' run writer: threads a group writing one lane has; None: group_threads
-    # lane-panels' and row-cycles' (three-rows) write: "runs" (each lane or row as two runs through the
-    # chain kernel's realigning loops; lane-panels by groups of threads), "gather" (each destination unit
-    # looks its source up); None: runs for row-cycles and for lanes of FAST_GATHER_ROW bytes and more.
-    "lane_writer": None,
-    # lane-panels' "warps" variant (rotate/_cuda/_lanes.py, warp_lane_kernel: a warp, or a group of 16, 8
-    # or 4 of its threads, stages and writes one lane at a time, no block barrier, the seam on the vector
-    # grid). None: for lanes of WARP_LANE_MIN_BYTES to WARP_LANE_BYTES (1-8 KiB) unless lane_writer is
-    # forced; True: wherever a group's slots fit (the run writer);
-    # False: never. warp_slots: slots a warp has (2-8; None: _lanes.WARP_SLOTS);
-    # warp_min_blocks: the kernel's launch bound on blocks an SM (None: registers as compiled);
-    # warp_lane_threads: threads a lane (32, 16, 8 or 4: _lanes.WARP_GROUPS; None: warp_group_threads).
-    "lane_warps": None,
-    "warp_slots": None,
-    "warp_min_blocks": None,
-    "warp_lane_threads": None,
-}
-
-#: Default scratch bound: the larger of this fraction of the array and MIN_SCRATCH.
-SCRATCH_FRACTION = 100
-MIN_SCRATCH = 16 << 20
-#: The chain kernel's fixed cost per item (thread 0 decodes it and polls its
-#: waits while the block's other warps wait at a barrier), in bytes of traffic:
-#: 1 GiB uint8 shift 3 ran 0.676 ms with 32768 items of 32 KiB and 0.887 ms
-#: with 65536 of 16 KiB (H200, docs/tuning.md, "GPU: the chain kernel"): 6.4 ns an item for the
-#: whole GPU, what a memcpy moves in that time.
-ITEM_COST_BYTES = 26 * 1024
-#: The chain kernel variant when ``settings["chain_variant"]`` is None.
-DEFAULT_CHAIN_VARIANT = "pipeline"
-#: Data threads of a pipelined chain block (six warps, plus the producer's and the decoder's: 256).
-#: 128-224 ran within a point of each other; 256 (320 a block) capped registers at two blocks an SM
-#: and spilled the data warps' loop state, 3-15 points slower (docs/results/chain-ab-pipeline-h200.jsonl).
-PIPELINE_THREADS = 192
-#: The pipelined variant's PTX (cp.async.bulk, mbarrier.expect_tx) needs Hopper (sm_90) or newer.
-PIPELINE_MIN_CAPABILITY = (9, 0)
 NEWEST_CAPABILITY = (99, 0)
-#: lane-panels' run writer: the fewest threads a group writing one lane has; block size and panel bytes
-#: (sweep of 32-96 KiB panels and 256-512 threads, 1 and 4 GiB, lanes of 4-64 KiB: docs/tuning.md, "lane-panels").
-MIN_ROW_THREADS = 32
-RUN_THREADS = 512
-RUN_PANEL_BYTES = 96 * 1024
-#: Registers a thread of a kernel with the run writer takes at most (ptxas for sm_90: 92-114), for the
-#: blocks an SM can hold; and the widest row-cycles block that writes with it (1024 threads spill; 512
-#: ran the (32768, 8192) float32 roll at 64% of memcpy, 256 at 85%, the other rows within a point).
-RUN_REGISTERS = 120
-RUN_CYCLE_THREADS = 256
-#: half-swaps: threads a block and 16-byte vectors of each run a thread holds at once.
-HALF_SWAP_THREADS = 256
-HALF_SWAP_VECS = 4
-#: Block-swap fallback limits: beyond these, three reversals are cheaper.
-MAX_SWAP_PASSES = 16
-MAX_SWAP_ROWS = 64
 
 
 def gries_mills(n: int, k: int, fits, max_swaps: Optional[int] = None):
@@ -155,33 +45,9 @@ def gries_mills(n: int, k: int, fits, max_swaps: Optional[int] = None):
     return swaps, (lo, sub_n, sub_k)
 
 
-@contextlib.contextmanager
-def override(**values):
-    """Temporarily change ``settings`` (tile_bytes, threads, buffers, grid)."""
-    unknown = set(values) - set(settings)
-    if unknown:
-        raise KeyError(f"unknown GPU settings {sorted(unknown)}; known: {sorted(settings)}")
-    global _settings_key
-    saved = dict(settings)
-    settings.update(values)
-    _settings_key = None
-    try:
-        yield
-    finally:
-        settings.clear()
-        settings.update(saved)
-        _settings_key = None
-
-
-_settings_key = None
-
-
-def settings_key() -> tuple:
-    """``settings`` as a hashable key; rebuilt only after ``override`` changed them."""
-    global _settings_key
-    if _settings_key is None:
-        _settings_key = tuple(sorted(settings.items()))
-    return _settings_key
+def _t() -> tuning.CudaTuning:
+    """The tuning policy plans are made with: the current device's, with the override's fields."""
+    return tuning.current(device_capability(_device_id()))
 
 
 @functools.lru_cache(maxsize=None)
@@ -208,17 +74,17 @@ def chain_control_warp(short: bool = False) -> bool:
 def _chain_variant() -> str:
     """The chain kernel variant that runs: the setting, or the default ("pipeline", which needs
     Hopper's bulk copies: an older GPU runs "auto" unless "pipeline" was asked for by name)."""
-    variant = settings["chain_variant"] or DEFAULT_CHAIN_VARIANT
+    variant = _t().chain_variant or _t().default_chain_variant
     if variant not in ("control-warp", "pipeline", "single", "auto"):
         raise ValueError(f"chain_variant must be 'control-warp', 'pipeline', 'single', 'auto' or None, "
                          f"got {variant!r}")
     if variant == "pipeline":
         capability = device_capability(_device_id())
-        if capability < PIPELINE_MIN_CAPABILITY:
-            if settings["chain_variant"] == "pipeline":
+        if capability < tuning.PIPELINE_MIN_CAPABILITY:
+            if _t().chain_variant == "pipeline":
                 raise ValueError(
                     f"chain_variant='pipeline' needs a GPU of compute capability "
-                    f"{'.'.join(map(str, PIPELINE_MIN_CAPABILITY))} or newer (bulk copies, mbarrier transaction "
+                    f"{'.'.join(map(str, tuning.PIPELINE_MIN_CAPABILITY))} or newer (bulk copies, mbarrier transaction "
                     f"counts); this one is {'.'.join(map(str, capability))}: use 'auto' or None")
             return "auto"
     return variant
@@ -241,10 +107,10 @@ def device_capability(device_id: int = 0) -> tuple:
 
 
 def chain_threads() -> int:
-    """Data threads of a chain kernel block (``settings["threads"]``, or the variant's default)."""
-    if settings["threads"]:
-        return int(settings["threads"])
-    return PIPELINE_THREADS if chain_pipeline() else _kernels.THREADS
+    """Data threads of a chain kernel block (the tuning's ``threads``, or the variant's default)."""
+    if _t().threads:
+        return int(_t().threads)
+    return _t().pipeline_threads if chain_pipeline() else _t().default_threads
 
 
 def chain_pipeline() -> bool:
@@ -254,7 +120,7 @@ def chain_pipeline() -> bool:
 
 
 def _chain_decode() -> str:
-    decode = settings["chain_decode"]
+    decode = _t().chain_decode
     if decode not in ("runs", "direct"):
         raise ValueError(f"chain_decode must be 'runs' or 'direct', got {decode!r}")
     return decode
@@ -266,14 +132,14 @@ def blocks_per_sm(tile_bytes: int, threads: int, buffers: int, control_warp: boo
     Shared memory sets the first bound; registers the second: the kernel's
     thread-0 bookkeeping would take 180 registers a thread if let, which
     leaves one 256-thread block per SM, so ptxas is asked to fit
-    ``settings["min_blocks"]`` (default: up to 3, 80 registers; more spill
+    ``_t().min_blocks`` (default: up to 3, 80 registers; more spill
     the bookkeeping).
     """
     _, smem_per_sm = device_shape(_device_id())
     block = threads + _kernels.control_threads(control_warp, control_warp and chain_pipeline())
     per_block = _kernels.smem_bytes(tile_bytes, buffers, control_warp) + 1024  # 1 KiB the driver reserves per block
     fit = max(1, min(smem_per_sm // per_block, 2048 // block, 32))
-    wanted = settings["min_blocks"] or 3
+    wanted = _t().min_blocks or 3
     return max(1, min(fit, wanted, 65536 // (block * 32)))
 
 
@@ -283,8 +149,8 @@ def persistent_grid(tile_bytes: int, threads: int, buffers: int, control_warp: b
     Blocks beyond what fits only wait for a free SM; they never deadlock
     (every wait is on an earlier lane), they only queue.
     """
-    if settings["grid"]:
-        return int(settings["grid"])
+    if _t().grid:
+        return int(_t().grid)
     sms, _ = device_shape(_device_id())
     return sms * blocks_per_sm(tile_bytes, threads, buffers, control_warp)
 
@@ -349,20 +215,6 @@ def _heads(rows: int, seg: int, head0: int):
     return tuple(range(16))
 
 
-#: A co-resident plan's lane scan (``co_resident_lane_steps``): lane lengths from the shortest that gives
-#: every resident block at most one lane up to CO_RESIDENT_NEAR times it first (the one that pre-reads
-#: least), up to CO_RESIDENT_SCAN times it where nothing fitted (the shortest that fits). Fewer lanes, fewer
-#: busy blocks. Up to 1.25 alone, 3 of 6 random 1 GiB shifts found no length within the bound; up to 2.0,
-#: none missed (docs/results/co-resident-scan-1g-h200.log).
-CO_RESIDENT_SCAN = 2.0
-CO_RESIDENT_NEAR = 1.25
-#: Lane counts that load every SM alike (``even_lane_steps``): ``b`` blocks on each SM, or on all but at most
-#: this fraction of them, which then hold ``b - 1``. A co-resident launch ends with its slowest lane, and
-#: blocks on SMs that hold one block more than others ran slower: traced at 1 GiB
-#: (benchmarks/chain_trace.py), the last block ended 16-22 us after the median one where the lanes filled the
-#: SMs evenly (263 and 382 lanes on 132 SMs), 43-103 us where they did not (152-323 lanes). Among even
-#: counts more blocks an SM won: 382 lanes (3 an SM) ran 2 points faster than 255 (2 an SM).
-CO_RESIDENT_EVEN_SLACK = 0.15
 
 
 def even_lane_steps(rows: int, m_max: int, shortest: int, longest: int, sms: int) -> np.ndarray:
@@ -371,14 +223,14 @@ def even_lane_steps(rows: int, m_max: int, shortest: int, longest: int, sms: int
     steps = np.arange(shortest, longest + 1, dtype=np.int64)
     lanes = rows * -(-m_max // steps)
     per_sm = -(-lanes // sms)
-    even = (per_sm >= 2) & (lanes >= per_sm * sms - int(CO_RESIDENT_EVEN_SLACK * sms))
+    even = (per_sm >= 2) & (lanes >= per_sm * sms - int(_t().co_resident_even_slack * sms))
     return steps[even]
 
 
 def cooperative_launch() -> bool:
     """Whether chain plans may be co-resident: a real GPU (the simulator runs blocks one after another),
-    ``settings["co_resident"]``, and a cuda.core that launches cooperatively (``is_cooperative``)."""
-    if SIMULATED or not settings["co_resident"]:
+    ``_t().co_resident``, and a cuda.core that launches cooperatively (``is_cooperative``)."""
+    if SIMULATED or not _t().co_resident:
         return False
     return _cooperative_config()
 
@@ -426,8 +278,8 @@ def co_resident_lane_steps(rows: int, seg: int, left: int, head: int, tile_bytes
     # One scan for both sets (each scan first walks the whole row): the lengths that load every SM alike,
     # over the far scan's range, and the near (or far) scan's range.
     sms = device_shape(_device_id())[0]
-    even = even_lane_steps(rows, m_max, shortest, max(shortest, int(shortest * CO_RESIDENT_SCAN)), sms)
-    reach = CO_RESIDENT_SCAN if far else CO_RESIDENT_NEAR
+    even = even_lane_steps(rows, m_max, shortest, max(shortest, int(shortest * _t().co_resident_scan)), sms)
+    reach = _t().co_resident_scan if far else _t().co_resident_near
     near = np.arange(shortest, max(shortest, int(shortest * reach)) + 1, dtype=np.int64)
     candidates = np.union1d(near, even).astype(np.int64)
     scanned = np.empty(len(candidates), np.int64)
@@ -449,7 +301,7 @@ def plan_chain(rows: int, seg: int, left: int, head0: int, cap: int):
     """The cheapest chain configuration within ``cap`` scratch bytes, or None (``_plan_chain``; where none
     fits, co-resident plans with the far lane scan, ``co_resident_lane_steps``)."""
     best = _plan_chain(rows, seg, left, head0, cap, far=False)
-    if best is None and cooperative_launch() and not settings["lane_steps"]:
+    if best is None and cooperative_launch() and not _t().lane_steps:
         best = _plan_chain(rows, seg, left, head0, cap, far=True)
     return best
 
@@ -466,15 +318,15 @@ def _plan_chain(rows: int, seg: int, left: int, head0: int, cap: int, far: bool)
     """
     threads = chain_threads()
     heads = _heads(rows, seg, head0)
-    tile_sizes = [settings["tile_bytes"]]
-    if settings["tile_bytes"] >= 32 * 1024:
-        tile_sizes.append(settings["tile_bytes"] // 2)
+    tile_sizes = [_t().tile_bytes]
+    if _t().tile_bytes >= 32 * 1024:
+        tile_sizes.append(_t().tile_bytes // 2)
     co_resident_ok = cooperative_launch()
     # Costs first (``count_kinds``: one walk of the row), plan tables only for the cheapest: a table
     # layout is the planner's slowest step, and only the cheapest configuration that fits is used.
     priced = []
     for tile_bytes in tile_sizes:
-        rings = [settings["buffers"]] + [b for b in (3, 4) if b > settings["buffers"] and
+        rings = [_t().buffers] + [b for b in (3, 4) if b > _t().buffers and
                                           _kernels.smem_bytes(tile_bytes, b) <= 110 * 1024]
         for buffers in rings:
             m_max = S.max_tiles(seg, tile_bytes)
@@ -490,8 +342,8 @@ def _plan_chain(rows: int, seg: int, left: int, head0: int, cap: int, far: bool)
               # tile (a band) cost a ticket and a wait on the neighbouring lane
               # every item, 6 points more than long lanes once the decoding
               # left the critical path (docs/results/chain-probe-7-describe-ahead.json).
-              candidates = [] if far else [(settings["lane_steps"] or per_block, False)]
-              if co_resident_ok and not settings["lane_steps"]:
+              candidates = [] if far else [(_t().lane_steps or per_block, False)]
+              if co_resident_ok and not _t().lane_steps:
                   found = co_resident_lane_steps(rows, seg, left, heads[0], tile_bytes, chain, buffers, grid, cap,
                                                  far)
                   if found is not None:
@@ -508,7 +360,7 @@ def _plan_chain(rows: int, seg: int, left: int, head0: int, cap: int, far: bool)
                   cost = rows * (2 * pre + ringed // 2 + waited // 16)
                   # Each item costs thread 0 a fixed decode and wait on the block's
                   # critical path, whatever its size: larger tiles, fewer items.
-                  cost += rows * m0 * ITEM_COST_BYTES
+                  cost += rows * m0 * _t().item_cost_bytes
                   # One block an SM leaves too few bytes in flight to stream; two
                   # with three 32 KiB buffers beat three with two (docs/tuning.md, "BUFFERS").
                   cost += rows * seg * {1: 50}.get(min_blocks, 0) // 100
@@ -534,7 +386,7 @@ def _plan_chain(rows: int, seg: int, left: int, head0: int, cap: int, far: bool)
                                             cfg["buffers"], cfg["co_resident"])
             if table is None or rows * row_bytes + 8 * rows * cfg["m_max"] + 64 > cap:
                 continue
-            score = (rows * row_bytes, cfg["co_resident"], cfg["buffers"] != settings["buffers"], -cfg["tile_bytes"])
+            score = (rows * row_bytes, cfg["co_resident"], cfg["buffers"] != _t().buffers, -cfg["tile_bytes"])
             if best is None or score < best[0]:
                 best = (score, dict(cfg, scratch_row=row_bytes, table=table))
         if best is not None:
@@ -544,7 +396,7 @@ def _plan_chain(rows: int, seg: int, left: int, head0: int, cap: int, far: bool)
 
 
 def default_cap(rows: int, seg: int) -> int:
-    return max(rows * seg // SCRATCH_FRACTION, MIN_SCRATCH)
+    return max(rows * seg // _t().scratch_fraction, _t().min_scratch)
 
 
 #: The GPU schedules in order of preference: ``(name, plan)``, where
@@ -592,7 +444,7 @@ def _chain_step(axis, shift, rows, seg, left, word, head0, cap) -> Optional[Step
                 "block": chain_threads() + _kernels.control_threads(cfg["control_warp"], chain_pipeline()),
                 "control_warp": cfg["control_warp"],
                 "pipeline": chain_pipeline(),
-                "bulk_store": chain_pipeline() and bool(settings["chain_bulk_store"]),
+                "bulk_store": chain_pipeline() and bool(_t().chain_bulk_store),
                 "decode": _chain_decode(),
                 "buffers": cfg["buffers"],
                 "min_blocks": cfg["min_blocks"],
@@ -620,10 +472,10 @@ def _plan_block_swap(axis, shift, rows, seg, left, word, pointer, cap) -> Option
     # The pre-reads do not fit the scratch bound. Block swaps (Gries-Mills)
     # shrink the problem until they do, then the chain schedule finishes it;
     # when that takes too many passes (or rows), three reversals: no scratch, 4N.
-    if rows <= MAX_SWAP_ROWS:
+    if rows <= _t().max_swap_rows:
         swaps, (lo, sub_n, sub_k) = gries_mills(seg, left, lambda n, k: plan_chain(1, n, k, 0, cap) is not None,
-                                                MAX_SWAP_PASSES)
-        if len(swaps) <= MAX_SWAP_PASSES:
+                                                _t().max_swap_passes)
+        if len(swaps) <= _t().max_swap_passes:
             # Every row runs its own final chain step: rows whose start sits at
             # another offset from a 16-byte boundary need a plan for that offset.
             finals = {}
@@ -642,8 +494,8 @@ def _plan_block_swap(axis, shift, rows, seg, left, word, pointer, cap) -> Option
                 scratch_bytes=max((f.scratch_bytes for f in finals.values()), default=0),
                 bytes_moved=rows * moved,
                 details={
-                    "tile_bytes": settings["tile_bytes"],
-                    "block": settings["threads"] or _kernels.THREADS,
+                    "tile_bytes": _t().tile_bytes,
+                    "block": _t().threads or _t().default_threads,
                     "grid": sms * 3,
                     "swaps": tuple(swaps),
                     "final": (lo, sub_n, sub_k),
@@ -680,7 +532,7 @@ def _plan_row_panels(axis, shift, rows, seg, left, word, pointer, cap) -> Option
     memcpy); lane-panels packs many rows into each panel (15% for those rows:
     docs/results/small-rows-32a60ab-h200.json).
     """
-    if rows < 2 or seg >= settings["tile_bytes"]:
+    if rows < 2 or seg >= _t().tile_bytes:
         return None
     step = plan_lane_panels(axis, rows, seg // word, word, pointer)
     if step is None:
@@ -712,8 +564,8 @@ def lane_unit(itemsize: int, head0: int) -> int:
 
 
 def _lane_writer(default: str) -> str:
-    """``settings["lane_writer"]``, checked, or ``default`` when it is None."""
-    writer = settings["lane_writer"] or default
+    """``_t().lane_writer``, checked, or ``default`` when it is None."""
+    writer = _t().lane_writer or default
     if writer not in ("runs", "gather"):
         raise ValueError(f"GPU setting lane_writer must be 'runs', 'gather' or None, got {writer!r}")
     return writer
@@ -738,29 +590,29 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
     head0 = pointer % 16
     unit = lane_unit(itemsize, head0)
     writer = _lane_writer("runs" if seg >= L.FAST_GATHER_ROW else "gather")
-    if writer == "runs" or settings["lane_writer"] is None:  # the warps variant writes runs
+    if writer == "runs" or _t().lane_writer is None:  # the warps variant writes runs
         step = _plan_lane_warps(axis, rows, n, itemsize, head0)
         if step is not None:
             return step
     # The run writer's loops take 96 registers: big panels and wide blocks keep bytes in flight at one
     # block an SM (docs/tuning.md, "RUN_PANEL_BYTES"); the gather writer streams at 48.
-    threads = settings["lane_threads"] or (RUN_THREADS if writer == "runs" else L.THREADS)
-    panel_bytes = settings["panel_bytes"] or (RUN_PANEL_BYTES if writer == "runs" else L.PANEL_BYTES)
-    panel_rows = max(1, min(L.MAX_PANEL_ROWS, panel_bytes // seg, rows))
+    threads = _t().lane_threads or (_t().run_threads if writer == "runs" else _t().default_lane_threads)
+    panel_bytes = _t().panel_bytes or (_t().run_panel_bytes if writer == "runs" else _t().default_panel_bytes)
+    panel_rows = max(1, min(_t().max_panel_rows, panel_bytes // seg, rows))
     for buffers in (2, 1):  # two panels in flight per block if a lane allows, else one
-        while panel_rows > 1 and L.panel_smem_bytes(panel_rows * seg, panel_rows, buffers) > MAX_LANE_SMEM:
+        while panel_rows > 1 and L.panel_smem_bytes(panel_rows * seg, panel_rows, buffers) > _t().max_lane_smem:
             panel_rows //= 2
         smem = L.panel_smem_bytes(panel_rows * seg, panel_rows, buffers)
-        if smem <= MAX_LANE_SMEM:
+        if smem <= _t().max_lane_smem:
             break
     else:
         return None
     panels = S.ceil_div(rows, panel_rows)
     sms, _ = device_shape(_device_id())
-    grid = settings["grid"] or sms * _blocks_for_smem(smem, threads, RUN_REGISTERS if writer == "runs" else 0)
+    grid = _t().grid or sms * _blocks_for_smem(smem, threads, _t().run_registers if writer == "runs" else 0)
     row_threads = 0
     if writer == "runs":
-        row_threads = settings["row_threads"] or group_threads(threads, panel_rows)
+        row_threads = _t().row_threads or group_threads(threads, panel_rows)
         if row_threads < 1 or threads % row_threads:
             raise ValueError(f"GPU setting row_threads must divide the block's {threads} threads, got "
                              f"{row_threads!r}; use a power of two up to {threads}, or None")
@@ -778,13 +630,6 @@ def _lane_panels_step(axis: int, rows: int, n: int, itemsize: int, **details) ->
                 details={"schedule": "lane-panels", **details, "co_resident": False, "_n": n})
 
 
-#: Lanes of WARP_LANE_MIN_BYTES to WARP_LANE_BYTES take lane-panels' ``warps`` variant by default: measured
-#: at 2, 4 and 8 KiB (19%, 7-9% and 3% faster than the panel kernel); at 16 KiB a block of four warps'
-#: slots leaves one block an SM. From 1 KiB with lanes of a quarter warp (``warp_group_threads``): 16%
-#: faster than the gather writer there; at 512 B and 256 B the gather writer stays 22-44% faster
-#: (docs/results/gpu-rows-lane-groups-*-h200.json).
-WARP_LANE_BYTES = 8192
-WARP_LANE_MIN_BYTES = 1024
 
 
 def warp_group_threads(seg: int) -> int:
@@ -801,18 +646,18 @@ def warp_group_threads(seg: int) -> int:
 
 
 def _plan_lane_warps(axis: int, rows: int, n: int, itemsize: int, head0: int) -> Optional[Step]:
-    """``lane-panels``' ``warps`` variant (``_lanes.warp_lane_kernel``) where ``settings["lane_warps"]``
+    """``lane-panels``' ``warps`` variant (``_lanes.warp_lane_kernel``) where ``_t().lane_warps``
     takes it for lanes of ``n * itemsize`` bytes; else None."""
     from . import _lanes as L
 
     seg = n * itemsize
-    choice = settings["lane_warps"]
-    if choice is False or seg < 16 or (choice is None and not WARP_LANE_MIN_BYTES <= seg <= WARP_LANE_BYTES):
+    choice = _t().lane_warps
+    if choice is False or seg < 16 or (choice is None and not _t().warp_lane_min_bytes <= seg <= _t().warp_lane_bytes):
         return None
-    threads = settings["lane_threads"] or (L.WARP_THREADS if seg <= 4096 else L.WARP_THREADS_LONG)
-    slots = settings["warp_slots"] or L.WARP_SLOTS
-    min_blocks = settings["warp_min_blocks"] or 0
-    group = settings["warp_lane_threads"] or warp_group_threads(seg)
+    threads = _t().lane_threads or (_t().warp_threads if seg <= 4096 else _t().warp_threads_long)
+    slots = _t().warp_slots or _t().default_warp_slots
+    min_blocks = _t().warp_min_blocks or 0
+    group = _t().warp_lane_threads or warp_group_threads(seg)
     if threads % 32 or not 32 <= threads <= 1024:
         if choice is None:  # a block size set for the panel kernel: that kernel takes the lanes
             return None
@@ -824,12 +669,12 @@ def _plan_lane_warps(axis: int, rows: int, n: int, itemsize: int, head0: int) ->
         raise ValueError(f"GPU setting warp_lane_threads must be one of {', '.join(map(str, L.WARP_GROUPS))} "
                          f"or None, got {group!r}")
     smem = L.warp_smem_bytes(seg, threads, slots, group)
-    if smem > MAX_LANE_SMEM:
+    if smem > _t().max_lane_smem:
         return None
     groups = threads // group
     sms, _ = device_shape(_device_id())
-    registers = 65536 // (threads * min_blocks) if min_blocks else RUN_REGISTERS
-    grid = settings["grid"] or sms * _blocks_for_smem(smem, threads, registers)
+    registers = 65536 // (threads * min_blocks) if min_blocks else _t().run_registers
+    grid = _t().grid or sms * _blocks_for_smem(smem, threads, registers)
     return _lane_panels_step(axis, rows, n, itemsize, variant="warps", block=threads,
                              grid=max(1, min(grid, S.ceil_div(rows, groups))), slots=slots, min_blocks=min_blocks,
                              lane_threads=group, writer="runs", smem_bytes=smem, head0=head0,
@@ -843,22 +688,15 @@ def group_threads(threads: int, panel_rows: int) -> int:
     largest such power-of-two split of ``threads``). Not balanced: 24 lanes
     of 4 KiB in a 512-thread block get 16 groups of 32, so half the groups
     idle through the second round; groups of 64 would take three full rounds
-    (not measured; ``settings["row_threads"]`` forces a
+    (not measured; ``_t().row_threads`` forces a
     size for that A/B).
     """
     size = threads
-    while size // 2 >= MIN_ROW_THREADS and size % 2 == 0 and threads // size < panel_rows:
+    while size // 2 >= _t().min_row_threads and size % 2 == 0 and threads // size < panel_rows:
         size //= 2
     return size
 
 
-#: ``roll_rows`` lanes beyond ``lane-panels`` with shifts on the host take ``lane-chains`` (one
-#: chain launch per run of lanes with equal shifts, each over the whole GPU) only when there are at
-#: most this many lanes of at least MIN_CHAIN_LANE_BYTES: ``lane-swaps`` gives a lane one block, so
-#: a handful of huge lanes would leave almost every SM idle, while a chain step per lane costs a
-#: host plan (milliseconds) that such lanes amortise. Reasoned, not measured (docs/tuning.md).
-MAX_CHAIN_LANES = 8
-MIN_CHAIN_LANE_BYTES = 64 << 20
 
 
 def plan_long_lanes(axis: int, rows: int, n: int, itemsize: int, pointer: int,
@@ -866,12 +704,12 @@ def plan_long_lanes(axis: int, rows: int, n: int, itemsize: int, pointer: int,
     """``roll_rows`` of lanes too long for ``lane-panels``: ``lane-swaps`` (one launch, shifts read on the
     device), or ``lane-chains`` for a few huge lanes whose shifts are on the host."""
     seg = n * itemsize
-    if host_shifts is not None and rows <= MAX_CHAIN_LANES and seg >= MIN_CHAIN_LANE_BYTES:
+    if host_shifts is not None and rows <= _t().max_chain_lanes and seg >= _t().min_chain_lane_bytes:
         return plan_lane_chains(axis, rows, n, itemsize, pointer, max_scratch_bytes, host_shifts)
-    choice = settings["long_lanes"]
+    choice = _t().long_lanes
     if choice not in (None, "walks", "swaps"):
         raise ValueError(f"GPU setting long_lanes must be 'walks', 'swaps' or None, got {choice!r}")
-    if choice == "walks" or (choice is None and seg >= WALK_MIN_LANE_BYTES):
+    if choice == "walks" or (choice is None and seg >= _t().walk_min_lane_bytes):
         step = plan_lane_walks(axis, rows, n, itemsize, pointer, max_scratch_bytes, host_shifts)
         if step is not None:
             return step
@@ -881,42 +719,23 @@ def plan_long_lanes(axis: int, rows: int, n: int, itemsize: int, pointer: int,
     return plan_lane_swaps(axis, rows, n, itemsize, pointer, host_shifts)
 
 
-#: ``roll_rows`` lanes from this long take ``lane-walks`` by default, shorter ones ``lane-swaps``. Measured on
-#: an H200 with lanes by ticket (docs/tuning.md, "WALK_MIN_LANE_BYTES"), 1 GiB each: walks
-#: 0.81 ms against block swaps' 1.06-1.10 at 1 MiB lanes, 0.85 against 1.19 at 2 MiB; block swaps 0.94
-#: against 1.23 at 512 KiB, 0.21 against 0.47 at 256 KiB (256 MiB).
-WALK_MIN_LANE_BYTES = 1 << 20
 
-#: ``lane-walks``' default scratch a block: this share of a lane. In the H200 run at af6e334 (random shifts,
-#: docs/results/gpu-rows-af6e334-h200.json) 255 of 256 4 MiB lanes, 1002 of 1024 4 MiB float32 lanes and 944
-#: of 1024 1 MiB lanes fitted it and walked; there a lane whose spans exceeded it took block swaps, which
-#: set the launch's end at one lane a block (docs/tuning.md, "WALK_SHARE").
-WALK_SHARE = 1 / 12
-#: The same where there are no more lanes than blocks: a block's share then holds one lane only, and a
-#: larger one lets the choice take fewer, larger tiles over more pre-reads (the slowest lane ends such
-#: a launch). Measured on an H200, 256 lanes of 4 MiB (docs/tuning.md, "WALK_SHARE_ONE_LANE").
-WALK_SHARE_ONE_LANE = 1 / 6
-#: ``lane-walks``' default pool, for lanes whose spans exceed their block's share: this share of the array.
-#: Replaying the kernel's choice on the CPU for seeded random shifts (benchmarks/walk_penalty_probe.py,
-#: docs/results/walk-penalty-probe.json, rule "kernel") it turns away no lane of 2-4 MiB and 9 of 1,024 of
-#: 1 MiB; on the H200 every 4 MiB lane of the traced runs walked (docs/tuning.md, "WALK_POOL").
-WALK_POOL = 1 / 100
 
 
 def _walk_limits(seg: Optional[int] = None):
     """``(tile_bytes, max_tiles, buffers)`` of ``lane-walks`` for lanes of ``seg`` bytes under the current
     settings: by default the wide tiles (``_lanes.WALK_WIDE_TILE_BYTES``) for lanes from
-    ``_lanes.WALK_WIDE_MIN_LANE_BYTES`` that fit their most tiles, else ``_lanes.WALK_TILE_BYTES``."""
+    ``walk_wide_min_lane_bytes`` that fit their most tiles, else ``default_walk_tile_bytes``."""
     from . import _lanes as L
 
-    tile, max_tiles = settings["walk_tile_bytes"], settings["walk_max_tiles"]
-    if tile is None and max_tiles is None and seg is not None and seg >= L.WALK_WIDE_MIN_LANE_BYTES:
-        tile_lo, tile_hi = S.walk_tile_range(seg, L.WALK_WIDE_TILE_BYTES, L.WALK_WIDE_MAX_TILES)
+    tile, max_tiles = _t().walk_tile_bytes, _t().walk_max_tiles
+    if tile is None and max_tiles is None and seg is not None and seg >= _t().walk_wide_min_lane_bytes:
+        tile_lo, tile_hi = S.walk_tile_range(seg, _t().walk_wide_tile_bytes, _t().walk_wide_max_tiles)
         if tile_lo <= tile_hi:
-            tile, max_tiles = L.WALK_WIDE_TILE_BYTES, L.WALK_WIDE_MAX_TILES
-    tile = tile or L.WALK_TILE_BYTES
-    max_tiles = max_tiles or L.WALK_MAX_TILES
-    buffers = settings["walk_buffers"] or L.WALK_BUFFERS
+            tile, max_tiles = _t().walk_wide_tile_bytes, _t().walk_wide_max_tiles
+    tile = tile or _t().default_walk_tile_bytes
+    max_tiles = max_tiles or _t().default_walk_max_tiles
+    buffers = _t().walk_buffers or _t().default_walk_buffers
     if int(tile) != tile or tile < 32 or tile % 16:
         raise ValueError(f"GPU setting walk_tile_bytes must be a multiple of 16 from 32, got {tile!r}")
     if buffers not in (2, 3, 4):
@@ -997,40 +816,40 @@ def plan_lane_walks(axis: int, rows: int, n: int, itemsize: int, pointer: int,
     tile_lo, tile_hi = S.walk_tile_range(seg, tile_max, max_tiles)
     if tile_lo > tile_hi:
         return None
-    threads = settings["lane_threads"] or L.THREADS
-    panel = int(settings["swap_panel_bytes"])
-    save = settings["swap_save_bytes"]
+    threads = _t().lane_threads or _t().default_lane_threads
+    panel = int(_t().swap_panel_bytes)
+    save = _t().swap_save_bytes
     save = L.walk_save_bytes(panel) if save is None else int(save)
     smem = L.walk_smem_bytes(tile_max, buffers, max_tiles, panel, save, threads)
-    if smem > L.MAX_BLOCK_SMEM:
+    if smem > _t().max_block_smem:
         raise ValueError(f"GPU settings walk_tile_bytes={tile_max}, walk_buffers={buffers}, walk_max_tiles="
-                         f"{max_tiles} need {smem} bytes of shared memory a block, more than {L.MAX_BLOCK_SMEM}; "
+                         f"{max_tiles} need {smem} bytes of shared memory a block, more than {_t().max_block_smem}; "
                          f"choose smaller ones")
     sms, _ = device_shape(_device_id())
-    min_blocks = settings["walk_min_blocks"]
+    min_blocks = _t().walk_min_blocks
     if min_blocks is not None and (int(min_blocks) != min_blocks or not 1 <= min_blocks <= 2048 // threads):
         raise ValueError(f"GPU setting walk_min_blocks must be an integer from 1 to {2048 // threads}, "
                          f"got {min_blocks!r}")
     resident = _blocks_for_smem(smem, threads)
     if min_blocks is not None:
         resident = min(resident, int(min_blocks))
-    grid = max(1, min(settings["grid"] or sms * resident, rows))
-    share = settings["walk_share_bytes"]
+    grid = max(1, min(_t().grid or sms * resident, rows))
+    share = _t().walk_share_bytes
     if share is None:
-        share = int(seg * (WALK_SHARE_ONE_LANE if rows <= grid else WALK_SHARE))
+        share = int(seg * (_t().walk_share_one_lane if rows <= grid else _t().walk_share))
         if max_scratch_bytes is not None:
             share = min(share, max_scratch_bytes // grid)
     share = int(share) // 16 * 16
     if share < 0:
-        raise ValueError(f"GPU setting walk_share_bytes must be >= 0, got {settings['walk_share_bytes']!r}")
-    pool = settings["walk_pool_bytes"]
+        raise ValueError(f"GPU setting walk_share_bytes must be >= 0, got {_t().walk_share_bytes!r}")
+    pool = _t().walk_pool_bytes
     if pool is None:
-        pool = int(rows * seg * WALK_POOL)
+        pool = int(rows * seg * _t().walk_pool)
         if max_scratch_bytes is not None:
             pool = min(pool, max(0, max_scratch_bytes - grid * share))
     pool = int(pool) // 16 * 16
     if pool < 0:
-        raise ValueError(f"GPU setting walk_pool_bytes must be >= 0, got {settings['walk_pool_bytes']!r}")
+        raise ValueError(f"GPU setting walk_pool_bytes must be >= 0, got {_t().walk_pool_bytes!r}")
     return Step(
         axis, 0, rows, seg, 0, itemsize,
         algorithm="lane-walks",
@@ -1072,17 +891,17 @@ def swap_sizes():
     """
     from . import _lanes as L
 
-    panel = int(settings["swap_panel_bytes"])
+    panel = int(_t().swap_panel_bytes)
     panel_vecs = L.buffer_vecs(panel)
-    save = settings["swap_save_bytes"]
+    save = _t().swap_save_bytes
     if save is None:
         _, smem_per_sm = device_shape(_device_id())
-        budget = min(MAX_LANE_SMEM, smem_per_sm // 2 - 1024 - 64)  # two blocks, the driver's 1 KiB, static
+        budget = min(_t().max_lane_smem, smem_per_sm // 2 - 1024 - 64)  # two blocks, the driver's 1 KiB, static
         save = L.save_capacity(max(2 * panel_vecs, budget // 16 - 2 * panel_vecs))
     smem = L.swap_smem_bytes(panel, int(save))
-    if smem > L.MAX_BLOCK_SMEM:
+    if smem > _t().max_block_smem:
         raise ValueError(f"GPU settings swap_panel_bytes={panel} and swap_save_bytes={save} need {smem} bytes "
-                         f"of shared memory a block, more than {L.MAX_BLOCK_SMEM}; choose smaller sizes")
+                         f"of shared memory a block, more than {_t().max_block_smem}; choose smaller sizes")
     return panel, int(save), smem
 
 
@@ -1117,9 +936,9 @@ def plan_lane_swaps(axis: int, rows: int, n: int, itemsize: int, pointer: int, h
 
     seg = n * itemsize
     panel, save, smem = swap_sizes()
-    threads = settings["lane_threads"] or L.THREADS
+    threads = _t().lane_threads or _t().default_lane_threads
     sms, _ = device_shape(_device_id())
-    grid = settings["grid"] or sms * _blocks_for_smem(smem, threads)
+    grid = _t().grid or sms * _blocks_for_smem(smem, threads)
     if host_shifts is not None:
         moved = int(_swap_traffic_compiled()(np.asarray(host_shifts, np.int64).reshape(-1), n, itemsize, save))
         bound = False
@@ -1145,7 +964,7 @@ def plan_lane_swaps(axis: int, rows: int, n: int, itemsize: int, pointer: int, h
             "co_resident": False,  # a block rotates whole lanes by itself: no block waits for another
             "reason": "lanes longer than a block's shared memory: a block per lane, shifts read on the device "
                       "(no synchronisation); lane-chains only for at most "
-                      f"{MAX_CHAIN_LANES} lanes of {MIN_CHAIN_LANE_BYTES >> 20} MiB or more with host shifts",
+                      f"{_t().max_chain_lanes} lanes of {_t().min_chain_lane_bytes >> 20} MiB or more with host shifts",
             "_n": n,
         },
     )
@@ -1182,35 +1001,21 @@ def plan_lane_chains(axis: int, rows: int, n: int, itemsize: int, pointer: int,
             "launches": len(runs),
             "runs": tuple(runs),
             "head0": pointer % 16,
-            "reason": f"at most {MAX_CHAIN_LANES} lanes of {MIN_CHAIN_LANE_BYTES >> 20} MiB or more, shifts on the "
+            "reason": f"at most {_t().max_chain_lanes} lanes of {_t().min_chain_lane_bytes >> 20} MiB or more, shifts on the "
                       f"host: one chain launch per run of equal shifts uses the whole GPU, where lane-swaps "
                       f"would give each lane one block",
         },
     )
 
 
-#: Shared memory the lane kernels may ask for per block (rotate/_cuda/_lanes.py).
-MAX_LANE_SMEM = 226 * 1024
-#: Cycle-kernel tables above this many segments: one pass per axis instead.
-MAX_SEGMENTS = 1 << 17
-#: Rows shorter than this: one pass per axis (a step per row costs more than its bytes).
-MIN_CYCLE_ROW = 2048
 
 
-#: Rows from this length swap through the chunked row-cycles kernel by default (measured at 64 KiB).
-MIN_CHUNKED_SWAP_ROW = 64 * 1024
 #: What the ``cycle_variant`` setting takes (None: the planner's pick).
 CYCLE_VARIANTS = (None, "three-rows", "chunked", "chunked-scratch")
-#: Chunk sizes and ring depths the chunked row-cycles variant picks from.
-CYCLE_CHUNKS = (32768, 16384, 8192, 4096)
-CYCLE_RINGS = (2, 3, 4)
-#: Bytes staged ahead per SM that the chunked variant aims for before it prefers more blocks an SM
-#: (a prediction from Little's law, about 36 GB/s an SM x ~1.5 us; not measured).
-CYCLE_AHEAD_BYTES = 64 * 1024
 
 
 def _check_cycle_settings() -> None:
-    variant, chunk, ring = settings["cycle_variant"], settings["cycle_chunk_bytes"], settings["cycle_ring"]
+    variant, chunk, ring = _t().cycle_variant, _t().cycle_chunk_bytes, _t().cycle_ring
     if variant not in CYCLE_VARIANTS:
         raise ValueError(f"GPU setting cycle_variant must be one of {CYCLE_VARIANTS}, got {variant!r}")
     if chunk is not None and (int(chunk) != chunk or chunk < 16 or chunk % 16):
@@ -1232,17 +1037,17 @@ def _cycle_stream_config(seg: int, limit: int, first_rows_in_smem: bool, max_blo
     """
     from . import _lanes as L
 
-    chunks = [int(settings["cycle_chunk_bytes"])] if settings["cycle_chunk_bytes"] else CYCLE_CHUNKS
-    rings = [int(settings["cycle_ring"])] if settings["cycle_ring"] else CYCLE_RINGS
+    chunks = [int(_t().cycle_chunk_bytes)] if _t().cycle_chunk_bytes else _t().cycle_chunks
+    rings = [int(_t().cycle_ring)] if _t().cycle_ring else _t().cycle_rings
     best = None
     for chunk in chunks:
         for ring in rings:
             smem = L.cycle_stream_smem_bytes(seg, chunk, ring, first_rows_in_smem)
             if smem > limit:
                 continue
-            threads = settings["lane_threads"] or L.cycle_stream_threads(chunk)
+            threads = _t().lane_threads or L.cycle_stream_threads(chunk)
             blocks = min(_blocks_for_smem(smem, threads), max_blocks)
-            score = (min((ring - 1) * min(chunk, seg + 15) * blocks, CYCLE_AHEAD_BYTES), blocks, -smem)
+            score = (min((ring - 1) * min(chunk, seg + 15) * blocks, _t().cycle_ahead_bytes), blocks, -smem)
             if best is None or score > best[0]:
                 best = (score, (chunk, ring, smem, threads, blocks))
     return None if best is None else best[1]
@@ -1272,7 +1077,7 @@ def plan_multi_axis(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     """The steps of a roll over several axes of a C-ordered array: one ``half-swaps`` step where every
     rolled axis moves by half its length; a flat one-pass rotation and a ``row-strips`` step where one
     leading axis rolls and the strip is narrow (``FLAT_STRIP_FRACTION``) or ``row-cycles`` cannot take
-    it (``settings["flat_strips"]``: None, that rule; True, wherever it applies; False, never); else one
+    it (``_t().flat_strips``: None, that rule; True, wherever it applies; False, never); else one
     ``row-cycles`` step. None when none takes
     it (one pass per axis then)."""
     lead, offs, seg, block = _fold_rows(shape, itemsize, c_shifts)
@@ -1282,10 +1087,10 @@ def plan_multi_axis(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     if step is not None:
         return (step,)
     # A forced cycle variant asks for row-cycles (measurements, tests), as it does over half-swaps.
-    flat = settings["flat_strips"] is not False and settings["cycle_variant"] is None
+    flat = _t().flat_strips is not False and _t().cycle_variant is None
     steps = plan_flat_strips(lead, offs, seg, row_shift, itemsize, pointer, cap) if flat else None
-    if steps is not None and (settings["flat_strips"]
-                              or steps[1].seg_bytes <= FLAT_STRIP_FRACTION * steps[0].seg_bytes):
+    if steps is not None and (_t().flat_strips
+                              or steps[1].seg_bytes <= _t().flat_strip_fraction * steps[0].seg_bytes):
         return steps  # a narrow strip: row-cycles need not be planned at all
     step = plan_row_cycles(shape, itemsize, c_shifts, pointer, cap)
     if step is None:
@@ -1293,16 +1098,8 @@ def plan_multi_axis(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     return (step,)
 
 
-#: ``flat_strips`` replaces a ``row-cycles`` step only when its strip is at most this share of the rows:
-#: the strip moves its bytes a second time, so a strip of a quarter of every row costs a pass at 85% about
-#: as much as one at 75% (reasoned from the 0.04-1% strips of docs/results/gpu-rows-multi-axis-flat-strips-
-#: h200.json, where row-cycles ran 16-76% and the flat pass and strip 73-91%; wide strips not measured).
-#: Aligned two-row swaps (half of every row moved) stay with row-cycles' fast chunked swaps.
-FLAT_STRIP_FRACTION = 0.125
 
 
-#: Registers a thread of the row-strips kernel takes (ptxas for sm_90, four vectors a thread: 72).
-STRIP_REGISTERS = 72
 #: Schedules that move each byte once (plus pre-reads): a flat pass worth a strip step after it.
 ONE_PASS_SCHEDULES = ("chain", "half-swaps", "row-panels")
 
@@ -1345,10 +1142,10 @@ def plan_row_strips(batches: int, rows: int, seg: int, lo: int, hi: int, up: boo
     slot = 16 * nv
     if batches * slot > cap:
         return None
-    threads = settings["lane_threads"] or _strips.THREADS
+    threads = _t().lane_threads or _strips.THREADS
     vecs = _strips.VECS
     sms, _ = device_shape(_device_id())
-    blocks = sms * _blocks_for_smem(0, threads, STRIP_REGISTERS)
+    blocks = sms * _blocks_for_smem(0, threads, _t().strip_registers)
     # Chunks: about four items a block for balance, fewer where the strips are short (a batch of loads
     # a chunk at least) or the scratch (a strip a chunk) would pass the bound.
     per_batch = max(1, min(rows, S.ceil_div(4 * blocks, batches), rows * nv // (threads * vecs) or 1,
@@ -1390,11 +1187,11 @@ def plan_half_swaps(lead, lead_shifts, rows: int, seg: int, row_shift: int, word
     ``shift`` and ``left`` then fill the step as for other schedules); ``row_shift``: the
     in-row shift in bytes. None unless it is a half-swap whose runs are
     16-byte aligned (the array's start, ``seg`` and ``seg / 2``), or when
-    ``settings["half_swaps"]`` is off or a row-cycles variant is forced.
+    ``_t().half_swaps`` is off or a row-cycles variant is forced.
     """
     from .._rowperm import half_swap_shape
 
-    if not settings["half_swaps"] or settings["cycle_variant"] is not None:
+    if not _t().half_swaps or _t().cycle_variant is not None:
         return None
     shape = half_swap_shape(tuple(lead), tuple(lead_shifts), seg, row_shift)
     if shape is None or pointer % 16 or seg % 32 or rows < 1:
@@ -1403,12 +1200,12 @@ def plan_half_swaps(lead, lead_shifts, rows: int, seg: int, row_shift: int, word
     if int(np.prod(dims, dtype=np.int64)) != rows:
         return None
     half = seg // 2
-    threads = settings["lane_threads"] or HALF_SWAP_THREADS
+    threads = _t().lane_threads or _t().half_swap_threads
     if threads < 1 or threads & (threads - 1):
         # A row's group is the block halved until it fits the half: only a power of two splits evenly.
         raise ValueError(f"GPU setting lane_threads must be a power of two for half-swaps, got {threads!r}; "
                          f"use 256 (the default) or set half_swaps=False")
-    vecs = settings["half_swap_vecs"] or HALF_SWAP_VECS
+    vecs = _t().half_swap_vecs or _t().default_half_swap_vecs
     if vecs not in (1, 2, 3, 4):
         raise ValueError(f"GPU setting half_swap_vecs must be 1, 2, 3, 4 or None, got {vecs!r}")
     # Halves shorter than a block moves at once share an item: a group of threads a row, the smallest
@@ -1421,7 +1218,7 @@ def plan_half_swaps(lead, lead_shifts, rows: int, seg: int, row_shift: int, word
     chunks_per_half = S.ceil_div(half, chunk)
     items = S.ceil_div(rows, rows_per_item) * chunks_per_half
     sms, _ = device_shape(_device_id())
-    grid = settings["grid"] or sms * max(1, 2048 // threads)
+    grid = _t().grid or sms * max(1, 2048 // threads)
     return Step(
         axis, shift, rows, seg, left, word,
         algorithm="half-swaps",
@@ -1467,13 +1264,13 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     lead, offs, seg, block = _fold_rows(shape, itemsize, c_shifts)
     head0 = pointer % 16
     unit = lane_unit(itemsize, head0)
-    if seg < MIN_CYCLE_ROW:
+    if seg < _t().min_cycle_row:
         return None
     if len(lead) > L.MAX_LEAD:
         return None
     rows = int(np.prod(lead, dtype=np.int64)) if lead else 1
-    limit = settings["cycle_smem"] or MAX_LANE_SMEM
-    variant = settings["cycle_variant"]
+    limit = _t().cycle_smem or _t().max_lane_smem
+    variant = _t().cycle_variant
     sms, _ = device_shape(_device_id())
     stream = None
     # Measured (docs/results/gpu-rows-chunked-mid-h200.json): where every cycle is a swap of two rows
@@ -1481,16 +1278,16 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     # chunked kernel ran 64 KiB rows at 67-69% against 61-67% for three rows; on long cut cycles with
     # misaligned row shifts it lost 19-22 points, and on 4 KiB rows (the 512^3 fftshift: 131,072
     # swaps) 20 points. So the default takes it only for aligned swaps of rows of 64 KiB and more.
-    swaps_aligned = (head0 == 0 and seg >= MIN_CHUNKED_SWAP_ROW and (c_shifts[last] * block) % 16 == 0
+    swaps_aligned = (head0 == 0 and seg >= _t().min_chunked_swap_row and (c_shifts[last] * block) % 16 == 0
                      and all((2 * s) % n == 0 for n, s in zip(lead, offs)))
     writer = _lane_writer("runs")
     if variant in (None, "three-rows") and L.cycle_smem_bytes(seg) <= limit and \
             not (variant is None and swaps_aligned):
         smem = L.cycle_smem_bytes(seg)
-        threads = settings["lane_threads"] or L.cycle_threads(seg)
+        threads = _t().lane_threads or L.cycle_threads(seg)
         if writer == "runs":
-            threads = settings["lane_threads"] or min(threads, RUN_CYCLE_THREADS)
-        blocks = _blocks_for_smem(smem, threads, RUN_REGISTERS if writer == "runs" else 0)
+            threads = _t().lane_threads or min(threads, _t().run_cycle_threads)
+        blocks = _blocks_for_smem(smem, threads, _t().run_registers if writer == "runs" else 0)
         first_rows_in_smem = True
     elif variant == "three-rows":
         return None
@@ -1503,7 +1300,7 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
         if stream is None:
             return None
         chunk, ring, smem, threads, blocks = stream
-    grid = settings["grid"] or sms * blocks
+    grid = _t().grid or sms * blocks
     slot = S.align_up(seg + 32)
     cap = default_cap(rows, seg) if cap is None else cap
     piece = max(4, S.ceil_div(rows, 2 * grid))
@@ -1513,7 +1310,7 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
         cut = int(np.count_nonzero(table[2::3] != np.arange(nseg)))
         pre_reads = cut if first_rows_in_smem else nseg  # first rows copied to scratch
         pre_bytes = nseg * slot if pre_reads else 0  # slots are indexed by segment
-        if nseg <= MAX_SEGMENTS and pre_bytes <= cap:
+        if nseg <= _t().max_segments and pre_bytes <= cap:
             break
         if piece >= rows:
             return None
@@ -1521,7 +1318,7 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     if stream is not None and nseg < sms * blocks:  # fewer walks than blocks: deeper rings, fewer blocks
         stream = _cycle_stream_config(seg, limit, first_rows_in_smem, S.ceil_div(nseg, sms))
         chunk, ring, smem, threads, blocks = stream
-        grid = settings["grid"] or sms * blocks
+        grid = _t().grid or sms * blocks
     dims = (1,) * (L.MAX_LEAD - len(lead)) + tuple(lead)
     shifts = (0,) * (L.MAX_LEAD - len(offs)) + tuple(offs)
     details = {

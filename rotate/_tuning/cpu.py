@@ -1,0 +1,63 @@
+"""The CPU backend's tuning policy (rotate/_cpu.py and rotate/_rows.py plan from it).
+
+Every value here is a planner's choice; ``docs/tuning.md`` ("CPU") says why
+each is what it is. Values the compiled kernels bake in at compile time are
+not here (they cannot follow an override): they are the kernels' own
+constants.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional, Tuple
+
+from . import Policies, Policy
+
+
+@dataclasses.dataclass(frozen=True)
+class CpuTuning(Policy):
+    #: Total scratch one call may allocate, split between lanes (a caller's max_scratch_bytes tightens it).
+    scratch_bytes: int = 8 << 20
+    #: Block-swap tile per lane: small enough to stay in L1/L2 while it is bounced.
+    tile_bytes: int = 16 << 10
+    #: Rows up to this size are rotated by a copy loop instead of memmove calls.
+    small_row_bytes: int = 256
+    #: A lane (a thread's share) needs this much work to pay for waking a thread.
+    min_lane_bytes: int = 1 << 20
+    #: Lanes (threads) a call uses; None: numba's thread count, less the cores other processes keep busy.
+    lanes: Optional[int] = None
+    #: Plans use no more threads than other processes leave free (/proc/loadavg); the test suite turns it
+    #: off so its plans do not depend on what else runs.
+    adapt_to_load: bool = True
+    #: chain-serial (the chain schedule on one lane): tile sizes tried, largest first (16 KiB tiles ran
+    #: n/3 about 20% slower than 64 KiB ones on one thread), and the ring of tiles read ahead of the write.
+    chain_tile_bytes: Tuple[int, ...] = (64 << 10, 16 << 10)
+    chain_ring: int = 4
+    #: Spare scratch bytes that let chain-serial place its ring away from 4 KiB aliasing with the row,
+    #: for tiles of at least that size; the plan hands the kernel what it kept.
+    alias_slack: int = 4096
+    #: roll_rows: contiguous lanes up to this many bytes go to the short-lane kernels (word rotation in a
+    #: register, or a copy loop through the thread's scratch row) rather than memmove calls.
+    small_lane_bytes: int = 256
+    #: roll_rows' short lanes of two words or more: shifts reduced this many lanes ahead into scratch.
+    shift_block: int = 64
+    #: roll_rows: contiguous lanes up to this many bytes that fit the scratch row go through it whole
+    #: (memcpy out, two memcpys back: the lane stays in cache between them).
+    copy_lane_bytes: int = 16 << 10
+    #: roll_rows' byte-window lanes of 8 up to this many bytes are built as two words in registers
+    #: (9 B lanes: 4.0 ns a lane in registers, 5.2 ns through scratch); two words hold at most 16 bytes.
+    two_words_max: int = 16
+
+    def __post_init__(self) -> None:
+        self._seal()
+
+    __hash__ = Policy._cached_hash
+
+
+DEFAULT = CpuTuning()
+
+policies = Policies("CPU", lambda hardware: DEFAULT)
+#: The policy plans are made with now (the default, with the override's fields).
+current = policies.current
+#: ``with override(tile_bytes=64): ...``: the one way tests and probes change CPU tuning.
+override = policies.override
