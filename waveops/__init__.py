@@ -71,7 +71,7 @@ On a GPU::
 
 import os as _os
 
-from rotate import _numba_cache
+from rotate import _numba_cache, _version
 
 # cpu.py's cached kernels inline _core.py: stamp their cache with every waveops source, so an edit to
 # _core.py alone cannot leave them running the old code (numba stamps a cache with its own file only).
@@ -81,6 +81,7 @@ from . import cpu  # noqa: E402
 from ._core import source_lane  # noqa: E402
 
 __all__ = ["rotate", "lane_id", "width", "cpu", "source_lane", "cuda_available"]
+__version__: str = _version.version()  # one distribution, one version: rotate.__version__
 
 _DEVICE_NAMES = ("rotate", "lane_id", "width")
 _cuda_module = None
