@@ -70,6 +70,7 @@ On a GPU::
 """
 
 import os as _os
+from typing import TYPE_CHECKING, Any, SupportsIndex, TypeVar
 
 from rotate import _numba_cache, _version
 
@@ -85,6 +86,16 @@ __version__: str = _version.version()  # one distribution, one version: rotate._
 
 _DEVICE_NAMES = ("rotate", "lane_id", "width")
 _cuda_module = None
+
+if TYPE_CHECKING:
+    # What the device functions that __getattr__ loads (waveops/_cuda.py) look like to a type checker.
+    _ValueT = TypeVar("_ValueT")
+
+    def rotate(value: _ValueT, delta: SupportsIndex, width: int = 32) -> _ValueT: ...
+
+    def lane_id() -> int: ...
+
+    def width() -> int: ...
 
 
 def _unavailable(name, why):
@@ -124,7 +135,7 @@ def _load_cuda():
     return _cuda_module
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     if name in _DEVICE_NAMES:
         backend = _load_cuda()
         if isinstance(backend, str):
@@ -136,11 +147,11 @@ def __getattr__(name):
     raise AttributeError(f"module 'waveops' has no attribute {name!r}")
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_DEVICE_NAMES))
 
 
-def cuda_available():
+def cuda_available() -> bool:
     """True when waveops' CUDA device functions can run here.
 
     Needs numba-cuda (not the simulator) and a usable GPU.  This calls
