@@ -4,19 +4,24 @@ from __future__ import annotations
 
 import copy
 import functools
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, SupportsIndex, TypeVar, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _arrays, _backends
 from ._plan import Plan, axis_rotations
 from ._validate import as_index, as_index_tuple, broadcast_shifts
 
-IntOrInts = Union[int, Sequence[int]]
+#: A shift or axis, or several, as numpy.roll takes them: Python and numpy integers (anything with
+#: ``__index__``), and 1-D sequences or integer arrays of them.
+IntOrInts = Union[SupportsIndex, Sequence[SupportsIndex], npt.NDArray[np.integer[Any]]]
+#: The array a call moves in place and returns: whatever type came in (numpy, CuPy, torch, numba, DTensor).
+ArrayT = TypeVar("ArrayT")
 
 
-def roll(a: Any, shift: IntOrInts, axis: Optional[IntOrInts] = None, *,
-         stream: Any = None, max_scratch_bytes: Optional[int] = None) -> Any:
+def roll(a: ArrayT, shift: IntOrInts, axis: Optional[IntOrInts] = None, *,
+         stream: Any = None, max_scratch_bytes: Optional[SupportsIndex] = None) -> ArrayT:
     """Roll array elements in place, with numpy.roll's semantics.
 
     Elements that roll beyond the last position are re-introduced at the
@@ -89,8 +94,8 @@ def roll(a: Any, shift: IntOrInts, axis: Optional[IntOrInts] = None, *,
     return a
 
 
-def rotate(a: Any, middle: int, *, stream: Any = None,
-           max_scratch_bytes: Optional[int] = None) -> int:
+def rotate(a: Any, middle: SupportsIndex, *, stream: Any = None,
+           max_scratch_bytes: Optional[SupportsIndex] = None) -> int:
     """Rotate the flattened array in place with std::rotate's semantics.
 
     The element at flat index ``middle`` becomes the first; the elements
@@ -126,7 +131,7 @@ def rotate(a: Any, middle: int, *, stream: Any = None,
 
 
 def plan(a: Any, shift: Optional[IntOrInts] = None, axis: Optional[IntOrInts] = None, *,
-         middle: Optional[int] = None, max_scratch_bytes: Optional[int] = None) -> Plan:
+         middle: Optional[SupportsIndex] = None, max_scratch_bytes: Optional[SupportsIndex] = None) -> Plan:
     """Say what ``roll(a, shift, axis)`` or ``rotate(a, middle)`` would do, without doing it.
 
     Runs every check the call would run (so it raises the same errors) and
@@ -269,7 +274,7 @@ _quick_calls: dict = {}
 _quick_layouts: dict = {}
 
 
-def _prepare(part: Any, shift: Any, axis: Any, middle: Optional[int], max_scratch_bytes: Any, stream: Any):
+def _prepare(part: Any, shift: Any, axis: Any, middle: Any, max_scratch_bytes: Any, stream: Any):
     """Validate and plan one array: (backend, target, info, plan, resolved stream)."""
     fast = (_plain_ints(shift) and (axis is None or _plain_ints(axis))
             and (middle is None or type(middle) is int)
@@ -333,7 +338,7 @@ def _remember(cache: dict, key, value) -> None:
     cache[key] = value
 
 
-def _make_plan(backend, info, shifts: dict, max_scratch_bytes: Optional[int]) -> Plan:
+def _make_plan(backend, info, shifts: dict, max_scratch_bytes: Any) -> Plan:
     scratch = _check_scratch(max_scratch_bytes)
     return _cached_plan(backend, (info.shape, info.strides, info.dtype, info.kind, info.pointer % 16),
                         tuple(sorted(shifts.items(), key=repr)), scratch,

@@ -82,7 +82,7 @@ class Step:
             return NotImplemented
         return all(_same(getattr(self, f.name), getattr(other, f.name)) for f in fields(self))
 
-    __hash__ = None  # type: ignore[assignment]  (details is a dict: a Step was never hashable)
+    __hash__ = None  # type: ignore[assignment]  # details is a dict: a Step was never hashable
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,8 @@ def axis_rotations(info: ArrayInfo, shifts: Optional[dict[int, int]], flat_shift
         s = flat_shift % n if n else 0
         return [(None, n, s)] if s else []
     out = []
-    for axis in sorted(shifts or {}):
+    shifts = shifts or {}
+    for axis in sorted(shifts):
         length = info.shape[axis]
         if length == 0 or info.size == 0:
             continue

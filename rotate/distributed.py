@@ -36,12 +36,12 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, SupportsIndex
 
 import numpy as np
 
 from . import _api, _arrays, _dschedule
-from ._api import plan as local_plan, roll as local_roll
+from ._api import ArrayT, IntOrInts, plan as local_plan, roll as local_roll
 from ._validate import as_index, normalize_axis
 
 DEFAULT_STAGING_BYTES = 64 << 20
@@ -81,15 +81,15 @@ class DistPlan:
 
     algorithm: str
     shift: int
-    lengths: tuple
+    lengths: tuple[int, ...]
     rank: int
     stages: int
     rounds: int
-    bytes_sent: tuple
+    bytes_sent: tuple[int, ...]
     staging_bytes: int
     pack_bytes: int
     local_scratch_bytes: int
-    details: dict = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
 
     @property
     def extra_bytes(self) -> int:
@@ -97,9 +97,9 @@ class DistPlan:
         return self.staging_bytes + self.pack_bytes + self.local_scratch_bytes
 
 
-def roll(local_shard: Any, shift: int, group: Any = None, *, axis: int = 0,
-         global_lengths: Optional[Sequence[int]] = None,
-         staging_bytes: Optional[int] = None) -> Any:
+def roll(local_shard: ArrayT, shift: SupportsIndex, group: Any = None, *, axis: SupportsIndex = 0,
+         global_lengths: Optional[Sequence[SupportsIndex]] = None,
+         staging_bytes: Optional[SupportsIndex] = None) -> ArrayT:
     """Roll a sharded array in place, collectively: numpy.roll of the global array.
 
     The global array is the concatenation, in group-rank order, of every
@@ -136,9 +136,9 @@ def roll(local_shard: Any, shift: int, group: Any = None, *, axis: int = 0,
     return local_shard
 
 
-def plan(local_shard: Any, shift: Any = None, group: Any = None, *, axis: Optional[int] = 0,
-         global_lengths: Optional[Sequence[int]] = None,
-         staging_bytes: Optional[int] = None) -> DistPlan:
+def plan(local_shard: Any, shift: Optional[IntOrInts] = None, group: Any = None, *,
+         axis: Optional[IntOrInts] = 0, global_lengths: Optional[Sequence[SupportsIndex]] = None,
+         staging_bytes: Optional[SupportsIndex] = None) -> DistPlan:
     """What :func:`roll` (or, for a DTensor, :func:`roll_dtensor`) would do on this rank.
 
     Collective like the call itself (it gathers and checks the same
@@ -151,8 +151,8 @@ def plan(local_shard: Any, shift: Any = None, group: Any = None, *, axis: Option
     return ctx.plan
 
 
-def roll_dtensor(dt: Any, shift: Any, axis: Any = None, *,
-                 staging_bytes: Optional[int] = None) -> Any:
+def roll_dtensor(dt: ArrayT, shift: IntOrInts, axis: Optional[IntOrInts] = None, *,
+                 staging_bytes: Optional[SupportsIndex] = None) -> ArrayT:
     """Roll a DTensor in place with numpy.roll's semantics; collective over its mesh.
 
     ``rotate.roll(dt, shift, axis)`` calls this for DTensors. A dimension
@@ -441,16 +441,16 @@ def _execute(ctx: _Ctx) -> None:
     rank = ctx.rank
     length = view.shape[1]
     cuda = view.device.type == "cuda"
-    as_bytes = view.reshape(ctx.rows, -1).view(torch.uint8) if view.numel() else None
+    as_bytes: Any = view.reshape(ctx.rows, -1).view(torch.uint8) if view.numel() else None
     global_rank = (lambda r: dist.get_global_rank(ctx.group, r)) if ctx.group is not None else (lambda r: r)
     nbuf = 2 if cuda else 1
     bufs = [torch.empty(ctx.staging // nbuf, dtype=torch.uint8, device=view.device)
             for _ in range(nbuf)] if ctx.staging else []
     packs = [torch.empty(ctx.pack // nbuf, dtype=torch.uint8, device=view.device)
              for _ in range(nbuf)] if ctx.pack else []
-    main = torch.cuda.current_stream(view.device) if cuda else None
-    side = torch.cuda.Stream(view.device) if cuda else None
-    done = [None] * nbuf
+    main: Any = torch.cuda.current_stream(view.device) if cuda else None
+    side: Any = torch.cuda.Stream(view.device) if cuda else None
+    done: list[Any] = [None] * nbuf
     target = _local_target(view) if view.numel() else None
     eb = ctx.elem_bytes
     with torch.no_grad():
@@ -596,6 +596,8 @@ def _dtensor_call(dt, shift, axis, staging_bytes, execute: bool):
             sharded[d] = mesh_dim
     if not local.is_contiguous():
         raise ValueError("the DTensor's local shard must be C-contiguous; make it so before rolling")
+    group_shifts: dict[int, int]  # sharded dimension -> shift
+    local_shifts: dict[Optional[int], int]  # dimension (None: the flattened tensor) -> shift
     if axis is None:
         if any(d != 0 for d in sharded):
             raise ValueError(
@@ -622,7 +624,7 @@ def _dtensor_call(dt, shift, axis, staging_bytes, execute: bool):
     target = _local_target(local) if local_shifts else None
     if local_shifts:
         axes = list(local_shifts)
-        ax = None if axes == [None] else axes
+        ax: Any = None if axes == [None] else axes
         sh = local_shifts[None] if ax is None else [local_shifts[a] for a in axes]
         lp = local_plan(target, sh, axis=ax)
     if execute:

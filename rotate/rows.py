@@ -14,23 +14,25 @@ array([[ 0,  1,  2,  3],
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, SupportsIndex
 
 import dataclasses
 
 import numpy as np
 
 from . import _api, _arrays
+from ._api import ArrayT, IntOrInts
 from ._plan import Plan
 from ._validate import as_index, normalize_axis
 
 __all__ = ["roll_rows", "plan_roll_rows", "fftshift", "ifftshift"]
 
-Axes = Optional[Union[int, Sequence[int]]]
+#: numpy.fft.fftshift's axes: None (all), an integer, or a list, tuple or 1-D integer array of them.
+Axes = Optional[IntOrInts]
 
 
-def roll_rows(a: Any, shifts: Any, axis: int = -1, *, stream: Any = None,
-              max_scratch_bytes: Optional[int] = None) -> Any:
+def roll_rows(a: ArrayT, shifts: Any, axis: SupportsIndex = -1, *, stream: Any = None,
+              max_scratch_bytes: Optional[SupportsIndex] = None) -> ArrayT:
     """Roll every 1-D lane of ``a`` along ``axis`` by its own shift, in place.
 
     Lane ``i`` (an index into ``a.shape`` without ``axis``) becomes
@@ -120,7 +122,8 @@ def roll_rows(a: Any, shifts: Any, axis: int = -1, *, stream: Any = None,
     return a
 
 
-def plan_roll_rows(a: Any, shifts: Any, axis: int = -1, *, max_scratch_bytes: Optional[int] = None) -> Plan:
+def plan_roll_rows(a: Any, shifts: Any, axis: SupportsIndex = -1, *,
+                   max_scratch_bytes: Optional[SupportsIndex] = None) -> Plan:
     """Say what :func:`roll_rows` would do, without doing it (same checks, same errors).
 
     Examples
@@ -138,7 +141,8 @@ def plan_roll_rows(a: Any, shifts: Any, axis: int = -1, *, max_scratch_bytes: Op
     return _api.public_plan(_api._merge_plans(a, plans))
 
 
-def fftshift(a: Any, axes: Axes = None, *, stream: Any = None, max_scratch_bytes: Optional[int] = None) -> Any:
+def fftshift(a: ArrayT, axes: Axes = None, *, stream: Any = None,
+             max_scratch_bytes: Optional[SupportsIndex] = None) -> ArrayT:
     """Shift the zero-frequency component to the centre, in place, with numpy.fft.fftshift's semantics.
 
     ``rotate.roll(a, [a.shape[ax] // 2 for ax in axes], axes)``: every axis
@@ -183,7 +187,8 @@ def fftshift(a: Any, axes: Axes = None, *, stream: Any = None, max_scratch_bytes
     return _api.roll(a, tuple(shape[ax] // 2 for ax in axes), axes, stream=stream, max_scratch_bytes=max_scratch_bytes)
 
 
-def ifftshift(a: Any, axes: Axes = None, *, stream: Any = None, max_scratch_bytes: Optional[int] = None) -> Any:
+def ifftshift(a: ArrayT, axes: Axes = None, *, stream: Any = None,
+              max_scratch_bytes: Optional[SupportsIndex] = None) -> ArrayT:
     """The inverse of :func:`fftshift`, in place (differs from it for odd lengths).
 
     Examples
@@ -248,7 +253,7 @@ def _remember_quick(key: tuple, max_scratch_bytes: Any, prepared: tuple) -> None
         _api._remember(_quick_lanes, key, (info, backend.plan_key(info, max_scratch_bytes), step, stride))
 
 
-def _fft_axes(a: Any, axes: Axes):
+def _fft_axes(a: Any, axes: Axes) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """numpy.fft's axes: None means all; ints normalised (AxisError out of range)."""
     shape = tuple(int(n) for n in getattr(a, "shape", ()))
     if not hasattr(a, "shape"):

@@ -70,8 +70,9 @@ On a GPU::
 """
 
 import os as _os
+from typing import TYPE_CHECKING, Any, SupportsIndex, TypeVar
 
-from rotate import _numba_cache
+from rotate import _numba_cache, _version
 
 # cpu.py's cached kernels inline _core.py: stamp their cache with every waveops source, so an edit to
 # _core.py alone cannot leave them running the old code (numba stamps a cache with its own file only).
@@ -81,9 +82,20 @@ from . import cpu  # noqa: E402
 from ._core import source_lane  # noqa: E402
 
 __all__ = ["rotate", "lane_id", "width", "cpu", "source_lane", "cuda_available"]
+__version__: str = _version.version()  # one distribution, one version: rotate.__version__
 
 _DEVICE_NAMES = ("rotate", "lane_id", "width")
 _cuda_module = None
+
+if TYPE_CHECKING:
+    # What the device functions that __getattr__ loads (waveops/_cuda.py) look like to a type checker.
+    _ValueT = TypeVar("_ValueT")
+
+    def rotate(value: _ValueT, delta: SupportsIndex, width: int = 32) -> _ValueT: ...
+
+    def lane_id() -> int: ...
+
+    def width() -> int: ...
 
 
 def _unavailable(name, why):
@@ -123,7 +135,7 @@ def _load_cuda():
     return _cuda_module
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     if name in _DEVICE_NAMES:
         backend = _load_cuda()
         if isinstance(backend, str):
@@ -135,11 +147,11 @@ def __getattr__(name):
     raise AttributeError(f"module 'waveops' has no attribute {name!r}")
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_DEVICE_NAMES))
 
 
-def cuda_available():
+def cuda_available() -> bool:
     """True when waveops' CUDA device functions can run here.
 
     Needs numba-cuda (not the simulator) and a usable GPU.  This calls

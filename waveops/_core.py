@@ -25,7 +25,7 @@ that each backend compiles with its own decorator.
 __all__ = ["source_lane", "make_rotate", "is_pow2"]
 
 
-def source_lane(lane, delta, width):
+def source_lane(lane: int, delta: int, width: int) -> int:
     """Lane read by ``lane`` in a rotate by ``delta`` within groups of ``width``.
 
     Lanes are split into aligned groups of ``width`` lanes (``width`` a power

@@ -31,10 +31,15 @@ Targets: wave64 (``gfx90a``, ``gfx942``: CDNA) and wave32 (``gfx1100``,
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING, Any, Callable, Optional, SupportsIndex, Union
 
 from llvmlite import ir
 
 from . import _core
+
+if TYPE_CHECKING:  # numpy is imported where the emulator runs, not with this module
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = [
     "WAVE_SIZE", "VALUE_TYPES", "rotate_kernel_ir", "compile_isa",
@@ -139,7 +144,7 @@ def _readlane_word(builder, word, src_lane):
 _WORD_LOWERINGS = {"bpermute": _bpermute_word, "readlane": _readlane_word}
 
 
-def _make_seams(builder, wave, lowering):
+def _make_seams(builder, wave, lowering) -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]:
     move_word = _WORD_LOWERINGS[lowering]
 
     def lane_id():
@@ -197,8 +202,8 @@ def _check(dtype, arch, width):
     return wave, width
 
 
-def rotate_kernel_ir(dtype, arch="gfx942", width=None, per_lane_delta=False,
-                     name="wave_rotate", _lowering="bpermute"):
+def rotate_kernel_ir(dtype: str, arch: str = "gfx942", width: Optional[int] = None, per_lane_delta: bool = False,
+                     name: str = "wave_rotate", _lowering: str = "bpermute") -> str:
     """LLVM IR of a kernel ``out[i] = rotate(x[i], delta, width)`` for an AMD GPU.
 
     Parameters
@@ -260,7 +265,7 @@ def _target_machine(arch, opt):
     return target.create_target_machine(cpu=arch, opt=opt, reloc="pic", codemodel="default")
 
 
-def compile_isa(ir_text, arch="gfx942", opt=3):
+def compile_isa(ir_text: str, arch: str = "gfx942", opt: int = 3) -> str:
     """Optimise ``ir_text`` (LLVM's O``opt`` pipeline) and return AMDGPU ISA text.
 
     Uses numba's own llvmlite and its AMDGPU target: no ROCm, no GPU.  The
@@ -281,14 +286,15 @@ def compile_isa(ir_text, arch="gfx942", opt=3):
     return tm.emit_assembly(mod)
 
 
-def llvm_version():
+def llvm_version() -> str:
     """The LLVM version of the llvmlite that compiles these kernels, e.g. ``'22.1.0'``."""
     import llvmlite.binding as ll
 
     return ".".join(map(str, ll.llvm_version_info))
 
 
-def emulate_bpermute_rotate(lanes, delta, width=None, wave=64):
+def emulate_bpermute_rotate(lanes: npt.ArrayLike, delta: Union[SupportsIndex, npt.ArrayLike],
+                            width: Optional[int] = None, wave: int = 64) -> np.ndarray:
     """Run the AMD lowering's lane arithmetic on the CPU, with a model of ``ds_bpermute``.
 
     The same core rotate as `rotate_kernel_ir`, but its seams are numpy: ``lane_id``

@@ -22,8 +22,10 @@ that name the fix) and inside ``@numba.njit`` code.
 """
 
 import platform
+from typing import Any, Optional, SupportsIndex, TypeVar, Union
 
 import numpy as np
+import numpy.typing as npt
 from numba import njit, prange
 from numba.core import config as _numba_config
 from numba.core import errors as _nb_errors
@@ -35,6 +37,7 @@ from ._core import is_pow2, source_lane
 __all__ = ["rotate", "width", "lane_ids", "MAX_WIDTH", "simd_width_for"]
 
 MAX_WIDTH = 64
+_ScalarT = TypeVar("_ScalarT", bound=np.generic)
 _SUPPORTED = ("int32", "uint32", "float32", "int64", "uint64", "float64")
 
 # --------------------------------------------------------------------------
@@ -66,7 +69,7 @@ _AVX2_CPUS = (
 )
 
 
-def simd_width_for(cpu_name, features, machine=None):
+def simd_width_for(cpu_name: str, features: str, machine: Optional[str] = None) -> int:
     """SIMD lanes of 32 bits for a CPU name and LLVM feature string.
 
     Parameters
@@ -130,7 +133,7 @@ def _host_target():
     return name, features
 
 
-def width():
+def width() -> int:
     """The host SIMD width for 32-bit lanes: the default software-wave width.
 
     Detected once from the CPU name and features numba compiles for, so it
@@ -231,7 +234,8 @@ def _word_view(a):
     return a.view(np.uint32 if dt.itemsize == 4 else np.uint64)
 
 
-def rotate(lanes, delta, width=None):
+def rotate(lanes: npt.NDArray[_ScalarT], delta: Union[SupportsIndex, npt.NDArray[np.integer[Any]]],
+           width: Optional[int] = None) -> npt.NDArray[_ScalarT]:
     """Rotate every wave of a software wave by ``delta`` lanes.
 
     ``out[w*W + l] = lanes[w*W + (l + delta) mod W]`` for every wave ``w``
@@ -336,7 +340,7 @@ def rotate(lanes, delta, width=None):
     return out.view(a.dtype)
 
 
-def lane_ids(n, width=None):
+def lane_ids(n: int, width: Optional[int] = None) -> npt.NDArray[np.int32]:
     """Lane index of each element of an ``n``-lane software wave array.
 
     The software-wave twin of ``waveops.lane_id()``.

