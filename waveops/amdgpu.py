@@ -8,8 +8,8 @@ word of the lane at ``address / 4`` (modulo the wave size).  The address is
 inside the lane's aligned group of ``width`` lanes.  A 64-bit value moves as
 two words, two ``ds_bpermute_b32``.
 
-The IR comes from the same width-agnostic rotate as every backend
-(``waveops._core.make_rotate``): its seams are given values that *emit* IR
+The IR comes from the same width-agnostic rotate as every backend (the
+formula of ``waveops.source_lane``; docs/waveops.md, "How it is built"): its seams are given values that *emit* IR
 when the core's formula combines them, so the core's ``&``, ``|``, ``+`` and
 ``~`` become ``and``/``or``/``add`` instructions, ``lane_id()`` becomes
 ``mbcnt`` and ``shuffle_idx`` becomes ``llvm.amdgcn.ds.bpermute``.

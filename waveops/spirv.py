@@ -10,7 +10,8 @@ shader, ``out[i] = rotate(x[i], delta, width)``, in one of two lowerings:
     ``GroupNonUniformRotateKHR``.  Its ``delta`` must be dynamically uniform
     (SPIR-V's rule), so it comes from a push constant.
 ``"shuffle"`` (fallback, for devices without ``shaderSubgroupRotate``)
-    The core rotate (``waveops._core.make_rotate``) over the subgroup seams:
+    The core rotate every backend shares (the formula of ``waveops.source_lane``)
+    over the subgroup seams:
     ``lane_id`` is ``SubgroupLocalInvocationId``, the width ``SubgroupSize``
     (or ``width``), and ``shuffle_idx`` is ``OpGroupNonUniformShuffle`` with the
     computed lane, as Mesa's NVK lowers rotate.  ``delta`` may be per lane
