@@ -28,10 +28,36 @@ def release_scratch() -> int:
     """Free the scratch and plan tables cached for GPU rolls; return the bytes released.
 
     GPU rolls keep a small scratch buffer (flags, counters, pre-read spans)
-    per (device, stream) for reuse, at most ``MAX_CACHED_STREAMS`` of them;
-    call this after destroying streams, or to hand the memory back. The next
-    roll allocates again. Does nothing (returns 0) when no GPU roll ran.
+    per (device, stream) for reuse, for a bounded number of streams (the
+    least recently used one's is dropped when another comes); call this after
+    destroying streams, or to hand the memory back. The next roll allocates
+    again. Does nothing (returns 0) when no GPU roll ran.
 
+    Returns
+    -------
+    int
+        The bytes of device memory released (0 when nothing was cached).
+
+    Raises
+    ------
+    RuntimeError
+        Only what the CUDA driver raises while freeing memory; a machine
+        without a GPU never raises.
+
+    Notes
+    -----
+    A buffer still in use by work queued on its stream is kept until that
+    work has finished, so a pooling memory manager cannot hand it out under a
+    running kernel. CPU rolls cache no scratch: their temporary memory is
+    freed when the call returns.
+
+    See Also
+    --------
+    roll : Its ``max_scratch_bytes`` bounds the scratch a call uses.
+    plan : Says how much scratch a call would use.
+
+    Examples
+    --------
     >>> import rotate
     >>> rotate.release_scratch() >= 0
     True

@@ -68,10 +68,33 @@ def roll(a: ArrayT, shift: IntOrInts, axis: Optional[IntOrInts] = None, *,
 
     Notes
     -----
+    Every argument is checked before any byte moves, so a call that raises
+    leaves ``a`` as it was. Every byte of ``a`` is read once and written once
+    (plus a little scratch): :func:`plan` says how, without moving anything.
+    A roll over several axes of a C- or F-contiguous array is one pass where
+    the backend allows it (the plan shows one step), else one pass per axis.
+
+    Any fixed-size dtype works (bool, integers, floats, complex, datetime,
+    fixed-width strings, structured dtypes); the kernels move bytes. Of a
+    structured array only the fields' bytes move (padding, and the other
+    fields of a multi-field view's base, stay where they are); a masked
+    array's mask rolls with its data. PyTorch CPU tensors roll through a
+    zero-copy numpy view.
+
     Different arrays may be rolled from different threads at once; one array
-    must not be rolled from two threads at once. Of a structured array only
-    the fields' bytes move (padding, and the other fields of a multi-field
-    view's base, stay where they are).
+    must not be rolled from two threads at once, nor read while it is rolled.
+    On the GPU the call is asynchronous, like any kernel launch on the stream.
+    A ``torch.distributed.tensor.DTensor`` is rolled collectively by
+    :func:`rotate.distributed.roll_dtensor`.
+
+    See Also
+    --------
+    numpy.roll : The same result in a new array.
+    rotate : std::rotate's semantics on the flattened array.
+    plan : What this call would do, without doing it.
+    roll_rows : A shift per 1-D lane.
+    fftshift : ``roll`` by half of every axis.
+    rotate.distributed.roll : An array sharded over a process group.
 
     Examples
     --------
@@ -85,6 +108,17 @@ def roll(a: ArrayT, shift: IntOrInts, axis: Optional[IntOrInts] = None, *,
     >>> rotate.roll(m, -1, axis=1)
     array([[1, 2, 0],
            [4, 5, 3]])
+    >>> rotate.roll(m, (1, 1), axis=(0, 1))  # several axes: one pass here
+    array([[3, 4, 5],
+           [0, 1, 2]])
+
+    A CuPy array (or a PyTorch CUDA tensor) rolls on the GPU, on its
+    library's current stream:
+
+    >>> import cupy as cp                                   # doctest: +SKIP
+    >>> g = cp.arange(1 << 20, dtype=cp.float32)            # doctest: +SKIP
+    >>> rotate.roll(g, 12345) is g                          # doctest: +SKIP
+    True
     """
     if _arrays.is_dtensor(a):  # a sharded torch tensor: a collective roll (rotate/distributed.py)
         return _dtensor_roll(a, shift, axis)
@@ -105,15 +139,45 @@ def rotate(a: Any, middle: SupportsIndex, *, stream: Any = None,
     Parameters
     ----------
     a : array
-        As for :func:`roll`.
+        As for :func:`roll`: a writeable numpy array or PyTorch CPU tensor, or
+        a CUDA device array.
     middle : int
-        ``0 <= middle <= a.size``.
+        The flat index of the element that becomes the first:
+        ``0 <= middle <= a.size`` (an int, numpy integer or bool).
+    stream : optional
+        GPU only: the CUDA stream to run on, as for :func:`roll`.
+    max_scratch_bytes : int, optional
+        Upper bound on temporary memory; see :func:`plan`.
 
     Returns
     -------
     int
         ``a.size - middle``: the new index of the old first element
         (``a.size`` when ``middle == 0``, like std::rotate's return value).
+        ``a`` itself is rotated in place.
+
+    Raises
+    ------
+    TypeError
+        Non-integer ``middle``, object dtype, an unsupported array type, or
+        ``stream=`` with a host array.
+    ValueError
+        ``middle`` outside ``[0, a.size]``; a read-only array, elements that
+        overlap in memory, or a layout that cannot be rotated in place.
+    RuntimeError
+        A device array on a machine without a usable CUDA GPU.
+
+    Notes
+    -----
+    The flattened array is the array in C order; a non-C-contiguous N-D
+    array whose C order is not one strided line in memory is refused with a
+    ``ValueError`` (roll it along explicit axes with :func:`roll`). The same
+    checks, guarantees and threading rules as :func:`roll` apply.
+
+    See Also
+    --------
+    roll : numpy.roll's semantics; ``rotate(a, m)`` is ``roll(a, -m)``.
+    plan : ``plan(a, middle=m)`` says what this call would do.
 
     Examples
     --------
@@ -123,6 +187,8 @@ def rotate(a: Any, middle: SupportsIndex, *, stream: Any = None,
     3
     >>> x
     array([3, 4, 5, 1, 2])
+    >>> rotate.rotate(x, 0)                 # nothing moves; returns a.size
+    5
     """
     prepared = [_prepare(part, 0, None, middle, max_scratch_bytes, stream) for part in _parts(a)]
     _execute(prepared)
@@ -141,8 +207,13 @@ def plan(a: Any, shift: Optional[IntOrInts] = None, axis: Optional[IntOrInts] = 
 
     Parameters
     ----------
-    a, shift, axis
-        As for :func:`roll`.
+    a : array
+        As for :func:`roll`: a numpy array or PyTorch CPU tensor (CPU plan) or
+        a CUDA device array (GPU plan).
+    shift : int or sequence of ints, optional
+        As for :func:`roll`. Give either ``shift`` or ``middle``.
+    axis : int or sequence of ints, optional
+        As for :func:`roll` (None: the flattened array).
     middle : int, optional
         Plan ``rotate(a, middle)`` instead; give either ``shift`` or ``middle``.
     max_scratch_bytes : int, optional
@@ -152,12 +223,53 @@ def plan(a: Any, shift: Optional[IntOrInts] = None, axis: Optional[IntOrInts] = 
         bound too small for any buffered algorithm falls back to in-place
         reversals (no scratch), so every bound, 0 included, is met.
 
+    Returns
+    -------
+    Plan
+        ``backend`` (``"cpu"`` or ``"cuda"``), ``shape``, ``dtype`` and
+        ``steps``, one :class:`Step` per pass (none when nothing moves), with
+        the summaries ``algorithm``, ``scratch_bytes``, ``bytes_moved``,
+        ``ideal_bytes`` and, on the GPU, ``tile_bytes``, ``grid`` and
+        ``block``. The plan is the caller's copy: changing it changes nothing.
+
+    Raises
+    ------
+    TypeError
+        Both or neither of ``shift`` and ``middle``; any ``TypeError``
+        :func:`roll` or :func:`rotate` would raise.
+    ValueError
+        A negative ``max_scratch_bytes``; any ``ValueError`` the call would
+        raise (read-only array, overlapping elements, ``middle`` out of range,
+        a layout that cannot be rolled in place).
+    RuntimeError
+        A device array on a machine without a usable CUDA GPU.
+    numpy.exceptions.AxisError
+        ``axis`` out of range.
+
+    Notes
+    -----
+    A plan depends on the array's layout (shape, strides, dtype, alignment),
+    the shifts, the scratch bound and the backend's settings, never on the
+    data; the call itself finds the same plan in a cache. ``str(plan)``
+    prints every step with its backend details. A masked array's plan holds
+    the steps of its data and its mask.
+
+    See Also
+    --------
+    roll, rotate : The calls this plans.
+    plan_roll_rows : The plan of a :func:`roll_rows` call.
+    Plan, Step : What the plan holds.
+
     Examples
     --------
     >>> import numpy as np, rotate
     >>> p = rotate.plan(np.zeros(1000, np.uint8), 3)
     >>> p.backend, p.bytes_moved >= p.ideal_bytes
     ('cpu', True)
+    >>> rotate.plan(np.zeros(1000, np.uint8), 0).algorithm     # nothing to move
+    'noop'
+    >>> rotate.plan(np.zeros(1 << 20, np.uint8), middle=12345, max_scratch_bytes=0).scratch_bytes
+    0
     """
     if (shift is None) == (middle is None):
         raise TypeError("plan() takes either shift (as for roll) or middle (as for rotate), not both or neither")

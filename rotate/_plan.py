@@ -73,6 +73,7 @@ class Step:
 
     @property
     def ideal_bytes(self) -> int:
+        """Read once, write once: ``2 * rows * seg_bytes``."""
         return 2 * self.rows * self.seg_bytes
 
     def __eq__(self, other: object) -> bool:
@@ -125,14 +126,17 @@ class Plan:
 
     @property
     def tile_bytes(self) -> Optional[int]:
+        """GPU: the tile size in bytes of the first step that has one (None on the CPU)."""
         return self._detail("tile_bytes")
 
     @property
     def grid(self) -> Optional[int]:
+        """GPU: the grid, in blocks, of the first step that has one (None on the CPU)."""
         return self._detail("grid")
 
     @property
     def block(self) -> Optional[int]:
+        """GPU: the threads a block of the first step that has one (None on the CPU)."""
         return self._detail("block")
 
     def _detail(self, key: str) -> Any:

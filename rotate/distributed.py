@@ -14,7 +14,7 @@ tensors, the CPU backend for CPU tensors through a zero-copy numpy view).
 * :func:`plan` — what a call would do: algorithm, bytes each rank sends,
   staging and scratch bytes.
 
-The algorithm (``rotate._dschedule``, docs/distributed.md): each stage rolls
+The algorithm (docs/distributed.md, "Distributed rolls"): each stage rolls
 every shard locally, then exchanges contiguous ranges whose positions are the
 same on the sending and the receiving side, in rounds of at most
 ``staging_bytes`` per rank; a rank copies a received chunk into place only
@@ -77,6 +77,10 @@ class DistPlan:
         split along its first non-trivial axis).
     local_scratch_bytes : int
         The largest scratch of this rank's local rolls (``rotate.plan``).
+    details : dict
+        More about the call: ``chunk_bytes``, ``rows``, ``element_bytes``,
+        ``overlapped_stages``, the process group's ``backend`` and the
+        shard's ``device``.
     """
 
     algorithm: str
@@ -124,11 +128,72 @@ def roll(local_shard: ArrayT, shift: SupportsIndex, group: Any = None, *, axis: 
         Every rank's length along ``axis``, in rank order. Default: gathered
         (the call gathers the shapes anyway, to check them).
     staging_bytes : int, optional
-        Receive staging per rank (default 64 MiB); larger means fewer rounds.
+        Receive staging per rank (default 64 MiB, never more than the shard);
+        larger means fewer rounds.
 
     Returns
     -------
-    local_shard, rolled in place.
+    torch.Tensor or numpy.ndarray
+        ``local_shard`` itself (the same object), holding its part of the
+        rolled global array.
+
+    Raises
+    ------
+    RuntimeError
+        No initialised ``torch.distributed`` process group.
+    TypeError
+        Non-integer ``shift``, ``axis``, ``global_lengths`` or
+        ``staging_bytes``; a ``local_shard`` that is not a torch tensor, numpy
+        array or CUDA array with DLPack.
+    ValueError
+        A read-only, 0-d or non-C-contiguous shard, or one that requires
+        grad; ``staging_bytes < 1``; ``global_lengths`` that do not match the
+        shards; a process outside ``group``; and, on every rank, any rank
+        whose arguments (shift, axis, dtype, device type, the shard's other
+        dimensions, options) differ from rank 0's or were rejected there.
+    numpy.exceptions.AxisError
+        ``axis`` out of range.
+
+    Notes
+    -----
+    Collective: every rank of ``group`` must call it. The checks run
+    collectively first (one ``all_gather`` of each rank's arguments and
+    shapes), so bad or mismatched arguments make every rank raise, nothing
+    moved, instead of one rank hanging. Each stage rolls every shard
+    locally with :func:`rotate.roll`, then exchanges contiguous ranges with
+    ``batch_isend_irecv`` in rounds of at most ``staging_bytes`` per rank.
+    Extra memory per rank is the staging (twice that where chunks must be
+    packed) plus the local roll's scratch; :func:`plan` gives both.
+
+    See Also
+    --------
+    plan : What this call does on this rank: algorithm, bytes sent, memory.
+    roll_dtensor : The same for a DTensor (``rotate.roll`` calls it).
+    rotate.roll : The local, single-process roll.
+
+    Examples
+    --------
+    A group of one process (gloo, in-process store) shows the call; with
+    more ranks each passes its own shard:
+
+    >>> import numpy as np, torch.distributed as dist, rotate.distributed
+    >>> dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    >>> shard = np.arange(6)
+    >>> rotate.distributed.roll(shard, 2)
+    array([4, 5, 0, 1, 2, 3])
+    >>> dist.destroy_process_group()
+
+    Under ``torchrun --nproc_per_node=2`` (NCCL, one GPU a rank), rank 0
+    holding ``[0, 1, 2]`` and rank 1 ``[3, 4, 5]``, rank 0 ends with
+    ``[4, 5, 0]`` and rank 1 with ``[1, 2, 3]``:
+
+    >>> import torch                                             # doctest: +SKIP
+    >>> dist.init_process_group("nccl")                          # doctest: +SKIP
+    >>> rank = dist.get_rank()                                   # doctest: +SKIP
+    >>> torch.cuda.set_device(rank)                              # doctest: +SKIP
+    >>> shard = torch.arange(3, device="cuda") + 3 * rank        # doctest: +SKIP
+    >>> rotate.distributed.roll(shard, 2)                        # doctest: +SKIP
+    tensor([4, 5, 0], device='cuda:0')
     """
     ctx = _prepare(local_shard, shift, group, axis, global_lengths, staging_bytes)
     _execute(ctx)
@@ -144,6 +209,59 @@ def plan(local_shard: Any, shift: Optional[IntOrInts] = None, group: Any = None,
     Collective like the call itself (it gathers and checks the same
     metadata), but moves nothing. For a DTensor pass ``axis`` as for
     ``rotate.roll`` (None: the flattened tensor).
+
+    Parameters
+    ----------
+    local_shard : torch.Tensor, numpy.ndarray or DTensor
+        This rank's shard, as for :func:`roll`; or a DTensor, as for
+        :func:`roll_dtensor`.
+    shift : int or sequence of ints
+        As for :func:`roll` (for a DTensor: as for :func:`rotate.roll`).
+    group : ProcessGroup, optional
+        As for :func:`roll` (ignored for a DTensor: its mesh gives the groups).
+    axis : int or None
+        As for :func:`roll` (default 0); for a DTensor as for
+        :func:`rotate.roll` (None: the flattened tensor).
+    global_lengths : sequence of int, optional
+        As for :func:`roll`.
+    staging_bytes : int, optional
+        As for :func:`roll`.
+
+    Returns
+    -------
+    DistPlan
+        This rank's view: ``algorithm``, the reduced ``shift``, every rank's
+        shard ``lengths``, ``stages``, ``rounds``, ``bytes_sent`` by every
+        rank, and the memory it allocates (``staging_bytes``, ``pack_bytes``,
+        ``local_scratch_bytes``; ``extra_bytes`` sums them). For a DTensor
+        rolled along several sharded dimensions, a list with one plan each.
+
+    Raises
+    ------
+    RuntimeError, TypeError, ValueError, numpy.exceptions.AxisError
+        Whatever :func:`roll` (or :func:`roll_dtensor`) would raise for the
+        same arguments, on every rank alike.
+
+    Notes
+    -----
+    The plan depends on every rank's shard length, the shift, the element
+    size and the staging bound, so every rank computes the same schedule;
+    ``staging_bytes``, ``pack_bytes`` and ``local_scratch_bytes`` are this
+    rank's own.
+
+    See Also
+    --------
+    roll, roll_dtensor : The calls this plans.
+    rotate.plan : The plan of a local roll.
+
+    Examples
+    --------
+    >>> import numpy as np, torch.distributed as dist, rotate.distributed
+    >>> dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    >>> p = rotate.distributed.plan(np.zeros(1000, np.float32), 10)
+    >>> p.algorithm, p.shift, p.lengths, p.bytes_sent      # one rank: nothing to send
+    ('local', 10, (1000,), (0,))
+    >>> dist.destroy_process_group()
     """
     if _is_dtensor(local_shard):
         return _dtensor_call(local_shard, shift, axis, staging_bytes, execute=False)
@@ -162,6 +280,58 @@ def roll_dtensor(dt: ArrayT, shift: IntOrInts, axis: Optional[IntOrInts] = None,
     ``axis=None`` rolls the flattened tensor: it must be unsharded or sharded
     along dimension 0 only. ``Partial`` placements and a dimension sharded
     over several mesh dimensions are refused.
+
+    Parameters
+    ----------
+    dt : torch.distributed.tensor.DTensor
+        A DTensor with ``Shard(d)`` and ``Replicate()`` placements and a
+        C-contiguous local shard.
+    shift : int or sequence of ints
+        As for :func:`rotate.roll`.
+    axis : int or sequence of ints, optional
+        As for :func:`rotate.roll`; None (default) rolls the flattened tensor.
+    staging_bytes : int, optional
+        Receive staging per rank for the sharded dimensions, as for :func:`roll`.
+
+    Returns
+    -------
+    DTensor
+        ``dt`` itself, rolled in place (its local shards hold their parts of
+        the rolled global tensor).
+
+    Raises
+    ------
+    ValueError
+        ``Partial`` placements; a dimension sharded over several mesh
+        dimensions; ``axis=None`` with a dimension other than 0 sharded; a
+        local shard that is not C-contiguous; and whatever :func:`roll`
+        raises for a sharded dimension.
+    TypeError
+        Non-integer ``shift`` or ``axis``.
+    numpy.exceptions.AxisError
+        ``axis`` out of range.
+
+    Notes
+    -----
+    Collective over the DTensor's device mesh: every rank must call it. All
+    parts are planned and checked before any byte moves.
+
+    See Also
+    --------
+    roll : The collective roll of one split axis.
+    plan : What a call would do (pass the DTensor).
+    rotate.roll : Calls this for DTensors.
+
+    Examples
+    --------
+    >>> import torch, torch.distributed as dist, rotate
+    >>> from torch.distributed.tensor import Shard, distribute_tensor, init_device_mesh
+    >>> dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    >>> mesh = init_device_mesh("cpu", (1,))
+    >>> dt = distribute_tensor(torch.arange(8), mesh, [Shard(0)])
+    >>> rotate.roll(dt, 3).full_tensor()
+    tensor([5, 6, 7, 0, 1, 2, 3, 4])
+    >>> dist.destroy_process_group()
     """
     _dtensor_call(dt, shift, axis, staging_bytes, execute=True)
     _arrays.mark_written(dt)

@@ -93,6 +93,23 @@ def roll_rows(a: ArrayT, shifts: Any, axis: SupportsIndex = -1, *, stream: Any =
     numpy.exceptions.AxisError
         ``axis`` out of range.
 
+    Notes
+    -----
+    Every argument is checked before any lane moves. ``roll_rows(a, s)`` on a
+    2-D ``a`` gives what ``numpy.take_along_axis(a, (arange(n) - s[:, None])
+    % n, axis=1)`` gives, without the index array (8 bytes per element) or the
+    second array. On the CPU, a ``shifts`` array of any integer dtype is read
+    as it is: int32 shifts are half the bytes of int64 ones, which matters
+    when lanes are a few bytes long. On the GPU, lanes must be contiguous and
+    device ``shifts`` are read on the device, so the host never waits for
+    them. :func:`plan_roll_rows` says which algorithm a call takes.
+
+    See Also
+    --------
+    plan_roll_rows : What this call would do, without doing it.
+    roll : One shift for every lane (numpy.roll's semantics).
+    numpy.take_along_axis : The out-of-place gather this replaces.
+
     Examples
     --------
     >>> import numpy as np, rotate
@@ -125,6 +142,44 @@ def roll_rows(a: ArrayT, shifts: Any, axis: SupportsIndex = -1, *, stream: Any =
 def plan_roll_rows(a: Any, shifts: Any, axis: SupportsIndex = -1, *,
                    max_scratch_bytes: Optional[SupportsIndex] = None) -> Plan:
     """Say what :func:`roll_rows` would do, without doing it (same checks, same errors).
+
+    Parameters
+    ----------
+    a : array
+        As for :func:`roll_rows`.
+    shifts : int or array of ints
+        As for :func:`roll_rows`: one shift per lane, broadcast to ``a.shape``
+        without ``axis``.
+    axis : int, optional
+        The axis along which lanes run (default: the last).
+    max_scratch_bytes : int, optional
+        Upper bound on temporary memory, as for :func:`roll_rows`.
+
+    Returns
+    -------
+    Plan
+        One step per array the call moves (none when nothing moves): the
+        backend, the lane algorithm (CPU: ``per-lane-copy``,
+        ``per-lane-shift``, ...; GPU: ``lane-panels``, ``lane-walks``,
+        ``lane-swaps``, ...), its scratch bytes and the bytes it moves; a
+        step's ``details`` say more, e.g. ``shift_copy_bytes`` when host
+        shifts that share memory with ``a`` are copied first.
+
+    Raises
+    ------
+    TypeError, ValueError, RuntimeError, numpy.exceptions.AxisError
+        Whatever :func:`roll_rows` would raise for the same arguments.
+
+    Notes
+    -----
+    Like :func:`rotate.plan`, the plan depends on the layout, the shifts'
+    layout and dtype, the scratch bound and the backend's settings, not on
+    the data; the returned plan is the caller's copy.
+
+    See Also
+    --------
+    roll_rows : The call this plans.
+    plan : The plan of a :func:`roll` or :func:`rotate` call.
 
     Examples
     --------
@@ -168,7 +223,33 @@ def fftshift(a: ArrayT, axes: Axes = None, *, stream: Any = None,
     Returns
     -------
     array
-        ``a`` itself.
+        ``a`` itself (the same object: numpy array, torch tensor, device
+        array), shifted.
+
+    Raises
+    ------
+    TypeError
+        Non-integer ``axes``; an unsupported array type, object dtype, or
+        ``stream=`` with a host array (as for :func:`rotate.roll`).
+    ValueError
+        A read-only array, elements that overlap in memory, or a layout that
+        cannot be rolled in place (as for :func:`rotate.roll`).
+    RuntimeError
+        A device array on a machine without a usable CUDA GPU.
+    numpy.exceptions.AxisError
+        An axis in ``axes`` out of range.
+
+    Notes
+    -----
+    For even lengths :func:`fftshift` and :func:`ifftshift` are the same
+    shift; for odd ones they are each other's inverse. A repeated axis in
+    ``axes`` shifts that axis twice, as in numpy.
+
+    See Also
+    --------
+    ifftshift : The inverse.
+    numpy.fft.fftshift : The same result in a new array.
+    roll : The general in-place roll.
 
     Examples
     --------
@@ -189,7 +270,52 @@ def fftshift(a: ArrayT, axes: Axes = None, *, stream: Any = None,
 
 def ifftshift(a: ArrayT, axes: Axes = None, *, stream: Any = None,
               max_scratch_bytes: Optional[SupportsIndex] = None) -> ArrayT:
-    """The inverse of :func:`fftshift`, in place (differs from it for odd lengths).
+    """The inverse of :func:`fftshift`, in place, with numpy.fft.ifftshift's semantics.
+
+    ``rotate.roll(a, [-(a.shape[ax] // 2) for ax in axes], axes)``: it undoes
+    :func:`fftshift` (and differs from it only for odd lengths), taking the
+    same one-pass paths.
+
+    Parameters
+    ----------
+    a : array
+        As for :func:`rotate.roll`: a writeable numpy array or PyTorch CPU
+        tensor, or a CUDA device array.
+    axes : int or sequence of ints, optional
+        Axes to shift; None (default) shifts all of them.
+    stream : optional
+        GPU only: the CUDA stream to run on (as for :func:`rotate.roll`).
+    max_scratch_bytes : int, optional
+        Upper bound on temporary memory (as for :func:`rotate.roll`).
+
+    Returns
+    -------
+    array
+        ``a`` itself (the same object: numpy array, torch tensor, device
+        array), shifted.
+
+    Raises
+    ------
+    TypeError
+        Non-integer ``axes``; an unsupported array type, object dtype, or
+        ``stream=`` with a host array (as for :func:`rotate.roll`).
+    ValueError
+        A read-only array, elements that overlap in memory, or a layout that
+        cannot be rolled in place (as for :func:`rotate.roll`).
+    RuntimeError
+        A device array on a machine without a usable CUDA GPU.
+    numpy.exceptions.AxisError
+        An axis in ``axes`` out of range.
+
+    Notes
+    -----
+    ``ifftshift(fftshift(a, axes), axes)`` leaves ``a`` as it was, for every
+    length; :func:`rotate.plan` with the negated half shifts shows the plan.
+
+    See Also
+    --------
+    fftshift : The shift this undoes.
+    numpy.fft.ifftshift : The same result in a new array.
 
     Examples
     --------
@@ -197,6 +323,10 @@ def ifftshift(a: ArrayT, axes: Axes = None, *, stream: Any = None,
     >>> x = np.array([-2., -1., 0., 1., 2.])
     >>> rotate.ifftshift(x)
     array([ 0.,  1.,  2., -2., -1.])
+    >>> m = np.arange(6).reshape(2, 3)
+    >>> rotate.ifftshift(rotate.fftshift(m, axes=1), axes=1)   # a round trip
+    array([[0, 1, 2],
+           [3, 4, 5]])
     """
     axes, shape = _fft_axes(a, axes)
     return _api.roll(a, tuple(-(shape[ax] // 2) for ax in axes), axes, stream=stream,

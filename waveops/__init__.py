@@ -161,6 +161,23 @@ def cuda_available() -> bool:
     Returns
     -------
     bool
+        True when numba-cuda is installed (outside the simulator) and
+        ``numba.cuda.is_available()`` says a GPU is usable.
+
+    Notes
+    -----
+    It never raises: a broken driver install counts as "no GPU" (False).
+
+    See Also
+    --------
+    rotate : The device function this says can run.
+    waveops.cpu.rotate : The CPU software wave, which runs anywhere.
+
+    Examples
+    --------
+    >>> import waveops
+    >>> waveops.cuda_available() in (True, False)
+    True
     """
     if isinstance(_load_cuda(), str):
         return False

@@ -48,8 +48,25 @@ def source_lane(lane: int, delta: int, width: int) -> int:
     int
         The source lane, in the same group as ``lane``.
 
+    Raises
+    ------
+    TypeError
+        Non-integer arguments (``&`` is not defined for them).
+
+    Notes
+    -----
+    Every backend's rotate (CUDA, the CPU software wave, the AMD and SPIR-V
+    lowerings) computes exactly this lane, so they agree bit for bit.  A
+    ``width`` that is not a power of two gives a lane, but not a rotation.
+
+    See Also
+    --------
+    waveops.rotate : The CUDA device function that reads this lane.
+    waveops.cpu.rotate : The CPU software wave.
+
     Examples
     --------
+    >>> from waveops import source_lane
     >>> [source_lane(l, 1, 4) for l in range(8)]
     [1, 2, 3, 0, 5, 6, 7, 4]
     >>> [source_lane(l, -1, 4) for l in range(4)]

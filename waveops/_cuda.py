@@ -152,22 +152,153 @@ def _host_call(name):
 
 
 def rotate(value, delta, width=WAVE_WIDTH):
-    """Per-lane cyclic shift across a warp (device function).
+    """Per-lane cyclic shift across a warp (CUDA device function).
 
     Lane ``l`` returns the ``value`` held by lane ``(l + delta) mod width`` of
-    its aligned group of ``width`` lanes.  See ``waveops.rotate`` for the full
-    contract.
+    its aligned group of ``width`` lanes (``l & ~(width - 1)`` is the group's
+    first lane).  Call it inside a ``@cuda.jit`` kernel, from every lane of
+    the warp.
+
+    Parameters
+    ----------
+    value : int32, uint32, float32, int64, uint64 or float64
+        This lane's value.  32-bit values take one ``shfl.sync.idx``, 64-bit
+        values two; the bits move untouched (NaN payloads and ``-0.0``
+        survive).
+    delta : int
+        Rotation distance, any integer type, any sign or size (taken modulo
+        ``width``); it may differ from lane to lane.
+    width : int, optional
+        The group of lanes that rotate together: a power of two from 1 to 32
+        (default 32, the whole warp).
+
+    Returns
+    -------
+    same type as value
+        The ``value`` of lane ``(l + delta) mod width`` of this lane's group.
+
+    Raises
+    ------
+    numba.core.errors.TypingError
+        At compile time: an unsupported ``value`` type, or a non-integer
+        ``delta`` or ``width``.
+    ValueError
+        At compile time: a literal ``width`` that is not a power of two from 1
+        to 32.
+    RuntimeError
+        Called from host code (outside a kernel); without numba-cuda, or
+        under the CUDA simulator (which has no warp shuffles), whenever it is
+        called.
+
+    Notes
+    -----
+    ``rotate`` is a full-warp collective, like ``shfl_sync`` with the full
+    member mask: all 32 lanes of the warp must reach the same call, also when
+    ``width < 32``.  Calling it from a divergent branch, or after some lanes
+    of the warp returned (a partial last warp whose out-of-range threads
+    exited early), is undefined behaviour.  Keep every lane alive, clamp its
+    load index, and guard only the store.  A run-time ``width`` that is not a
+    power of two from 1 to 32 gives unspecified lanes.
+
+    See Also
+    --------
+    waveops.cpu.rotate : The same rotate over arrays of whole waves, on the CPU.
+    lane_id : This thread's lane.
+    source_lane : The lane each lane reads.
+
+    Examples
+    --------
+    In a kernel (needs a CUDA GPU and numba-cuda)::
+
+        from numba import cuda
+        import waveops
+
+        @cuda.jit
+        def right_neighbour(out, x):
+            i = cuda.grid(1)
+            out[i] = waveops.rotate(x[i], 1)     # lane l gets lane (l + 1) % 32
+
+    From host code it refuses to run, and names the CPU twin:
+
+    >>> import waveops
+    >>> waveops.rotate(1.0, 1)
+    Traceback (most recent call last):
+        ...
+    RuntimeError: waveops.rotate() is a CUDA device function...
     """
     _host_call("rotate")
 
 
 def lane_id():
-    """This thread's lane in its warp, ``0 <= lane_id() < 32`` (device)."""
+    """This thread's lane in its warp, ``0 <= lane_id() < 32`` (CUDA device function).
+
+    Returns
+    -------
+    int32
+        The ``%laneid`` special register.
+
+    Raises
+    ------
+    RuntimeError
+        Called from host code (outside a kernel); without numba-cuda, or
+        under the CUDA simulator, whenever it is called.
+
+    See Also
+    --------
+    width : The warp width.
+    waveops.cpu.lane_ids : The lanes of a CPU software wave.
+
+    Examples
+    --------
+    In a kernel::
+
+        @cuda.jit
+        def lanes(out):
+            out[cuda.grid(1)] = waveops.lane_id()
+
+    >>> import waveops
+    >>> waveops.lane_id()
+    Traceback (most recent call last):
+        ...
+    RuntimeError: waveops.lane_id() is a CUDA device function...
+    """
     _host_call("lane_id")
 
 
 def width():
-    """The warp width, 32 on NVIDIA (device function)."""
+    """The warp width, 32 on NVIDIA (CUDA device function).
+
+    Returns
+    -------
+    int32
+        32, a compile-time constant.
+
+    Raises
+    ------
+    RuntimeError
+        Called from host code (outside a kernel); without numba-cuda, or
+        under the CUDA simulator, whenever it is called.
+
+    See Also
+    --------
+    lane_id : This thread's lane.
+    waveops.cpu.width : The CPU software wave's default width.
+
+    Examples
+    --------
+    In a kernel::
+
+        @cuda.jit
+        def last_lane(out, x):
+            i = cuda.grid(1)
+            out[i] = waveops.rotate(x[i], waveops.width() - 1)   # lane l reads lane l - 1
+
+    >>> import waveops
+    >>> waveops.width()
+    Traceback (most recent call last):
+        ...
+    RuntimeError: waveops.width() is a CUDA device function...
+    """
     _host_call("width")
 
 

@@ -8,8 +8,8 @@ word of the lane at ``address / 4`` (modulo the wave size).  The address is
 inside the lane's aligned group of ``width`` lanes.  A 64-bit value moves as
 two words, two ``ds_bpermute_b32``.
 
-The IR comes from the same width-agnostic rotate as every backend
-(``waveops._core.make_rotate``): its seams are given values that *emit* IR
+The IR comes from the same width-agnostic rotate as every backend (the
+formula of ``waveops.source_lane``; docs/waveops.md, "How it is built"): its seams are given values that *emit* IR
 when the core's formula combines them, so the core's ``&``, ``|``, ``+`` and
 ``~`` become ``and``/``or``/``add`` instructions, ``lane_id()`` becomes
 ``mbcnt`` and ``shuffle_idx`` becomes ``llvm.amdgcn.ds.bpermute``.
@@ -220,14 +220,44 @@ def rotate_kernel_ir(dtype: str, arch: str = "gfx942", width: Optional[int] = No
         pointer to one ``i32`` delta per work-item (divergent).
     name : str
         The kernel's symbol.
+    _lowering : {'bpermute', 'readlane'}
+        For the tests only: ``'readlane'`` builds the *wrong* lowering (one
+        uniform source lane), which the ISA checks must reject.
 
     Returns
     -------
     str
         The module's LLVM IR.  Kernel arguments: ``ptr addrspace(1) out,
         ptr addrspace(1) x, i32 delta`` (or ``ptr addrspace(1) deltas``);
-        work-groups of `BLOCK` work-items, work-item ``i`` of the grid is
-        lane ``i mod wave`` of its wave.
+        work-groups of 256 work-items, work-item ``i`` of the grid is lane
+        ``i mod wave`` of its wave.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``dtype`` or ``arch``, or a ``width`` that is not a power
+        of two up to the wave size.
+
+    Notes
+    -----
+    The kernel's lane arithmetic is the shared core rotate (the formula of
+    :func:`waveops.source_lane`), its seams emitting IR: ``lane_id`` is
+    ``mbcnt`` and the shuffle is ``llvm.amdgcn.ds.bpermute`` with the byte
+    address ``source_lane * 4``.  Nothing here runs the kernel: no AMD GPU is
+    needed (or used).
+
+    See Also
+    --------
+    compile_isa : Compile this IR to AMDGPU ISA.
+    emulate_bpermute_rotate : The same lane arithmetic on the CPU.
+    waveops.cpu.rotate : The reference the lowering is checked against.
+
+    Examples
+    --------
+    >>> from waveops import amdgpu
+    >>> ir = amdgpu.rotate_kernel_ir("float64", arch="gfx1100", width=16)
+    >>> ir.count('call i32 @"llvm.amdgcn.ds.bpermute"')    # a 64-bit value: two words
+    2
     """
     wave, width = _check(dtype, arch, width)
     vt = _LLVM_TYPES[dtype]
@@ -271,6 +301,38 @@ def compile_isa(ir_text: str, arch: str = "gfx942", opt: int = 3) -> str:
     Uses numba's own llvmlite and its AMDGPU target: no ROCm, no GPU.  The
     text holds the instructions, the ``.amdhsa_*`` kernel descriptor and
     LLVM's ``; ScratchSize:`` / ``; NumVgprs:`` comments.
+
+    Parameters
+    ----------
+    ir_text : str
+        An LLVM IR module, e.g. from :func:`rotate_kernel_ir`.
+    arch : str, optional
+        The target processor (default ``gfx942``); the ones checked are the
+        keys of :data:`WAVE_SIZE`, but any gfx target LLVM knows compiles.
+    opt : int, optional
+        Optimisation level 0-3 (default 3); 0 skips the optimisation passes.
+
+    Returns
+    -------
+    str
+        The assembly text.
+
+    Raises
+    ------
+    RuntimeError
+        IR that does not parse or verify (llvmlite's error, with LLVM's message).
+
+    See Also
+    --------
+    rotate_kernel_ir : The kernels this compiles.
+    llvm_version : The LLVM that compiles them.
+
+    Examples
+    --------
+    >>> from waveops import amdgpu
+    >>> isa = amdgpu.compile_isa(amdgpu.rotate_kernel_ir("uint32", arch="gfx942"), "gfx942")
+    >>> isa.count("ds_bpermute_b32")
+    1
     """
     import llvmlite.binding as ll
 
@@ -287,7 +349,23 @@ def compile_isa(ir_text: str, arch: str = "gfx942", opt: int = 3) -> str:
 
 
 def llvm_version() -> str:
-    """The LLVM version of the llvmlite that compiles these kernels, e.g. ``'22.1.0'``."""
+    """The LLVM version of the llvmlite that compiles these kernels, e.g. ``'22.1.0'``.
+
+    Returns
+    -------
+    str
+        ``major.minor.patch`` of llvmlite's LLVM.
+
+    See Also
+    --------
+    compile_isa : Compiles with this LLVM.
+
+    Examples
+    --------
+    >>> from waveops import amdgpu
+    >>> int(amdgpu.llvm_version().split(".")[0]) >= 14
+    True
+    """
     import llvmlite.binding as ll
 
     return ".".join(map(str, ll.llvm_version_info))
@@ -302,6 +380,41 @@ def emulate_bpermute_rotate(lanes: npt.ArrayLike, delta: Union[SupportsIndex, np
     ``(address >> 2) mod wave`` of its own wave (the instruction's documented
     behaviour).  Equal to ``waveops.cpu.rotate`` when the address is right;
     this models the instruction, it does not run it.
+
+    Parameters
+    ----------
+    lanes : array_like
+        1-D values, one per lane, waves of ``wave`` lanes back to back.
+    delta : int or array_like of int
+        Rotation distance: one for all lanes, or one per lane.
+    width : int, optional
+        Rotation group, a power of two up to ``wave`` (default: ``wave``).
+    wave : int, optional
+        The wave size: 64 (CDNA, the default) or 32 (RDNA).
+
+    Returns
+    -------
+    numpy.ndarray
+        The rotated values, a new array of ``lanes``' dtype and shape.
+
+    Raises
+    ------
+    IndexError
+        ``lanes`` that do not hold whole waves of ``wave`` lanes.
+
+    See Also
+    --------
+    rotate_kernel_ir : The IR whose arithmetic this runs.
+    waveops.cpu.rotate : The reference it must equal.
+
+    Examples
+    --------
+    >>> import numpy as np, waveops
+    >>> from waveops import amdgpu
+    >>> x = np.arange(128, dtype=np.int32)
+    >>> y = amdgpu.emulate_bpermute_rotate(x, 3, width=16)
+    >>> np.array_equal(y, waveops.cpu.rotate(x, 3, width=16))
+    True
     """
     import numpy as np
 

@@ -88,8 +88,13 @@ def simd_width_for(cpu_name: str, features: str, machine: Optional[str] = None) 
         16 with AVX-512F, 8 with AVX2, otherwise 4 (SSE2, NEON, AltiVec and
         128-bit SIMD in general).
 
+    See Also
+    --------
+    width : This host's width, detected with this function.
+
     Examples
     --------
+    >>> from waveops.cpu import simd_width_for
     >>> simd_width_for("generic", "")
     4
     >>> simd_width_for("haswell", "+avx2,+avx,+sse4.2")
@@ -146,8 +151,15 @@ def width() -> int:
     int
         4 for SSE/NEON, 8 for AVX2, 16 for AVX-512.
 
+    See Also
+    --------
+    rotate : Uses it as the default width.
+    simd_width_for : The rule, for any CPU name and feature string.
+    waveops.width : The CUDA warp width (32).
+
     Examples
     --------
+    >>> from waveops.cpu import width
     >>> width() in (4, 8, 16)
     True
     """
@@ -267,12 +279,26 @@ def rotate(lanes: npt.NDArray[_ScalarT], delta: Union[SupportsIndex, npt.NDArray
     TypeError
         Unsupported dtype, non-integer ``delta`` or ``width``.
     ValueError
-        ``width`` not a power of two in [1, 64]; length of ``lanes`` not a
-        multiple of the width; ``delta`` array of the wrong shape.
+        ``lanes`` not 1-D; ``width`` not a power of two in [1, 64]; length of
+        ``lanes`` not a multiple of the width; ``delta`` array of the wrong
+        shape.
+
+    Notes
+    -----
+    Values move as raw 32- or 64-bit words, so every bit pattern survives
+    (NaN payloads, ``-0.0``), as on the GPU.  Callable inside ``@numba.njit``
+    code too, where the value checks run at run time with fixed messages.
+
+    See Also
+    --------
+    waveops.rotate : The CUDA device function this is the twin of.
+    lane_ids : The lane of each element.
+    waveops.vulkan.Device.rotate : The same rotate on a Vulkan device.
 
     Examples
     --------
     >>> import numpy as np
+    >>> from waveops.cpu import rotate
     >>> x = np.arange(8, dtype=np.int32)
     >>> rotate(x, 1, width=4)
     array([1, 2, 3, 0, 5, 6, 7, 4], dtype=int32)
@@ -343,10 +369,36 @@ def rotate(lanes: npt.NDArray[_ScalarT], delta: Union[SupportsIndex, npt.NDArray
 def lane_ids(n: int, width: Optional[int] = None) -> npt.NDArray[np.int32]:
     """Lane index of each element of an ``n``-lane software wave array.
 
-    The software-wave twin of ``waveops.lane_id()``.
+    The software-wave twin of ``waveops.lane_id()``: element ``i`` is lane
+    ``i mod width`` of its wave.
+
+    Parameters
+    ----------
+    n : int
+        Number of elements (lanes of all waves), a multiple of the width.
+    width : int, optional
+        Wave width, a power of two from 1 to 64.  Default: :func:`width`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``n`` int32 lane indices, ``0 <= lane < width``.
+
+    Raises
+    ------
+    TypeError
+        A ``width`` that is not an int.
+    ValueError
+        ``width`` not a power of two in [1, 64], or ``n`` not a multiple of it.
+
+    See Also
+    --------
+    rotate : The rotate over the same waves.
+    waveops.lane_id : The CUDA device function.
 
     Examples
     --------
+    >>> from waveops.cpu import lane_ids
     >>> lane_ids(8, width=4)
     array([0, 1, 2, 3, 0, 1, 2, 3], dtype=int32)
     """

@@ -10,7 +10,8 @@ shader, ``out[i] = rotate(x[i], delta, width)``, in one of two lowerings:
     ``GroupNonUniformRotateKHR``.  Its ``delta`` must be dynamically uniform
     (SPIR-V's rule), so it comes from a push constant.
 ``"shuffle"`` (fallback, for devices without ``shaderSubgroupRotate``)
-    The core rotate (``waveops._core.make_rotate``) over the subgroup seams:
+    The core rotate every backend shares (the formula of ``waveops.source_lane``)
+    over the subgroup seams:
     ``lane_id`` is ``SubgroupLocalInvocationId``, the width ``SubgroupSize``
     (or ``width``), and ``shuffle_idx`` is ``OpGroupNonUniformShuffle`` with the
     computed lane, as Mesa's NVK lowers rotate.  ``delta`` may be per lane
@@ -260,6 +261,35 @@ def rotate_module(dtype: str = "uint32", width: Optional[int] = None, lowering: 
     -------
     list of int
         The module's words (`to_bytes` packs them for ``vkCreateShaderModule``).
+
+    Raises
+    ------
+    ValueError
+        An unknown ``dtype`` or ``lowering``; a ``width`` that is not a power
+        of two up to 128; ``per_lane_delta`` with the native lowering (its
+        delta must be dynamically uniform); a ``local_size`` that is not a
+        power of two up to 1024.
+
+    Notes
+    -----
+    Bindings (descriptor set 0): 0 ``x`` (read), 1 ``out`` (written), 2 the
+    per-lane deltas (per-lane modules only); uniform modules take ``uint
+    delta`` as a push constant at offset 0.  Entry point ``main``.  The result
+    equals ``waveops.cpu.rotate(x, delta, width or subgroup size)`` bit for bit.
+
+    See Also
+    --------
+    to_bytes : The module as the bytes of a ``.spv`` file.
+    all_modules : Every variant.
+    waveops.vulkan.Device.rotate : Builds and runs a module on a device.
+
+    Examples
+    --------
+    >>> from waveops import spirv
+    >>> words = spirv.rotate_module("float32", width=8)
+    >>> words[0] == spirv.MAGIC
+    True
+    >>> fallback = spirv.rotate_module("int64", lowering="shuffle", per_lane_delta=True)
     """
     _check(dtype, width, lowering, per_lane_delta, local_size)
     words64 = VALUE_TYPES[dtype] == 2
@@ -355,13 +385,70 @@ def rotate_module(dtype: str = "uint32", width: Optional[int] = None, lowering: 
 
 
 def to_bytes(words: Sequence[int]) -> bytes:
-    """Little-endian bytes of a module's words (what a ``.spv`` file holds)."""
+    """Little-endian bytes of a module's words (what a ``.spv`` file holds).
+
+    Parameters
+    ----------
+    words : sequence of int
+        32-bit words, e.g. from :func:`rotate_module`.
+
+    Returns
+    -------
+    bytes
+        Four bytes a word, little-endian.
+
+    Raises
+    ------
+    struct.error
+        A word outside ``[0, 2**32)``.
+
+    See Also
+    --------
+    rotate_module : Makes the words.
+
+    Examples
+    --------
+    >>> from waveops import spirv
+    >>> spirv.to_bytes([spirv.MAGIC, 1]).hex()
+    '0302230701000000'
+    """
     return struct.pack(f"<{len(words)}I", *words)
 
 
 def module_name(dtype: str, width: Optional[int], lowering: str, per_lane_delta: bool,
                 maximal_reconvergence: bool) -> str:
-    """A file-name-safe name for one module variant, e.g. ``rotate_float32_w8_uniform_mr``."""
+    """A file-name-safe name for one module variant, e.g. ``rotate_float32_w8_uniform_mr``.
+
+    Parameters
+    ----------
+    dtype : str
+        As for :func:`rotate_module`.
+    width : int or None
+        As for :func:`rotate_module` (None: ``sub``, the whole subgroup).
+    lowering : {'rotate', 'shuffle'}
+        As for :func:`rotate_module`.
+    per_lane_delta : bool
+        As for :func:`rotate_module`.
+    maximal_reconvergence : bool
+        As for :func:`rotate_module` (adds ``_mr``).
+
+    Returns
+    -------
+    str
+        ``{lowering}_{dtype}_{w<width> or sub}_{uniform or perlane}[_mr]``.
+
+    See Also
+    --------
+    all_modules : Every variant, keyed by this name.
+
+    Examples
+    --------
+    >>> from waveops import spirv
+    >>> spirv.module_name("float32", 8, "rotate", False, True)
+    'rotate_float32_w8_uniform_mr'
+    >>> spirv.module_name("int64", None, "shuffle", True, False)
+    'shuffle_int64_sub_perlane'
+    """
     w = "sub" if width is None else f"w{width}"
     d = "perlane" if per_lane_delta else "uniform"
     return f"{lowering}_{dtype}_{w}_{d}{'_mr' if maximal_reconvergence else ''}"
@@ -373,6 +460,37 @@ def all_modules(widths: Iterable[Optional[int]] = (None, 1, 2, 4, 8, 16, 32),
 
     Native rotate (uniform delta) and shuffle fallback (uniform and per-lane
     delta), every value type and the given widths.
+
+    Parameters
+    ----------
+    widths : sequence of int or None, optional
+        The widths to build (None: the whole subgroup).
+    maximal_reconvergence : sequence of bool, optional
+        Build with and/or without maximal reconvergence.
+
+    Returns
+    -------
+    dict
+        :func:`module_name` -> ``(kwargs, words)``, where ``kwargs`` are the
+        arguments of :func:`rotate_module` that made ``words``.
+
+    Raises
+    ------
+    ValueError
+        A width :func:`rotate_module` refuses.
+
+    See Also
+    --------
+    rotate_module : Builds one of them.
+
+    Examples
+    --------
+    >>> from waveops import spirv
+    >>> modules = spirv.all_modules(widths=(None, 8), maximal_reconvergence=(True,))
+    >>> len(modules)                 # (1 rotate + 2 shuffle variants) x 6 dtypes x 2 widths
+    36
+    >>> modules["rotate_float32_w8_uniform_mr"][0]["width"]
+    8
     """
     out = {}
     for lowering in LOWERINGS:
@@ -393,6 +511,26 @@ def find_tool(name: str) -> Optional[str]:
     wheel of this Python (the ``spirv`` extra: SPIRV-Tools 2025.5, which
     knows ``MaximallyReconvergesKHR``), then on ``PATH`` (Debian 12's
     ``spirv-tools`` 2023.1 knows the rotate but not maximal reconvergence).
+
+    Parameters
+    ----------
+    name : str
+        The program's name.
+
+    Returns
+    -------
+    str or None
+        Its path, or None when it is nowhere to be found.
+
+    See Also
+    --------
+    to_bytes : What ``spirv-val`` reads (from a ``.spv`` file).
+
+    Examples
+    --------
+    >>> from waveops import spirv
+    >>> spirv.find_tool("no-such-spirv-tool") is None
+    True
     """
     dirs = [os.environ.get("WAVEOPS_SPIRV_TOOLS")]
     for key in ("purelib", "platlib"):

@@ -176,7 +176,25 @@ def _load():
 
 
 def loader_available() -> bool:
-    """True when a Vulkan loader library can be opened here (no device is touched)."""
+    """True when a Vulkan loader library can be opened here (no device is touched).
+
+    Returns
+    -------
+    bool
+        Whether ``libvulkan.so.1`` (or ``$WAVEOPS_VULKAN_LIBRARY``) loads.  A
+        loader without a driver still says True; :class:`Device` then raises
+        :class:`VulkanUnavailable`.
+
+    See Also
+    --------
+    Device : Opens a device through the loader.
+
+    Examples
+    --------
+    >>> from waveops import vulkan
+    >>> vulkan.loader_available() in (True, False)
+    True
+    """
     try:
         _load()
         return True
@@ -197,6 +215,46 @@ class Device:
     index : int, optional
         Which physical device (``vkEnumeratePhysicalDevices`` order); default
         the first, or ``WAVEOPS_VULKAN_DEVICE``.
+
+    Attributes
+    ----------
+    info : dict
+        What the device offers: ``device_name``, ``driver_name``,
+        ``api_version``, ``subgroup_size``, ``subgroup_operations``,
+        ``shaderSubgroupRotate``, ``shaderSubgroupRotateClustered``,
+        ``shaderMaximalReconvergence``, ...
+    enabled_extensions : list of str
+        The device extensions enabled (the rotate's and maximal
+        reconvergence's, where offered).
+    last_lowering : str or None
+        The lowering the last :meth:`rotate` ran (``'rotate'`` or ``'shuffle'``).
+
+    Raises
+    ------
+    VulkanUnavailable
+        No loader, no instance, or no device (the message says which).
+
+    See Also
+    --------
+    loader_available : Whether a loader is there at all.
+    waveops.spirv.rotate_module : The modules it runs.
+
+    Notes
+    -----
+    Use it as a context manager, or call :meth:`close`, to destroy the device
+    and the instance.
+
+    Examples
+    --------
+    On a machine with a Vulkan driver (Mesa's lavapipe runs on any CPU):
+
+    >>> import numpy as np, waveops
+    >>> from waveops.vulkan import Device
+    >>> x = np.arange(256, dtype=np.float32)
+    >>> with Device() as dev:                                      # doctest: +SKIP
+    ...     out = dev.rotate(x, 3, width=8)
+    ...     print(dev.last_lowering, np.array_equal(out, waveops.cpu.rotate(x, 3, width=8)))
+    rotate True
     """
 
     instance: Any  # the Vulkan handles, None once closed
@@ -346,7 +404,28 @@ class Device:
     # -- what the device offers ------------------------------------------
     def best_lowering(self, width: Optional[int] = None) -> str:
         """``'rotate'`` when the device runs ``OpGroupNonUniformRotateKHR`` (clustered
-        too when ``width`` is given), else ``'shuffle'``."""
+        too when ``width`` is given), else ``'shuffle'``.
+
+        Parameters
+        ----------
+        width : int, optional
+            The rotation group; None (default) for the whole subgroup.
+
+        Returns
+        -------
+        str
+            ``'rotate'`` or ``'shuffle'``, for :func:`waveops.spirv.rotate_module`.
+
+        See Also
+        --------
+        rotate : Uses it when no lowering is given.
+
+        Examples
+        --------
+        >>> from waveops.vulkan import Device
+        >>> Device().best_lowering(8)                                 # doctest: +SKIP
+        'rotate'
+        """
         if not self.info["shaderSubgroupRotate"]:
             return "shuffle"
         if width is not None and not self.info["shaderSubgroupRotateClustered"]:
@@ -386,6 +465,42 @@ class Device:
 
         ``delta`` is an int (push constant) or a uint32 array (binding 2).
         ``x.size`` must be a multiple of ``local_size``.
+
+        Parameters
+        ----------
+        words : list of int
+            A module from :func:`waveops.spirv.rotate_module`.
+        x : numpy.ndarray
+            1-D raw words (uint32 or uint64, matching the module's dtype).
+        delta : int or numpy.ndarray
+            An int for a uniform module; one uint32 per lane for a per-lane one.
+        local_size : int
+            The module's work-group size; one work-group per ``local_size``
+            elements is dispatched.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``out``, a new array of ``x``'s dtype.
+
+        Raises
+        ------
+        VulkanUnavailable
+            A Vulkan call that failed (the message names it and its result).
+
+        See Also
+        --------
+        rotate : Builds the module and runs it.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from waveops import spirv
+        >>> from waveops.vulkan import Device
+        >>> words = spirv.rotate_module("uint32", width=4, lowering="shuffle")
+        >>> x = np.arange(64, dtype=np.uint32)
+        >>> Device().run_module(words, x, 1, 64)[:8]                 # doctest: +SKIP
+        array([1, 2, 3, 0, 5, 6, 7, 4], dtype=uint32)
         """
         vk, dev = self.vk, self.device
         x = np.ascontiguousarray(x)
@@ -491,11 +606,50 @@ class Device:
                local_size: Optional[int] = None) -> npt.NDArray[_ScalarT]:
         """``waveops.cpu.rotate(x, delta, width or subgroup size)``, computed by the device.
 
-        ``x``: a 1-D array of any of the six dtypes, its length a multiple of
-        the work-group size (``local_size``, default max(64, subgroup size)).
-        ``delta``: an int (native rotate where offered) or one integer per
-        lane (shuffle lowering).  ``lowering``: default `best_lowering`; the
-        one used is left in ``last_lowering``.
+        Parameters
+        ----------
+        x : numpy.ndarray
+            A 1-D array of int32, uint32, float32, int64, uint64 or float64,
+            its length a multiple of the work-group size.
+        delta : int or array_like of int
+            An int (the native rotate where offered) or one integer per lane
+            (the shuffle lowering).
+        width : int, optional
+            The rotation group, a power of two up to the subgroup size; None
+            (default) for the whole subgroup.
+        lowering : {'rotate', 'shuffle'}, optional
+            Default: :meth:`best_lowering` (``'shuffle'`` for per-lane deltas);
+            the one used is left in ``last_lowering``.
+        local_size : int, optional
+            Work-group size (default: the larger of 64 and the subgroup size).
+
+        Returns
+        -------
+        numpy.ndarray
+            A new array of ``x``'s dtype, bit for bit
+            ``waveops.cpu.rotate(x, delta, width or subgroup size)``.
+
+        Raises
+        ------
+        ValueError
+            ``len(x)`` not a multiple of the work-group size, or arguments
+            :func:`waveops.spirv.rotate_module` refuses.
+        VulkanUnavailable
+            A Vulkan call that failed.
+
+        See Also
+        --------
+        waveops.cpu.rotate : The CPU reference.
+        run_module : Runs a module built elsewhere.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from waveops.vulkan import Device
+        >>> x = np.arange(64, dtype=np.int32)
+        >>> with Device() as dev:                                     # doctest: +SKIP
+        ...     print(dev.rotate(x, 1, width=4)[:8], dev.last_lowering)
+        [1 2 3 0 5 6 7 4] rotate
         """
         x = np.ascontiguousarray(x)
         words = x.view(np.uint32 if x.dtype.itemsize == 4 else np.uint64)
@@ -517,6 +671,7 @@ class Device:
         return out.view(x.dtype)
 
     def close(self) -> None:
+        """Destroy the logical device and the instance (idempotent; ``with`` calls it)."""
         if getattr(self, "device", None):
             self.vk.vkDeviceWaitIdle(self.device)
             self.vk.vkDestroyDevice(self.device, None)
