@@ -142,6 +142,31 @@ def test_gpu_only_options_are_refused_on_the_cpu(flag, capsys):
 
 # --- plots from committed results (no GPU) -------------------------------------------------------------
 
+def _tables():
+    spec = importlib.util.spec_from_file_location("tables", ROOT / "benchmarks" / "tables.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_committed_gate_plot_is_a_readable_grid_with_the_peers(tmp_path):
+    pytest.importorskip("matplotlib")
+    tables = _tables()
+    assert (RESULTS / tables.CHAIN_GATE_PLOT).exists()
+    drawn = tables.draw_plot(tables.CHAIN_GATE_PLOT, tmp_path / "gate.png")
+    assert drawn["grid"] == (2, 4)  # not one row of eight panels
+    assert drawn["panels"] == list(tables.GATE_SHIFTS)
+    assert drawn["dtypes"] == list(tables.GATE_DTYPES)
+    assert drawn["sizes"] == [1 << 30, 4 << 30, 16 << 30]
+    assert drawn["peers"] == ["cupy.roll (out of place)", "torch.roll (out of place)"]
+    width, height = drawn["size_px"]
+    assert width / height < 2.5 and width <= 2000
+    # The committed PNG is this drawing (same size; pixels differ between matplotlib versions).
+    import matplotlib.image
+
+    assert matplotlib.image.imread(RESULTS / tables.CHAIN_GATE_PLOT).shape[:2] == (height, width)
+
+
 def test_plots_from_files_of_other_references_are_refused():
     with pytest.raises(ValueError, match="different references"):
         bench.load_results([RESULTS / "gpu-e2e-chain-eee3343-h200.json", RESULTS / "cpu-bench.json"])
