@@ -179,3 +179,33 @@ def test_cpu_bench_results_load_and_plot(tmp_path):
     assert {r["shift_label"] for r in rows} == {"1", "3", "4097", "n/3", "n/2+3", "n-1"}
     drawn = bench.plot(rows, tmp_path / "cpu.png", mode, sources)
     assert drawn["grid"] == (2, 3) and drawn["peers"] == ["np.roll + copy back"]
+
+
+# --- benchmarks/wave_bench.py without a GPU ------------------------------------------------------------
+
+def _wave_bench(tmp_path, *args, block_numba_cuda=False):
+    code = ("import runpy, sys\n"
+            + ("sys.modules['numba.cuda'] = None\n" if block_numba_cuda else "")
+            + f"sys.argv = ['wave_bench.py', *{list(args)!r}]\n"
+            f"runpy.run_path({str(ROOT / 'benchmarks' / 'wave_bench.py')!r}, run_name='__main__')\n")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, cwd=tmp_path,
+                          timeout=900)
+
+
+def test_wave_bench_quick_times_the_cpu_software_wave(tmp_path):
+    r = _wave_bench(tmp_path, "--quick", "--cpu", "--reps", "1", "--warmup", "1", "--inner", "1", "--json", "w.json")
+    assert r.returncode == 0, r.stderr[-3000:]
+    data = json.loads((tmp_path / "w.json").read_text())
+    assert data["meta"]["mode"] == "cpu" and data["meta"]["simd_width"] in (4, 8, 16)
+    wave = [row for row in data["rows"] if row["bench"] == "software wave"]
+    assert wave and all(row["bit_identical_to_numpy"] for row in wave)
+    assert any("w32" in row["case"] and "(default)" in row["case"] for row in wave)
+    assert all(row["matches_numpy"] for row in data["rows"] if row["bench"] == "3-point stencil")
+    assert "MISMATCH" not in r.stdout and "done in" in r.stderr and " left" in r.stderr
+
+
+def test_wave_bench_runs_without_numba_cuda(tmp_path):
+    r = _wave_bench(tmp_path, "--quick", "--reps", "1", "--warmup", "1", "--inner", "1", "--no-progress",
+                    block_numba_cuda=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "no usable CUDA GPU" in r.stderr and "software wave" in r.stdout
