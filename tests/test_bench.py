@@ -50,6 +50,23 @@ def test_progress_gives_case_i_of_n_and_the_time_left_from_the_work_done():
     assert lines[3] == "[3/3] done in 45s"
 
 
+def test_progress_leaves_the_first_case_out_once_a_second_has_finished():
+    """The first case compiles: 100 s, then 10 s a case; the estimate follows the 10 s."""
+    clock, out = Clock(), io.StringIO()
+    progress = bench.Progress([1] * 5, stream=out, clock=clock)
+    progress.step("1")
+    clock.now += 100
+    progress.step("2")
+    clock.now += 10
+    progress.step("3")
+    clock.now += 10
+    progress.step("4")
+    lines = out.getvalue().splitlines()
+    assert lines[1].endswith("1m40s so far, about 6m40s left")  # only the first case to go by: 4 x 100 s
+    assert lines[2].endswith("1m50s so far, about 30s left")
+    assert lines[3].endswith("2m00s so far, about 20s left")
+
+
 def test_progress_durations_read_as_minutes_and_hours():
     assert [bench._duration(s) for s in (0, 59.4, 61, 3599, 3600 * 2 + 60 * 5)] == ["0s", "59s", "1m01s", "59m59s",
                                                                                      "2h05m"]
