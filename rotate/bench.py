@@ -854,7 +854,7 @@ def main(argv=None) -> int:
     parser.add_argument("--dtypes", default="uint8,float32")
     parser.add_argument("--shifts", default="3,n-7,n/3", help=f"labels: integers, {', '.join(SHIFTS[3:])}, randS")
     parser.add_argument("--repeat", type=int, default=None, help="timed calls a median is taken of (default 10; "
-                                                                    "--quick: 5)")
+                                                                    "a CPU --quick run: 5)")
     parser.add_argument("--no-check", action="store_true")
     parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     parser.add_argument("--json", help="write results here")
@@ -900,7 +900,7 @@ def main(argv=None) -> int:
     return _main_cpu(args)
 
 
-def _choose(args, default: str, full: str, quick: str):
+def _choose(args, default: str, full: str, quick: str, quick_repeat: int = 10):
     if args.quick:
         args.dtypes, args.shifts = "uint8,float32", "3,n-7"
     if args.full:
@@ -908,7 +908,7 @@ def _choose(args, default: str, full: str, quick: str):
     sizes = args.sizes or (quick if args.quick else full if args.full else default)
     args.sizes = sizes
     if args.repeat is None:
-        args.repeat = 5 if args.quick else 10
+        args.repeat = quick_repeat if args.quick else 10
     return parse_sizes(sizes), args.dtypes.split(","), args.shifts.split(",")
 
 
@@ -941,7 +941,7 @@ def _main_cpu(args) -> int:
 
     if args.threads:
         numba.set_num_threads(args.threads)
-    sizes, dtypes, shifts = _choose(args, CPU_DEFAULT_SIZES, CPU_FULL_SIZES, CPU_QUICK_SIZES)
+    sizes, dtypes, shifts = _choose(args, CPU_DEFAULT_SIZES, CPU_FULL_SIZES, CPU_QUICK_SIZES, quick_repeat=5)
     started = time.time()
     print(f"CPU: rotate.roll of numpy arrays on {numba.get_num_threads()} numba threads (threading layer "
           f"{numba.config.THREADING_LAYER}); headline: % of the faster copy of the same bytes (np.copyto, or on as many threads); "
