@@ -18,7 +18,11 @@ to evict the array from the last-level cache, for all contenders alike.
 
 Run: ``.venv/bin/python benchmarks/cpu_bench.py [--threads N] [--mib 256] [--flush-mib 1024] [--json out.json]``
 (docs/results/cpu-bench.json is this script's ``--json`` output; ``benchmarks/tables.py`` builds the
-docs' CPU tables from it).
+docs' CPU tables from it). A line on stderr gives the case, i of N, and the time left.
+
+This script is the docs' (it times the private row kernel and needs a checkout for std_rotate.cpp).
+Users of the installed package run ``python -m rotate.bench``, which benchmarks the CPU backend
+through the public API on a machine without a GPU (``--cpu`` on one with).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import numba  # noqa: E402
 
 from rotate import _cpu, _provenance  # noqa: E402
+from rotate.bench import Progress  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -84,9 +89,13 @@ def std_rotate_seconds(binary: pathlib.Path, kind: str, n: int, shifts, repeats:
     return result
 
 
-def bench_dtype(dtype, nbytes: int, repeats: int, cxx_binary, check: bool):
+def shifts_for(n: int) -> list:
+    return [1, 3, 4097, n // 3, n // 2 + 3, n - 1]
+
+
+def bench_dtype(dtype, nbytes: int, repeats: int, cxx_binary, check: bool, progress):
     n = nbytes // np.dtype(dtype).itemsize
-    shifts = [1, 3, 4097, n // 3, n // 2 + 3, n - 1]
+    shifts = shifts_for(n)
     rng = np.random.default_rng(1)
     a = rng.integers(1, 250, n, dtype=np.uint8).astype(dtype)  # never zero
     other = np.empty_like(a)
@@ -97,6 +106,7 @@ def bench_dtype(dtype, nbytes: int, repeats: int, cxx_binary, check: bool):
         cxx = std_rotate_seconds(cxx_binary, "u8" if a.itemsize == 1 else "f64", n, shifts, repeats)
     rows = []
     for shift in shifts:
+        progress.step(f"{np.dtype(dtype).name} shift {shift}")
         k = n - shift  # roll right by shift == rotate left by n - shift
         if check:
             expected = np.roll(a, shift)
@@ -111,10 +121,13 @@ def bench_dtype(dtype, nbytes: int, repeats: int, cxx_binary, check: bool):
     return n, rows
 
 
-def bench_many_rows(repeats: int):
-    cases = [((10**6, 8), np.float64, 3), ((4096, 65536), np.uint8, 1000), ((64, 1 << 19), np.float64, 1 << 17)]
+MANY_ROWS = [((10**6, 8), np.float64, 3), ((4096, 65536), np.uint8, 1000), ((64, 1 << 19), np.float64, 1 << 17)]
+
+
+def bench_many_rows(repeats: int, progress):
     out = []
-    for shape, dtype, shift in cases:
+    for shape, dtype, shift in MANY_ROWS:
+        progress.step(f"many rows {shape} {np.dtype(dtype).name}")
         rng = np.random.default_rng(2)
         a = rng.integers(1, 250, shape, dtype=np.uint8).astype(dtype)
         other = np.empty_like(a)
@@ -147,6 +160,7 @@ def main(argv=None) -> None:
     parser.add_argument("--flush-mib", type=int, default=1024,
                         help="MiB written between timed runs to evict the array from cache (0: off)")
     parser.add_argument("--json", help="write the raw results (and commit, versions, knobs) here")
+    parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     args = parser.parse_args(argv)
     global _flush_buffer
     if args.flush_mib:
@@ -160,14 +174,18 @@ def main(argv=None) -> None:
           f"{numba.config.THREADING_LAYER}, numba threads {numba.get_num_threads()}, "
           f"{os.cpu_count()} cpus, {args.mib} MiB, median of {args.repeats}")
     gate_ok = True
+    # A many-rows case moves 64 MiB; the 1-D cases the whole array.
+    progress = Progress([nbytes] * 2 * len(shifts_for(2)) + [64 << 20] * len(MANY_ROWS),
+                        enabled=not args.no_progress)
+    log = progress.log(print)
     raw = {"benchmark": "cpu_bench", "environment": _provenance.environment(), "arguments": vars(args),
            "nbytes": nbytes, "dtypes": {}, "many_rows": []}
     for dtype in (np.uint8, np.float64):
-        n, rows = bench_dtype(dtype, nbytes, args.repeats, cxx_binary, not args.no_check)
+        n, rows = bench_dtype(dtype, nbytes, args.repeats, cxx_binary, not args.no_check, progress)
         raw["dtypes"][np.dtype(dtype).name] = {"n": n, "rows": rows}
-        print(f"\n## {np.dtype(dtype).name}, n = {n}\n")
-        print("| shift | algorithm | traffic / 2N | ms | GB/s | vs copyto | vs np.roll | vs std::rotate | gate |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        log(f"\n## {np.dtype(dtype).name}, n = {n}\n")
+        log("| shift | algorithm | traffic / 2N | ms | GB/s | vs copyto | vs np.roll | vs std::rotate | gate |")
+        log("|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             d = min(r["shift"], n - r["shift"])
             limit = 1.3 if d < n / 100 else 2.0
@@ -176,21 +194,22 @@ def main(argv=None) -> None:
             vs_cxx = r["ours"] / r["cxx"] if r["cxx"] else None
             ok = vs_copy <= limit and vs_roll <= 1.1 and (vs_cxx is None or vs_cxx <= 1.1)
             gate_ok &= ok
-            print(f"| {r['shift']} | {r['algorithm']} | {r['traffic']:.2f} | {r['ours'] * 1e3:.1f} | "
-                  f"{gbps(nbytes, r['ours']):.1f} | {vs_copy:.2f} (<= {limit}) | {vs_roll:.2f} | "
-                  + (f"{vs_cxx:.2f}" if vs_cxx else "-") + f" | {'ok' if ok else 'MISS'} |")
+            log(f"| {r['shift']} | {r['algorithm']} | {r['traffic']:.2f} | {r['ours'] * 1e3:.1f} | "
+                f"{gbps(nbytes, r['ours']):.1f} | {vs_copy:.2f} (<= {limit}) | {vs_roll:.2f} | "
+                + (f"{vs_cxx:.2f}" if vs_cxx else "-") + f" | {'ok' if ok else 'MISS'} |")
         r0 = rows[0]
-        print(f"\nreferences: np.copyto {r0['copy'] * 1e3:.1f} ms ({gbps(nbytes, r0['copy']):.1f} GB/s); "
-              + "np.roll+copy back " + ", ".join(f"{r['roll'] * 1e3:.0f}" for r in rows) + " ms; "
-              + "std::rotate " + ", ".join(f"{r['cxx'] * 1e3:.0f}" if r["cxx"] else "-" for r in rows) + " ms")
-    print("\n## many rows (rotate_rows_inplace, rows spread over threads)\n")
-    print("| case | algorithm | ms | GB/s | vs copyto | vs np.roll |")
-    print("|---|---|---|---|---|---|")
-    raw["many_rows"] = bench_many_rows(args.repeats)
+        log(f"\nreferences: np.copyto {r0['copy'] * 1e3:.1f} ms ({gbps(nbytes, r0['copy']):.1f} GB/s); "
+            + "np.roll+copy back " + ", ".join(f"{r['roll'] * 1e3:.0f}" for r in rows) + " ms; "
+            + "std::rotate " + ", ".join(f"{r['cxx'] * 1e3:.0f}" if r["cxx"] else "-" for r in rows) + " ms")
+    log("\n## many rows (rotate_rows_inplace, rows spread over threads)\n")
+    log("| case | algorithm | ms | GB/s | vs copyto | vs np.roll |")
+    log("|---|---|---|---|---|---|")
+    raw["many_rows"] = bench_many_rows(args.repeats, progress)
+    progress.finish()
     for r in raw["many_rows"]:
-        print(f"| {r['case']} | {r['algorithm']} | {r['ours'] * 1e3:.2f} | {gbps(r['nbytes'], r['ours']):.1f} | "
-              f"{r['ours'] / r['copy']:.2f} | {r['ours'] / r['roll']:.2f} |")
-    print(f"\nthreading layer used: {numba.threading_layer()}; gate {'met' if gate_ok else 'MISSED'}")
+        log(f"| {r['case']} | {r['algorithm']} | {r['ours'] * 1e3:.2f} | {gbps(r['nbytes'], r['ours']):.1f} | "
+            f"{r['ours'] / r['copy']:.2f} | {r['ours'] / r['roll']:.2f} |")
+    log(f"\nthreading layer used: {numba.threading_layer()}; gate {'met' if gate_ok else 'MISSED'}")
     raw["gate_met"] = bool(gate_ok)
     raw["threading_layer"] = numba.threading_layer()
     if args.json:

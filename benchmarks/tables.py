@@ -23,6 +23,11 @@ Sources (the constants below name the runs)
 * ``cpu-bench.json`` -- ``benchmarks/cpu_bench.py --json`` (``cpu-bench``).
 * ``cpu-call-overhead.json`` -- ``benchmarks/call_overhead.py --json``
   (``cpu-call-overhead``).
+
+Plots (``--plots``; needs matplotlib, the ``bench`` extra; no GPU): ``CHAIN_GATE_PLOT``
+draws ``CHAIN_GATE_RUN`` and ``CHAIN_GATE_16G_RUN`` with ``rotate.bench``'s plot (what
+``python -m rotate.bench --from FILE.json ... --plot OUT.png`` draws). ``--check`` checks
+that each plot exists; its pixels depend on the matplotlib version, so they are not compared.
 """
 
 from __future__ import annotations
@@ -475,6 +480,9 @@ def _wrap(text: str, width: int = 78) -> list:
 CHAIN_GATE_RUN = "gpu-e2e-chain-eee3343-h200.json"
 #: The same gate points at 16 GiB (3 repeats of 5 calls: torch.roll of 16 GiB uint8 takes 0.15 s a call).
 CHAIN_GATE_16G_RUN = "gpu-e2e-chain-16g-eee3343-h200.json"
+#: Both gate runs drawn, peers beside (performance.md shows it under the gpu-chain tables). Rename it with
+#: the runs it draws.
+CHAIN_GATE_PLOT = "gpu-e2e-chain-eee3343-h200.png"
 #: Host work per call on 4 KiB arrays, peers beside (rotate.bench --quick, after the quick path).
 QUICK_RUN = "gpu-e2e-quick-h200.json"
 #: The newest run of benchmarks/rows_gpu_bench.py (roll_rows, fftshift, multi-axis rolls): performance.md's
@@ -605,6 +613,21 @@ def blocks() -> dict:
     }
 
 
+def plots() -> dict:
+    """{PNG in docs/results: the result files it draws}."""
+    return {CHAIN_GATE_PLOT: [CHAIN_GATE_RUN, CHAIN_GATE_16G_RUN]}
+
+
+def draw_plot(name: str, out: pathlib.Path) -> dict:
+    """Draw plot ``name`` of `plots` into ``out`` with rotate.bench's plot (this tree's rotate)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from rotate import bench
+
+    rows, mode, sources = bench.load_results([RESULTS / source for source in plots()[name]])
+    return bench.plot(rows, out, mode, sources)
+
+
 def render(text: str, kind: str, name: str, body: str) -> str:
     # The closing marker is matched at the start of a line, so an empty block
     # (opening marker directly followed by the closing one) cannot swallow
@@ -628,7 +651,15 @@ def regenerate() -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if a document differs from its data")
+    parser.add_argument("--plots", action="store_true",
+                        help="also redraw the plots in docs/results from their JSON (needs matplotlib)")
     args = parser.parse_args(argv)
+    missing = [name for name in plots() if not (RESULTS / name).exists()]
+    if args.plots and not args.check:
+        for name in plots():
+            draw_plot(name, RESULTS / name)
+            print(f"drew docs/results/{name}")
+        missing = []
     stale = []
     for path, text in regenerate().items():
         if (ROOT / path).read_text() != text:
@@ -636,8 +667,11 @@ def main(argv=None) -> int:
             if not args.check:
                 (ROOT / path).write_text(text)
     if args.check:
-        if stale:
-            print(f"out of date (run python benchmarks/tables.py): {', '.join(stale)}")
+        if stale or missing:
+            if stale:
+                print(f"out of date (run python benchmarks/tables.py): {', '.join(stale)}")
+            if missing:
+                print(f"plots missing (run python benchmarks/tables.py --plots): {', '.join(missing)}")
             return 1
         print("documents match docs/results/")
     else:

@@ -1,4 +1,6 @@
-"""Device microbenchmark for waveops.rotate.
+"""Microbenchmark for waveops.rotate: on a CUDA GPU, or the CPU software wave without one.
+
+GPU (numba-cuda and a CUDA GPU):
 
 1. ``waveops.rotate`` against a hand-written ``cuda.shfl_sync`` doing the
    same rotation: a long dependent chain of shuffles per thread, so the
@@ -14,11 +16,21 @@ Timing: CUDA events around ``--inner`` back-to-back launches, ``--warmup``
 untimed rounds first, median of ``--reps`` rounds.  Every kernel writes its
 result to global memory, so nothing is dead code.
 
+CPU (no usable GPU, or ``--cpu``): the software wave, ``waveops.cpu.rotate``,
+against numpy doing the same rotation (waves as rows of a 2-D view: a roll
+along them, or a gather for per-lane deltas), checked bit for bit, at width
+32 (the default, a CUDA warp) and at the host SIMD width; then the stencil
+example's CPU twin against numpy's slices (equal bit for bit).  Wall clock
+around ``--inner`` calls, median of ``--reps`` rounds.
+
+A line on stderr gives the case, i of N, and an estimate of the time left.
+
 Usage::
 
-    python benchmarks/wave_bench.py                 # prints a table
+    python benchmarks/wave_bench.py                 # prints a table (GPU, or the CPU without one)
     python benchmarks/wave_bench.py --json out.json # and writes the rows
     python benchmarks/wave_bench.py --quick         # small sizes, a smoke test
+    python benchmarks/wave_bench.py --cpu           # the CPU software wave on a GPU machine
 """
 
 import argparse
@@ -28,6 +40,7 @@ import os
 import platform
 import statistics
 import sys
+import time
 
 import numpy as np
 
@@ -38,7 +51,18 @@ except ImportError:
     sys.path.insert(0, REPO)
     import waveops
 
-from numba import cuda  # noqa: E402
+from rotate.bench import Progress  # noqa: E402
+
+try:
+    from numba import cuda
+except ImportError:  # no numba-cuda: the CPU software wave only
+    cuda = None
+
+
+def _jit(fn):
+    """``cuda.jit`` (compiled at the first launch); without numba-cuda the kernel is never launched."""
+    return cuda.jit(fn) if cuda is not None else fn
+
 
 FULL = 0xFFFFFFFF
 WARP = 32
@@ -62,7 +86,7 @@ def _load_stencil_example():
 # source-lane computation the compiler hoists out of the loop in both.
 
 
-@cuda.jit
+@_jit
 def chain_raw_fixed(out, x, d, reps):
     i = cuda.grid(1)
     v = x[i]
@@ -72,7 +96,7 @@ def chain_raw_fixed(out, x, d, reps):
     out[i] = v
 
 
-@cuda.jit
+@_jit
 def chain_wave_fixed(out, x, d, reps):
     i = cuda.grid(1)
     v = x[i]
@@ -81,7 +105,7 @@ def chain_wave_fixed(out, x, d, reps):
     out[i] = v
 
 
-@cuda.jit
+@_jit
 def chain_raw(out, x, d, reps):
     i = cuda.grid(1)
     v = x[i]
@@ -91,7 +115,7 @@ def chain_raw(out, x, d, reps):
     out[i] = v
 
 
-@cuda.jit
+@_jit
 def chain_wave(out, x, d, reps):
     i = cuda.grid(1)
     v = x[i]
@@ -100,7 +124,7 @@ def chain_wave(out, x, d, reps):
     out[i] = v
 
 
-@cuda.jit
+@_jit
 def chain_raw_w16(out, x, d, reps):
     i = cuda.grid(1)
     v = x[i]
@@ -110,7 +134,7 @@ def chain_raw_w16(out, x, d, reps):
     out[i] = v
 
 
-@cuda.jit
+@_jit
 def chain_wave_w16(out, x, d, reps):
     i = cuda.grid(1)
     v = x[i]
@@ -126,7 +150,7 @@ SMEM_BLOCK = 256
 SMEM_SIZE = SMEM_BLOCK + 2  # the tile plus its two-point halo
 
 
-@cuda.jit
+@_jit
 def stencil_shared(y, x, inv_h2):
     s = cuda.shared.array(SMEM_SIZE, dtype=np.float64)
     n = x.size
@@ -142,7 +166,7 @@ def stencil_shared(y, x, inv_h2):
         y[j] = (s[t] - 2.0 * s[t + 1] + s[t + 2]) * inv_h2
 
 
-@cuda.jit
+@_jit
 def stencil_global(y, x, inv_h2):
     j = cuda.grid(1)
     if j < x.size - 2:
@@ -169,7 +193,7 @@ def time_ms(launch, reps, warmup, inner):
     return statistics.median(samples)
 
 
-def bench_shuffles(args, rows):
+def bench_shuffles(args, rows, progress):
     sm = cuda.get_current_device().MULTIPROCESSOR_COUNT
     block = 256
     threads = sm * 2048 * (1 if args.quick else 4)
@@ -185,6 +209,7 @@ def bench_shuffles(args, rows):
             ("w16 delta per step", chain_raw_w16, chain_wave_w16),
         ]
         for label, raw, wave in pairs:
+            progress.step(f"shuffle chain, {np.dtype(dtype).name} {label}")
             outs, times = {}, {}
             for name, k in (("raw shfl_sync", raw), ("waveops.rotate", wave)):
                 d_out = cuda.device_array_like(d_x)
@@ -207,7 +232,7 @@ def bench_shuffles(args, rows):
                 print(f"ERROR: waveops.rotate and shfl_sync disagree ({label}, {dtype})")
 
 
-def bench_stencil(args, rows):
+def bench_stencil(args, rows, progress):
     ex = _load_stencil_example()
     wave_kernel = cuda.jit(ex.stencil_kernel)
     n = (1 << 20) if args.quick else (1 << 26)
@@ -224,6 +249,7 @@ def bench_stencil(args, rows):
     }
     base = None
     for name, run in impls.items():
+        progress.step(f"3-point stencil, {name}")
         d_y = cuda.to_device(np.full(n - 2, np.nan))
         run(d_y)
         got = d_y.copy_to_host()
@@ -243,44 +269,155 @@ def bench_stencil(args, rows):
             print(f"ERROR: {name} does not match numpy")
 
 
+# --------------------------------------------------------------------------
+# 3. The CPU software wave (no GPU)
+
+
+def numpy_wave_rotate(x, delta, width):
+    """numpy doing what waveops.cpu.rotate does: lane l of each wave reads lane (l + delta) mod width."""
+    if np.ndim(delta) == 0:
+        return np.roll(x.reshape(-1, width), -int(delta), axis=1).ravel()
+    i = np.arange(x.size)
+    return x[(i & ~(width - 1)) | ((i + delta) & (width - 1))]
+
+
+def wall_ms(fn, reps, warmup, inner):
+    """Median milliseconds of one call, from the wall clock around ``inner`` calls."""
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        samples.append((time.perf_counter() - start) / inner * 1e3)
+    return statistics.median(samples)
+
+
+def cpu_cases(args):
+    widths = sorted({waveops.cpu.DEFAULT_WIDTH, waveops.cpu.width()})
+    return [(dtype, width, per_lane) for dtype in (np.float32, np.float64) for width in widths
+            for per_lane in (False, True)]
+
+
+def bench_cpu_wave(args, rows, progress):
+    n = (1 << 18) if args.quick else (1 << 24)  # lanes, whole waves at every width
+    rng = np.random.default_rng(0)
+    for dtype, width, per_lane in cpu_cases(args):
+        what = "per-lane delta" if per_lane else "delta 3"
+        label = f"{np.dtype(dtype).name} w{width} {what}" + (" (default)" if width == 32 else " (SIMD)")
+        progress.step(f"software wave, {label}")
+        x = rng.standard_normal(n).astype(dtype)
+        delta = rng.integers(-100, 100, n) if per_lane else 3
+        impls = {"waveops.cpu.rotate": lambda: waveops.cpu.rotate(x, delta, width),
+                 "numpy (2-D view)": lambda: numpy_wave_rotate(x, delta, width)}
+        word = np.uint32 if np.dtype(dtype).itemsize == 4 else np.uint64
+        same = bool(np.array_equal(impls["waveops.cpu.rotate"]().view(word), impls["numpy (2-D view)"]().view(word)))
+        times = {name: wall_ms(fn, args.reps, args.warmup, args.inner) for name, fn in impls.items()}
+        for name, ms in times.items():
+            rows.append({
+                "bench": "software wave",
+                "case": label,
+                "impl": name,
+                "ms": ms,
+                "Glanes_per_s": n / (ms * 1e-3) / 1e9,
+                "vs_numpy": ms / times["numpy (2-D view)"],
+                "bit_identical_to_numpy": same,
+            })
+        if not same:
+            print(f"ERROR: waveops.cpu.rotate and numpy disagree ({label})")
+
+
+def bench_cpu_stencil(args, rows, progress):
+    ex = _load_stencil_example()
+    n = (1 << 18) if args.quick else (1 << 22)
+    h = 0.01
+    x = np.cumsum(np.random.default_rng(1).standard_normal(n))
+    ref = ex.reference(x, h)
+    impls = {"waveops stencil (CPU twin, w32)": lambda: ex.cpu_twin(x, h),
+             "numpy slices": lambda: ex.reference(x, h)}
+    base = None
+    for name, fn in impls.items():
+        progress.step(f"3-point stencil, {name}")
+        ok = bool(np.array_equal(fn(), ref))  # the same operations in the same order: equal bit for bit
+        ms = wall_ms(fn, args.reps, args.warmup, args.inner)
+        base = base or ms
+        rows.append({
+            "bench": "3-point stencil",
+            "case": f"float64 n=2^{n.bit_length() - 1}",
+            "impl": name,
+            "ms": ms,
+            "GB_per_s": 2 * 8 * n / (ms * 1e-3) / 1e9,
+            "vs_waveops": ms / base,
+            "matches_numpy": ok,
+        })
+        if not ok:
+            print(f"ERROR: {name} does not match numpy")
+
+
+# --------------------------------------------------------------------------
+
+
 def print_table(rows):
-    print(f"{'bench':<16} {'case':<26} {'impl':<28} {'ms':>9} {'rate':>16} {'ratio':>7}  check")
+    print(f"{'bench':<16} {'case':<34} {'impl':<32} {'ms':>9} {'rate':>16} {'ratio':>7}  check")
     for r in rows:
         if "Gshfl_per_s" in r:
             rate = f"{r['Gshfl_per_s']:.1f} Gshfl/s"
             ratio, check = r["vs_raw"], r["bit_identical_to_raw"]
+        elif "Glanes_per_s" in r:
+            rate = f"{r['Glanes_per_s']:.2f} Glanes/s"
+            ratio, check = r["vs_numpy"], r["bit_identical_to_numpy"]
         else:
-            rate = f"{r['GB_per_s']:.0f} GB/s"
+            rate = f"{r['GB_per_s']:.1f} GB/s"
             ratio, check = r["vs_waveops"], r["matches_numpy"]
-        print(f"{r['bench']:<16} {r['case']:<26} {r['impl']:<28} {r['ms']:9.4f} "
+        print(f"{r['bench']:<16} {r['case']:<34} {r['impl']:<32} {r['ms']:9.4f} "
               f"{rate:>16} {ratio:7.3f}  {'ok' if check else 'MISMATCH'}")
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description="waveops.rotate microbenchmarks")
+    p = argparse.ArgumentParser(description="waveops.rotate microbenchmarks (GPU, or the CPU software wave)")
     p.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
     p.add_argument("--reps", type=int, default=15)
     p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--inner", type=int, default=5, help="launches per timed round")
+    p.add_argument("--inner", type=int, default=5, help="launches (calls) per timed round")
     p.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
+    p.add_argument("--cpu", action="store_true", help="the CPU software wave, even where a GPU is present")
+    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     args = p.parse_args(argv)
-    if not waveops.cuda_available():
-        print("wave_bench: needs numba-cuda and a CUDA GPU", file=sys.stderr)
-        return 2
+    gpu = not args.cpu and waveops.cuda_available()
+    if not gpu and not args.cpu:
+        print("wave_bench: no usable CUDA GPU (numba-cuda and a GPU needed for waveops.rotate): timing the "
+              "CPU software wave, waveops.cpu.rotate, instead", file=sys.stderr)
 
     rows = []
-    bench_shuffles(args, rows)
-    bench_stencil(args, rows)
-    dev = cuda.get_current_device()
-    print(f"device: {dev.name.decode() if isinstance(dev.name, bytes) else dev.name}, "
-          f"cc {dev.compute_capability}, {dev.MULTIPROCESSOR_COUNT} SMs")
-    print("ratio: time / time of the raw shfl_sync (shuffle rows) or of the waveops stencil")
+    if gpu:
+        progress = Progress([1] * 9, enabled=not args.no_progress)  # 2 dtypes x 3 shuffle pairs, 3 stencils
+        bench_shuffles(args, rows, progress)
+        bench_stencil(args, rows, progress)
+        dev = cuda.get_current_device()
+        name = dev.name.decode() if isinstance(dev.name, bytes) else dev.name
+        device = {"device": str(name), "compute_capability": list(dev.compute_capability)}
+        heading = (f"device: {name}, cc {dev.compute_capability}, {dev.MULTIPROCESSOR_COUNT} SMs\n"
+                   "ratio: time / time of the raw shfl_sync (shuffle rows) or of the waveops stencil")
+    else:
+        import numba
+
+        progress = Progress([1] * (len(cpu_cases(args)) + 2), enabled=not args.no_progress)
+        bench_cpu_wave(args, rows, progress)
+        bench_cpu_stencil(args, rows, progress)
+        device = {"device": f"CPU ({platform.machine()}, {os.cpu_count()} cpus)",
+                  "simd_width": waveops.cpu.width(), "numba_threads": numba.get_num_threads()}
+        heading = (f"device: CPU software wave (waveops.cpu), host SIMD width {waveops.cpu.width()}, "
+                   f"{numba.get_num_threads()} numba threads\n"
+                   "ratio: time / time of numpy (software-wave rows) or of the waveops stencil")
+    progress.finish()
+    print(heading)
     print_table(rows)
     if args.json:
         import numba
         meta = {
-            "device": str(dev.name.decode() if isinstance(dev.name, bytes) else dev.name),
-            "compute_capability": list(dev.compute_capability),
+            **device,
+            "mode": "gpu" if gpu else "cpu",
             "numba": numba.__version__,
             "numpy": np.__version__,
             "python": platform.python_version(),
@@ -290,7 +427,8 @@ def main(argv=None):
         with open(args.json, "w") as f:
             json.dump({"meta": meta, "rows": rows}, f, indent=2)
         print(f"wrote {args.json}")
-    bad = [r for r in rows if not r.get("bit_identical_to_raw", True) or not r.get("matches_numpy", True)]
+    bad = [r for r in rows if not r.get("bit_identical_to_raw", True) or not r.get("matches_numpy", True)
+           or not r.get("bit_identical_to_numpy", True)]
     return 1 if bad else 0
 
 

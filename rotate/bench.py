@@ -1,8 +1,14 @@
-"""GPU benchmark suite: in-place roll as users time it, against memcpy and the peers.
+"""Benchmark suite: in-place roll as users time it, against a copy and the peers (GPU or CPU).
 
 Run ``python -m rotate.bench`` (``--quick`` for a short run, ``--full`` for
-4 KiB-16 GiB and every dtype and shift, ``--help`` for options). For each
-size, dtype and shift the headline is the *whole call* -- CUDA events around
+every dtype and shift at more sizes, ``--help`` for options). It benchmarks
+the GPU when numba-cuda finds one, otherwise the CPU (``--cpu`` asks for the
+CPU on a GPU machine). A line on stderr gives the case, i of N, and an
+estimate of the time left. ``--from FILE.json ... --plot out.png`` draws the
+results of earlier runs (``docs/results/*.json``) without running anything,
+so no GPU is needed to plot the committed GPU results.
+
+GPU: for each size, dtype and shift the headline is the *whole call* -- CUDA events around
 the Python call, 20 calls back to back, host work included -- as a
 percentage of a device-to-device memcpy of the same N bytes measured in the
 same run; then one synchronised call at a time, then device work only.
@@ -10,8 +16,20 @@ same run; then one synchronised call at a time, then device work only.
 CuPy array and a torch tensor, are timed the same three ways when installed
 (a missing or failing peer is recorded, not fatal). A small-array table
 gives per-call microseconds. Every configuration is checked against
-``cupy.roll`` (or numpy) before it is timed. Writes JSON (``--json``: rows,
-the commit, versions, driver, GPU and every knob) and a PNG plot (``--plot``).
+``cupy.roll`` (or numpy) before it is timed.
+
+CPU: numpy arrays through the public API (``rotate.roll``, ``rotate.plan``)
+on numba's threads, against a copy of the same bytes, ``np.copyto`` (one
+thread) and a copy on as many threads as the roll: the faster of the two is
+the speed of light the headline percentage divides by (on a busy machine a
+threaded copy can lose a scheduler slice a call). The peer is ``np.roll``
+plus a copy back (numpy's roll made in place). A buffer (``--flush-mib``) is written before every timed
+call so that each starts with the array out of cache. Every configuration is
+checked against ``numpy.roll`` first.
+
+Both write JSON (``--json``: rows, the commit, versions, machine and every
+knob) and a PNG plot (``--plot``: a grid of panels, one a shift, percentage
+against size, one colour a dtype, the peers dashed beside rotate).
 """
 
 from __future__ import annotations
@@ -24,7 +42,6 @@ import time
 from typing import Callable
 
 import numpy as np
-from rotate._tuning import cuda as cuda_tuning
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -106,10 +123,11 @@ def memcpy_baseline(size: int, repeat: int = 10):
 
 def forced_chain(tile_bytes: int, buffers: int):
     """A context for GPU probes: the planner's chain layouts other than ``(tile_bytes, buffers)`` are
-    refused (with ``planner.override`` of those knobs, the chain plans only that configuration)."""
+    refused (with ``rotate._tuning.cuda.override`` of those knobs, the chain plans only that configuration)."""
     import contextlib
 
     from rotate._cuda import planner
+    from rotate._tuning import cuda as cuda_tuning
 
     @contextlib.contextmanager
     def forced():
@@ -227,8 +245,11 @@ def _with_pct(times: dict, memcpy_ms: float) -> dict:
     return out
 
 
-def run(sizes, dtypes, shifts, repeat, check=True, log=print, calls=20):
-    """Every (size, dtype, shift): rotate.roll and the peers, timed three ways, memcpy in the same run."""
+def run(sizes, dtypes, shifts, repeat, check=True, log=print, calls=20, progress=None):
+    """Every (size, dtype, shift): rotate.roll and the peers, timed three ways, memcpy in the same run.
+
+    ``progress``: a `Progress` over `cases` of the same arguments; its ``step`` is called before each case.
+    """
     from numba import cuda
 
     import rotate
@@ -273,6 +294,8 @@ def run(sizes, dtypes, shifts, repeat, check=True, log=print, calls=20):
                 x = None
                 dev = cuda.to_device(host[: n * dtype.itemsize].view(dtype))
             for label in shifts:
+                if progress is not None:
+                    progress.step(f"{_size_label(size)} {dtype_name} shift {label}")
                 s = shift_elements(label, n, dtype.itemsize)
                 p = rotate.plan(dev, s)
                 ok = _check(rotate, dev, s, cupy) if check else None
@@ -457,29 +480,332 @@ def host_overhead(log=print):
     return out
 
 
-def plot(rows, path):
+# --- progress ---------------------------------------------------------------------------------------
+
+
+def cases(sizes, dtypes, shifts) -> list:
+    """The (size, dtype, shift label) cases `run` and `run_cpu` time, in their order (dtypes too wide
+    for a size, fewer than two elements, are skipped as those functions skip them)."""
+    return [(size, dtype, label) for size in sizes for dtype in dtypes
+            if size // np.dtype(dtype).itemsize >= 2 for label in shifts]
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+class Progress:
+    """A progress line on stderr: case i of N, the time so far and an estimate of the time left.
+
+    ``weights`` holds each case's expected cost in any unit (the benchmarks use the array's bytes plus a
+    fixed part for the calls' own cost): the estimate is the time per unit of the cases finished, times the
+    units left. The first case's time (compiling, warming up: 16 s of a 26 s GPU --quick run) counts only
+    until a second case has finished; from then on the rate is that of the cases after it. On a
+    terminal the line is redrawn in place, and cleared around what `log` prints; elsewhere (a pipe, a
+    file) it is one line a case, so a log shows how far a run got.
+    """
+
+    def __init__(self, weights, stream=None, enabled: bool = True, clock=time.monotonic):
+        self.weights = [float(w) for w in weights]
+        self.total = len(self.weights)
+        self.stream = sys.stderr if stream is None else stream
+        self.enabled = enabled and self.total > 0
+        self.clock = clock
+        self.started = clock()
+        self.index = 0  # cases started
+        self._starts = []  # the clock when each case started
+        isatty = getattr(self.stream, "isatty", None)
+        self.tty = bool(isatty()) if callable(isatty) else False
+        self._line = ""
+
+    def seconds_left(self):
+        """Estimated seconds left, the current case included (None before a case has finished)."""
+        finished = self.index - 1
+        if finished < 1:
+            return None
+        if finished >= 2:  # leave out the first case: it paid for compiling
+            since, done = self._starts[1], sum(self.weights[1:finished])
+        else:
+            since, done = self.started, self.weights[0]
+        if done <= 0:
+            return None
+        return (self.clock() - since) / done * sum(self.weights[finished:])
+
+    def step(self, what: str) -> None:
+        """Case ``what`` starts."""
+        self.index += 1
+        self._starts.append(self.clock())
+        if not self.enabled:
+            return
+        left = self.seconds_left()
+        self._line = (f"[{self.index}/{self.total}] {what}: {_duration(self.clock() - self.started)} so far, "
+                      + ("time left unknown until a case has finished" if left is None
+                         else f"about {_duration(left)} left"))
+        self._draw()
+
+    def _draw(self) -> None:
+        if self.tty:
+            self.stream.write("\r\x1b[K" + self._line)
+        else:
+            self.stream.write(self._line + "\n")
+        self.stream.flush()
+
+    def _clear(self) -> None:
+        if self.enabled and self.tty and self._line:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+    def log(self, print_fn=print):
+        """``print_fn`` that keeps the progress line below what it prints (on a terminal)."""
+        def logged(*args, **kwargs):
+            self._clear()
+            print_fn(*args, **kwargs)
+            if self.enabled and self.tty and self._line:
+                sys.stdout.flush()
+                self._draw()
+        return logged
+
+    def finish(self) -> None:
+        if not self.enabled:
+            return
+        self._clear()
+        self._line = ""
+        self.stream.write(f"[{self.index}/{self.total}] done in {_duration(self.clock() - self.started)}\n")
+        self.stream.flush()
+
+
+#: A case's fixed cost in the progress estimate, as bytes of array (calls, checks and peers at any size).
+CASE_OVERHEAD_BYTES = 64 * MiB
+
+
+def _progress(case_list, enabled: bool) -> Progress:
+    return Progress([size + CASE_OVERHEAD_BYTES for size, _, _ in case_list], enabled=enabled)
+
+
+# --- CPU ----------------------------------------------------------------------------------------------
+
+
+def run_cpu(sizes, dtypes, shifts, repeat, check=True, log=print, progress=None, flush_bytes=512 * MiB):
+    """Every (size, dtype, shift) on the CPU backend, through the public API: ``rotate.roll`` of a numpy
+    array on numba's threads, against copies of the same bytes, ``np.copyto`` (one thread) and a copy on
+    as many threads (``pct_memcpy`` divides by the faster: the speed of light on this machine now), and
+    ``np.copyto(a, np.roll(a, shift))`` (numpy's roll made in place: the peer, ``numpy_pct``). Medians of ``repeat`` calls (the peer: of
+    ``max(3, repeat // 2)``), each after writing ``flush_bytes`` to evict the array from cache (0: off)."""
+    import numba
+
+    import rotate
+
+    from .demo import _parallel_copy
+
+    threads = numba.get_num_threads()
+    parallel_copy = _parallel_copy()
+    flush = np.zeros(flush_bytes, np.uint8) if flush_bytes else None
+
+    def median_ms(fn, count):
+        fn()  # warm-up: compiling, page faults
+        samples = []
+        for _ in range(count):
+            if flush is not None:
+                np.add(flush, 1, out=flush)
+            start = time.perf_counter()
+            fn()
+            samples.append(time.perf_counter() - start)
+        return 1e3 * statistics.median(samples)
+
+    rows = []
+    rng = np.random.default_rng(1)
+    for size in sizes:
+        raw = rng.integers(1, 256, size, dtype=np.uint8)  # never zero
+        other = np.empty_like(raw)
+        copyto_ms = median_ms(lambda: np.copyto(other, raw), repeat)
+        threaded_ms = median_ms(lambda: parallel_copy(other, raw, threads), repeat)
+        copy_ms = min(copyto_ms, threaded_ms)
+        log(f"size {_size_label(size)}: np.copyto {copyto_ms:.3f} ms = {2 * size / copyto_ms / 1e6:.1f} GB/s "
+            f"(1 thread); copy on {threads} threads {threaded_ms:.3f} ms = {2 * size / threaded_ms / 1e6:.1f} GB/s")
+        for dtype_name in dtypes:
+            dtype = np.dtype(dtype_name)
+            n = size // dtype.itemsize
+            if n < 2:
+                continue
+            a = raw[: n * dtype.itemsize].view(dtype)
+            for label in shifts:
+                if progress is not None:
+                    progress.step(f"{_size_label(size)} {dtype_name} shift {label}")
+                s = shift_elements(label, n, dtype.itemsize)
+                p = rotate.plan(a, s)
+                ok = None
+                if check:
+                    expected = np.roll(a, s)
+                    rotate.roll(a, s)
+                    ok = bool(np.array_equal(a.view(np.uint8), expected.view(np.uint8)))
+                    del expected
+                ms = median_ms(lambda: rotate.roll(a, s), repeat)
+                numpy_ms = median_ms(lambda: np.copyto(a, np.roll(a, s)), max(3, repeat // 2))
+                row = {
+                    "size_bytes": n * dtype.itemsize, "dtype": dtype_name, "shift_label": label, "shift": s,
+                    "algorithm": p.algorithm, "scratch_bytes": p.scratch_bytes,
+                    "traffic": p.bytes_moved / p.ideal_bytes if p.ideal_bytes else None, "threads": threads,
+                    "correct": ok, "ms": ms, "memcpy_ms": copy_ms, "copyto_ms": copyto_ms,
+                    "threaded_copy_ms": threaded_ms, "numpy_ms": numpy_ms,
+                    "pct_memcpy": 100 * copy_ms / ms, "vs_copyto": ms / copyto_ms,
+                    "numpy_pct": 100 * copy_ms / numpy_ms, "GBps": 2 * n * dtype.itemsize / ms / 1e6,
+                }
+                rows.append(row)
+                log(_format_cpu_row(row))
+    return rows
+
+
+def _format_cpu_row(r) -> str:
+    text = (f"  {r['dtype']:>10} shift {r['shift_label']:>7}: {r['algorithm']:>14} {r['ms']:9.3f} ms = "
+            f"{r['pct_memcpy']:5.1f}% of the faster copy's speed ({r['GBps']:.1f} GB/s), "
+            f"{r['vs_copyto']:.2f}x np.copyto's time | np.roll + copy back {r['numpy_pct']:5.1f}%")
+    if r.get("correct") is False:
+        text += "  WRONG RESULT"
+    return text
+
+
+# --- results files and the plot -----------------------------------------------------------------------
+
+#: Each mode's reference (what 100% is) and its peers, as the plot names them: (row key prefix, label).
+MODES = {
+    "gpu": ("% of a device-to-device memcpy\n(whole call, back to back)",
+            [("cupy", "cupy.roll (out of place)"), ("torch", "torch.roll (out of place)")]),
+    "cpu": ("% of the faster copy's speed\n(np.copyto or a threaded copy)",
+            [("numpy", "np.roll + copy back")]),
+}
+
+
+def load_results(paths) -> tuple:
+    """``(rows, mode, sources)`` from result files of earlier runs: this module's JSON (``--json``,
+    GPU or CPU) or benchmarks/cpu_bench.py's (its rows against ``np.copyto`` on one thread). Files of
+    different modes are refused: their percentages divide by different references."""
+    rows, modes, sources = [], set(), []
+    for path in paths:
+        with open(path) as fh:
+            data = json.load(fh)
+        env = data.get("environment", {})
+        commit = str(env.get("git_commit") or "?")[:12]
+        if data.get("benchmark") == "cpu_bench":
+            mode = "cpu-copyto"
+            for dtype, block in data["dtypes"].items():
+                n = block["n"]
+                for r in block["rows"]:
+                    rows.append({"size_bytes": data["nbytes"], "dtype": dtype, "algorithm": r["algorithm"],
+                                 "shift_label": _cpu_bench_label(r["shift"], n), "shift": r["shift"],
+                                 "pct_memcpy": 100 * r["copy"] / r["ours"], "numpy_pct": 100 * r["copy"] / r["roll"]})
+        elif data.get("benchmark") == "rotate.bench" and data.get("format") == 2:
+            mode = data.get("mode", "gpu")
+            rows += data["rows"]
+        else:
+            raise ValueError(f"{path}: not a result of python -m rotate.bench (format 2) or "
+                             f"benchmarks/cpu_bench.py; got benchmark={data.get('benchmark')!r}")
+        modes.add(mode)
+        device = data.get("device") or env.get("platform") or ""
+        shown = str(path)
+        shown = shown[shown.index("docs/results/"):] if "docs/results/" in shown else shown
+        sources.append(f"{shown} ({device}, commit {commit})" if device else f"{shown} (commit {commit})")
+    if len(modes) > 1:
+        raise ValueError(f"these files measure against different references ({sorted(modes)}); plot them apart")
+    return rows, (modes.pop() if modes else "gpu"), sources
+
+
+def _cpu_bench_label(shift: int, n: int) -> str:
+    for label, value in (("n/3", n // 3), ("n/2+3", n // 2 + 3), ("n-1", n - 1)):
+        if shift == value:
+            return label
+    return str(shift)
+
+
+def _shift_order(label: str):
+    return (SHIFTS.index(label) if label in SHIFTS else len(SHIFTS), len(label), label)
+
+
+def plot(rows, path, mode: str = "gpu", sources=(), title=None) -> dict:
+    """A PNG of ``rows`` (`run` or `run_cpu` rows, or `load_results`): one panel a shift label in a grid
+    of up to four columns, the percentage (``pct_memcpy``) against the array size, one colour a dtype;
+    each peer present in the rows (``{peer}_pct``) dashed or dotted in the dtype's colour beside it.
+    Returns what it drew: grid, panels, dtypes, sizes, peers and the size in pixels."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
-    labels = sorted({r["shift_label"] for r in rows},
-                    key=lambda label: (SHIFTS.index(label) if label in SHIFTS else len(SHIFTS), label))
-    fig, axes = plt.subplots(1, len(labels), figsize=(4 * len(labels), 3.6), sharey=True, squeeze=False)
-    for ax, label in zip(axes[0], labels):
-        for dtype in DTYPES:
-            pts = sorted((r["size_bytes"], r["pct_memcpy"]) for r in rows
-                         if r["shift_label"] == label and r["dtype"] == dtype and r["algorithm"] != "noop")
-            if pts:
-                ax.plot([p[0] / MiB for p in pts], [p[1] for p in pts], marker="o", label=dtype)
-        ax.axhline(100, color="k", linestyle="--", linewidth=1, label="memcpy")
+    reference, peers = MODES["cpu" if mode.startswith("cpu") else "gpu"]
+    if mode == "cpu-copyto":
+        reference = "% of np.copyto's speed (1 thread)"
+    rows = [r for r in rows if r.get("algorithm") != "noop" and "pct_memcpy" in r]
+    if not rows:
+        raise ValueError("nothing to plot: no timed rows")
+    labels = sorted({r["shift_label"] for r in rows}, key=_shift_order)
+    dtypes = [d for d in DTYPES if any(r["dtype"] == d for r in rows)]
+    dtypes += sorted({r["dtype"] for r in rows} - set(dtypes))
+    peers = [(key, name) for key, name in peers if any(f"{key}_pct" in r for r in rows)]
+    sizes = sorted({r["size_bytes"] for r in rows})
+    colours = {d: plt.get_cmap("tab10")(i % 10) for i, d in enumerate(dtypes)}
+    markers = {d: "osDv^P*X"[i % 8] for i, d in enumerate(dtypes)}  # overlapping dtypes stay visible
+    styles = ["--", ":", "-."]
+    nrows = -(-len(labels) // 4)  # at most four columns, the rows as evenly filled as they can be
+    ncols = -(-len(labels) // nrows)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.9 * ncols, 3.3 * nrows + 1.4), sharex=True, sharey=True,
+                             squeeze=False)
+    top = max([100.0] + [r[k] for r in rows for k in ["pct_memcpy"] + [f"{p}_pct" for p, _ in peers] if k in r])
+    for index, ax in enumerate(axes.flat):
+        if index >= len(labels):
+            ax.set_visible(False)
+            continue
+        label = labels[index]
+        for dtype in dtypes:
+            mine = sorted((r for r in rows if r["shift_label"] == label and r["dtype"] == dtype),
+                          key=lambda r: r["size_bytes"])
+            if not mine:
+                continue
+            ax.plot([r["size_bytes"] for r in mine], [r["pct_memcpy"] for r in mine], marker=markers[dtype],
+                    markersize=5, linewidth=2, color=colours[dtype], zorder=3)
+            for (key, _), linestyle in zip(peers, styles):
+                pts = [(r["size_bytes"], r[f"{key}_pct"]) for r in mine if f"{key}_pct" in r]
+                if pts:
+                    ax.plot(*zip(*pts), linestyle=linestyle, marker=markers[dtype], markersize=4,
+                            markerfacecolor="none", linewidth=1, alpha=0.8, color=colours[dtype], zorder=2)
+        ax.axhline(100, color="k", linestyle="-", linewidth=0.6)
         ax.set_xscale("log", base=2)
-        ax.set_title(f"shift {label}")
-        ax.set_xlabel("array size (MiB)")
-    axes[0][0].set_ylabel("% of memcpy (whole call, back to back)")
-    axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+        ax.set_xticks(sizes)
+        ax.set_xticklabels([_size_label(v).replace(" ", "") for v in sizes], fontsize=8)
+        ax.minorticks_off()
+        ax.set_ylim(0, top * 1.06)
+        ax.grid(True, alpha=0.3)
+        ax.set_title(f"shift {label}", fontsize=10)
+        if index % ncols == 0:
+            ax.set_ylabel(reference, fontsize=8)
+        if index // ncols == nrows - 1 or index + ncols >= len(labels):
+            ax.set_xlabel("array size", fontsize=8)
+            ax.xaxis.set_tick_params(labelbottom=True)
+    handles = [Line2D([], [], color=colours[d], marker=markers[d], linewidth=2, label=d) for d in dtypes]
+    handles.append(Line2D([], [], color="grey", linewidth=2, label="rotate.roll (in place)"))
+    handles += [Line2D([], [], color="grey", linestyle=ls, linewidth=1, label=name)
+                for (_, name), ls in zip(peers, styles)]
+    fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 8), fontsize=8, frameon=False)
+    heading = title or ("rotate.roll, whole call, against memcpy and out-of-place peers" if mode == "gpu"
+                        else "rotate.roll on the CPU, against a copy and numpy's roll")
+    if sources:
+        heading += "\n" + "; ".join(sources)
+    fig.suptitle(heading, fontsize=9)
+    fig.tight_layout(rect=(0, 0.07 if nrows > 1 else 0.12, 1, 1))
+    fig.savefig(path, dpi=100)
+    width, height = (fig.get_size_inches() * 100).round().astype(int)
+    plt.close(fig)
+    return {"grid": (nrows, ncols), "panels": labels, "dtypes": dtypes, "sizes": sizes,
+            "peers": [name for _, name in peers], "size_px": (int(width), int(height))}
+
+
+# --- the command --------------------------------------------------------------------------------------
 
 
 def parse_sizes(text: str) -> list:
@@ -495,51 +821,179 @@ def parse_sizes(text: str) -> list:
 
 DEFAULT_SIZES = "4K,64K,1M,16M,64M,256M,1G,4G"
 FULL_SIZES = "4K,64K,1M,16M,64M,256M,1G,4G,16G"
+QUICK_SIZES = "64M,1G"
+CPU_DEFAULT_SIZES = "1M,16M,256M"
+CPU_FULL_SIZES = "1M,16M,256M,1G"
+CPU_QUICK_SIZES = "64M"
+
+
+def gpu_available() -> bool:
+    """Whether numba-cuda is installed (not the simulator) and finds a usable GPU."""
+    try:
+        from numba import cuda
+        from numba.cuda.core import config
+    except ImportError:
+        return False
+    try:
+        return not config.ENABLE_CUDASIM and bool(cuda.is_available())
+    except Exception:  # a broken driver counts as no GPU
+        return False
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rotate.bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="64 MiB and 1 GiB, uint8 and float32, shifts 3 and n-7")
-    parser.add_argument("--full", action="store_true", help=f"sizes {FULL_SIZES}, every dtype and shift")
-    parser.add_argument("--sizes", default=DEFAULT_SIZES,
-                        help=f"sizes with K/M/G suffixes (bare numbers: MiB), comma separated; default {DEFAULT_SIZES}")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"a short run: GPU {QUICK_SIZES}, CPU {CPU_QUICK_SIZES}; uint8 and float32, shifts 3 "
+                             f"and n-7")
+    parser.add_argument("--full", action="store_true",
+                        help=f"every dtype and shift; sizes GPU {FULL_SIZES}, CPU {CPU_FULL_SIZES}")
+    parser.add_argument("--cpu", action="store_true", help="benchmark the CPU backend (the default without a GPU)")
+    parser.add_argument("--gpu", action="store_true", help="benchmark the GPU; fail without one")
+    parser.add_argument("--sizes", default=None,
+                        help=f"sizes with K/M/G suffixes (bare numbers: MiB), comma separated; default GPU "
+                             f"{DEFAULT_SIZES}, CPU {CPU_DEFAULT_SIZES}")
     parser.add_argument("--dtypes", default="uint8,float32")
-    parser.add_argument("--shifts", default="3,n-7,n/3")
-    parser.add_argument("--repeat", type=int, default=10)
-    parser.add_argument("--calls", type=int, default=20, help="calls between two events, back to back")
+    parser.add_argument("--shifts", default="3,n-7,n/3", help=f"labels: integers, {', '.join(SHIFTS[3:])}, randS")
+    parser.add_argument("--repeat", type=int, default=None, help="timed calls a median is taken of (default 10; "
+                                                                    "a CPU --quick run: 5)")
     parser.add_argument("--no-check", action="store_true")
-    parser.add_argument("--no-small", action="store_true", help="skip the small-array per-call table")
-    parser.add_argument("--tiles", help="sweep tile_bytes:threads[:buffers[:min_blocks]], e.g. 32768:256:2,24576:256:2:4")
-    parser.add_argument("--profile", action="store_true", help="cProfile the host overhead of small rolls")
-    parser.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE",
-                        help="a GPU planner setting for the whole run (a field of rotate/_tuning/cuda.py), e.g. "
-                             "co_resident=False")
+    parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     parser.add_argument("--json", help="write results here")
-    parser.add_argument("--plot", help="write a PNG plot here")
+    parser.add_argument("--plot", help="write a PNG plot here (needs matplotlib: the bench extra)")
+    parser.add_argument("--from", dest="sources", nargs="+", metavar="RESULT.json",
+                        help="run nothing: read these results of earlier runs (e.g. docs/results/*.json) and "
+                             "print or --plot them; no GPU needed")
+    parser.add_argument("--title", help="the plot's title (default: what and against what)")
+    gpu_only = parser.add_argument_group("GPU only")
+    gpu_only.add_argument("--calls", type=int, default=20, help="calls between two events, back to back")
+    gpu_only.add_argument("--no-small", action="store_true", help="skip the small-array per-call table")
+    gpu_only.add_argument("--tiles",
+                          help="sweep tile_bytes:threads[:buffers[:min_blocks]], e.g. 32768:256:2,24576:256:2:4")
+    gpu_only.add_argument("--profile", action="store_true", help="cProfile the host overhead of small rolls")
+    gpu_only.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE",
+                          help="a GPU planner setting for the whole run (a field of rotate/_tuning/cuda.py), e.g. "
+                               "co_resident=False")
+    cpu_only = parser.add_argument_group("CPU only")
+    cpu_only.add_argument("--flush-mib", type=int, default=512,
+                          help="MiB written before every timed call to evict the array from cache (0: off)")
+    cpu_only.add_argument("--threads", type=int, help="numba threads (default: numba's, all cores)")
     args = parser.parse_args(argv)
 
-    from numba import cuda
+    if args.sources:
+        return _from_files(args)
+    if args.cpu and args.gpu:
+        parser.error("--cpu and --gpu exclude each other")
+    if args.gpu or (not args.cpu and gpu_available()):
+        if not gpu_available():
+            print("--gpu: no usable CUDA GPU here (numba-cuda missing, the simulator, or no device); "
+                  "run without --gpu for the CPU benchmark", file=sys.stderr)
+            return 1
+        if args.threads:
+            parser.error("--threads is for the CPU benchmark (--cpu)")
+        return _main_gpu(args)
+    if not args.cpu:
+        print("no usable CUDA GPU: benchmarking the CPU backend (--cpu; on a GPU machine install a CUDA "
+              "extra, e.g. pip install -e '.[cu12]')", file=sys.stderr)
+    used = [flag for flag, on in (("--tiles", args.tiles), ("--set", args.set), ("--profile", args.profile),
+                                  ("--no-small", args.no_small), ("--calls", args.calls != 20)) if on]
+    if used:
+        parser.error(f"{', '.join(used)}: GPU only (this run benchmarks the CPU)")
+    return _main_cpu(args)
 
-    if not cuda.is_available():
-        print("no CUDA GPU: the GPU benchmark needs one (the CPU benchmark is benchmarks/cpu_bench.py)")
-        return 1
+
+def _choose(args, default: str, full: str, quick: str, quick_repeat: int = 10):
     if args.quick:
-        args.sizes, args.dtypes, args.shifts = "64M,1G", "uint8,float32", "3,n-7"
+        args.dtypes, args.shifts = "uint8,float32", "3,n-7"
     if args.full:
-        args.sizes, args.dtypes, args.shifts = FULL_SIZES, ",".join(DTYPES), ",".join(SHIFTS)
-    sizes = parse_sizes(args.sizes)
-    dtypes, shifts = args.dtypes.split(","), args.shifts.split(",")
+        args.dtypes, args.shifts = ",".join(DTYPES), ",".join(SHIFTS)
+    sizes = args.sizes or (quick if args.quick else full if args.full else default)
+    args.sizes = sizes
+    if args.repeat is None:
+        args.repeat = quick_repeat if args.quick else 10
+    return parse_sizes(sizes), args.dtypes.split(","), args.shifts.split(",")
+
+
+def _finish(args, rows, started, mode, extra=None, knobs=None) -> int:
+    from . import _provenance
+
+    env = _provenance.environment(gpu=mode == "gpu")
+    device = env.get("gpu_knobs", {}).get("gpu") if mode == "gpu" else f"CPU, {env.get('cpus')} cpus"
+    if args.json:
+        out = {"benchmark": "rotate.bench", "format": 2, "mode": mode, "environment": env, "device": device,
+               "arguments": vars(args), "knobs": knobs or {}, "seconds": time.time() - started, "rows": rows}
+        out.update(extra or {})
+        with open(args.json, "w") as fh:
+            json.dump(out, fh, indent=1)
+        print(f"wrote {args.json}")
+    if args.plot:
+        plot(rows, args.plot, mode, [f"this run ({device}, commit {str(env.get('git_commit') or '?')[:12]})"],
+             args.title)
+        print(f"wrote {args.plot}")
+    print(f"{time.time() - started:.0f} s")
+    wrong = [r for r in rows if r.get("correct") is False]
+    if wrong:
+        print(f"{len(wrong)} configurations gave WRONG results")
+        return 2
+    return 0
+
+
+def _main_cpu(args) -> int:
+    import numba
+
+    if args.threads:
+        numba.set_num_threads(args.threads)
+    sizes, dtypes, shifts = _choose(args, CPU_DEFAULT_SIZES, CPU_FULL_SIZES, CPU_QUICK_SIZES, quick_repeat=5)
     started = time.time()
-    print("headline: the whole call as a user times it (CUDA events around the Python call, "
-          f"{args.calls} calls back to back); then one call at a time, then device work only")
+    print(f"CPU: rotate.roll of numpy arrays on {numba.get_num_threads()} numba threads (threading layer "
+          f"{numba.config.THREADING_LAYER}); headline: % of the faster copy of the same bytes (np.copyto, or on as many threads); "
+          f"median of {args.repeat}, {args.flush_mib} MiB written before each timed call")
+    progress = _progress(cases(sizes, dtypes, shifts), not args.no_progress)
+    rows = run_cpu(sizes, dtypes, shifts, args.repeat, check=not args.no_check, log=progress.log(print),
+                   progress=progress, flush_bytes=args.flush_mib * MiB)
+    progress.finish()
+    return _finish(args, rows, started, "cpu", {"threading_layer": numba.threading_layer(),
+                                                "timing": {"ms": "median wall time of one rotate.roll call",
+                                                           "pct_memcpy": "100 * memcpy_ms / time; memcpy_ms: "
+                                                                         "the faster of np.copyto and a threaded copy",
+                                                           "vs_copyto": "time / np.copyto time (1 thread)",
+                                                           "numpy_pct": "100 * memcpy_ms / time of "
+                                                                        "np.copyto(a, np.roll(a, shift))"}})
+
+
+def _from_files(args) -> int:
+    rows, mode, sources = load_results(args.sources)
+    for source in sources:
+        print(f"from {source}")
+    for r in sorted(rows, key=lambda r: (r["size_bytes"], r["dtype"], _shift_order(r["shift_label"]))):
+        peers = ", ".join(f"{name.split(' ')[0]} {r[f'{key}_pct']:.0f}%" for key, name in
+                          MODES["cpu" if mode.startswith("cpu") else "gpu"][1] if f"{key}_pct" in r)
+        print(f"  {_size_label(r['size_bytes']):>7} {r['dtype']:>10} shift {r['shift_label']:>7}: "
+              f"{r['algorithm']:>14} {r['pct_memcpy']:5.1f}%" + (f" | {peers}" if peers else ""))
+    if args.plot:
+        plot(rows, args.plot, mode, sources, args.title)
+        print(f"wrote {args.plot}")
+    return 0
+
+
+def _main_gpu(args) -> int:
     import ast
     import contextlib
 
-    from rotate._cuda import planner
+    from numba import cuda
 
+    from rotate._cuda import planner  # GPU only: the CPU benchmark never imports the CUDA planner
+    from rotate._tuning import cuda as cuda_tuning
+
+    sizes, dtypes, shifts = _choose(args, DEFAULT_SIZES, FULL_SIZES, QUICK_SIZES)
+    started = time.time()
+    print("headline: the whole call as a user times it (CUDA events around the Python call, "
+          f"{args.calls} calls back to back); then one call at a time, then device work only")
     knobs = {key: ast.literal_eval(value) for key, _, value in (item.partition("=") for item in args.set)}
+    configs = len(args.tiles.split(",")) if args.tiles else 1
+    progress = _progress(cases(sizes, dtypes, shifts) * configs, not args.no_progress)
     with cuda_tuning.override(**knobs) if knobs else contextlib.nullcontext():
-        rows = _runs(args, sizes, dtypes, shifts)
+        rows = _runs(args, sizes, dtypes, shifts, progress)
+    progress.finish()
     small = []
     if not args.no_small:
         print("small arrays, per call:")
@@ -559,33 +1013,21 @@ def main(argv=None) -> int:
             rotate.roll(dev, 3)
         profiler.disable()
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(18)
-    if args.json:
-        from . import _provenance
-
-        env = _provenance.environment(gpu=True)
-        with open(args.json, "w") as fh:
-            json.dump({"benchmark": "rotate.bench", "format": 2, "environment": env,
-                       "device": env.get("gpu_knobs", {}).get("gpu"),
-                       "arguments": vars(args), "knobs": knobs, "seconds": time.time() - started,
-                       "timing": {"ms": f"whole call, CUDA events around {args.calls} back-to-back Python calls",
-                                  "sync_ms": "whole call, one synchronised call at a time",
-                                  "device_ms": "device work only (a spin kernel keeps the host ahead)",
-                                  "pct": "100 * memcpy device time / time"},
-                       "rows": rows, "small_arrays": small, "host_overhead_us": overhead}, fh, indent=1)
-    if args.plot:
-        plot(rows, args.plot)
-    print(f"{time.time() - started:.0f} s")
-    wrong = [r for r in rows if r["correct"] is False]
-    if wrong:
-        print(f"{len(wrong)} configurations gave WRONG results")
-        return 2
-    return 0
+    extra = {"timing": {"ms": f"whole call, CUDA events around {args.calls} back-to-back Python calls",
+                        "sync_ms": "whole call, one synchronised call at a time",
+                        "device_ms": "device work only (a spin kernel keeps the host ahead)",
+                        "pct": "100 * memcpy device time / time"},
+             "small_arrays": small, "host_overhead_us": overhead}
+    return _finish(args, rows, started, "gpu", extra, knobs=knobs)
 
 
-def _runs(args, sizes, dtypes, shifts) -> list:
+def _runs(args, sizes, dtypes, shifts, progress=None) -> list:
     """``run`` once, or once per ``--tiles`` configuration."""
+    log = progress.log(print) if progress is not None else print
     if args.tiles:
         from rotate._cuda import planner
+        from rotate._tuning import cuda as cuda_tuning
+    from rotate._tuning import cuda as cuda_tuning
 
         rows = []
         for config in args.tiles.split(","):
@@ -593,11 +1035,13 @@ def _runs(args, sizes, dtypes, shifts) -> list:
             tile, threads = values[:2]
             buffers = values[2] if len(values) > 2 else planner._t().buffers
             min_blocks = values[3] if len(values) > 3 else 0
-            print(f"== tile_bytes={tile} threads={threads} buffers={buffers} min_blocks={min_blocks}")
+            log(f"== tile_bytes={tile} threads={threads} buffers={buffers} min_blocks={min_blocks}")
             with cuda_tuning.override(tile_bytes=tile, threads=threads, buffers=buffers, min_blocks=min_blocks):
-                rows += run(sizes, dtypes, shifts, args.repeat, check=not args.no_check, calls=args.calls)
+                rows += run(sizes, dtypes, shifts, args.repeat, check=not args.no_check, log=log, calls=args.calls,
+                            progress=progress)
         return rows
-    return run(sizes, dtypes, shifts, args.repeat, check=not args.no_check, calls=args.calls)
+    return run(sizes, dtypes, shifts, args.repeat, check=not args.no_check, log=log, calls=args.calls,
+               progress=progress)
 
 
 if __name__ == "__main__":

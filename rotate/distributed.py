@@ -101,7 +101,7 @@ class DistPlan:
         return self.staging_bytes + self.pack_bytes + self.local_scratch_bytes
 
 
-def roll(local_shard: ArrayT, shift: SupportsIndex, group: Any = None, *, axis: SupportsIndex = 0,
+def roll(local_shard: ArrayT, shift: SupportsIndex, group: Any = None, *, axis: Optional[SupportsIndex] = None,
          global_lengths: Optional[Sequence[SupportsIndex]] = None,
          staging_bytes: Optional[SupportsIndex] = None) -> ArrayT:
     """Roll a sharded array in place, collectively: numpy.roll of the global array.
@@ -122,11 +122,14 @@ def roll(local_shard: ArrayT, shift: SupportsIndex, group: Any = None, *, axis: 
         Positions to move elements toward larger global indices.
     group : ProcessGroup, optional
         Default: the default process group.
-    axis : int
-        The split (and rolled) axis of the shards. Default 0.
+    axis : int or None
+        The split (and rolled) axis of the shards. Default None, as in
+        ``numpy.roll`` and ``rotate.roll``: the global array, split along
+        axis 0, rolls flattened (for 1-D shards the same as ``axis=0``).
     global_lengths : sequence of int, optional
-        Every rank's length along ``axis``, in rank order. Default: gathered
-        (the call gathers the shapes anyway, to check them).
+        Every rank's length along ``axis`` (axis 0 when ``axis`` is None), in
+        rank order. Default: gathered (the call gathers the shapes anyway, to
+        check them).
     staging_bytes : int, optional
         Receive staging per rank (default 64 MiB, never more than the shard);
         larger means fewer rounds.
@@ -202,13 +205,13 @@ def roll(local_shard: ArrayT, shift: SupportsIndex, group: Any = None, *, axis: 
 
 
 def plan(local_shard: Any, shift: Optional[IntOrInts] = None, group: Any = None, *,
-         axis: Optional[IntOrInts] = 0, global_lengths: Optional[Sequence[SupportsIndex]] = None,
+         axis: Optional[IntOrInts] = None, global_lengths: Optional[Sequence[SupportsIndex]] = None,
          staging_bytes: Optional[SupportsIndex] = None) -> DistPlan:
     """What :func:`roll` (or, for a DTensor, :func:`roll_dtensor`) would do on this rank.
 
     Collective like the call itself (it gathers and checks the same
-    metadata), but moves nothing. For a DTensor pass ``axis`` as for
-    ``rotate.roll`` (None: the flattened tensor).
+    metadata), but moves nothing. ``axis`` as for the call (default None:
+    the flattened global array; the plan's lengths then count elements).
 
     Parameters
     ----------
@@ -220,7 +223,8 @@ def plan(local_shard: Any, shift: Optional[IntOrInts] = None, group: Any = None,
     group : ProcessGroup, optional
         As for :func:`roll` (ignored for a DTensor: its mesh gives the groups).
     axis : int or None
-        As for :func:`roll` (default 0); for a DTensor as for
+        As for :func:`roll` (default None: the flattened global array, whose
+        lengths then count elements); for a DTensor as for
         :func:`rotate.roll` (None: the flattened tensor).
     global_lengths : sequence of int, optional
         As for :func:`roll`.
@@ -477,7 +481,10 @@ def _prepare(local_shard, shift, group, axis, global_lengths, staging_bytes) -> 
         t = _as_tensor(local_shard)
         if t.ndim == 0:
             raise ValueError("local_shard must have at least one dimension, got a 0-d array")
-        axis = normalize_axis(as_index(axis, "axis"), t.ndim)
+        # axis=None (numpy.roll's default): the shards split along axis 0, and the global array,
+        # flattened, is the concatenation of the flattened shards: a 1-D roll of (1, size, 1) views.
+        flat = axis is None
+        axis = 0 if flat else normalize_axis(as_index(axis, "axis"), t.ndim)
         if not t.is_contiguous():
             raise ValueError(
                 f"local_shard must be C-contiguous (shape {tuple(t.shape)}, strides {t.stride()}); "
@@ -498,9 +505,14 @@ def _prepare(local_shard, shift, group, axis, global_lengths, staging_bytes) -> 
                     f"({world} ranks; this rank {rank} has {length}), got {list(global_lengths)}"
                 )
             lengths_crc = _crc(global_lengths)
+            if flat:
+                global_lengths = tuple(x * inner for x in global_lengths)
+        if flat:
+            length, inner = length * inner, 1
         lo, hi, big = _split_shift(shift)
         fields = [0, lo, hi, length, rows, inner * t.element_size(), _crc(str(t.dtype)),
-                  _crc(shape[:axis] + shape[axis + 1:]), lengths_crc, min(staging_bytes, 1 << 62), axis,
+                  _crc(shape[:axis] + shape[axis + 1:]), lengths_crc, min(staging_bytes, 1 << 62),
+                  -1 if flat else axis,
                   _crc(t.device.type), big]
     except Exception as exc:  # reported to every rank after the gather
         error = exc

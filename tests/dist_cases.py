@@ -65,7 +65,10 @@ class Report:
             self.failures.append(f"{name}: {traceback.format_exc(limit=6)}")
 
 
-def plain_case(rank, world, lengths, shift, dtype, trailing=(), staging=None, give_lengths=False, seed=0):
+def plain_case(rank, world, lengths, shift, dtype, trailing=(), staging=None, give_lengths=False, seed=0,
+               axis="default"):
+    """``axis="default"`` passes none: numpy.roll's None, the flattened global array (for 1-D shards the
+    same as axis 0)."""
     n = sum(lengths)
     full = global_array(n, dtype, seed, trailing)
     start = sum(lengths[:rank])
@@ -73,11 +76,16 @@ def plain_case(rank, world, lengths, shift, dtype, trailing=(), staging=None, gi
     kwargs = {"staging_bytes": staging} if staging else {}
     if give_lengths:
         kwargs["global_lengths"] = lengths
+    if axis != "default":
+        kwargs["axis"] = axis
     out = rd.roll(local, shift, **kwargs)
     assert out is local
     # The oracle: torch.roll of the gathered result must equal torch.roll of the original.
     got = gather(local, lengths, rank, full)
-    want = torch.roll(full, shift % n if n else 0, 0)
+    if axis in ("default", None):
+        want = torch.roll(full, shift % full.numel() if full.numel() else 0)  # no dims: flattened
+    else:
+        want = torch.roll(full, shift % n if n else 0, axis)
     assert same(got, want), f"lengths {lengths} shift {shift} dtype {dtype}: {got.flatten()[:12]} != {want.flatten()[:12]}"
     p = rd.plan(local, shift, **kwargs)
     expected = sum(p.bytes_sent)
@@ -111,7 +119,24 @@ def run_plain(rep, rank, world):
         assert chunked.details["overlapped_stages"] == 0 and chunked.rounds == 2
     rep.check("both exchange paths", both_paths)
     # A shard with trailing dimensions: elements of several bytes per row.
-    rep.check("trailing", lambda: plain_case(rank, world, uneven, 7, torch.float32, trailing=(3, 2), staging=10))
+    rep.check("trailing", lambda: plain_case(rank, world, uneven, 7, torch.float32, trailing=(3, 2), staging=10,
+                                             axis=0))
+    # Without axis, N-D shards roll as numpy.roll(global, shift) does: flattened (not along axis 0).
+    for shift in (7, 1, -13, 10 ** 20 + 7):
+        rep.check(f"trailing, default axis, {shift}",
+                  lambda: plain_case(rank, world, uneven, shift, torch.float32, trailing=(3, 2), staging=10))
+        rep.check(f"trailing, axis=None, lengths given, {shift}",
+                  lambda: plain_case(rank, world, uneven, shift, torch.int16, trailing=(5,), give_lengths=True,
+                                     axis=None))
+    def default_is_flattened():  # the default is not axis 0 on 2-D shards (the old default)
+        full = global_array(4 * world, torch.float32, 11, (3,))
+        local = full[4 * rank:4 * rank + 4].clone()
+        rd.roll(local, 1)
+        assert same(local, torch.roll(full, 1)[4 * rank:4 * rank + 4])
+        assert not same(local, torch.roll(full, 1, 0)[4 * rank:4 * rank + 4])
+        assert rd.plan(local, 1).lengths == tuple([12] * world)  # elements of the flattened shards
+        assert rd.plan(local, 1, axis=0).lengths == tuple([4] * world)
+    rep.check("default axis: flattened", default_is_flattened)
     rep.check("global_lengths", lambda: plain_case(rank, world, uneven, 6, torch.int16, give_lengths=True))
     # numpy shards on gloo ranks roll too, zero-copy.
     def numpy_shard():

@@ -140,13 +140,43 @@ def test_per_lane_delta_matches_numpy(data):
 
 
 @settings(deadline=None, max_examples=50)
-@given(waves(widths=[waveops.cpu.width()]), uniform_delta)
-def test_default_width_is_host_simd_width(w, delta):
+@given(waves(widths=[32]), uniform_delta)
+def test_default_width_is_a_warp_of_32(w, delta):
+    """Without ``width``, a wave is 32 lanes (waveops.rotate's default), not the host SIMD width."""
     dtype, width, values = w
     note(repro(dtype, values, delta, width))
-    np.testing.assert_array_equal(
-        bits(rotate(values, delta)), bits(reference(values, delta, width))
-    )
+    assert waveops.cpu.DEFAULT_WIDTH == 32
+    want = bits(reference(values, delta, 32))
+    np.testing.assert_array_equal(bits(rotate(values, delta)), want)
+    np.testing.assert_array_equal(bits(rotate(values, delta, width=None)), want)
+    np.testing.assert_array_equal(bits(njit_call(values, delta, None)), want)
+    np.testing.assert_array_equal(waveops.cpu.lane_ids(values.size), np.arange(values.size) % 32)
+
+
+def test_default_width_needs_whole_warps_even_where_simd_is_narrower():
+    """64 lanes are whole waves of the SIMD width on every host, but 48 are not whole warps: the
+    default refuses them everywhere, instead of accepting them on some CPUs only."""
+    x = np.arange(48, dtype=np.int32)
+    with pytest.raises(ValueError, match="width=32"):
+        rotate(x, 1)
+    np.testing.assert_array_equal(rotate(x, 1, width=waveops.cpu.width()),
+                                  reference(x, 1, waveops.cpu.width()))
+
+
+def test_default_width_is_the_same_on_every_cpu():
+    """The default does not follow the host: the same call compiled for the baseline target (SIMD
+    width 4) and for this host's own (8 or 16 on AVX2/AVX-512 machines). Only targets this host can
+    run: code compiled for AVX-512 would die of an illegal instruction on a CPU without it."""
+    code = ("import numpy as np, waveops; x = np.arange(64, dtype=np.float32); "
+            "print(waveops.cpu.width(), waveops.cpu.rotate(x, 5).tolist())")
+    outs = set()
+    for env in ({"NUMBA_CPU_NAME": "generic"}, {}):
+        out = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env, "PYTHONPATH": REPO},
+                             capture_output=True, text=True, check=True, cwd=REPO).stdout.split(" ", 1)
+        outs.add(out[1])
+        assert int(out[0]) in (4, 8, 16)
+    want = reference(np.arange(64, dtype=np.float32), 5, 32).tolist()
+    assert outs == {f"{want}\n"}
 
 
 _njit_call = []
@@ -400,3 +430,15 @@ def test_device_functions_refuse_host_calls():
 def test_doctests(module):
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_each_rotate_says_which_rotate_in_its_first_line():
+    """Three public functions are called rotate: the first docstring line tells them apart."""
+    import rotate as rotate_pkg
+
+    first = {name: f.__doc__.strip().splitlines()[0] for name, f in
+             {"rotate.rotate": rotate_pkg.rotate, "waveops.rotate": waveops.rotate,
+              "waveops.cpu.rotate": waveops.cpu.rotate}.items()}
+    assert "std::rotate" in first["rotate.rotate"] and "in place" in first["rotate.rotate"], first
+    assert "Lane shuffle" in first["waveops.rotate"] and "CUDA kernel" in first["waveops.rotate"], first
+    assert "Lane shuffle" in first["waveops.cpu.rotate"] and "new array" in first["waveops.cpu.rotate"], first

@@ -234,7 +234,10 @@ def test_per_lane_delta(data):
 def test_default_width_is_32(w, delta):
     dtype, _, values = w
     note(repro(dtype, values, delta, 32))
-    check(run(k_default_width, values, np.int64(delta)), values, delta, 32)
+    got = run(k_default_width, values, np.int64(delta))
+    check(got, values, delta, 32)
+    # Both defaults agree: waveops.rotate(v, d) on the GPU is waveops.cpu.rotate(x, d) on the host.
+    np.testing.assert_array_equal(bits(got), bits(waveops.cpu.rotate(values, delta)))
 
 
 @pytest.mark.parametrize("width", WIDTHS)

@@ -118,6 +118,11 @@ MUTANTS = [
      '        _FORCE_SERIAL["on"] = True', '        _FORCE_SERIAL["on"] = False'),
     ("wave-width-128-accepted", "waveops/cpu.py",
      "        if not is_pow2(w) or w > MAX_WIDTH:", "        if not is_pow2(w) or w > 2 * MAX_WIDTH:"),
+    # The software wave's default width is fixed (32, a CUDA warp), not the host SIMD width (issue #32).
+    ("wave-default-width-simd", "waveops/cpu.py",
+     "        w = DEFAULT_WIDTH\n", "        w = width()\n"),
+    ("wave-default-width-simd-njit", "waveops/cpu.py",
+     "    default_w = DEFAULT_WIDTH\n", "    default_w = simd_width_for(*_host_target())\n"),
     # The GPU chain schedule (rotate/_schedule.py), judged by tests/test_schedule.py: the
     # byte-by-byte completeness check and the emulator under hostile interleavings.
     ("kinds-have-wait-matches-pre", "rotate/_schedule.py",

@@ -36,8 +36,11 @@ kernel compiles).
 Software wave (host, numba ``@njit``; no GPU needed)
 ----------------------------------------------------
 ``waveops.cpu`` runs the same rotate over arrays holding whole waves, bit
-for bit equal to the GPU: ``waveops.cpu.rotate(lanes, delta, width=None)``,
-``waveops.cpu.width()`` (host SIMD width for 32-bit lanes).
+for bit equal to the GPU, and returns a new array:
+``waveops.cpu.rotate(lanes, delta, width=32)`` (32 lanes a wave by default,
+as on the GPU, on every machine); ``waveops.cpu.width()`` is the host SIMD
+width for 32-bit lanes (4, 8 or 16), an opt-in width
+(``width=waveops.cpu.width()``).
 
 Other backends (submodules, imported on demand)
 -----------------------------------------------
@@ -107,7 +110,10 @@ def _unavailable(name, why):
 
     stub.__name__ = name
     stub.__qualname__ = name
-    stub.__doc__ = f"Unavailable: {why}."
+    what = {"rotate": "Lane shuffle inside a CUDA kernel (a device function)",
+            "lane_id": "This thread's lane in its warp (a CUDA device function)",
+            "width": "The warp width (a CUDA device function)"}[name]
+    stub.__doc__ = f"{what}; unavailable here: {why}."
     return stub
 
 

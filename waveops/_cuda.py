@@ -152,7 +152,7 @@ def _host_call(name):
 
 
 def rotate(value, delta, width=WAVE_WIDTH):
-    """Per-lane cyclic shift across a warp (CUDA device function).
+    """Lane shuffle inside a CUDA kernel: lane l gets the value of lane (l + delta) mod width.
 
     Lane ``l`` returns the ``value`` held by lane ``(l + delta) mod width`` of
     its aligned group of ``width`` lanes (``l & ~(width - 1)`` is the group's

@@ -13,9 +13,11 @@ It is the CUDA rotate's seams turned into loops: ``lane_id`` is the position
 in the wave, ``shuffle_idx`` a gather within it, and the source lane the
 shared ``waveops.source_lane`` formula.
 
-The default width is this CPU's SIMD width for 32-bit lanes, so code
-written against ``width()`` exercises the wave shape the host vectorises for;
-pass ``width=32`` to model a CUDA warp exactly.
+The default width is ``DEFAULT_WIDTH`` = 32, a CUDA warp and the default of
+``waveops.rotate``: the same call gives the same result on every machine,
+bit for bit what the GPU's default gives.  ``width()`` is this CPU's SIMD
+width for 32-bit lanes (4, 8 or 16); pass ``width=width()`` to opt in to the
+wave shape the host vectorises for.
 
 Both functions work from Python (with argument checking and error messages
 that name the fix) and inside ``@numba.njit`` code.
@@ -34,10 +36,14 @@ from numba.extending import overload
 
 from ._core import is_pow2, source_lane
 
-__all__ = ["rotate", "width", "lane_ids", "MAX_WIDTH", "simd_width_for"]
+__all__ = ["rotate", "width", "lane_ids", "MAX_WIDTH", "DEFAULT_WIDTH", "simd_width_for"]
 
 MAX_WIDTH = 64
 _ScalarT = TypeVar("_ScalarT", bound=np.generic)
+#: The software wave's default width: a CUDA warp, as ``waveops.rotate``'s default. Fixed, not the
+#: host's SIMD width, so a call without ``width`` gives the same result on every CPU (opt in to the
+#: SIMD width with ``width=width()``).
+DEFAULT_WIDTH = 32
 _SUPPORTED = ("int32", "uint32", "float32", "int64", "uint64", "float64")
 
 # --------------------------------------------------------------------------
@@ -139,9 +145,11 @@ def _host_target():
 
 
 def width() -> int:
-    """The host SIMD width for 32-bit lanes: the default software-wave width.
+    """The host SIMD width for 32-bit lanes; an opt-in wave width (the default is 32).
 
-    Detected once from the CPU name and features numba compiles for, so it
+    Not the default width of `rotate` and `lane_ids` (``DEFAULT_WIDTH``, 32,
+    the same on every machine): pass ``width=width()`` to them to model the
+    wave shape the host vectorises for.  Detected once from the CPU name and features numba compiles for, so it
     follows ``NUMBA_CPU_NAME``/``NUMBA_CPU_FEATURES`` (and
     ``NUMBA_ENABLE_AVX=0``) when they are set.  Callable from ``@njit`` code,
     where it is a compile-time constant.
@@ -206,7 +214,7 @@ source_lane = njit(inline="always")(source_lane)
 
 def _check_width(width_, n_lanes):
     if width_ is None:
-        w = width()
+        w = DEFAULT_WIDTH
     else:
         if isinstance(width_, (bool, np.bool_)) or not isinstance(
             width_, (int, np.integer)
@@ -214,7 +222,8 @@ def _check_width(width_, n_lanes):
             raise TypeError(
                 "waveops.cpu.rotate: width must be an int power of two from 1 "
                 f"to {MAX_WIDTH}, got {width_!r} ({type(width_).__name__}); "
-                "pass e.g. width=32, or omit it for the host SIMD width"
+                "pass e.g. width=32 (the default), or width=waveops.cpu.width() "
+                "for the host SIMD width"
             )
         w = int(width_)
         if not is_pow2(w) or w > MAX_WIDTH:
@@ -227,6 +236,8 @@ def _check_width(width_, n_lanes):
             f"waveops.cpu.rotate: lanes must hold whole waves, but its length "
             f"{n_lanes} is not a multiple of width={w}; pad lanes to "
             f"{-(-n_lanes // w) * w} elements or pick a width dividing {n_lanes}"
+            + (f" (width defaults to {DEFAULT_WIDTH}, a CUDA warp; the host SIMD width is "
+               f"width=waveops.cpu.width())" if width_ is None or width_ is DEFAULT_WIDTH else "")
         )
     return w
 
@@ -247,8 +258,8 @@ def _word_view(a):
 
 
 def rotate(lanes: npt.NDArray[_ScalarT], delta: Union[SupportsIndex, npt.NDArray[np.integer[Any]]],
-           width: Optional[int] = None) -> npt.NDArray[_ScalarT]:
-    """Rotate every wave of a software wave by ``delta`` lanes.
+           width: Optional[int] = DEFAULT_WIDTH) -> npt.NDArray[_ScalarT]:
+    """Lane shuffle of every wave in an array (CPU twin of ``waveops.rotate``); returns a new array.
 
     ``out[w*W + l] = lanes[w*W + (l + delta) mod W]`` for every wave ``w``
     and lane ``l`` — bit for bit what ``waveops.rotate(value, delta, W)``
@@ -266,8 +277,11 @@ def rotate(lanes: npt.NDArray[_ScalarT], delta: Union[SupportsIndex, npt.NDArray
         1-D integer array with one delta per lane, ``len(delta) ==
         len(lanes)``.  Taken modulo the width.
     width : int, optional
-        Wave width, a power of two from 1 to 64.  Default: `width()`, the
-        host SIMD width; use 32 to model a CUDA warp.
+        Wave width, a power of two from 1 to 64.  Default 32
+        (``DEFAULT_WIDTH``): a CUDA warp, as ``waveops.rotate``'s default, on
+        every machine.  ``width=waveops.cpu.width()`` opts in to the host
+        SIMD width (4, 8 or 16: results then depend on the CPU).  ``None``
+        means the default.
 
     Returns
     -------
@@ -366,7 +380,7 @@ def rotate(lanes: npt.NDArray[_ScalarT], delta: Union[SupportsIndex, npt.NDArray
     return out.view(a.dtype)
 
 
-def lane_ids(n: int, width: Optional[int] = None) -> npt.NDArray[np.int32]:
+def lane_ids(n: int, width: Optional[int] = DEFAULT_WIDTH) -> npt.NDArray[np.int32]:
     """Lane index of each element of an ``n``-lane software wave array.
 
     The software-wave twin of ``waveops.lane_id()``: element ``i`` is lane
@@ -377,7 +391,9 @@ def lane_ids(n: int, width: Optional[int] = None) -> npt.NDArray[np.int32]:
     n : int
         Number of elements (lanes of all waves), a multiple of the width.
     width : int, optional
-        Wave width, a power of two from 1 to 64.  Default: :func:`width`.
+        Wave width, a power of two from 1 to 64.  Default 32
+        (``DEFAULT_WIDTH``), on every machine; ``width=waveops.cpu.width()``
+        opts in to the host SIMD width.
 
     Returns
     -------
@@ -406,8 +422,6 @@ def lane_ids(n: int, width: Optional[int] = None) -> npt.NDArray[np.int32]:
     return (np.arange(n, dtype=np.int64) & (w - 1)).astype(np.int32)
 
 
-_host_width = width
-
 # --------------------------------------------------------------------------
 # The same functions inside @njit code.  Checks that depend on values run at
 # run time with fixed messages (nopython mode cannot format them).
@@ -420,7 +434,7 @@ def _ol_width():
 
 
 @overload(rotate, target="cpu")
-def _ol_rotate(lanes, delta, width=None):
+def _ol_rotate(lanes, delta, width=DEFAULT_WIDTH):
     if not isinstance(lanes, _nb_types.Array) or lanes.ndim != 1:
         raise _nb_errors.TypingError(
             f"waveops.cpu.rotate: lanes must be a 1-D array, got {lanes}"
@@ -442,14 +456,14 @@ def _ol_rotate(lanes, delta, width=None):
             f"waveops.cpu.rotate: delta must be an integer or a 1-D integer "
             f"array, got {delta}; pass an int"
         )
-    default_w = _host_width()
-    no_width = width is None or isinstance(width, (_nb_types.NoneType, _nb_types.Omitted))
+    default_w = DEFAULT_WIDTH
+    no_width = width is None or isinstance(width, (int, _nb_types.NoneType, _nb_types.Omitted))
     if not no_width and not isinstance(width, _nb_types.Integer):
         raise _nb_errors.TypingError(
             f"waveops.cpu.rotate: width must be an integer, got {width}"
         )
 
-    def impl(lanes, delta, width=None):
+    def impl(lanes, delta, width=DEFAULT_WIDTH):
         w = default_w if width is None else np.int64(width)
         if w < 1 or w > MAX_WIDTH or (w & (w - 1)) != 0:
             raise ValueError(

@@ -1,0 +1,228 @@
+"""The benchmarks a user runs: ``python -m rotate.bench`` and benchmarks/wave_bench.py on a machine without a
+GPU, their progress line, and the plot drawn from committed result files (no GPU needed)."""
+
+import importlib.util
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rotate import bench
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "docs" / "results"
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+
+
+class Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+# --- the progress line --------------------------------------------------------------------------------
+
+def test_progress_gives_case_i_of_n_and_the_time_left_from_the_work_done():
+    clock, out = Clock(), io.StringIO()
+    progress = bench.Progress([1, 1, 2], stream=out, clock=clock)
+    progress.step("first")
+    clock.now += 10  # the first case (weight 1) took 10 s: 3 units are left, the current one included
+    progress.step("second")
+    clock.now += 10
+    progress.step("third")  # 20 s for 2 units: the last case (2 units) about 20 s
+    clock.now += 25
+    progress.finish()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "[1/3] first: 0s so far, time left unknown until a case has finished"
+    assert lines[1] == "[2/3] second: 10s so far, about 30s left"
+    assert lines[2] == "[3/3] third: 20s so far, about 20s left"
+    assert lines[3] == "[3/3] done in 45s"
+
+
+def test_progress_leaves_the_first_case_out_once_a_second_has_finished():
+    """The first case compiles: 100 s, then 10 s a case; the estimate follows the 10 s."""
+    clock, out = Clock(), io.StringIO()
+    progress = bench.Progress([1] * 5, stream=out, clock=clock)
+    progress.step("1")
+    clock.now += 100
+    progress.step("2")
+    clock.now += 10
+    progress.step("3")
+    clock.now += 10
+    progress.step("4")
+    lines = out.getvalue().splitlines()
+    assert lines[1].endswith("1m40s so far, about 6m40s left")  # only the first case to go by: 4 x 100 s
+    assert lines[2].endswith("1m50s so far, about 30s left")
+    assert lines[3].endswith("2m00s so far, about 20s left")
+
+
+def test_progress_durations_read_as_minutes_and_hours():
+    assert [bench._duration(s) for s in (0, 59.4, 61, 3599, 3600 * 2 + 60 * 5)] == ["0s", "59s", "1m01s", "59m59s",
+                                                                                     "2h05m"]
+
+
+def test_progress_on_a_terminal_is_one_line_redrawn_under_the_results(capsys):
+    clock, out = Clock(), Terminal()
+    progress = bench.Progress([1, 1], stream=out, clock=clock)
+    log = progress.log(print)
+    progress.step("a")
+    log("result a")
+    clock.now += 3
+    progress.step("b")
+    progress.finish()
+    text = out.getvalue()
+    assert "\n" not in text.replace("done in 3s\n", "")  # redrawn in place, never scrolled
+    assert text.count("\r\x1b[K") >= 4  # cleared before the result, redrawn after it, at each step, at the end
+    assert "[2/2] b: 3s so far, about 3s left" in text
+    assert capsys.readouterr().out == "result a\n"
+
+
+def test_progress_off_writes_nothing():
+    out = io.StringIO()
+    progress = bench.Progress([1], stream=out, enabled=False)
+    progress.step("x")
+    progress.log(lambda *a: None)("y")
+    progress.finish()
+    assert out.getvalue() == ""
+
+
+def test_cases_are_the_ones_the_runs_time():
+    assert bench.cases([2, 4096], ["uint8", "complex128"], ["3", "n/3"]) == [
+        (2, "uint8", "3"), (2, "uint8", "n/3"),  # 2 bytes of complex128: no element, skipped as run() skips it
+        (4096, "uint8", "3"), (4096, "uint8", "n/3"), (4096, "complex128", "3"), (4096, "complex128", "n/3")]
+
+
+# --- python -m rotate.bench on the CPU -----------------------------------------------------------------
+
+def _bench(args, tmp_path):
+    code = ("import sys, rotate.bench as b; rc = b.main(sys.argv[1:]); "
+            "print('CUDA planner imported:', 'rotate._cuda.planner' in sys.modules); sys.exit(rc)")
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=ENV,
+                          cwd=tmp_path, timeout=900)
+
+
+def test_cpu_benchmark_runs_checks_and_writes_json_and_a_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    r = _bench(["--cpu", "--sizes", "64K,1M", "--dtypes", "uint8,float64", "--shifts", "3,n/3", "--repeat", "1",
+                "--flush-mib", "0", "--json", "out.json", "--plot", "out.png"], tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "CUDA planner imported: False" in r.stdout  # the CPU benchmark never reaches the GPU planner
+    assert "[1/8] 64 KiB uint8 shift 3" in r.stderr and "[8/8] done in" in r.stderr and " left" in r.stderr
+    data = json.loads((tmp_path / "out.json").read_text())
+    assert data["benchmark"] == "rotate.bench" and data["format"] == 2 and data["mode"] == "cpu"
+    assert data["environment"]["git_commit"] and data["environment"]["cpu_knobs"]
+    rows = data["rows"]
+    assert len(rows) == 8 and all(row["correct"] is True for row in rows)
+    assert {(row["size_bytes"], row["dtype"], row["shift_label"]) for row in rows} == {
+        (size, dtype, shift) for size in (64 << 10, 1 << 20) for dtype in ("uint8", "float64") for shift in ("3", "n/3")}
+    for row in rows:
+        assert row["ms"] > 0 and row["pct_memcpy"] > 0 and row["numpy_pct"] > 0 and row["algorithm"] != "noop"
+    assert (tmp_path / "out.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # The file it wrote plots again, without running anything.
+    r = _bench(["--from", "out.json", "--plot", "again.png"], tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert (tmp_path / "again.png").exists() and "64 KiB      uint8 shift       3" in r.stdout
+
+
+def test_without_a_gpu_the_default_is_the_cpu_benchmark_and_it_says_so(tmp_path):
+    if bench.gpu_available():
+        pytest.skip("a GPU is here: the default is the GPU benchmark")
+    r = _bench(["--sizes", "64K", "--dtypes", "uint8", "--shifts", "3", "--repeat", "1", "--flush-mib", "0",
+                "--no-progress"], tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "no usable CUDA GPU: benchmarking the CPU backend" in r.stderr
+    assert "[1/1]" not in r.stderr  # --no-progress
+    assert "uint8 shift       3" in r.stdout and "CUDA planner imported: False" in r.stdout
+    r = _bench(["--gpu", "--quick"], tmp_path)
+    assert r.returncode == 1 and "--gpu: no usable CUDA GPU" in r.stderr
+
+
+@pytest.mark.parametrize("flag", [["--tiles", "32768:256"], ["--set", "co_resident=False"], ["--profile"],
+                                  ["--calls", "5"]])
+def test_gpu_only_options_are_refused_on_the_cpu(flag, capsys):
+    with pytest.raises(SystemExit) as exc:
+        bench.main(["--cpu", *flag])
+    assert exc.value.code == 2
+    assert "GPU only" in capsys.readouterr().err
+
+
+# --- plots from committed results (no GPU) -------------------------------------------------------------
+
+def _tables():
+    spec = importlib.util.spec_from_file_location("tables", ROOT / "benchmarks" / "tables.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_committed_gate_plot_is_a_readable_grid_with_the_peers(tmp_path):
+    pytest.importorskip("matplotlib")
+    tables = _tables()
+    assert (RESULTS / tables.CHAIN_GATE_PLOT).exists()
+    drawn = tables.draw_plot(tables.CHAIN_GATE_PLOT, tmp_path / "gate.png")
+    assert drawn["grid"] == (2, 4)  # not one row of eight panels
+    assert drawn["panels"] == list(tables.GATE_SHIFTS)
+    assert drawn["dtypes"] == list(tables.GATE_DTYPES)
+    assert drawn["sizes"] == [1 << 30, 4 << 30, 16 << 30]
+    assert drawn["peers"] == ["cupy.roll (out of place)", "torch.roll (out of place)"]
+    width, height = drawn["size_px"]
+    assert width / height < 2.5 and width <= 2000
+    # The committed PNG is this drawing (same size; pixels differ between matplotlib versions).
+    import matplotlib.image
+
+    assert matplotlib.image.imread(RESULTS / tables.CHAIN_GATE_PLOT).shape[:2] == (height, width)
+
+
+def test_plots_from_files_of_other_references_are_refused():
+    with pytest.raises(ValueError, match="different references"):
+        bench.load_results([RESULTS / "gpu-e2e-chain-eee3343-h200.json", RESULTS / "cpu-bench.json"])
+
+
+def test_cpu_bench_results_load_and_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    rows, mode, sources = bench.load_results([RESULTS / "cpu-bench.json"])
+    assert mode == "cpu-copyto" and len(rows) == 12 and "commit 7fef2464a43c" in sources[0]
+    assert {r["shift_label"] for r in rows} == {"1", "3", "4097", "n/3", "n/2+3", "n-1"}
+    drawn = bench.plot(rows, tmp_path / "cpu.png", mode, sources)
+    assert drawn["grid"] == (2, 3) and drawn["peers"] == ["np.roll + copy back"]
+
+
+# --- benchmarks/wave_bench.py without a GPU ------------------------------------------------------------
+
+def _wave_bench(tmp_path, *args, block_numba_cuda=False):
+    code = ("import runpy, sys\n"
+            + ("sys.modules['numba.cuda'] = None\n" if block_numba_cuda else "")
+            + f"sys.argv = ['wave_bench.py', *{list(args)!r}]\n"
+            f"runpy.run_path({str(ROOT / 'benchmarks' / 'wave_bench.py')!r}, run_name='__main__')\n")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, cwd=tmp_path,
+                          timeout=900)
+
+
+def test_wave_bench_quick_times_the_cpu_software_wave(tmp_path):
+    r = _wave_bench(tmp_path, "--quick", "--cpu", "--reps", "1", "--warmup", "1", "--inner", "1", "--json", "w.json")
+    assert r.returncode == 0, r.stderr[-3000:]
+    data = json.loads((tmp_path / "w.json").read_text())
+    assert data["meta"]["mode"] == "cpu" and data["meta"]["simd_width"] in (4, 8, 16)
+    wave = [row for row in data["rows"] if row["bench"] == "software wave"]
+    assert wave and all(row["bit_identical_to_numpy"] for row in wave)
+    assert any("w32" in row["case"] and "(default)" in row["case"] for row in wave)
+    assert all(row["matches_numpy"] for row in data["rows"] if row["bench"] == "3-point stencil")
+    assert "MISMATCH" not in r.stdout and "done in" in r.stderr and " left" in r.stderr
+
+
+def test_wave_bench_runs_without_numba_cuda(tmp_path):
+    r = _wave_bench(tmp_path, "--quick", "--reps", "1", "--warmup", "1", "--inner", "1", "--no-progress",
+                    block_numba_cuda=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "no usable CUDA GPU" in r.stderr and "software wave" in r.stdout
