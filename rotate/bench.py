@@ -1027,7 +1027,6 @@ def _runs(args, sizes, dtypes, shifts, progress=None) -> list:
     if args.tiles:
         from rotate._cuda import planner
         from rotate._tuning import cuda as cuda_tuning
-    from rotate._tuning import cuda as cuda_tuning
 
         rows = []
         for config in args.tiles.split(","):
