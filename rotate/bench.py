@@ -981,8 +981,7 @@ def _main_gpu(args) -> int:
 
     from numba import cuda
 
-    from rotate._cuda import planner  # GPU only: the CPU benchmark never imports the CUDA planner
-    from rotate._tuning import cuda as cuda_tuning
+    from rotate._tuning import cuda as cuda_tuning  # GPU only: the CPU benchmark never imports the CUDA side
 
     sizes, dtypes, shifts = _choose(args, DEFAULT_SIZES, FULL_SIZES, QUICK_SIZES)
     started = time.time()
