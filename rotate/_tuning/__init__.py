@@ -21,15 +21,18 @@ from typing import Any, Callable, Dict, Iterator
 class Policy:
     """Base of the frozen tuning dataclasses: a hash computed once (the plan key hashes it every call)."""
 
+    _hash: int
+
     def _seal(self) -> None:
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
+        names = [f.name for f in dataclasses.fields(self)]  # type: ignore[arg-type]  # subclasses are dataclasses
+        for name in names:
+            value = getattr(self, name)
             if isinstance(value, list):  # a list would make the policy unhashable: take a tuple
-                object.__setattr__(self, f.name, tuple(value))
-        object.__setattr__(self, "_hash", hash(dataclasses.astuple(self)))
+                object.__setattr__(self, name, tuple(value))
+        object.__setattr__(self, "_hash", hash(tuple(getattr(self, name) for name in names)))
 
     def _cached_hash(self) -> int:
-        return self._hash  # type: ignore[attr-defined, no-any-return]
+        return self._hash
 
 
 class Policies:
