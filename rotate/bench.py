@@ -592,6 +592,21 @@ def _progress(case_list, enabled: bool) -> Progress:
 # --- CPU ----------------------------------------------------------------------------------------------
 
 
+def parallel_copy_kernel():
+    """A multi-threaded copy (numba prange over chunks): the like-for-like peer of the threaded roll."""
+    import numba
+
+    @numba.njit(parallel=True, cache=True)
+    def copy(dst, src, chunks):
+        n = src.shape[0]
+        for c in numba.prange(chunks):
+            lo = c * n // chunks
+            hi = (c + 1) * n // chunks
+            dst[lo:hi] = src[lo:hi]
+
+    return copy
+
+
 def run_cpu(sizes, dtypes, shifts, repeat, check=True, log=print, progress=None, flush_bytes=512 * MiB):
     """Every (size, dtype, shift) on the CPU backend, through the public API: ``rotate.roll`` of a numpy
     array on numba's threads, against copies of the same bytes, ``np.copyto`` (one thread) and a copy on
@@ -602,10 +617,9 @@ def run_cpu(sizes, dtypes, shifts, repeat, check=True, log=print, progress=None,
 
     import rotate
 
-    from .demo import _parallel_copy
 
     threads = numba.get_num_threads()
-    parallel_copy = _parallel_copy()
+    parallel_copy = parallel_copy_kernel()
     flush = np.zeros(flush_bytes, np.uint8) if flush_bytes else None
 
     def median_ms(fn, count):

@@ -44,21 +44,6 @@ def gpu_available() -> bool:
         return False
 
 
-def _parallel_copy():
-    """A multi-threaded copy (numba prange over chunks): the like-for-like peer of the threaded roll."""
-    import numba
-
-    @numba.njit(parallel=True, cache=True)
-    def copy(dst, src, chunks):
-        n = src.shape[0]
-        for c in numba.prange(chunks):
-            lo = c * n // chunks
-            hi = (c + 1) * n // chunks
-            dst[lo:hi] = src[lo:hi]
-
-    return copy
-
-
 def _median_time(fn, repeat: int, check=None) -> float:
     """Median wall time of ``fn()``; ``check()`` runs after every call, outside the timing."""
     times = []
@@ -111,7 +96,9 @@ def run_cpu(n_bytes: int, dtype: np.dtype, shift: int, repeat: int) -> bool:
     threads = numba.get_num_threads()
     copy_target = np.empty_like(a)
     words_src, words_dst = a.view(np.uint8), copy_target.view(np.uint8)
-    parallel_copy = _parallel_copy()
+    from .bench import parallel_copy_kernel
+
+    parallel_copy = parallel_copy_kernel()
     parallel_copy(words_dst, words_src, threads)  # compile
     t_multi = _median_time(roll, repeat, check)
     c_multi = _median_time(lambda: parallel_copy(words_dst, words_src, threads), repeat)
