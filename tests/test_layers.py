@@ -102,3 +102,36 @@ def test_public_modules_never_name_a_backend():
         assert not bad, f"{name} imports backend modules {bad}: go through rotate._backends"
         source = (ROOT / (name.replace(".", "/") + ("/__init__.py" if name == "rotate" else ".py"))).read_text()
         assert not re.search(r"""\.name\s*[!=]=\s*["'](cpu|cuda)["']""", source), f"{name} branches on a backend"
+
+
+# Module-level constants the planners' modules may hold: what the code's structure needs (op codes, layout,
+# registries), what a compiled kernel bakes in (it cannot follow an override), or host-side cache limits.
+# Anything else a planner chooses with is a field of rotate/_tuning (issue #31: the plan key is derived from
+# the tuning objects, and a module constant would fall outside it).
+PLANNER_MODULE_CONSTANTS = {
+    "rotate/_cuda/planner.py": {"NEWEST_CAPABILITY", "SCHEDULES", "CYCLE_VARIANTS", "ONE_PASS_SCHEDULES"},
+    "rotate/_cpu.py": {"_SWAP", "_SHIFT", "_SWAP_SHIFT", "_STRIDED_SHIFT", "_STRIDED_REVERSAL", "_U", "_BUSY_TTL",
+                       "_LOADAVG", "_CORES", "_WORDS", "_SERIAL_RUNNERS", "STEP_RUNNERS", "_PARALLEL_KERNELS",
+                       "_FORCE_SERIAL", "_SERIAL_KERNELS"},
+    "rotate/_rows.py": {"SMALL_ROW_WORDS", "_LANE_ROW", "_LANE_SMALL", "_LANE_STRIDED", "_LANE_COPY", "_LANE_BYTES",
+                        "WINDOW_BYTES", "_U", "_EXACT", "_CHECK_BLOCK", "GROUP_LANES", "_NO_MASKS"},
+    "rotate/_cuda/launch.py": {"MAX_STREAM_REFS", "MAX_CACHED_STREAMS", "MAX_DEVICE_TABLES", "RUNNERS"},
+    "rotate/_cuda/lane_args.py": set(),
+    "rotate/_backends/cpu.py": set(),
+    "rotate/_backends/cuda.py": set(),
+}
+
+
+def test_planners_hold_no_tuning_of_their_own():
+    """A new module constant in a planner's module is a tuning value outside the plan key: add it to
+    rotate/_tuning (and docs/tuning.md) instead, or, if it is layout or a compiled-in kernel constant, to the
+    list above with that reason."""
+    found = {}
+    for path in PLANNER_MODULE_CONSTANTS:
+        names = set()
+        for node in ast.parse((ROOT / path).read_text()).body:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, ast.AnnAssign) else []
+            names |= {t.id for t in targets if isinstance(t, ast.Name) and t.id.lstrip("_").isupper()}
+        found[path] = names
+    assert found == PLANNER_MODULE_CONSTANTS
