@@ -138,7 +138,7 @@ def test_roll_rows_matches_a_loop_of_numpy_roll(layout, dtype, seed, lanes, scra
         if form == "list" or any(abs(v) >= 2**63 for v in values):
             shifts = oracle_shifts.tolist() if b_shape else values[0]  # Python ints of any size
         else:
-            shifts = np.array(values, dtype=data.draw(st.sampled_from([np.int64, np.int32, np.int16]))
+            shifts = np.array(values, dtype=data.draw(st.sampled_from([np.int64, np.int32]))
                               if all(abs(v) < 2**15 for v in values) else np.int64).reshape(b_shape)
     note(f"shape={a.shape} strides={a.strides} dtype={a.dtype} axis={axis} shifts={shifts!r} lanes={lanes} "
          f"scratch={scratch}")
@@ -423,7 +423,15 @@ def test_short_lane_shift_reduction_is_numpys_modulo():
                 assert _rows._reduce_near(s, n, inv) == s % n, (s, n)
 
 
-@pytest.mark.parametrize("shift_dtype", [np.int32, np.int16, np.int8, np.uint8, np.uint16, np.uint32, np.int64])
+# int64 and int32 shifts (what users pass) in the README's command; every other integer dtype compiles the
+# lane kernels once more (numba specialises them on the shifts' dtype: 10-30 s each on 2 cores), so those
+# run in the slow suite, which CI runs too.
+_COMMON_SHIFT_DTYPES = [np.int32, np.int64]
+_RARE_SHIFT_DTYPES = [np.int16, np.int8, np.uint8, np.uint16, np.uint32]
+
+
+@pytest.mark.parametrize("shift_dtype", _COMMON_SHIFT_DTYPES +
+                         [pytest.param(d, marks=pytest.mark.slow) for d in _RARE_SHIFT_DTYPES])
 @pytest.mark.parametrize("dtype, n", [
     (np.uint8, 8),  # per-lane-word-rotate
     (np.uint8, 3),  # per-lane-byte-window (2-7 bytes)
