@@ -12,9 +12,10 @@ on the caller's stream. ``plan`` says what a call would do.
 array([4, 0, 1, 2, 3])
 """
 
-from . import _numba_cache
+from . import _compile_notice, _numba_cache
 
 _numba_cache.install()  # before any module below defines a cached kernel
+_compile_notice.install()  # a call about to compile says so, once (logger "rotate")
 
 from ._api import plan, roll, rotate  # noqa: E402
 from ._plan import Plan, Step  # noqa: E402

@@ -1,0 +1,134 @@
+"""First calls compile (issue #32): the one-time notice on the "rotate" logger.
+
+The notice is checked in this process on throwaway functions that claim to be the package's (cheap to
+compile), and end to end in a fresh process with an empty numba cache (a real kernel, the notice on stderr
+through Python's last-resort handler).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pathlib
+import subprocess
+import sys
+import types
+
+import pytest
+from numba import njit
+
+from rotate import _compile_notice
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _probe(module="rotate._notice_probe", name="probe"):
+    """A new numba function defined in ``module``: its first call compiles (cheaply)."""
+    namespace = {"__name__": module}
+    exec(f"def {name}(x):\n    return x * 3 + 1\n", namespace)
+    return njit(namespace[name])
+
+
+@pytest.fixture
+def fresh_notice(monkeypatch):
+    """This process as if nothing had been told yet."""
+    monkeypatch.setattr(_compile_notice, "_told", set())
+
+
+def _notices(caplog):
+    return [r for r in caplog.records if r.name == "rotate" and r.levelno == logging.WARNING]
+
+
+def test_the_first_compile_logs_the_notice_once_then_each_compile_at_info(fresh_notice, caplog):
+    caplog.set_level(logging.INFO, logger="rotate")
+    assert _probe(name="first")(2) == 7
+    assert _probe(name="second")(2) == 7
+    notices = _notices(caplog)
+    assert [r.getMessage() for r in notices] == [_compile_notice.NOTICES["cpu"]]
+    assert "rotate.warmup()" in notices[0].getMessage() and "setLevel(logging.ERROR)" in notices[0].getMessage()
+    compiled = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert len(compiled) == 2 and all("rotate._notice_probe." in m and " s" in m for m in compiled), compiled
+
+
+def test_the_notice_comes_before_the_compile(fresh_notice, caplog, monkeypatch):
+    order = []
+    monkeypatch.setattr(_compile_notice.logger, "warning", lambda message: order.append("notice"))
+    namespace = {"__name__": "rotate._notice_probe"}
+    exec("def probe(x):\n    return x + 1\n", namespace)
+    compiled = njit(namespace["probe"])
+    original = compiled._compiler.compile
+
+    def compile_and_record(*args, **kwargs):
+        order.append("compile")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(compiled._compiler, "compile", compile_and_record)
+    compiled(1)
+    assert order == ["notice", "compile"]
+
+
+def test_the_logger_level_silences_the_notice(fresh_notice, caplog):
+    caplog.set_level(logging.ERROR, logger="rotate")
+    _probe(name="silenced")(1)
+    assert _notices(caplog) == []
+    assert _compile_notice._told == {"cpu"}  # told (to nobody): not again later
+
+
+def test_other_packages_compiles_say_nothing(fresh_notice, caplog):
+    caplog.set_level(logging.DEBUG, logger="rotate")
+    _probe(module="someone_else", name="theirs")(1)
+    assert [r for r in caplog.records if r.name == "rotate"] == []
+    assert _compile_notice._told == set()
+
+
+def test_warmups_compiles_are_counted_not_announced(fresh_notice, caplog):
+    caplog.set_level(logging.INFO, logger="rotate")
+    with _compile_notice.counting() as compiled:
+        _probe(name="counted")(1)
+    assert [(target, name.rsplit(".", 1)[1]) for target, name, _ in compiled] == [("cpu", "counted")]
+    assert _notices(caplog) == [] and _compile_notice._told == set()
+    _probe(name="after")(1)  # a call's compile after warmup is told
+    assert len(_notices(caplog)) == 1
+
+
+def test_a_gpu_kernels_first_compile_is_told_once(fresh_notice, caplog):
+    caplog.set_level(logging.INFO, logger="rotate")
+    kernel = types.SimpleNamespace(overloads={}, py_func=_probe(name="gpu").py_func)
+    for _ in range(2):
+        with _compile_notice.gpu_compiling(kernel):
+            pass
+    assert [r.getMessage() for r in _notices(caplog)] == [_compile_notice.NOTICES["cuda"]]
+    caplog.clear()
+    kernel.overloads = {("int64",): object()}  # compiled: nothing to say
+    with _compile_notice.gpu_compiling(kernel):
+        pass
+    assert caplog.records == []
+
+
+def _python(code: str, cache_dir, **env):
+    environment = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir), NUMBA_NUM_THREADS="2",
+                       PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]), **env)
+    result = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True,
+                            timeout=1200, cwd=ROOT)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    return result
+
+
+FIRST_CALLS = """
+import logging, numpy as np, rotate
+{setup}
+rotate.roll(np.arange(10), 3)
+rotate.roll(np.arange(10, dtype=np.int32), 3)  # another kernel compiles: no second notice
+print("rolled")
+"""
+
+
+def test_a_cold_first_call_tells_the_user_on_stderr_once_and_a_warm_one_does_not(tmp_path):
+    notice = _compile_notice.NOTICES["cpu"]
+    cold = _python(FIRST_CALLS.format(setup=""), tmp_path)
+    assert cold.stderr.count(notice) == 1, cold.stderr
+    warm = _python(FIRST_CALLS.format(setup=""), tmp_path)  # the kernels come from the disk cache
+    assert notice not in warm.stderr, warm.stderr
+    silenced = _python(FIRST_CALLS.format(setup="logging.getLogger('rotate').setLevel(logging.ERROR)"),
+                       tmp_path / "other")
+    assert "rolled" in silenced.stdout and notice not in silenced.stderr, silenced.stderr
