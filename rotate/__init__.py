@@ -21,6 +21,7 @@ from ._api import plan, roll, rotate  # noqa: E402
 from ._plan import Plan, Step  # noqa: E402
 from ._validate import AxisError  # noqa: E402
 from .rows import fftshift, ifftshift, plan_roll_rows, roll_rows  # noqa: E402
+from ._warmup import warmup  # noqa: E402
 from . import distributed  # noqa: E402,F401  (registers DTensor rolls with roll; imports no torch)
 from . import _version  # noqa: E402
 
@@ -70,5 +71,5 @@ def release_scratch() -> int:
 
 
 __all__ = ["roll", "rotate", "plan", "roll_rows", "plan_roll_rows", "fftshift", "ifftshift", "release_scratch",
-           "Plan", "Step", "AxisError"]
+           "warmup", "Plan", "Step", "AxisError"]
 __version__: str = _version.version()  # pyproject.toml's, through the installed metadata
