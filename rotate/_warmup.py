@@ -83,9 +83,10 @@ def warmup(dtypes: Iterable[Any] = DEFAULT_DTYPES, *, functions: Iterable[str] =
     Notes
     -----
     The calls run on scratch arrays of a few MiB; nothing of yours is
-    touched. CPU plans use fewer threads on a machine that other processes
-    keep busy, and warmup compiles what calls made now would; the kernels
-    of plans with more threads are compiled on their first use. GPU kernels
+    touched. Rolls plan fewer CPU threads on a machine that other processes
+    keep busy; while warmup runs, they plan as on an idle machine (calls
+    from other threads too), so that the kernels of many-thread plans are
+    compiled however busy the machine is at the time. GPU kernels
     are specialised for the tile and grid the planner picks for a size, so
     the GPU part prepares the common sizes (4 KiB to 64 MiB); an unusual
     size can still compile a kernel on its first call. ``roll_rows`` is
@@ -111,6 +112,10 @@ def warmup(dtypes: Iterable[Any] = DEFAULT_DTYPES, *, functions: Iterable[str] =
     >>> import logging
     >>> n = rotate.warmup(progress=logging.getLogger("service").info)   # doctest: +SKIP
     """
+    if isinstance(dtypes, (str, np.dtype, type)):  # one dtype, not an iterable of them
+        dtypes = [dtypes]
+    if isinstance(functions, str):
+        functions = [functions]
     wanted = [_check_dtype(d) for d in dtypes]
     names = [_check_function(f) for f in functions]
     on_gpu = _gpu_wanted(gpu)
@@ -177,16 +182,21 @@ def _reporter(progress: Union[bool, Callable[[str], Any]]) -> Callable[[str], An
 # --- the CPU calls -----------------------------------------------------------------------------------------
 
 def _cpu_calls(name: str, dtype: np.dtype) -> None:
-    """``name``'s representative calls, with the plans of numba's thread count, then of one thread."""
+    """``name``'s representative calls, with the plans of numba's thread count, then of one thread.
+
+    Planned as on an idle machine: on a busy one the planner gives calls fewer threads (down to one), and
+    the multi-threaded plans' kernels would be left for a later call to compile.
+    """
     import numba
 
     threads = numba.get_num_threads()
-    for count in (threads, 1) if threads > 1 else (1,):
-        numba.set_num_threads(count)  # this thread's count only
-        try:
-            _CPU[name](dtype)
-        finally:
-            numba.set_num_threads(threads)
+    with _cpu_tuning.override(adapt_to_load=False):
+        for count in (threads, 1) if threads > 1 else (1,):
+            numba.set_num_threads(count)  # this thread's count only
+            try:
+                _CPU[name](dtype)
+            finally:
+                numba.set_num_threads(threads)
 
 
 def _big(dtype: np.dtype) -> int:

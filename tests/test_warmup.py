@@ -147,8 +147,9 @@ from rotate import _cpu, _schedule
 from rotate._tuning import cpu as cpu_tuning
 
 DTYPES, FUNCTIONS = {dtypes!r}, {functions!r}
-cpu_tuning.override(adapt_to_load=False).__enter__()  # plans as the suite's (tests/conftest.py)
 compiled = rotate.warmup(dtypes=DTYPES, functions=FUNCTIONS, gpu=False, progress=False)
+IDLE = cpu_tuning.override(adapt_to_load=False)  # the calls below plan as on an idle machine, as warmup did
+IDLE.__enter__()  # (held: a generator context dropped unreferenced would be closed, undoing it)
 
 
 def dispatchers():
@@ -223,6 +224,19 @@ def test_after_warmup_fftshifts_compile_and_load_nothing():
 def test_after_warmup_the_common_calls_compile_and_load_nothing():
     found = _after_warmup(["float32", "float64", "uint8"], list(rotate._warmup.FUNCTIONS))
     assert found["events"] == [] and found["grew"] == {}, found
+
+
+def test_warmup_plans_as_on_an_idle_machine_and_restores_the_planners_setting(monkeypatch):
+    from rotate import _cpu
+    from rotate._tuning import cpu
+
+    monkeypatch.setattr(_cpu, "_others_running", lambda threads: 64)  # every core busy
+    seen = []
+    monkeypatch.setattr(rotate._warmup, "_CPU", {"roll": lambda dtype: seen.append(cpu.current().adapt_to_load)})
+    with cpu.override(adapt_to_load=True):
+        rotate.warmup(dtypes="float32", functions="roll", gpu=False, progress=False)
+        assert cpu.current().adapt_to_load is True
+    assert seen and not any(seen)
 
 
 def test_warmup_twice_compiles_nothing_the_second_time():
