@@ -32,7 +32,12 @@ import threading
 import time
 from typing import Any, Iterator, Optional
 
-from numba.core import event
+try:  # numba's event API (numba >= 0.53); without it calls still work, they only compile silently
+    from numba.core import event
+    _Listener: Any = event.Listener
+except ImportError:  # pragma: no cover
+    event = None
+    _Listener = object
 
 logger = logging.getLogger("rotate")
 
@@ -94,7 +99,7 @@ def _ended(target: str, what: str) -> None:
     logger.info("rotate: compiled %s (%s) in %.1f s", what, target, seconds)
 
 
-class _CpuListener(event.Listener):
+class _CpuListener(_Listener):
     """numba's compile events of this package's functions (a cache miss: a load from disk fires none)."""
 
     def on_start(self, ev) -> None:
@@ -119,7 +124,7 @@ _listener: Optional[_CpuListener] = None
 def install() -> None:
     """Listen to numba's compile events (``import rotate`` calls it; idempotent)."""
     global _listener
-    if _listener is None:
+    if _listener is None and event is not None:
         _listener = _CpuListener()
         event.register("numba:compile", _listener)
 
