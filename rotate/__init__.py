@@ -12,14 +12,16 @@ on the caller's stream. ``plan`` says what a call would do.
 array([4, 0, 1, 2, 3])
 """
 
-from . import _numba_cache
+from . import _compile_notice, _numba_cache
 
 _numba_cache.install()  # before any module below defines a cached kernel
+_compile_notice.install()  # a call about to compile says so, once (logger "rotate")
 
 from ._api import plan, roll, rotate  # noqa: E402
 from ._plan import Plan, Step  # noqa: E402
 from ._validate import AxisError  # noqa: E402
 from .rows import fftshift, ifftshift, plan_roll_rows, roll_rows  # noqa: E402
+from ._warmup import warmup  # noqa: E402
 from . import distributed  # noqa: E402,F401  (registers DTensor rolls with roll; imports no torch)
 from . import _version  # noqa: E402
 
@@ -69,5 +71,5 @@ def release_scratch() -> int:
 
 
 __all__ = ["roll", "rotate", "plan", "roll_rows", "plan_roll_rows", "fftshift", "ifftshift", "release_scratch",
-           "Plan", "Step", "AxisError"]
+           "warmup", "Plan", "Step", "AxisError"]
 __version__: str = _version.version()  # pyproject.toml's, through the installed metadata

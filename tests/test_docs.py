@@ -30,8 +30,8 @@ def test_getting_started_examples():
 
 #: Every module with public functions (the API reference's pages). Their docstrings' examples run on
 #: the CPU; GPU-only ones are marked ``# doctest: +SKIP``.
-DOCTEST_MODULES = ["rotate", "rotate._api", "rotate.rows", "waveops", "waveops._core", "waveops.cpu",
-                   "waveops.amdgpu", "waveops.spirv", "waveops.vulkan"]
+DOCTEST_MODULES = ["rotate", "rotate._api", "rotate.rows", "rotate._warmup", "waveops", "waveops._core",
+                   "waveops.cpu", "waveops.amdgpu", "waveops.spirv", "waveops.vulkan"]
 
 
 @pytest.mark.parametrize("name", DOCTEST_MODULES)

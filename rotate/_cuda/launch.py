@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from numba import cuda
 
+from .. import _compile_notice
 from .. import _schedule as S
 from . import _kernels, planner
 from ._memops import SIMULATED
@@ -310,7 +311,8 @@ def _chain_config(d: dict):
 def _int64_cufunc(kernel, args: int):
     """``kernel`` compiled for ``args`` int64 parameters and loaded in the current device's context (numba
     loads a module per device, so callers cache the result per device)."""
-    return kernel.compile("void(" + ", ".join(["int64"] * args) + ")")._codelibrary.get_cufunc()
+    with _compile_notice.gpu_compiling(kernel):  # numba-cuda fires no compile event: say so here
+        return kernel.compile("void(" + ", ".join(["int64"] * args) + ")")._codelibrary.get_cufunc()
 
 
 @_kernels.functools.lru_cache(maxsize=None)
@@ -443,6 +445,10 @@ def _byte_view(target, info, offset: int, nbytes: int, typestr: str = "|u1", ite
 
 
 def _launch(kernel, grid, block, handle, args):
+    if not SIMULATED and not kernel.overloads:  # the first launch compiles it
+        with _compile_notice.gpu_compiling(kernel):
+            kernel[grid, block, _numba_stream(handle)](*args)
+        return
     kernel[grid, block, _numba_stream(handle) if not SIMULATED else 0](*args)
 
 

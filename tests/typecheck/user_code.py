@@ -51,6 +51,7 @@ def run() -> None:
     assert_type(rotate.fftshift(x), npt.NDArray[np.float64])
     assert_type(rotate.ifftshift(m, axes=[0, 1]), npt.NDArray[np.int32])
     assert_type(rotate.release_scratch(), int)
+    assert_type(rotate.warmup(dtypes=[], functions=("roll",), gpu=False, progress=False), int)
     assert_type(rotate.__version__, str)
     try:
         rotate.roll(x, 1.5)  # type: ignore[arg-type]  # refused by the checker, as by the call
