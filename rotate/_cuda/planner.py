@@ -132,7 +132,7 @@ def blocks_per_sm(tile_bytes: int, threads: int, buffers: int, control_warp: boo
     Shared memory sets the first bound; registers the second: the kernel's
     thread-0 bookkeeping would take 180 registers a thread if let, which
     leaves one 256-thread block per SM, so ptxas is asked to fit
-    ``_t().min_blocks`` (default: up to 3, 80 registers; more spill
+    the tuning's ``min_blocks`` (default: up to 3, 80 registers; more spill
     the bookkeeping).
     """
     _, smem_per_sm = device_shape(_device_id())
@@ -229,7 +229,7 @@ def even_lane_steps(rows: int, m_max: int, shortest: int, longest: int, sms: int
 
 def cooperative_launch() -> bool:
     """Whether chain plans may be co-resident: a real GPU (the simulator runs blocks one after another),
-    ``_t().co_resident``, and a cuda.core that launches cooperatively (``is_cooperative``)."""
+    the tuning's ``co_resident``, and a cuda.core that launches cooperatively (``is_cooperative``)."""
     if SIMULATED or not _t().co_resident:
         return False
     return _cooperative_config()
@@ -316,17 +316,18 @@ def _plan_chain(rows: int, seg: int, left: int, head0: int, cap: int, far: bool)
     later lanes at earlier steps) with the lane length ``co_resident_lane_steps``
     picks (``far``: co-resident plans only, from the far scan).
     """
+    T = _t()  # the policy, resolved once for the whole search
     threads = chain_threads()
     heads = _heads(rows, seg, head0)
-    tile_sizes = [_t().tile_bytes]
-    if _t().tile_bytes >= 32 * 1024:
-        tile_sizes.append(_t().tile_bytes // 2)
+    tile_sizes = [T.tile_bytes]
+    if T.tile_bytes >= 32 * 1024:
+        tile_sizes.append(T.tile_bytes // 2)
     co_resident_ok = cooperative_launch()
     # Costs first (``count_kinds``: one walk of the row), plan tables only for the cheapest: a table
     # layout is the planner's slowest step, and only the cheapest configuration that fits is used.
     priced = []
     for tile_bytes in tile_sizes:
-        rings = [_t().buffers] + [b for b in (3, 4) if b > _t().buffers and
+        rings = [T.buffers] + [b for b in (3, 4) if b > T.buffers and
                                           _kernels.smem_bytes(tile_bytes, b) <= 110 * 1024]
         for buffers in rings:
             m_max = S.max_tiles(seg, tile_bytes)
@@ -342,8 +343,8 @@ def _plan_chain(rows: int, seg: int, left: int, head0: int, cap: int, far: bool)
               # tile (a band) cost a ticket and a wait on the neighbouring lane
               # every item, 6 points more than long lanes once the decoding
               # left the critical path (docs/results/chain-probe-7-describe-ahead.json).
-              candidates = [] if far else [(_t().lane_steps or per_block, False)]
-              if co_resident_ok and not _t().lane_steps:
+              candidates = [] if far else [(T.lane_steps or per_block, False)]
+              if co_resident_ok and not T.lane_steps:
                   found = co_resident_lane_steps(rows, seg, left, heads[0], tile_bytes, chain, buffers, grid, cap,
                                                  far)
                   if found is not None:
@@ -360,7 +361,7 @@ def _plan_chain(rows: int, seg: int, left: int, head0: int, cap: int, far: bool)
                   cost = rows * (2 * pre + ringed // 2 + waited // 16)
                   # Each item costs thread 0 a fixed decode and wait on the block's
                   # critical path, whatever its size: larger tiles, fewer items.
-                  cost += rows * m0 * _t().item_cost_bytes
+                  cost += rows * m0 * T.item_cost_bytes
                   # One block an SM leaves too few bytes in flight to stream; two
                   # with three 32 KiB buffers beat three with two (docs/tuning.md, "BUFFERS").
                   cost += rows * seg * {1: 50}.get(min_blocks, 0) // 100
@@ -386,7 +387,7 @@ def _plan_chain(rows: int, seg: int, left: int, head0: int, cap: int, far: bool)
                                             cfg["buffers"], cfg["co_resident"])
             if table is None or rows * row_bytes + 8 * rows * cfg["m_max"] + 64 > cap:
                 continue
-            score = (rows * row_bytes, cfg["co_resident"], cfg["buffers"] != _t().buffers, -cfg["tile_bytes"])
+            score = (rows * row_bytes, cfg["co_resident"], cfg["buffers"] != T.buffers, -cfg["tile_bytes"])
             if best is None or score < best[0]:
                 best = (score, dict(cfg, scratch_row=row_bytes, table=table))
         if best is not None:
@@ -564,7 +565,7 @@ def lane_unit(itemsize: int, head0: int) -> int:
 
 
 def _lane_writer(default: str) -> str:
-    """``_t().lane_writer``, checked, or ``default`` when it is None."""
+    """the tuning's ``lane_writer``, checked, or ``default`` when it is None."""
     writer = _t().lane_writer or default
     if writer not in ("runs", "gather"):
         raise ValueError(f"GPU setting lane_writer must be 'runs', 'gather' or None, got {writer!r}")
@@ -584,35 +585,36 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
     None when one lane and its staging do not fit a block's shared memory
     (lanes longer than about 226 KiB): those take ``plan_long_lanes``.
     """
+    T = _t()  # the policy, resolved once for the whole search
     from . import _lanes as L
 
     seg = n * itemsize
     head0 = pointer % 16
     unit = lane_unit(itemsize, head0)
     writer = _lane_writer("runs" if seg >= L.FAST_GATHER_ROW else "gather")
-    if writer == "runs" or _t().lane_writer is None:  # the warps variant writes runs
+    if writer == "runs" or T.lane_writer is None:  # the warps variant writes runs
         step = _plan_lane_warps(axis, rows, n, itemsize, head0)
         if step is not None:
             return step
     # The run writer's loops take 96 registers: big panels and wide blocks keep bytes in flight at one
     # block an SM (docs/tuning.md, "RUN_PANEL_BYTES"); the gather writer streams at 48.
-    threads = _t().lane_threads or (_t().run_threads if writer == "runs" else _t().default_lane_threads)
-    panel_bytes = _t().panel_bytes or (_t().run_panel_bytes if writer == "runs" else _t().default_panel_bytes)
-    panel_rows = max(1, min(_t().max_panel_rows, panel_bytes // seg, rows))
+    threads = T.lane_threads or (T.run_threads if writer == "runs" else T.default_lane_threads)
+    panel_bytes = T.panel_bytes or (T.run_panel_bytes if writer == "runs" else T.default_panel_bytes)
+    panel_rows = max(1, min(T.max_panel_rows, panel_bytes // seg, rows))
     for buffers in (2, 1):  # two panels in flight per block if a lane allows, else one
-        while panel_rows > 1 and L.panel_smem_bytes(panel_rows * seg, panel_rows, buffers) > _t().max_lane_smem:
+        while panel_rows > 1 and L.panel_smem_bytes(panel_rows * seg, panel_rows, buffers) > T.max_lane_smem:
             panel_rows //= 2
         smem = L.panel_smem_bytes(panel_rows * seg, panel_rows, buffers)
-        if smem <= _t().max_lane_smem:
+        if smem <= T.max_lane_smem:
             break
     else:
         return None
     panels = S.ceil_div(rows, panel_rows)
     sms, _ = device_shape(_device_id())
-    grid = _t().grid or sms * _blocks_for_smem(smem, threads, _t().run_registers if writer == "runs" else 0)
+    grid = T.grid or sms * _blocks_for_smem(smem, threads, T.run_registers if writer == "runs" else 0)
     row_threads = 0
     if writer == "runs":
-        row_threads = _t().row_threads or group_threads(threads, panel_rows)
+        row_threads = T.row_threads or group_threads(threads, panel_rows)
         if row_threads < 1 or threads % row_threads:
             raise ValueError(f"GPU setting row_threads must divide the block's {threads} threads, got "
                              f"{row_threads!r}; use a power of two up to {threads}, or None")
@@ -646,7 +648,7 @@ def warp_group_threads(seg: int) -> int:
 
 
 def _plan_lane_warps(axis: int, rows: int, n: int, itemsize: int, head0: int) -> Optional[Step]:
-    """``lane-panels``' ``warps`` variant (``_lanes.warp_lane_kernel``) where ``_t().lane_warps``
+    """``lane-panels``' ``warps`` variant (``_lanes.warp_lane_kernel``) where the tuning's ``lane_warps``
     takes it for lanes of ``n * itemsize`` bytes; else None."""
     from . import _lanes as L
 
@@ -688,7 +690,7 @@ def group_threads(threads: int, panel_rows: int) -> int:
     largest such power-of-two split of ``threads``). Not balanced: 24 lanes
     of 4 KiB in a 512-thread block get 16 groups of 32, so half the groups
     idle through the second round; groups of 64 would take three full rounds
-    (not measured; ``_t().row_threads`` forces a
+    (not measured; the tuning's ``row_threads`` forces a
     size for that A/B).
     """
     size = threads
@@ -1035,19 +1037,20 @@ def _cycle_stream_config(seg: int, limit: int, first_rows_in_smem: bool, max_blo
     for a sweep. ``max_blocks``: the walks an SM can have at most (few
     segments leave SMs with one block or none, which then want deep rings).
     """
+    T = _t()  # the policy, resolved once for the whole search
     from . import _lanes as L
 
-    chunks = [int(_t().cycle_chunk_bytes)] if _t().cycle_chunk_bytes else _t().cycle_chunks
-    rings = [int(_t().cycle_ring)] if _t().cycle_ring else _t().cycle_rings
+    chunks = [int(T.cycle_chunk_bytes)] if T.cycle_chunk_bytes else T.cycle_chunks
+    rings = [int(T.cycle_ring)] if T.cycle_ring else T.cycle_rings
     best = None
     for chunk in chunks:
         for ring in rings:
             smem = L.cycle_stream_smem_bytes(seg, chunk, ring, first_rows_in_smem)
             if smem > limit:
                 continue
-            threads = _t().lane_threads or L.cycle_stream_threads(chunk)
+            threads = T.lane_threads or L.cycle_stream_threads(chunk)
             blocks = min(_blocks_for_smem(smem, threads), max_blocks)
-            score = (min((ring - 1) * min(chunk, seg + 15) * blocks, _t().cycle_ahead_bytes), blocks, -smem)
+            score = (min((ring - 1) * min(chunk, seg + 15) * blocks, T.cycle_ahead_bytes), blocks, -smem)
             if best is None or score > best[0]:
                 best = (score, (chunk, ring, smem, threads, blocks))
     return None if best is None else best[1]
@@ -1077,7 +1080,7 @@ def plan_multi_axis(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     """The steps of a roll over several axes of a C-ordered array: one ``half-swaps`` step where every
     rolled axis moves by half its length; a flat one-pass rotation and a ``row-strips`` step where one
     leading axis rolls and the strip is narrow (``FLAT_STRIP_FRACTION``) or ``row-cycles`` cannot take
-    it (``_t().flat_strips``: None, that rule; True, wherever it applies; False, never); else one
+    it (the tuning's ``flat_strips``: None, that rule; True, wherever it applies; False, never); else one
     ``row-cycles`` step. None when none takes
     it (one pass per axis then)."""
     lead, offs, seg, block = _fold_rows(shape, itemsize, c_shifts)
@@ -1187,7 +1190,7 @@ def plan_half_swaps(lead, lead_shifts, rows: int, seg: int, row_shift: int, word
     ``shift`` and ``left`` then fill the step as for other schedules); ``row_shift``: the
     in-row shift in bytes. None unless it is a half-swap whose runs are
     16-byte aligned (the array's start, ``seg`` and ``seg / 2``), or when
-    ``_t().half_swaps`` is off or a row-cycles variant is forced.
+    the tuning's ``half_swaps`` is off or a row-cycles variant is forced.
     """
     from .._rowperm import half_swap_shape
 
@@ -1257,6 +1260,7 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     axes do not fold into MAX_LEAD radices, the table is too large or the
     pre-reads exceed ``cap``.
     """
+    T = _t()  # the policy, resolved once for the whole search
     from . import _lanes as L
 
     _check_cycle_settings()
@@ -1264,13 +1268,13 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     lead, offs, seg, block = _fold_rows(shape, itemsize, c_shifts)
     head0 = pointer % 16
     unit = lane_unit(itemsize, head0)
-    if seg < _t().min_cycle_row:
+    if seg < T.min_cycle_row:
         return None
     if len(lead) > L.MAX_LEAD:
         return None
     rows = int(np.prod(lead, dtype=np.int64)) if lead else 1
-    limit = _t().cycle_smem or _t().max_lane_smem
-    variant = _t().cycle_variant
+    limit = T.cycle_smem or T.max_lane_smem
+    variant = T.cycle_variant
     sms, _ = device_shape(_device_id())
     stream = None
     # Measured (docs/results/gpu-rows-chunked-mid-h200.json): where every cycle is a swap of two rows
@@ -1278,16 +1282,16 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     # chunked kernel ran 64 KiB rows at 67-69% against 61-67% for three rows; on long cut cycles with
     # misaligned row shifts it lost 19-22 points, and on 4 KiB rows (the 512^3 fftshift: 131,072
     # swaps) 20 points. So the default takes it only for aligned swaps of rows of 64 KiB and more.
-    swaps_aligned = (head0 == 0 and seg >= _t().min_chunked_swap_row and (c_shifts[last] * block) % 16 == 0
+    swaps_aligned = (head0 == 0 and seg >= T.min_chunked_swap_row and (c_shifts[last] * block) % 16 == 0
                      and all((2 * s) % n == 0 for n, s in zip(lead, offs)))
     writer = _lane_writer("runs")
     if variant in (None, "three-rows") and L.cycle_smem_bytes(seg) <= limit and \
             not (variant is None and swaps_aligned):
         smem = L.cycle_smem_bytes(seg)
-        threads = _t().lane_threads or L.cycle_threads(seg)
+        threads = T.lane_threads or L.cycle_threads(seg)
         if writer == "runs":
-            threads = _t().lane_threads or min(threads, _t().run_cycle_threads)
-        blocks = _blocks_for_smem(smem, threads, _t().run_registers if writer == "runs" else 0)
+            threads = T.lane_threads or min(threads, T.run_cycle_threads)
+        blocks = _blocks_for_smem(smem, threads, T.run_registers if writer == "runs" else 0)
         first_rows_in_smem = True
     elif variant == "three-rows":
         return None
@@ -1300,7 +1304,7 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
         if stream is None:
             return None
         chunk, ring, smem, threads, blocks = stream
-    grid = _t().grid or sms * blocks
+    grid = T.grid or sms * blocks
     slot = S.align_up(seg + 32)
     cap = default_cap(rows, seg) if cap is None else cap
     piece = max(4, S.ceil_div(rows, 2 * grid))
@@ -1310,7 +1314,7 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
         cut = int(np.count_nonzero(table[2::3] != np.arange(nseg)))
         pre_reads = cut if first_rows_in_smem else nseg  # first rows copied to scratch
         pre_bytes = nseg * slot if pre_reads else 0  # slots are indexed by segment
-        if nseg <= _t().max_segments and pre_bytes <= cap:
+        if nseg <= T.max_segments and pre_bytes <= cap:
             break
         if piece >= rows:
             return None
@@ -1318,7 +1322,7 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     if stream is not None and nseg < sms * blocks:  # fewer walks than blocks: deeper rings, fewer blocks
         stream = _cycle_stream_config(seg, limit, first_rows_in_smem, S.ceil_div(nseg, sms))
         chunk, ring, smem, threads, blocks = stream
-        grid = _t().grid or sms * blocks
+        grid = T.grid or sms * blocks
     dims = (1,) * (L.MAX_LEAD - len(lead)) + tuple(lead)
     shifts = (0,) * (L.MAX_LEAD - len(offs)) + tuple(offs)
     details = {
