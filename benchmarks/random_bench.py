@@ -878,22 +878,32 @@ def plot(cases, mode, path, sources=()) -> None:
     series = [(key, "rotate, back to back" if mode == "gpu" else "rotate, 1 thread", "tab:blue"),
               (second[0], second[1], "tab:cyan"), ("best_peer_pct", "best peer (out of place)", "tab:orange")]
     ops = [op for op in OPS if any(c["op"] == op and "rotate" in c and not c.get("noop") for c in cases)]
-    fig, ax = plt.subplots(figsize=(max(6, 2.2 * len(ops)), 5))
+    fig, ax = plt.subplots(figsize=(max(7, 2.2 * len(ops)), 5.5))
     rng = np.random.default_rng(0)
     width = 0.8 / len(series)
+    columns = {}
     for j, (name, label, colour) in enumerate(series):
         for i, op in enumerate(ops):
             timed = [c for c in cases if c["op"] == op and "rotate" in c and not c.get("noop")]
             values = [c["best_peer_pct"] if name == "best_peer_pct" else c["rotate"].get(name) for c in timed]
-            values = [v for v in values if v is not None]
-            if not values:
-                continue
-            pos = i + (j - (len(series) - 1) / 2) * width
-            ax.boxplot([values], positions=[pos], widths=width * 0.8, showfliers=False,
-                       medianprops={"color": colour}, boxprops={"color": colour}, whiskerprops={"color": colour},
-                       capprops={"color": colour})
-            ax.scatter(pos + rng.uniform(-width / 3, width / 3, len(values)), values, s=12, color=colour,
-                       alpha=0.7, label=label if i == 0 else None, zorder=3)
+            columns[i, j] = [v for v in values if v is not None]
+    every = [v for values in columns.values() for v in values]
+    top = min(max(every + [100.0]), 200.0) * 1.06  # a few outliers (tiny arrays in cache) must not flatten the rest
+    for (i, j), values in columns.items():
+        if not values:
+            continue
+        name, label, colour = series[j]
+        pos = i + (j - (len(series) - 1) / 2) * width
+        ax.boxplot([values], positions=[pos], widths=width * 0.8, showfliers=False, manage_ticks=False,
+                   medianprops={"color": colour}, boxprops={"color": colour}, whiskerprops={"color": colour},
+                   capprops={"color": colour})
+        jitter = pos + rng.uniform(-width / 3, width / 3, len(values))
+        inside = np.asarray(values) <= top
+        ax.scatter(jitter[inside], np.asarray(values)[inside], s=12, color=colour, alpha=0.7,
+                   label=label if i == 0 else None, zorder=3)
+        if (~inside).any():  # beyond the axis: a triangle at the top edge
+            ax.scatter(jitter[~inside], [top * 0.985] * int((~inside).sum()), s=24, marker="^", color=colour,
+                       zorder=3)
     if mode == "gpu":
         ax.axhline(100, color="k", linewidth=0.8, label="memcpy (100%)")
         ax.axhline(IN_PLACE_CEILING_PCT, color="k", linestyle="--", linewidth=0.8,
@@ -905,14 +915,15 @@ def plot(cases, mode, path, sources=()) -> None:
         ax.set_ylabel("% of np.copyto's speed (one thread)")
     ax.set_xticks(range(len(ops)))
     ax.set_xticklabels([f"{op}\n({sum(c['op'] == op and 'rotate' in c for c in cases)} cases)" for op in ops])
-    ax.set_ylim(bottom=0)
+    ax.set_ylim(0, top)
     ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize=8, loc="lower left", ncol=2)
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)
     title = "Random shapes and shifts: rotate (in place) vs the best out-of-place peer"
     if sources:
         title += "\n" + "; ".join(sources)
-    ax.set_title(title, fontsize=9)
-    fig.tight_layout()
+    ax.set_title(title + "\n(boxes: quartiles and 1.5 IQR whiskers; triangles: points above the axis)", fontsize=9)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     fig.savefig(path, dpi=100)
     plt.close(fig)
 
