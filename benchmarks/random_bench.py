@@ -315,7 +315,10 @@ class ArrayLib:
         return self.xp.take_along_axis(x, idx, -1)
 
     def lane_index(self, n, shifts):
-        return (self.xp.arange(n, dtype=self.xp.int64) - shifts[..., None]) % n
+        """The gather's index, ``(arange(n) - shifts[..., None]) % n``, with one temporary of its size."""
+        idx = self.xp.arange(n, dtype=self.xp.int64) - shifts[..., None]
+        self.xp.remainder(idx, n, out=idx)
+        return idx
 
     def free(self):
         if self.name == "cupy":
@@ -351,7 +354,8 @@ class TorchLib(ArrayLib):
         return self.xp.gather(x, -1, idx)
 
     def lane_index(self, n, shifts):
-        return (self.xp.arange(n, dtype=self.xp.int64, device="cuda") - shifts[..., None]) % n
+        idx = self.xp.arange(n, dtype=self.xp.int64, device="cuda") - shifts[..., None]
+        return idx.remainder_(n)
 
     def free(self):
         self.xp.cuda.empty_cache()
@@ -613,13 +617,9 @@ def cpu_peers(lib, case, x, shifts, nbytes) -> dict:
     return {name: lambda: np.copyto(x, np.take_along_axis(x, idx, -1))}
 
 
-def run_gpu(cases, args, log, progress, budget, results, save):
-    from numba import cuda
-
-    import rotate
-    from rotate import bench
-
-    torch = None
+def gpu_libraries():
+    """``(lib, cupy, torch)``: the arrays' library (CuPy, else torch) and the peers' (None where missing)."""
+    torch = cupy = None
     try:
         import torch as _torch
 
@@ -629,14 +629,23 @@ def run_gpu(cases, args, log, progress, budget, results, save):
         pass
     try:
         import cupy
-
-        lib = ArrayLib(cupy, "cupy")
     except Exception:
         cupy = None
-        lib = TorchLib(torch)
+    if cupy is not None:
+        return ArrayLib(cupy, "cupy"), cupy, torch
+    if torch is not None:
+        return TorchLib(torch), None, torch
+    return None, None, None
+
+
+def run_gpu(cases, args, log, progress, budget, results, save):
+    from numba import cuda
+
+    from rotate import bench
+
+    lib, cupy, torch = gpu_libraries()
     stream = cuda.default_stream()  # the legacy default stream: CuPy's and torch's default too
-    b2b, one, device = (*bench._whole_call_timers(cuda, stream, args.calls), bench._events_timer(cuda, stream))
-    timers = (b2b, one, device)
+    timers = (*bench._whole_call_timers(cuda, stream, args.calls), bench._events_timer(cuda, stream))
 
     def free():
         lib.free()
@@ -650,43 +659,12 @@ def run_gpu(cases, args, log, progress, budget, results, save):
         progress.step(describe(case))
         started = time.monotonic()
         record = dict(case)
-        nb = case["nbytes"]
         try:
-            copy, keep = bench._memcpy(cuda, nb, stream)
-            record["memcpy_ms"] = device(copy, args.repeat)
-            record["memcpy_call_ms"] = b2b(copy, args.repeat)
-            del copy, keep
-            free()
-            raw = lib.random_bytes(nb, [args.seed, case["index"], 2])
-            x = lib.shaped(raw, case)
-            shifts = None
-            if case["op"] == "roll_rows":
-                host = lane_shifts(case)
-                shifts = int(host) if host.ndim == 0 else lib.int64(host)
-            call, plan = rotate_call(rotate, case, x, shifts)
-            record["plan"] = plan_record(plan)
-            record["noop"] = plan.algorithm == "noop"
-            record["verified"] = verify(lib, rotate, case, x, shifts)
-            times = bench._time_all_ways(call, timers, args.repeat)
-            record["rotate"] = bench._with_pct(times, record["memcpy_ms"])
-            record["peers"] = {}
-            for name, peer in gpu_peers(lib, cupy, torch, case, x, shifts, nb).items():
-                if isinstance(peer, str):
-                    record["peers"][name] = ({"error": peer[7:]} if peer.startswith("error: ")
-                                             else {"skipped": peer})
-                    continue
-                try:
-                    times = bench._time_all_ways(peer, timers, args.repeat)
-                    record["peers"][name] = bench._with_pct(times, record["memcpy_ms"])
-                except Exception as exc:  # e.g. out of memory, a dtype a library has no kernel for
-                    record["peers"][name] = {"error": f"{type(exc).__name__}: {exc}"[:200]}
-                free()
-            _best_peer(record, "pct_memcpy")
-            del x, raw, shifts, call
+            gpu_case(record, args, lib, cupy, torch, cuda, stream, timers, free)
         except Exception as exc:  # one failing case must not lose the others' numbers
             record["error"] = f"{type(exc).__name__}: {exc}"[:300]
             record.setdefault("verified", False)
-        free()
+        free()  # the case's arrays died with gpu_case's frame
         record["seconds"] = time.monotonic() - started
         budget.record(record["seconds"], weight)
         results.append(record)
@@ -695,7 +673,51 @@ def run_gpu(cases, args, log, progress, budget, results, save):
     return False
 
 
+def gpu_case(record, args, lib, cupy, torch, cuda, stream, timers, free) -> None:
+    """One case on the GPU: memcpy of its bytes, the check, rotate and the peers timed three ways (its
+    arrays are this frame's locals, freed when it returns or raises)."""
+    import rotate
+    from rotate import bench
+
+    b2b, _, device = timers
+    nb = record["nbytes"]
+    copy, keep = bench._memcpy(cuda, nb, stream)
+    record["memcpy_ms"] = device(copy, args.repeat)
+    record["memcpy_call_ms"] = b2b(copy, args.repeat)
+    del copy, keep
+    free()
+    raw = lib.random_bytes(nb, None)
+    x = lib.shaped(raw, record)
+    shifts = None
+    if record["op"] == "roll_rows":
+        host = lane_shifts(record)
+        shifts = int(host) if host.ndim == 0 else lib.int64(host)
+        del host
+    call, plan = rotate_call(rotate, record, x, shifts)
+    record["plan"] = plan_record(plan)
+    record["noop"] = plan.algorithm == "noop"
+    record["verified"] = verify(lib, rotate, record, x, shifts)
+    record["rotate"] = bench._with_pct(bench._time_all_ways(call, timers, args.repeat), record["memcpy_ms"])
+    record["peers"] = {}
+    peers = gpu_peers(lib, cupy, torch, record, x, shifts, nb)
+    for name in list(peers):
+        peer = peers.pop(name)
+        if isinstance(peer, str):
+            record["peers"][name] = {"error": peer[7:]} if peer.startswith("error: ") else {"skipped": peer}
+            continue
+        try:
+            record["peers"][name] = bench._with_pct(bench._time_all_ways(peer, timers, args.repeat),
+                                                    record["memcpy_ms"])
+        except Exception as exc:  # e.g. out of memory, a dtype a library has no kernel for
+            record["peers"][name] = {"error": f"{type(exc).__name__}: {exc}"[:200]}
+        del peer
+        free()
+    _best_peer(record, "pct_memcpy")
+
+
 def _device_free_bytes(lib) -> int:
+    if lib.name == "numpy":  # the tests' stand-in for CuPy
+        return _available_host_bytes()
     if lib.name == "cupy":
         return int(lib.xp.cuda.runtime.memGetInfo()[0])
     return int(lib.xp.cuda.mem_get_info()[0])
@@ -731,8 +753,8 @@ def gpu_peers(lib, cupy, torch, case, x, shifts, nbytes) -> dict:
         if index_bytes + nbytes > 0.85 * _device_free_bytes(lib):
             return {name: f"its index ({index_bytes} bytes) and output do not fit in free memory" for name in names}
         n = case["shape"][-1]
-        host = np.asarray(lane_shifts(case))
-        idx = lib.lane_index(n, lib.int64(host))  # built before the timed region, as a user would
+        s = lib.int64(np.array(shifts, np.int64)) if isinstance(shifts, int) else shifts
+        idx = lib.lane_index(n, s)  # built before the timed region, as a user would
         if cupy is not None:
             peers["cupy.take_along_axis"] = lambda: cupy.take_along_axis(x, idx, -1)
         if t is not None:
@@ -986,6 +1008,10 @@ def main(argv=None) -> int:
         if not gpu_available():
             print("--gpu: no usable CUDA GPU here (numba-cuda missing, the simulator, or no device); run with "
                   "--cpu for the CPU benchmark", file=sys.stderr)
+            return 1
+        if gpu_libraries()[0] is None:
+            print("--gpu: neither CuPy nor torch with CUDA is installed: the benchmark's arrays and peers come "
+                  "from one of them (pip install cupy-cuda13x, or torch)", file=sys.stderr)
             return 1
         mode = "gpu"
     else:

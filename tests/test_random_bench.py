@@ -294,3 +294,38 @@ def test_the_check_catches_a_wrong_result_for_every_op(monkeypatch, chunk):
             assert rb.verify(lib, module, c, x, shifts) is want, (rb.describe(c), module)
     assert {op for op, _ in seen} == set(rb.OPS)
     assert (chunk == 8) == (("roll_rows", True) in seen and ("roll_rows", False) in seen)
+
+
+def test_the_gpu_case_runs_every_op_with_numpy_standing_in_for_cupy(monkeypatch):
+    """gpu_case's logic without a GPU: numpy has CuPy's names (roll, fft.fftshift, take_along_axis), the
+    memcpy and the three timers are stubs that run the call once. Checks the check, the peers' calls and
+    the record; the real timers and libraries run only on a GPU."""
+    from rotate import bench
+
+    monkeypatch.setattr(bench, "_memcpy", lambda cuda, size, stream: ((lambda: None), None))
+    calls = []
+
+    def timer(ms):
+        def time_it(fn, repeat):
+            fn()
+            calls.append(ms)
+            return ms
+        return time_it
+
+    timers = (timer(2.0), timer(3.0), timer(1.0))
+    args = type("Args", (), {"repeat": 1})()
+    lib = rb.ArrayLib(np, "numpy")
+    seen = set()
+    for case in rb.draw_cases(8, 100, 64, 1 << 16):
+        if case["op"] in seen:
+            continue
+        seen.add(case["op"])
+        record = dict(case)
+        rb.gpu_case(record, args, lib, np, None, None, None, timers, lambda: None)
+        assert record["verified"] is True and record["memcpy_ms"] == 1.0, record
+        assert record["rotate"]["pct_memcpy"] == 50 and record["rotate"]["device_pct_memcpy"] == 100
+        peer = {"roll": "cupy.roll", "roll-axes": "cupy.roll", "roll_rows": "cupy.take_along_axis",
+                "fftshift": "cupy.fft.fftshift", "ifftshift": "cupy.fft.ifftshift"}[case["op"]]
+        assert set(record["peers"]) == {peer} and record["peers"][peer]["sync_pct_memcpy"] == pytest.approx(100 / 3)
+        assert record["best_peer"] == peer and record["best_peer_pct"] == 50
+    assert seen == set(rb.OPS)
