@@ -681,6 +681,26 @@ def gpu_case(record, args, lib, cupy, torch, cuda, stream, timers, free) -> None
 
     b2b, _, device = timers
     nb = record["nbytes"]
+    full_calls = 6 + max(3, args.repeat // 2) * args.calls + max(2 * args.repeat, 20) + args.repeat
+
+    def timed(fn) -> dict:
+        """rotate/bench.py's three timings, or, where one call is so slow that they would take more than
+        --slow-seconds (a cliff: 0.1% of memcpy makes an 8 GiB call seconds long), one synchronised call
+        after a warm-up, recorded as all three and marked."""
+        fn()  # warm-up (a peer's first call may compile its kernel)
+        cuda.synchronize()
+        start, stop = cuda.event(), cuda.event()
+        start.record(stream)
+        fn()
+        stop.record(stream)
+        stop.synchronize()
+        probe = cuda.event_elapsed_time(start, stop)
+        if probe * full_calls / 1e3 > args.slow_seconds:
+            return {"ms": probe, "sync_ms": probe, "device_ms": probe,
+                    "reduced": f"one synchronised call: the full timing would take about "
+                               f"{probe * full_calls / 1e3:.0f} s"}
+        return bench._time_all_ways(fn, timers, args.repeat)
+
     copy, keep = bench._memcpy(cuda, nb, stream)
     record["memcpy_ms"] = device(copy, args.repeat)
     record["memcpy_call_ms"] = b2b(copy, args.repeat)
@@ -697,7 +717,7 @@ def gpu_case(record, args, lib, cupy, torch, cuda, stream, timers, free) -> None
     record["plan"] = plan_record(plan)
     record["noop"] = plan.algorithm == "noop"
     record["verified"] = verify(lib, rotate, record, x, shifts)
-    record["rotate"] = bench._with_pct(bench._time_all_ways(call, timers, args.repeat), record["memcpy_ms"])
+    record["rotate"] = with_pct(timed(call), record["memcpy_ms"])
     record["peers"] = {}
     peers = gpu_peers(lib, cupy, torch, record, x, shifts, nb)
     for name in list(peers):
@@ -706,13 +726,20 @@ def gpu_case(record, args, lib, cupy, torch, cuda, stream, timers, free) -> None
             record["peers"][name] = {"error": peer[7:]} if peer.startswith("error: ") else {"skipped": peer}
             continue
         try:
-            record["peers"][name] = bench._with_pct(bench._time_all_ways(peer, timers, args.repeat),
-                                                    record["memcpy_ms"])
+            record["peers"][name] = with_pct(timed(peer), record["memcpy_ms"])
         except Exception as exc:  # e.g. out of memory, a dtype a library has no kernel for
             record["peers"][name] = {"error": f"{type(exc).__name__}: {exc}"[:200]}
         del peer
         free()
     _best_peer(record, "pct_memcpy")
+
+
+def with_pct(times: dict, memcpy_ms: float) -> dict:
+    """rotate/bench.py's percentages of memcpy, with a reduced timing's note kept."""
+    from rotate import bench
+
+    note = {k: v for k, v in times.items() if k == "reduced"}
+    return {**bench._with_pct({k: v for k, v in times.items() if k != "reduced"}, memcpy_ms), **note}
 
 
 def _device_free_bytes(lib) -> int:
@@ -774,6 +801,8 @@ def format_case(r, mode) -> str:
     if mode == "gpu":
         text = (f"{head}: {algorithm} {rot['pct_memcpy']:.1f}% of memcpy back to back (one call "
                 f"{rot['sync_pct_memcpy']:.1f}%, device {rot['device_pct_memcpy']:.1f}%)")
+        if "reduced" in rot:
+            text += " [slow: one call timed]"
         peers = ", ".join(f"{k} {v['pct_memcpy']:.1f}%" if "pct_memcpy" in v else f"{k} n/a"
                           for k, v in r["peers"].items())
     else:
@@ -983,6 +1012,8 @@ def main(argv=None) -> int:
                              "0: none)")
     parser.add_argument("--repeat", type=int, help="timed calls a median is taken of (default 5; CPU --quick 3)")
     parser.add_argument("--calls", type=int, default=20, help="GPU: calls back to back between two events")
+    parser.add_argument("--slow-seconds", type=float, default=20,
+                        help="GPU: a call whose three timings would take longer is timed once (marked 'reduced')")
     parser.add_argument("--flush-mib", type=int,
                         help="CPU: MiB written before every timed call (default 256; --quick 8; 0: off)")
     parser.add_argument("--quick", action="store_true", help="a short run: 8 cases, small sizes")

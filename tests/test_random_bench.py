@@ -296,24 +296,40 @@ def test_the_check_catches_a_wrong_result_for_every_op(monkeypatch, chunk):
     assert (chunk == 8) == (("roll_rows", True) in seen and ("roll_rows", False) in seen)
 
 
-def test_the_gpu_case_runs_every_op_with_numpy_standing_in_for_cupy(monkeypatch):
+class _Cuda:
+    """numba.cuda's events, stubbed: every call measures ``probe_ms``."""
+
+    def __init__(self, probe_ms):
+        self.probe_ms = probe_ms
+
+    def synchronize(self):
+        pass
+
+    def event(self):
+        return type("Event", (), {"record": lambda self, stream: None, "synchronize": lambda self: None})()
+
+    def event_elapsed_time(self, start, stop):
+        return self.probe_ms
+
+
+@pytest.mark.parametrize("probe_ms", [0.5, 10_000.0])
+def test_the_gpu_case_runs_every_op_with_numpy_standing_in_for_cupy(monkeypatch, probe_ms):
     """gpu_case's logic without a GPU: numpy has CuPy's names (roll, fft.fftshift, take_along_axis), the
-    memcpy and the three timers are stubs that run the call once. Checks the check, the peers' calls and
-    the record; the real timers and libraries run only on a GPU."""
+    memcpy, the events and the three timers are stubs that run the call. Checks the check, the peers'
+    calls and the record; a call whose timings would take longer than --slow-seconds is timed once.
+    The real timers and libraries run only on a GPU."""
     from rotate import bench
 
     monkeypatch.setattr(bench, "_memcpy", lambda cuda, size, stream: ((lambda: None), None))
-    calls = []
 
     def timer(ms):
         def time_it(fn, repeat):
             fn()
-            calls.append(ms)
             return ms
         return time_it
 
     timers = (timer(2.0), timer(3.0), timer(1.0))
-    args = type("Args", (), {"repeat": 1})()
+    args = type("Args", (), {"repeat": 1, "calls": 20, "slow_seconds": 20.0})()
     lib = rb.ArrayLib(np, "numpy")
     seen = set()
     for case in rb.draw_cases(8, 100, 64, 1 << 16):
@@ -321,11 +337,17 @@ def test_the_gpu_case_runs_every_op_with_numpy_standing_in_for_cupy(monkeypatch)
             continue
         seen.add(case["op"])
         record = dict(case)
-        rb.gpu_case(record, args, lib, np, None, None, None, timers, lambda: None)
+        rb.gpu_case(record, args, lib, np, None, _Cuda(probe_ms), None, timers, lambda: None)
         assert record["verified"] is True and record["memcpy_ms"] == 1.0, record
-        assert record["rotate"]["pct_memcpy"] == 50 and record["rotate"]["device_pct_memcpy"] == 100
         peer = {"roll": "cupy.roll", "roll-axes": "cupy.roll", "roll_rows": "cupy.take_along_axis",
                 "fftshift": "cupy.fft.fftshift", "ifftshift": "cupy.fft.ifftshift"}[case["op"]]
-        assert set(record["peers"]) == {peer} and record["peers"][peer]["sync_pct_memcpy"] == pytest.approx(100 / 3)
-        assert record["best_peer"] == peer and record["best_peer_pct"] == 50
+        assert set(record["peers"]) == {peer} and record["best_peer"] == peer
+        for timing in (record["rotate"], record["peers"][peer]):
+            if probe_ms < 100:
+                assert timing["pct_memcpy"] == 50 and timing["device_pct_memcpy"] == 100
+                assert timing["sync_pct_memcpy"] == pytest.approx(100 / 3) and "reduced" not in timing
+            else:  # 10 s a call: timed once
+                assert timing["pct_memcpy"] == timing["sync_pct_memcpy"] == 100 / probe_ms
+                assert timing["reduced"].startswith("one synchronised call")
+        assert "slow: one call timed" in rb.format_case(record, "gpu") or probe_ms < 100
     assert seen == set(rb.OPS)
