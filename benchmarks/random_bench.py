@@ -1092,6 +1092,9 @@ def run(args, mode) -> int:
           f"{f' (capped by free memory)' if capped else ''}; reference: {reference}; budget "
           f"{f'{budget_seconds:.0f} s' if budget_seconds else 'none'}", flush=True)
 
+    rerun = (f"python benchmarks/random_bench.py --{mode} --seed {seed} --min-bytes {min_bytes} "
+             f"--max-bytes {max_bytes} --only INDEX")
+
     def document(stopped=False):
         summary = summarize(results, mode)
         return {"benchmark": "random_bench", "format": 1, "mode": mode, "seed": seed, "argv": sys.argv,
@@ -1101,7 +1104,8 @@ def run(args, mode) -> int:
                 "min_bytes": min_bytes, "max_bytes": max_bytes, "max_bytes_capped_by_free_memory": capped,
                 "budget_seconds": budget_seconds, "cases_drawn": len(cases), "cases_run": len(results),
                 "stopped_by_budget": stopped, "seconds": time.time() - started_wall,
-                "reference": reference, "timing": TIMING[mode], "summary": summary, "cases": results}
+                "reference": reference, "timing": TIMING[mode], "rerun": rerun, "summary": summary,
+                "cases": results}
 
     def save(stopped=False):
         if args.json:
@@ -1115,6 +1119,7 @@ def run(args, mode) -> int:
         print(f"budget of {budget_seconds:.0f} s reached: {len(results)} of {len(cases)} cases ran")
     summary = summarize(results, mode)
     print(summary_text(summary, mode))
+    print(f"Rerun a case with its timings: {rerun}")
     if args.json:
         print(f"wrote {args.json}")
     if args.plot:

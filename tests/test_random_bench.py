@@ -131,6 +131,7 @@ def test_a_quick_cpu_run_checks_every_case_and_writes_the_json_and_its_summary(t
     assert set(prov["versions"]) >= {"python", "numpy", "numba", "numba-cuda", "cupy", "torch"}
     assert len(data["load_average"]["start"]) == 3 and len(data["load_average"]["end"]) == 3
     assert "--seed" in data["argv"]
+    assert data["rerun"].endswith("--cpu --seed 5 --min-bytes 4096 --max-bytes 262144 --only INDEX")
     drawn = rb.draw_cases(5, 10, *rb.CPU_QUICK_BYTES)
     for case, want in zip(data["cases"], drawn):
         for key in ("index", "op", "shape", "dtype", "axes", "shift", "nbytes"):
