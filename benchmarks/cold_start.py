@@ -23,6 +23,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from rotate._provenance import environment  # noqa: E402  (the commit, versions and load, as every result records)
 
 SCENARIOS = {
     "small": "rotate.roll(np.arange(10), 3)",
@@ -94,6 +96,7 @@ def main(argv=None) -> int:
             parser.error(f"unknown scenarios {unknown}; known: {', '.join(SCENARIOS)}")
         chosen = {name: SCENARIOS[name] for name in names}
     out = {}
+    start_env = environment()
     for name, code in chosen.items():
         with tempfile.TemporaryDirectory(prefix="numba-cache-") as cache:
             cold, warm = run(code, cache), run(code, cache)
@@ -107,7 +110,9 @@ def main(argv=None) -> int:
             if r["depth"] == 0 or args.nested:
                 print(f"  {'  ' * r['depth']}{r['seconds']:6.2f} s  {r['name']}  {r['args'][:100]}", flush=True)
     if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=1))
+        end_load = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+        record = {"environment": start_env, "load_average_end": end_load, "argv": sys.argv[1:], "scenarios": out}
+        Path(args.json).write_text(json.dumps(record, indent=1))
     return 0
 
 
