@@ -89,6 +89,9 @@ def _cpu_seconds() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
+_NO_LOAD = "no load average on this system (os.getloadavg): the run cannot be checked"
+
+
 def _fix(name: str) -> str:
     return (f"wait until the machine is quiet (`uptime`: other jobs done), then run {name} again; "
             f"--allow-busy runs anyway and marks the result unusable for the docs, --max-load LOAD "
@@ -107,9 +110,16 @@ class LoadGate:
         self.log = log if log is not None else (lambda text: print(text, file=sys.stderr))
         self.start_load: Optional[list] = None
         self.end_load: Optional[list] = None
-        self.problems: list = []
+        self.start_problems: list = []  # found by start()
+        self.end_problems: list = []  # found by the latest finish()
         self.record: Optional[dict] = None
+        self._started = False
         self._wall = self._cpu = 0.0
+
+    @property
+    def problems(self) -> list:
+        """Why this run is busy so far (the start's, and the latest :meth:`finish`'s), or nothing."""
+        return self.start_problems + self.end_problems
 
     @classmethod
     def from_args(cls, args: Any, name: Optional[str] = None) -> "LoadGate":
@@ -122,13 +132,14 @@ class LoadGate:
     def start(self) -> "LoadGate":
         """Read the load now; on a busy machine, refuse (``SystemExit`` with status 3) unless allowed."""
         self.start_load = load_averages()
-        self._wall, self._cpu = _now(), _cpu_seconds()
+        self._wall, self._cpu, self._started = _now(), _cpu_seconds(), True
+        self.start_problems = []
         if self.start_load is None:
-            self.problems.append("no load average on this system (os.getloadavg): the run cannot be checked")
+            self.start_problems.append(_NO_LOAD)
         elif self.start_load[0] > self.max_load:
             problem = (f"1-minute load average {self.start_load[0]:.2f} at the start exceeds {self.max_load:g} "
                        f"({self._threshold_words()})")
-            self.problems.append(problem)
+            self.start_problems.append(problem)
             if not self.allow_busy:
                 self.log(f"{self.name}: refusing to run: {problem}. To fix: {_fix(self.name)}.")
                 raise SystemExit(BUSY_STATUS)
@@ -142,24 +153,29 @@ class LoadGate:
         return f"--max-load; the default is {default:g}"
 
     def finish(self, result: Optional[dict] = None) -> dict:
-        """Read the load at the end; add ``load_check`` and ``usable_for_docs`` to ``result`` (returned)."""
-        if self.start_load is None and not self.problems:
+        """Read the load at the end; add ``load_check`` and ``usable_for_docs`` to ``result`` (returned).
+
+        May be called again (a benchmark that saves its result after every case): each call reads the
+        end anew and replaces what the previous one found."""
+        if not self._started:
             self.start()
         seconds = max(_now() - self._wall, 1e-9)
         running = max(0.0, (_cpu_seconds() - self._cpu) / seconds)  # this process's threads, on average
         own = running * (1.0 - math.exp(-seconds / 60.0))  # their share of the 1-minute average now
         self.end_load = load_averages()
         others = None
+        found = []
         if self.end_load is not None:
             others = max(0.0, self.end_load[0] - own)
             if others > self.max_load:
-                problem = (f"1-minute load average {self.end_load[0]:.2f} at the end, {others:.2f} without this "
-                           f"run's own {own:.2f}, exceeds {self.max_load:g} ({self._threshold_words()})")
-                self.problems.append(problem)
-                self.log(f"{self.name}: {problem}: the result is marked unusable for the docs. To fix: "
-                         f"{_fix(self.name)}.")
-        elif not any("no load average" in p for p in self.problems):
-            self.problems.append("no load average on this system (os.getloadavg): the run cannot be checked")
+                found.append(f"1-minute load average {self.end_load[0]:.2f} at the end, {others:.2f} without this "
+                             f"run's own {own:.2f}, exceeds {self.max_load:g} ({self._threshold_words()})")
+                if found != self.end_problems:  # said once, not at every save
+                    self.log(f"{self.name}: {found[0]}: the result is marked unusable for the docs. To fix: "
+                             f"{_fix(self.name)}.")
+        elif _NO_LOAD not in self.start_problems:
+            found.append(_NO_LOAD)
+        self.end_problems = found
         self.record = {
             "start": self.start_load, "end": self.end_load, "cores": self.cores, "max_load": self.max_load,
             "per_core_default": PER_CORE, "seconds": seconds, "own_threads_running": running,
@@ -187,7 +203,9 @@ def is_cpu_timing(data: Any) -> bool:
     if not isinstance(data, dict):
         return False
     name = str(data.get("benchmark", ""))
-    return name in CPU_TIMING_BENCHMARKS or (name == "rotate.bench" and data.get("mode") == "cpu")
+    if name in ("rotate.bench", "random_bench"):  # both modes: only the CPU's
+        return data.get("mode") == "cpu"
+    return name in CPU_TIMING_BENCHMARKS
 
 
 def load_checked(data: Any) -> bool:
@@ -216,8 +234,10 @@ def load_problem(data: Any) -> Optional[str]:
         if others > limit:
             return f"1-minute load average {others:.2f} at the end (this run's own share taken off), over {limit:g}"
         return None
-    env = data.get("environment") or {}
+    env = data.get("environment") or data.get("provenance") or {}
     load, cpus = env.get("load_average"), env.get("cpus")
+    if isinstance(data.get("load_average"), dict):  # random_bench before the check: its own start and end
+        load = data["load_average"].get("start")  # (the end holds the run's own threads: not comparable)
     limit = threshold(None, int(cpus or 1))
     if load and cpus and load[0] > limit:
         return f"1-minute load average {load[0]:.2f} recorded, over {limit:g} ({PER_CORE} per core)"

@@ -185,3 +185,13 @@ def test_call_overhead_result_records_the_check(tmp_path):
     assert result["load_check"]["max_load"] == 1e9 and result["load_check"]["passed"] is True
     assert result["usable_for_docs"] is (bench_env.load_problem(dict(result, usable_for_docs=True)) is None)
     assert len(result["load_check"]["start"]) == 3 and len(result["load_check"]["end"]) == 3
+
+
+def test_finish_again_replaces_the_end(machine):
+    """A benchmark that saves after every case calls finish() each time: the latest end counts."""
+    gate = bench_env.LoadGate.from_args(parse(), name="bench")
+    machine.load = (1.6, 1.0, 1.0)
+    assert gate.finish({})["usable_for_docs"] is False and gate.status() == bench_env.BUSY_STATUS
+    machine.load = (0.2, 0.5, 0.5)
+    result = gate.finish({})
+    assert result["usable_for_docs"] is True and gate.status() == 0 and result["load_check"]["problems"] == []
