@@ -48,7 +48,7 @@ BUSY_STATUS = 3
 #: documents' load check applies to.
 #: (``busy_bench``, which loads the machine on purpose, is not one.)
 CPU_TIMING_BENCHMARKS = frozenset({"cpu_bench", "call_overhead", "rows_bench", "random_bench", "cpu_aliasing",
-                                   "rows_shift_dtypes", "short_rows_bench"})
+                                   "rows_shift_dtypes", "short_rows_bench", "cold_start"})
 
 
 def cores() -> int:
