@@ -10,6 +10,9 @@ caller's time.
     .venv/bin/python benchmarks/cold_start.py                      # every scenario, top-level compiles
     .venv/bin/python benchmarks/cold_start.py --only small,rows --nested --json out.json
     .venv/bin/python benchmarks/cold_start.py --warmup float32     # rotate.warmup's compiles instead
+
+A busy machine is refused (``rotate/bench_env.py``: exit status 3 when the 1-minute load average is over
+0.5 per core; ``--allow-busy`` runs and marks the result unusable for the docs).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from rotate import bench_env  # noqa: E402  (a busy machine is refused: compile times are CPU timings)
 from rotate._provenance import environment  # noqa: E402  (the commit, versions and load, as every result records)
 
 SCENARIOS = {
@@ -86,7 +90,9 @@ def main(argv=None) -> int:
     parser.add_argument("--warmup", help="instead: rotate.warmup(dtypes=THESE) cold, e.g. float32,float64")
     parser.add_argument("--nested", action="store_true", help="also list the compiles inside a compile")
     parser.add_argument("--json", help="write every record here")
+    bench_env.add_arguments(parser)
     args = parser.parse_args(argv)
+    load = bench_env.LoadGate.from_args(args, "benchmarks/cold_start.py")
     if args.warmup:
         chosen = {f"warmup-{args.warmup}": f"rotate.warmup(dtypes={args.warmup.split(',')!r}, gpu=False)"}
     else:
@@ -111,9 +117,12 @@ def main(argv=None) -> int:
                 print(f"  {'  ' * r['depth']}{r['seconds']:6.2f} s  {r['name']}  {r['args'][:100]}", flush=True)
     if args.json:
         end_load = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
-        record = {"environment": start_env, "load_average_end": end_load, "argv": sys.argv[1:], "scenarios": out}
-        Path(args.json).write_text(json.dumps(record, indent=1))
-    return 0
+        record = {"benchmark": "cold_start", "environment": start_env, "load_average_end": end_load,
+                  "argv": sys.argv[1:], "scenarios": out}
+        Path(args.json).write_text(json.dumps(load.finish(record), indent=1))
+    else:
+        load.finish()
+    return load.status()
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ Times are minima of 5 runs (rolls: the roll only, not the roll back).
 """
 import argparse
 import json
+import sys
 import time
 
 import numba
@@ -106,14 +107,19 @@ def rolls():
 
 
 def main():
+    from rotate import bench_env
+
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", default="docs/results/cpu-aliasing.json")
+    bench_env.add_arguments(parser)  # a busy machine is refused (exit status 3), or marked with --allow-busy
     args = parser.parse_args()
+    load = bench_env.LoadGate.from_args(args, "benchmarks/cpu_aliasing.py")
     result = dict(benchmark="cpu_aliasing", environment=environment(), copy=copy_sweep(), ring=ring_sweep(),
                   rolls=rolls())
     with open(args.json, "w") as handle:
-        json.dump(result, handle, indent=1)
+        json.dump(load.finish(result), handle, indent=1)
+    return load.status()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

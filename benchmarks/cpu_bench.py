@@ -18,7 +18,10 @@ to evict the array from the last-level cache, for all contenders alike.
 
 Run: ``.venv/bin/python benchmarks/cpu_bench.py [--threads N] [--mib 256] [--flush-mib 1024] [--json out.json]``
 (docs/results/cpu-bench.json is this script's ``--json`` output; ``benchmarks/tables.py`` builds the
-docs' CPU tables from it). A line on stderr gives the case, i of N, and the time left.
+docs' CPU tables from it). A line on stderr gives the case, i of N, and the time left. A machine whose
+1-minute load average is over 0.5 per core at the start is refused (exit status 3; ``--allow-busy``
+runs anyway and marks the result unusable for the docs, ``--max-load`` changes the threshold), and the
+load at the end is checked too (``rotate/bench_env.py``).
 
 This script is the docs' (it times the private row kernel and needs a checkout for std_rotate.cpp).
 Users of the installed package run ``python -m rotate.bench``, which benchmarks the CPU backend
@@ -42,7 +45,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import numba  # noqa: E402
 
-from rotate import _cpu, _provenance  # noqa: E402
+from rotate import _cpu, _provenance, bench_env  # noqa: E402
 from rotate.bench import Progress  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -150,7 +153,7 @@ def gbps(nbytes: int, seconds: float) -> float:
     return 2 * nbytes / seconds / 1e9
 
 
-def main(argv=None) -> None:
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mib", type=int, default=256, help="array size in MiB (default 256)")
     parser.add_argument("--repeats", type=int, default=9)
@@ -161,7 +164,9 @@ def main(argv=None) -> None:
                         help="MiB written between timed runs to evict the array from cache (0: off)")
     parser.add_argument("--json", help="write the raw results (and commit, versions, knobs) here")
     parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    bench_env.add_arguments(parser)
     args = parser.parse_args(argv)
+    load = bench_env.LoadGate.from_args(args, "benchmarks/cpu_bench.py")
     global _flush_buffer
     if args.flush_mib:
         _flush_buffer = np.zeros(args.flush_mib << 20, dtype=np.uint8)
@@ -212,9 +217,11 @@ def main(argv=None) -> None:
     log(f"\nthreading layer used: {numba.threading_layer()}; gate {'met' if gate_ok else 'MISSED'}")
     raw["gate_met"] = bool(gate_ok)
     raw["threading_layer"] = numba.threading_layer()
+    load.finish(raw)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(raw, indent=1) + "\n")
+    return load.status()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

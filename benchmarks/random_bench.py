@@ -900,13 +900,23 @@ def summary_text(summary, mode) -> str:
     return summary_markdown(summary, mode).replace("`", "")
 
 
-def load(paths):
-    """``(cases, mode, sources)`` from result files of this benchmark; files of both modes are refused."""
+def load(paths, for_docs=False):
+    """``(cases, mode, sources)`` from result files of this benchmark; files of both modes are refused.
+
+    ``for_docs`` (``--summary-md``): a CPU result marked unusable for the docs, or taken with the 1-minute
+    load average over 0.5 per core (``rotate.bench_env.load_problem``), is refused too."""
+    from rotate import bench_env
+
     cases, modes, sources = [], set(), []
     for path in paths:
         data = json.loads(Path(path).read_text())
         if data.get("benchmark") != "random_bench":
             raise ValueError(f"{path}: not a result of benchmarks/random_bench.py")
+        problem = bench_env.load_problem(data) if bench_env.is_cpu_timing(data) else None
+        if problem is not None and for_docs:
+            raise ValueError(f"{path}: not for the docs: {problem}; re-measure on a quiet machine")
+        if problem is not None:
+            print(f"note: {path}: {problem} (--summary-md refuses it without --allow-busy)", file=sys.stderr)
         modes.add(data["mode"])
         cases += data["cases"]
         sources.append(f"{Path(path).name} (seed {data['seed']}, {data.get('device')}, commit "
@@ -1023,9 +1033,12 @@ def main(argv=None) -> int:
     parser.add_argument("--from", dest="sources", nargs="+", metavar="RESULT.json",
                         help="run nothing: summarise (and --plot) these results of earlier runs; no GPU needed")
     parser.add_argument("--summary-md", action="store_true", help="with --from: print the markdown table")
+    from rotate import bench_env
+
+    bench_env.add_arguments(parser.add_argument_group("CPU: the load check (rotate/bench_env.py)"))
     args = parser.parse_args(argv)
     if args.sources:
-        cases, mode, sources = load(args.sources)
+        cases, mode, sources = load(args.sources, for_docs=args.summary_md and not args.allow_busy)
         summary = summarize(cases, mode)
         header = "Results: " + "; ".join(sources) + "\n"
         print(summary_markdown(summary, mode, header) if args.summary_md else summary_text(summary, mode))
@@ -1053,6 +1066,11 @@ def main(argv=None) -> int:
 
 
 def run(args, mode) -> int:
+    gate = None
+    if mode == "cpu":  # a busy machine: refused before anything is drawn (rotate/bench_env.py)
+        from rotate import bench_env
+
+        gate = bench_env.LoadGate.from_args(args, "benchmarks/random_bench.py --cpu")
     started_wall, started = time.time(), time.monotonic()
     load_start = load_average()
     seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % (1 << 32))
@@ -1097,15 +1115,16 @@ def run(args, mode) -> int:
 
     def document(stopped=False):
         summary = summarize(results, mode)
-        return {"benchmark": "random_bench", "format": 1, "mode": mode, "seed": seed, "argv": sys.argv,
-                "arguments": vars(args), "provenance": prov,
-                "device": prov.get("gpu") if mode == "gpu" else f"CPU, {prov['cpus']} cpus",
-                "load_average": {"start": load_start, "end": load_average()},
-                "min_bytes": min_bytes, "max_bytes": max_bytes, "max_bytes_capped_by_free_memory": capped,
-                "budget_seconds": budget_seconds, "cases_drawn": len(cases), "cases_run": len(results),
-                "stopped_by_budget": stopped, "seconds": time.time() - started_wall,
-                "reference": reference, "timing": TIMING[mode], "rerun": rerun, "summary": summary,
-                "cases": results}
+        doc = {"benchmark": "random_bench", "format": 1, "mode": mode, "seed": seed, "argv": sys.argv,
+               "arguments": vars(args), "provenance": prov,
+               "device": prov.get("gpu") if mode == "gpu" else f"CPU, {prov['cpus']} cpus",
+               "load_average": {"start": load_start, "end": load_average()},
+               "min_bytes": min_bytes, "max_bytes": max_bytes, "max_bytes_capped_by_free_memory": capped,
+               "budget_seconds": budget_seconds, "cases_drawn": len(cases), "cases_run": len(results),
+               "stopped_by_budget": stopped, "seconds": time.time() - started_wall,
+               "reference": reference, "timing": TIMING[mode], "rerun": rerun, "summary": summary,
+               "cases": results}
+        return gate.finish(doc) if gate is not None else doc
 
     def save(stopped=False):
         if args.json:
@@ -1129,7 +1148,7 @@ def run(args, mode) -> int:
     if wrong:
         print(f"cases {wrong}: wrong results or errors")
         return 2
-    return 0
+    return gate.status() if gate is not None else 0
 
 
 def _gpu_free_bytes():

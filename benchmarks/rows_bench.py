@@ -20,7 +20,11 @@ that default file is the generated section of docs/perf-cpu.md rewritten
 from them (a run written elsewhere never touches the tracked docs);
 ``--docs-only`` only regenerates that section from the committed JSON
 (tests/test_rows.py checks the committed doc equals what this script
-generates).
+generates). A result taken on a busy machine is not quoted there
+(``rotate/bench_env.py``): a run refuses to start when the 1-minute load
+average is over 0.5 per core (exit status 3; ``--allow-busy`` runs and marks
+the result unusable, ``--max-load`` changes the threshold), and the load at
+the end is checked too.
 
 Run: ``python benchmarks/rows_bench.py [--mib 256] [--repeats 7] [--threads N]``
 """
@@ -149,6 +153,12 @@ def run_case(function, shape, dtype, repeats):
 
 
 def table(data) -> str:
+    from rotate import bench_env
+
+    problem = bench_env.load_problem(data)
+    if problem is not None:
+        return (f"`docs/results/cpu-rows-bench.json` is not quoted: {problem}. Re-measure on a quiet machine: "
+                f"`python benchmarks/rows_bench.py`.")
     env = data.get("environment", {})
     lines = [f"Source: `docs/results/cpu-rows-bench.json` (commit `{str(env.get('git_commit', '?'))[:12]}`, "
              f"numba threads {data['threads']}, {data['mib']} MiB, median of {data['repeats']}, "
@@ -176,7 +186,7 @@ def render_docs(text: str, data) -> str:
     return pattern.sub(lambda m: m.group(1) + table(data) + m.group(2), text, count=1)
 
 
-def main(argv=None) -> None:
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mib", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=7)
@@ -184,11 +194,17 @@ def main(argv=None) -> None:
     parser.add_argument("--flush-mib", type=int, default=1024)
     parser.add_argument("--json", default=str(DEFAULT_JSON))
     parser.add_argument("--docs-only", action="store_true", help="regenerate docs/perf-cpu.md from --json only")
+    from rotate import bench_env
+
+    bench_env.add_arguments(parser)
     args = parser.parse_args(argv)
+    status = 0
     if not args.docs_only:
         import numba
 
         from rotate import _provenance
+
+        load = bench_env.LoadGate.from_args(args, "benchmarks/rows_bench.py")
 
         global _flush_buffer
         if args.flush_mib:
@@ -204,6 +220,8 @@ def main(argv=None) -> None:
             data["rows"].append(row)
             print(f"{function:9s} {str(shape):22s} {case:26s} {row['algorithm']:24s} {row['ms']:7.1f} ms "
                   f"{row['vs_copyto']:5.2f}x copyto  {row['peer']} {row['peer_ms']:.1f} ms", flush=True)
+        load.finish(data)
+        status = load.status()
         pathlib.Path(args.json).write_text(json.dumps(data, indent=1) + "\n")
     data = json.loads(pathlib.Path(args.json).read_text())
     if pathlib.Path(args.json).resolve() == DEFAULT_JSON.resolve():  # the docs cite the committed file only
@@ -211,7 +229,8 @@ def main(argv=None) -> None:
     else:
         print(f"docs/perf-cpu.md left as it is: the results went to {args.json}, not {DEFAULT_JSON}")
     print(table(data))
+    return status
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

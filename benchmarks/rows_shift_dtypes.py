@@ -26,13 +26,17 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import rows_bench  # noqa: E402
 
 
-def main(argv=None) -> None:
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mib", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--flush-mib", type=int, default=1024)
     parser.add_argument("--json")
+    from rotate import bench_env
+
+    bench_env.add_arguments(parser)  # a busy machine is refused (exit status 3), or marked with --allow-busy
     args = parser.parse_args(argv)
+    load = bench_env.LoadGate.from_args(args, "benchmarks/rows_shift_dtypes.py")
 
     import rotate
     from rotate import _provenance
@@ -63,11 +67,13 @@ def main(argv=None) -> None:
             rows.append(row)
             print(f"{row['lane_bytes']:3d} B lanes {dtype.name:8s} shifts {row['shift_dtype']:6s}: "
                   f"{ms:7.1f} ms = {row['vs_copyto']:.2f}x copyto ({copyto_ms:.1f} ms)  {row['algorithm']}", flush=True)
+    result = load.finish({"benchmark": "rows_shift_dtypes", "environment": _provenance.environment(),
+                          "mib": args.mib, "repeats": args.repeats, "flush_mib": args.flush_mib, "rows": rows})
     if args.json:
         with open(args.json, "w") as handle:
-            json.dump({"benchmark": "rows_shift_dtypes", "environment": _provenance.environment(), "mib": args.mib,
-                       "repeats": args.repeats, "flush_mib": args.flush_mib, "rows": rows}, handle, indent=1)
+            json.dump(result, handle, indent=1)
+    return load.status()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -24,6 +24,10 @@ Sources (the constants below name the runs)
 * ``cpu-call-overhead.json`` -- ``benchmarks/call_overhead.py --json``
   (``cpu-call-overhead``).
 
+CPU results are quoted only when they pass the load check (``rotate/bench_env.py``,
+``load_quiet``): a file marked ``"usable_for_docs": false``, or taken with the 1-minute
+load average over 0.5 per core, gives a sentence naming why instead of its numbers.
+
 Plots (``--plots``; needs matplotlib, the ``bench`` extra; no GPU): ``CHAIN_GATE_PLOT``
 draws ``CHAIN_GATE_RUN`` and ``CHAIN_GATE_16G_RUN`` with ``rotate.bench``'s plot (what
 ``python -m rotate.bench --from FILE.json ... --plot OUT.png`` draws). ``--check`` checks
@@ -48,6 +52,34 @@ GiB = 1 << 30
 def load(name: str):
     path = RESULTS / name
     return json.loads(path.read_text()) if path.exists() else None
+
+
+#: CPU result files that were measured on a busy machine: {name: why}; filled by `load_quiet`.
+NOT_QUOTED: dict = {}
+
+
+def load_quiet(name: str):
+    """A CPU result file, or None when it must not be quoted: marked unusable for the docs, or taken with
+    the 1-minute load average over 0.5 per core (``rotate.bench_env.load_problem``; the reason goes to
+    ``NOT_QUOTED`` and into the generated text)."""
+    data = load(name)
+    if data is None:
+        return None
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from rotate import bench_env
+
+    problem = bench_env.load_problem(data)
+    if problem is None:
+        NOT_QUOTED.pop(name, None)
+        return data
+    NOT_QUOTED[name] = problem
+    return None
+
+
+def not_quoted(name: str, command: str) -> str:
+    return (f"`docs/results/{name}` is not quoted: {NOT_QUOTED[name]}. Re-measure on a quiet machine: "
+            f"`{command}`, then `python benchmarks/tables.py`.")
 
 
 def _num(value, fmt: str, missing: str = "n/a") -> str:
@@ -281,6 +313,8 @@ def _cpu_shift_label(shift: int, n: int) -> str:
 
 
 def cpu_bench_table(data) -> str:
+    if data is None and "cpu-bench.json" in NOT_QUOTED:
+        return not_quoted("cpu-bench.json", "python benchmarks/cpu_bench.py --json docs/results/cpu-bench.json")
     if data is None:
         return "No CPU run is committed yet: `python benchmarks/cpu_bench.py --json docs/results/cpu-bench.json`."
     env = data["environment"]
@@ -308,6 +342,9 @@ def cpu_bench_table(data) -> str:
 
 
 def cpu_call_overhead_table(data, before=None) -> str:
+    if data is None and "cpu-call-overhead.json" in NOT_QUOTED:
+        return not_quoted("cpu-call-overhead.json",
+                          "python benchmarks/call_overhead.py --json docs/results/cpu-call-overhead.json")
     if data is None:
         return "No call-overhead run is committed yet: `python benchmarks/call_overhead.py --json docs/results/cpu-call-overhead.json`."
     env = data["environment"]
@@ -316,7 +353,7 @@ def cpu_call_overhead_table(data, before=None) -> str:
              f"{env['cpus']} CPUs, load average {load[0]:.1f} while measured; medians of {data['repeats']} rounds "
              f"of {data['number']} calls, rounds alternating)." if load else
              f"Source: `docs/results/cpu-call-overhead.json` (commit `{str(env['git_commit'])[:12]}`).", "",
-             "| case | algorithm | rotate.roll (us) | np.roll (us) | ratio (gate <= 1.5) |" + (
+             f"| case | algorithm | rotate.roll (us) | np.roll (us) | ratio (gate <= {data['cpu'][0].get('gate', 1.5)}) |" + (
                  " before (75de099) |" if before else ""),
              "|---|---|---|---|---|" + ("---|" if before else "")]
     old = {r["case"]: r for r in (before or {}).get("cpu", [])}
@@ -455,6 +492,10 @@ def readme_how_fast(bench, longdist, e2e, cpu, overhead, quick=None, e2e_source=
                      f"single-threaded `np.copyto` (median {copy[len(copy) // 2]:.2f}x) and "
                      f"{roll[0]:.2f}-{roll[-1]:.2f}x the time of `np.roll` plus a copy back (median "
                      f"{roll[len(roll) // 2]:.2f}x).")
+    busy = [name for name in ("cpu-bench.json", "cpu-call-overhead.json") if name in NOT_QUOTED]
+    if busy:
+        parts.append("CPU results measured on a busy machine are not quoted ("
+                     + ", ".join(f"docs/results/{name}" for name in busy) + ").")
     if overhead is not None:
         ratios = [r["ratio"] for r in overhead["cpu"]]
         parts.append(f"On small arrays a call costs {min(ratios):.1f}-{max(ratios):.1f}x `np.roll`'s "
@@ -592,8 +633,8 @@ def dist_table(data) -> str:
 
 
 def blocks() -> dict:
-    cpu = load("cpu-bench.json")
-    overhead = load("cpu-call-overhead.json")
+    cpu = load_quiet("cpu-bench.json")
+    overhead = load_quiet("cpu-call-overhead.json")
     quick = load(QUICK_RUN)
     gate = [load(CHAIN_GATE_RUN), load(CHAIN_GATE_16G_RUN)]
     doc = "docs/performance.md"

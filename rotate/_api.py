@@ -120,10 +120,18 @@ def roll(a: ArrayT, shift: IntOrInts, axis: Optional[IntOrInts] = None, *,
     >>> rotate.roll(g, 12345) is g                          # doctest: +SKIP
     True
     """
-    if _arrays.is_dtensor(a):  # a sharded torch tensor: a collective roll (rotate/distributed.py)
+    key = None
+    if type(a) is np.ndarray and stream is None:  # a numpy array: the host quick path, if this call ran before
+        key = _host_key(a, shift, axis, None, max_scratch_bytes)
+        if key is not None and _run_host_quick(a, key, max_scratch_bytes):
+            return a
+    elif _arrays.is_dtensor(a):  # a sharded torch tensor: a collective roll (rotate/distributed.py)
         return _dtensor_roll(a, shift, axis)
     # Validate and plan every part (a masked array's data and mask) before anything moves.
-    _execute([_prepare(part, shift, axis, None, max_scratch_bytes, stream) for part in _parts(a)])
+    parts = _parts(a)
+    if key is not None and not (len(parts) == 1 and parts[0] is a):
+        key = None
+    _execute([_prepare(part, shift, axis, None, max_scratch_bytes, stream, key) for part in parts])
     _arrays.mark_written(a)
     return a
 
@@ -190,7 +198,15 @@ def rotate(a: Any, middle: SupportsIndex, *, stream: Any = None,
     >>> rotate.rotate(x, 0)                 # nothing moves; returns a.size
     5
     """
-    prepared = [_prepare(part, 0, None, middle, max_scratch_bytes, stream) for part in _parts(a)]
+    key = None
+    if type(a) is np.ndarray and stream is None:  # the host quick path, as for roll
+        key = _host_key(a, 0, None, middle, max_scratch_bytes)
+        if key is not None and _run_host_quick(a, key, max_scratch_bytes):
+            return a.size - middle  # type: ignore[operator]  # an int: _host_key took it
+    parts = _parts(a)
+    if key is not None and not (len(parts) == 1 and parts[0] is a):
+        key = None
+    prepared = [_prepare(part, 0, None, middle, max_scratch_bytes, stream, key) for part in parts]
     _execute(prepared)
     _arrays.mark_written(a)
     return prepared[0][2].size - as_index(middle, "middle")
@@ -386,8 +402,59 @@ _quick_calls: dict = {}
 _quick_layouts: dict = {}
 
 
-def _prepare(part: Any, shift: Any, axis: Any, middle: Any, max_scratch_bytes: Any, stream: Any):
-    """Validate and plan one array: (backend, target, info, plan, resolved stream)."""
+# The host quick path (issue #36): a call on a numpy array (exactly np.ndarray: no subclass, mask or
+# torch tensor) with plain int arguments and no stream, whose layout and exact arguments went down the
+# full path before, runs that call's cached executable: ``_host_calls[key]`` is (backend, info, plan key,
+# plan, run), stored by the full path after every check passed. What the checks read is the key (shape,
+# strides and dtype: object dtypes, zero itemsizes, self-overlap, the parts a call moves; the arguments)
+# or is checked again on every hit: the writeable flag, and the backend's plan key (thread count, the
+# tuning policy object, the scratch bound), so a changed setting plans again. A host plan never depends
+# on the address (host ArrayInfo has pointer 0), so views of any buffer share an entry.
+_host_calls: dict = {}
+
+
+def _host_key(a: Any, shift: Any, axis: Any, middle: Any, max_scratch_bytes: Any) -> Optional[tuple]:
+    """The host quick path's key for this call, or None when its arguments are not plain ints."""
+    if ((type(shift) is int or _plain_ints(shift)) and (axis is None or type(axis) is int or _plain_ints(axis))
+            and (middle is None or type(middle) is int)
+            and (max_scratch_bytes is None or type(max_scratch_bytes) is int)):
+        return (a.shape, a.strides, a.dtype, shift, axis, middle, max_scratch_bytes)
+    return None
+
+
+def _run_host_quick(a: Any, key: tuple, max_scratch_bytes: Any) -> bool:
+    """Run a repeated host call from ``_host_calls``; False: nothing moved, take the full path."""
+    hit = _host_calls.get(key)
+    if hit is None or not a.flags.writeable:  # a read-only array: the full path raises its error
+        return False
+    backend, info, plan_key, p, run = hit
+    if plan_key != backend.plan_key(info, max_scratch_bytes):  # a setting changed: plan again
+        return False
+    run(a)
+    return True
+
+
+def _remember_host(key: tuple, backend: Any, info: Any, plan_key: tuple, p: Plan) -> None:
+    """Let later calls with ``key`` take the host quick path (only after the full path passed)."""
+    run = getattr(backend, "executable", None)
+    run = run(info, p) if run is not None else None
+    if run is None:
+        run = functools.partial(_run_plan, backend, info, p)
+    _remember(_host_calls, key, (backend, info, plan_key, p, run))
+
+
+def _run_plan(backend: Any, info: Any, p: Plan, target: Any) -> None:
+    if p.steps:
+        backend.execute(target, info, p, None)
+
+
+def _prepare(part: Any, shift: Any, axis: Any, middle: Any, max_scratch_bytes: Any, stream: Any,
+             host_key: Optional[tuple] = None):
+    """Validate and plan one array: (backend, target, info, plan, resolved stream).
+
+    ``host_key``: the host quick path's key of a call that moves ``part`` alone; once every check
+    passed, the call's description, plan key and plan are remembered under it.
+    """
     fast = (_plain_ints(shift) and (axis is None or _plain_ints(axis))
             and (middle is None or type(middle) is int)
             and (max_scratch_bytes is None or type(max_scratch_bytes) is int))
@@ -416,6 +483,8 @@ def _prepare(part: Any, shift: Any, axis: Any, middle: Any, max_scratch_bytes: A
             resolved = backend.resolve_stream(target, stream)
             if quick is not None and target is part and info.pointer == pointer:
                 _remember_quick(pointer, args, (info, hit[0], hit[1]))
+            if host_key is not None and target is part:
+                _remember_host(host_key, backend, info, hit[0], hit[1])
             return backend, target, info, hit[1], resolved
     scratch = _check_scratch(max_scratch_bytes)
     if middle is not None:
@@ -430,6 +499,8 @@ def _prepare(part: Any, shift: Any, axis: Any, middle: Any, max_scratch_bytes: A
         _remember(_fast_plans, key, (plan_key, p))
         if quick is not None and target is part and info.pointer == pointer:
             _remember_quick(pointer, args, (info, plan_key, p))
+        if host_key is not None and target is part:
+            _remember_host(host_key, backend, info, plan_key, p)
     return backend, target, info, p, resolved
 
 

@@ -25,7 +25,10 @@ the speed of light the headline percentage divides by (on a busy machine a
 threaded copy can lose a scheduler slice a call). The peer is ``np.roll``
 plus a copy back (numpy's roll made in place). A buffer (``--flush-mib``) is written before every timed
 call so that each starts with the array out of cache. Every configuration is
-checked against ``numpy.roll`` first.
+checked against ``numpy.roll`` first. A machine whose 1-minute load average is
+over 0.5 per core is refused (exit status 3; ``--allow-busy`` runs anyway and
+marks the result ``"usable_for_docs": false``, ``--max-load`` changes the
+threshold); the load at the end is checked too (``rotate/bench_env.py``).
 
 Both write JSON (``--json``: rows, the commit, versions, machine and every
 knob) and a PNG plot (``--plot``: a grid of panels, one a shift, percentage
@@ -891,6 +894,9 @@ def main(argv=None) -> int:
     cpu_only.add_argument("--flush-mib", type=int, default=512,
                           help="MiB written before every timed call to evict the array from cache (0: off)")
     cpu_only.add_argument("--threads", type=int, help="numba threads (default: numba's, all cores)")
+    from . import bench_env
+
+    bench_env.add_arguments(cpu_only)
     args = parser.parse_args(argv)
 
     if args.sources:
@@ -902,8 +908,8 @@ def main(argv=None) -> int:
             print("--gpu: no usable CUDA GPU here (numba-cuda missing, the simulator, or no device); "
                   "run without --gpu for the CPU benchmark", file=sys.stderr)
             return 1
-        if args.threads:
-            parser.error("--threads is for the CPU benchmark (--cpu)")
+        if args.threads or args.max_load is not None or args.allow_busy:
+            parser.error("--threads, --max-load and --allow-busy are for the CPU benchmark (--cpu)")
         return _main_gpu(args)
     if not args.cpu:
         print("no usable CUDA GPU: benchmarking the CPU backend (--cpu; on a GPU machine install a CUDA "
@@ -927,15 +933,18 @@ def _choose(args, default: str, full: str, quick: str, quick_repeat: int = 10):
     return parse_sizes(sizes), args.dtypes.split(","), args.shifts.split(",")
 
 
-def _finish(args, rows, started, mode, extra=None, knobs=None) -> int:
+def _finish(args, rows, started, mode, extra=None, knobs=None, load=None) -> int:
+    """Write the results (``--json``, ``--plot``); ``load``: the CPU run's ``bench_env.LoadGate``."""
     from . import _provenance
 
     env = _provenance.environment(gpu=mode == "gpu")
     device = env.get("gpu_knobs", {}).get("gpu") if mode == "gpu" else f"CPU, {env.get('cpus')} cpus"
+    out = {"benchmark": "rotate.bench", "format": 2, "mode": mode, "environment": env, "device": device,
+           "arguments": vars(args), "knobs": knobs or {}, "seconds": time.time() - started, "rows": rows}
+    out.update(extra or {})
+    if load is not None:
+        load.finish(out)
     if args.json:
-        out = {"benchmark": "rotate.bench", "format": 2, "mode": mode, "environment": env, "device": device,
-               "arguments": vars(args), "knobs": knobs or {}, "seconds": time.time() - started, "rows": rows}
-        out.update(extra or {})
         with open(args.json, "w") as fh:
             json.dump(out, fh, indent=1)
         print(f"wrote {args.json}")
@@ -948,12 +957,15 @@ def _finish(args, rows, started, mode, extra=None, knobs=None) -> int:
     if wrong:
         print(f"{len(wrong)} configurations gave WRONG results")
         return 2
-    return 0
+    return load.status() if load is not None else 0
 
 
 def _main_cpu(args) -> int:
     import numba
 
+    from . import bench_env
+
+    load = bench_env.LoadGate.from_args(args, "python -m rotate.bench --cpu")
     if args.threads:
         numba.set_num_threads(args.threads)
     sizes, dtypes, shifts = _choose(args, CPU_DEFAULT_SIZES, CPU_FULL_SIZES, CPU_QUICK_SIZES, quick_repeat=5)
@@ -971,7 +983,8 @@ def _main_cpu(args) -> int:
                                                                          "the faster of np.copyto and a threaded copy",
                                                            "vs_copyto": "time / np.copyto time (1 thread)",
                                                            "numpy_pct": "100 * memcpy_ms / time of "
-                                                                        "np.copyto(a, np.roll(a, shift))"}})
+                                                                        "np.copyto(a, np.roll(a, shift))"}},
+                   load=load)
 
 
 def _from_files(args) -> int:

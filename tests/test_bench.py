@@ -115,13 +115,14 @@ def _bench(args, tmp_path):
 def test_cpu_benchmark_runs_checks_and_writes_json_and_a_plot(tmp_path):
     pytest.importorskip("matplotlib")
     r = _bench(["--cpu", "--sizes", "64K,1M", "--dtypes", "uint8,float64", "--shifts", "3,n/3", "--repeat", "1",
-                "--flush-mib", "0", "--json", "out.json", "--plot", "out.png"], tmp_path)
+                "--flush-mib", "0", "--json", "out.json", "--plot", "out.png", "--allow-busy"], tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "CUDA planner imported: False" in r.stdout  # the CPU benchmark never reaches the GPU planner
     assert "[1/8] 64 KiB uint8 shift 3" in r.stderr and "[8/8] done in" in r.stderr and " left" in r.stderr
     data = json.loads((tmp_path / "out.json").read_text())
     assert data["benchmark"] == "rotate.bench" and data["format"] == 2 and data["mode"] == "cpu"
     assert data["environment"]["git_commit"] and data["environment"]["cpu_knobs"]
+    assert len(data["load_check"]["start"]) == 3 and isinstance(data["usable_for_docs"], bool)  # (--allow-busy)
     rows = data["rows"]
     assert len(rows) == 8 and all(row["correct"] is True for row in rows)
     assert {(row["size_bytes"], row["dtype"], row["shift_label"]) for row in rows} == {
@@ -139,7 +140,7 @@ def test_without_a_gpu_the_default_is_the_cpu_benchmark_and_it_says_so(tmp_path)
     if bench.gpu_available():
         pytest.skip("a GPU is here: the default is the GPU benchmark")
     r = _bench(["--sizes", "64K", "--dtypes", "uint8", "--shifts", "3", "--repeat", "1", "--flush-mib", "0",
-                "--no-progress"], tmp_path)
+                "--no-progress", "--allow-busy"], tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "no usable CUDA GPU: benchmarking the CPU backend" in r.stderr
     assert "[1/1]" not in r.stderr  # --no-progress

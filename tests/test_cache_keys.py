@@ -6,10 +6,14 @@ passes it while turning an ordinary second call into silent corruption. Here
 every call of a sequence must give what the same call gives on empty caches:
 
 * the CPU plan caches (``_api._fast_plans`` for int arguments, the
-  ``_api._cached_plan`` LRU for the rest): rolls, rotates and fftshifts of
-  real numpy arrays, compared byte for byte with numpy (the whole buffer, so
-  bytes outside a strided view count too) and step for step with the plan a
-  fresh call runs;
+  ``_api._cached_plan`` LRU for the rest) and the host quick path
+  (``_api._host_calls``, issue #36: a repeated call with int arguments runs
+  its cached executable): rolls, rotates and fftshifts of real numpy arrays,
+  compared byte for byte with numpy (the whole buffer, so bytes outside a
+  strided view count too) and step for step with the plan a fresh call runs.
+  Each CPU group runs three ways (``cpu_run``): each call once; twice (the
+  second from the quick path), steps recorded; twice with ``_cpu.run_rows``
+  left alone, so the quick path's own kernel calls run (bytes only);
 * the GPU quick paths (``_api._quick_calls``/``_quick_layouts`` for ``roll``
   and ``fftshift``, ``rows._quick_lanes`` for ``roll_rows`` with device
   shifts), with the device stubbed: no GPU is needed and none is used. What a
@@ -57,12 +61,14 @@ def signature(value):
 def caches(monkeypatch):
     """Empty plan caches for the test (the module's own restored afterwards); ``caches()`` empties them again."""
     monkeypatch.setattr(_api, "_fast_plans", {})
+    monkeypatch.setattr(_api, "_host_calls", {})
     monkeypatch.setattr(_api, "_quick_calls", {})
     monkeypatch.setattr(_api, "_quick_layouts", {})
     monkeypatch.setattr(_rows_api, "_quick_lanes", {})
 
     def clear():
         _api._fast_plans.clear()
+        _api._host_calls.clear()
         _api._quick_calls.clear()
         _api._quick_layouts.clear()
         _rows_api._quick_lanes.clear()
@@ -131,13 +137,25 @@ def _numpy_result(fn, view, args, kwargs):
     raise KeyError(fn)
 
 
-def run_cpu(call, seed=1):
-    """Run a CPU call on random bytes: (the whole buffer's bytes or the error, the steps that ran)."""
+def _fill_expected(view, fn, args, kwargs):
+    """numpy's result of the call, written into ``view`` (made writeable: the call's view may be read-only)."""
+    view.flags.writeable = True
+    view[...] = _numpy_result(fn, view.copy(), args, kwargs)
+
+
+def run_cpu(call, seed=1, record=True):
+    """Run a CPU call on random bytes: (the whole buffer's bytes or the error, the steps that ran).
+
+    ``record=False`` leaves ``_cpu.run_rows`` alone (the host quick path then calls its kernels directly):
+    the steps are not seen, the bytes are still checked.
+    """
+    if not record:
+        return run_cpu_unrecorded(call, seed)
     label, (base_len, dtype, view_of), fn, args, kwargs, setting = call
     raw = _raw(base_len * np.dtype(dtype).itemsize, seed)
     buf = raw.copy().view(dtype)
     expected = raw.copy().view(dtype)
-    view_of(expected)[...] = _numpy_result(fn, view_of(expected).copy(), args, kwargs)
+    _fill_expected(view_of(expected), fn, args, kwargs)
     executed = []
     saved = _cpu.run_rows, _cpu.run_strided
 
@@ -162,6 +180,35 @@ def run_cpu(call, seed=1):
     return ("ran", tuple(executed))
 
 
+def run_cpu_unrecorded(call, seed=1):
+    label, (base_len, dtype, view_of), fn, args, kwargs, setting = call
+    raw = _raw(base_len * np.dtype(dtype).itemsize, seed)
+    buf = raw.copy().view(dtype)
+    expected = raw.copy().view(dtype)
+    _fill_expected(view_of(expected), fn, args, kwargs)
+    try:
+        with (setting() if setting else contextlib.nullcontext()):
+            getattr(rotate, fn)(view_of(buf), *args, **kwargs)
+    except (ValueError, TypeError) as exc:
+        assert buf.tobytes() == raw.tobytes(), f"{label}: a refused call moved bytes"
+        return ("raised", type(exc).__name__, str(exc)[:60])
+    assert buf.tobytes() == expected.tobytes(), (
+        f"{label}: {fn}{args} differs from numpy at bytes "
+        f"{np.flatnonzero(buf.view(np.uint8) != expected.view(np.uint8))[:8]}")
+    return ("ran",)
+
+
+@pytest.fixture(params=["once", "twice", "twice-direct"])
+def cpu_run(request):
+    """How a CPU group runs each call: once (the full path, or another call's cached plan); twice, steps
+    recorded (the second call from the host quick path, through the recorder); twice with ``run_rows``
+    left alone (the quick path's direct kernel calls)."""
+    if request.param == "once":
+        return run_cpu
+    record = request.param == "twice"
+    return lambda call: (run_cpu(call, record=record), run_cpu(call, seed=2, record=record))
+
+
 def _made(name, shape=(6, 10), dtype="float32"):
     base_shape, view_of = layout(name, shape, dtype)
     return (base_shape[0], dtype, view_of)
@@ -172,64 +219,64 @@ LAYOUTS = ["C", "F", "strided", "reversed", "reversed-last", "transposed"]
 
 @pytest.mark.parametrize("spelling", ["ints", "lists"])  # ints: _fast_plans; lists: the _cached_plan LRU only
 @pytest.mark.parametrize("axis", [1, 0, None])
-def test_cpu_roll_strides_vary(caches, spelling, axis):
+def test_cpu_roll_strides_vary(caches, cpu_run, spelling, axis):
     """Same shape, dtype, shift and axis; only the strides differ (C, F, strided, reversed, transposed)."""
     shift = 3
     if spelling == "lists":
         shift, axis = [shift], (None if axis is None else [axis])
     calls = [cpu_call(name, _made(name), "roll", shift, axis) for name in LAYOUTS]
-    fresh = check_sequence(caches, calls, run_cpu)
-    assert sum(outcome[0] == "ran" for outcome in fresh) >= 2
+    fresh = check_sequence(caches, calls, cpu_run)
+    assert sum(str(outcome).startswith(("('ran'", "(('ran'")) for outcome in fresh) >= 2
 
 
 @pytest.mark.parametrize("spelling", ["ints", "lists"])
-def test_cpu_roll_1d_strides_vary(caches, spelling):
+def test_cpu_roll_1d_strides_vary(caches, cpu_run, spelling):
     """1-D views of 60 elements, axis None: contiguous, reversed, every second and every third from the end."""
     shift = 7 if spelling == "ints" else [7]
     views = {"contiguous": (60, lambda b: b), "reversed": (60, lambda b: b[::-1]), "step-2": (120, lambda b: b[::2]),
              "step-minus-3": (180, lambda b: b[::-3])}
     calls = [cpu_call(name, (n, "int16", cut), "roll", shift, None) for name, (n, cut) in views.items()]
-    check_sequence(caches, calls, run_cpu)
+    check_sequence(caches, calls, cpu_run)
 
 
 @pytest.mark.parametrize("spelling", ["ints", "lists"])
-def test_cpu_roll_dtype_varies(caches, spelling):
+def test_cpu_roll_dtype_varies(caches, cpu_run, spelling):
     """Same shape (12,) and strides (8,), same shift: int64 back to back, int32/uint16/uint8 strided views."""
     shift = 5 if spelling == "ints" else [5]
     calls = [cpu_call(dtype, (12 * 8 // np.dtype(dtype).itemsize, dtype,
                               lambda b, step=8 // np.dtype(dtype).itemsize: b[::step]), "roll", shift, 0)
              for dtype in ("int64", "int32", "uint16", "uint8")]
-    check_sequence(caches, calls, run_cpu)
+    check_sequence(caches, calls, cpu_run)
     # 2-D: strides (80, 8) as float64 C-contiguous and as every other float32.
     calls = [cpu_call("float64", (60, "float64", lambda b: b.reshape(6, 10)), "roll", shift, 1),
              cpu_call("float32", (120, "float32", lambda b: b.reshape(6, 20)[:, ::2]), "roll", shift, 1)]
-    check_sequence(caches, calls, run_cpu)
+    check_sequence(caches, calls, cpu_run)
 
 
 @pytest.mark.parametrize("spelling", ["ints", "lists"])
-def test_cpu_roll_shift_and_axis_vary(caches, spelling):
+def test_cpu_roll_shift_and_axis_vary(caches, cpu_run, spelling):
     wrap = (lambda v: v) if spelling == "ints" else (lambda v: v if v is None else list(np.atleast_1d(v)))
     c = _made("C", (6, 6))
     calls = [cpu_call(f"shift {s}", c, "roll", wrap(s), wrap(1)) for s in (1, 3, -3, 9, 0)]
-    check_sequence(caches, calls, run_cpu)
+    check_sequence(caches, calls, cpu_run)
     calls = [cpu_call(f"axis {a}", c, "roll", wrap(2), wrap(a)) for a in (0, 1, -1, None)]
     calls.append(cpu_call("axes (0, 1)", c, "roll", (2, 2) if spelling == "ints" else [2, 2], (0, 1)))
-    check_sequence(caches, calls, run_cpu)
+    check_sequence(caches, calls, cpu_run)
 
 
-def test_cpu_rotate_middle_varies(caches):
+def test_cpu_rotate_middle_varies(caches, cpu_run):
     """rotate(a, m) is roll(a, 0) with middle=m to the cache: middle is part of the key."""
     line = (97, "uint8", lambda b: b)
     calls = [cpu_call("rotate 3", line, "rotate", 3), cpu_call("roll 0", line, "roll", 0),
              cpu_call("rotate 0", line, "rotate", 0), cpu_call("rotate 4", line, "rotate", 4),
              cpu_call("roll -3", line, "roll", -3)]
-    check_sequence(caches, calls, run_cpu)
+    check_sequence(caches, calls, cpu_run)
 
 
-def test_cpu_roll_scratch_bound_and_settings_vary(caches, monkeypatch):
+def test_cpu_roll_scratch_bound_and_settings_vary(caches, cpu_run, monkeypatch):
     line = (1000, "uint8", lambda b: b)
     calls = [cpu_call(f"max_scratch_bytes={m}", line, "roll", 377, max_scratch_bytes=m) for m in (None, 0, 64, 10**6)]
-    check_sequence(caches, calls, run_cpu)
+    check_sequence(caches, calls, cpu_run)
 
     @contextlib.contextmanager
     def threads(n):
@@ -249,14 +296,61 @@ def test_cpu_roll_scratch_bound_and_settings_vary(caches, monkeypatch):
     calls = [cpu_call("default", big, "roll", 300, 1), cpu_call("one thread", big, "roll", 300, 1,
                                                                  setting=lambda: threads(1)),
              cpu_call("small scratch", big, "roll", 300, 1, setting=lambda: budget(scratch_bytes=256, tile_bytes=64))]
-    fresh = check_sequence(caches, calls, run_cpu)
-    assert len({outcome for outcome in fresh}) >= 2  # the settings change the plan
+    fresh = check_sequence(caches, calls, cpu_run)
+    if fresh[0] != (("ran",), ("ran",)):  # steps recorded: the settings change the plan
+        assert len({outcome for outcome in fresh}) >= 2
 
 
 @pytest.mark.parametrize("axes", [None, 0, 1, (0, 1)])
-def test_cpu_fftshift_layouts_vary(caches, axes):
+def test_cpu_fftshift_layouts_vary(caches, cpu_run, axes):
     calls = [cpu_call(name, _made(name, (6, 9), "complex64"), "fftshift", axes) for name in LAYOUTS]
-    check_sequence(caches, calls, run_cpu)
+    check_sequence(caches, calls, cpu_run)
+
+
+def _read_only(view):
+    view.flags.writeable = False
+    return view
+
+
+def test_cpu_roll_shape_and_writeable_vary(caches, cpu_run):
+    """Same strides, other shapes (1-D lengths, 2-D row counts); a read-only view of a layout a writeable
+    call cached (the quick path checks the flag on every call: it must raise and move nothing)."""
+    calls = [cpu_call(f"({n},)", (16, "float64", lambda b, n=n: b[:n]), "roll", 3, None) for n in (12, 13, 4, 16)]
+    calls += [cpu_call(f"({r}, 4)", (16, "float64", lambda b, r=r: b.reshape(4, 4)[:r]), "roll", 3, 1)
+              for r in (3, 4)]
+    calls += [cpu_call("read-only (12,)", (16, "float64", lambda b: _read_only(b[:12])), "roll", 3, None),
+              cpu_call("read-only (4, 4)", (16, "float64", lambda b: _read_only(b.reshape(4, 4))), "roll", 3, 1)]
+    fresh = check_sequence(caches, calls, cpu_run)
+    assert str(fresh[-1]).count("raised") >= 1
+
+
+def test_cpu_quick_key_separates_every_component(caches):
+    """One host quick-path entry per distinct call: every component of the key (shape, strides, dtype,
+    shift, axis, middle, scratch bound) makes its own entry, and a repeated call makes none."""
+    base = np.zeros(64, np.float64)
+    variants = [
+        ("roll", base[:12], 3, None), ("roll", base[:13], 3, None),            # shape
+        ("roll", base[:24:2], 3, None),                                        # strides
+        ("roll", base.view(np.int64)[:12], 3, None),                           # dtype
+        ("roll", base[:12], 4, None), ("roll", base[:12], -3, None),           # shift
+        ("roll", base[:12].reshape(3, 4), 3, 0), ("roll", base[:12].reshape(3, 4), 3, 1),  # axis
+        ("roll", base[:12].reshape(3, 4), 3, None),
+        ("roll", base[:12].reshape(3, 4), (1, 1), (0, 1)),                    # tuples
+        ("rotate", base[:12], 3, None), ("rotate", base[:12], 4, None),        # middle
+    ]
+    for fn, a, arg, axis in variants:
+        if fn == "roll":
+            rotate.roll(a, arg, axis)
+        else:
+            rotate.rotate(a, arg)
+    rotate.roll(base[:12], 3, max_scratch_bytes=0)                            # the scratch bound
+    assert len(_api._host_calls) == len(variants) + 1
+    for fn, a, arg, axis in variants:  # repeats: no new entry
+        if fn == "roll":
+            rotate.roll(a, arg, axis)
+        else:
+            rotate.rotate(a, arg)
+    assert len(_api._host_calls) == len(variants) + 1
 
 
 # --- the GPU quick paths, device stubbed ------------------------------------------------------------

@@ -119,7 +119,7 @@ def _run(args, cwd):
 
 def test_a_quick_cpu_run_checks_every_case_and_writes_the_json_and_its_summary(tmp_path, capsys):
     r = _run(["--cpu", "--quick", "--seed", "5", "--cases", "10", "--repeat", "1", "--flush-mib", "0",
-              "--json", "out.json"], tmp_path)
+              "--json", "out.json", "--allow-busy"], tmp_path)  # a test proves the command, not a number
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "[1/10]" in r.stderr and "[10/10] done in" in r.stderr  # the progress line
     data = json.loads((tmp_path / "out.json").read_text())
@@ -130,6 +130,7 @@ def test_a_quick_cpu_run_checks_every_case_and_writes_the_json_and_its_summary(t
     assert prov["commit"] and prov["dirty"] in (True, False, None)
     assert set(prov["versions"]) >= {"python", "numpy", "numba", "numba-cuda", "cupy", "torch"}
     assert len(data["load_average"]["start"]) == 3 and len(data["load_average"]["end"]) == 3
+    assert len(data["load_check"]["start"]) == 3 and isinstance(data["usable_for_docs"], bool)  # rotate/bench_env.py
     assert "--seed" in data["argv"]
     assert data["rerun"].endswith("--cpu --seed 5 --min-bytes 4096 --max-bytes 262144 --only INDEX")
     drawn = rb.draw_cases(5, 10, *rb.CPU_QUICK_BYTES)
@@ -149,7 +150,7 @@ def test_a_quick_cpu_run_checks_every_case_and_writes_the_json_and_its_summary(t
             assert case["shifts_seed"] == [5, case["index"], 1] and case["shift"] is None
     assert set(data["summary"]) == {c["op"] for c in data["cases"] if not c["noop"]}
     # The docs' table from the file, no run.
-    assert rb.main(["--from", str(tmp_path / "out.json"), "--summary-md"]) == 0
+    assert rb.main(["--from", str(tmp_path / "out.json"), "--summary-md", "--allow-busy"]) == 0
     out = capsys.readouterr().out
     assert "seed 5" in out and "| op | cases | rotate, 1 thread" in out
     for op, entry in data["summary"].items():
@@ -352,3 +353,21 @@ def test_the_gpu_case_runs_every_op_with_numpy_standing_in_for_cupy(monkeypatch,
                 assert timing["reduced"].startswith("one synchronised call")
         assert "slow: one call timed" in rb.format_case(record, "gpu") or probe_ms < 100
     assert seen == set(rb.OPS)
+
+
+def test_the_docs_table_refuses_a_busy_cpu_run(tmp_path, capsys):
+    """--summary-md (the docs' table) takes no CPU result marked unusable or taken on a busy machine, unless
+    --allow-busy says so; GPU results have no load check."""
+    _write(tmp_path / "c.json", "cpu", [_fake(0, "roll", 80, 90, "cpu")])
+    busy = json.loads((tmp_path / "c.json").read_text())
+    busy.update(usable_for_docs=False, load_check={"problems": ["1-minute load average 3.00 at the start"]})
+    (tmp_path / "c.json").write_text(json.dumps(busy))
+    with pytest.raises(ValueError, match="not for the docs: marked unusable"):
+        rb.main(["--from", str(tmp_path / "c.json"), "--summary-md"])
+    assert rb.main(["--from", str(tmp_path / "c.json"), "--summary-md", "--allow-busy"]) == 0
+    assert "--summary-md refuses it" in capsys.readouterr().err
+    gpu = _write(tmp_path / "g.json", "gpu", [_fake(0, "roll", 80, 90)])
+    assert rb.main(["--from", gpu, "--summary-md"]) == 0
+    with pytest.raises(SystemExit) as exc:  # and a run on a machine over the threshold does not start
+        rb.main(["--cpu", "--quick", "--max-load", "-1"])
+    assert exc.value.code == 3

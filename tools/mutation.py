@@ -313,6 +313,19 @@ MUTANTS = [
     ("quick-path-takes-lists", "rotate/_api.py",
      "    return type(value) is int or (type(value) is tuple and all(type(v) is int for v in value))",
      "    return type(value) is int or (type(value) in (tuple, list) and all(type(v) is int for v in value))"),
+    # Issue #36: the host quick path of repeated numpy calls (rotate/_api.py), judged by
+    # tests/test_cache_keys.py: a key component dropped, the writeable flag or the plan key not checked.
+    ("host-key-drops-strides", "rotate/_api.py",
+     "        return (a.shape, a.strides, a.dtype, shift, axis, middle, max_scratch_bytes)",
+     "        return (a.shape, a.dtype, shift, axis, middle, max_scratch_bytes)"),
+    ("host-key-drops-shape", "rotate/_api.py",
+     "        return (a.shape, a.strides, a.dtype, shift, axis, middle, max_scratch_bytes)",
+     "        return (a.strides, a.dtype, shift, axis, middle, max_scratch_bytes)"),
+    ("host-quick-skips-writeable", "rotate/_api.py",
+     "    if hit is None or not a.flags.writeable:", "    if hit is None:"),
+    ("host-quick-skips-plan-key", "rotate/_api.py",
+     "    if plan_key != backend.plan_key(info, max_scratch_bytes):  # a setting changed: plan again",
+     "    if False:  # a setting changed: plan again"),
 ] + [
     # Issue #35: bug classes the suite was blind to, written *before* the tests that kill them
     # (ISSUE35_MUTANTS; ``--without`` runs them against the suite as it was: the honest figure).

@@ -48,6 +48,14 @@ Optional, for the quick path of repeated calls (issue #8):
 ``quick_stream(default_stream, stream)``
     ``resolve_stream`` for a quick call: ``default_stream`` when ``stream``
     is None.
+
+Optional, for the host quick path of repeated numpy calls (issue #36):
+
+``executable(info, plan) -> callable(a) | None``
+    ``plan`` bound to a callable that runs it on any writeable array of
+    ``info``'s layout (the checks passed when the plan was made), with
+    whatever it can prepare once prepared here. None: the API runs the plan
+    through ``execute``.
 """
 
 from __future__ import annotations

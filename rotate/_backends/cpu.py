@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -93,3 +93,58 @@ class CpuBackend(RowBackend):
                 _cpu.run_strided(target, step)
             else:
                 _cpu.run_rows(_cpu.word_view(target, step.word_bytes), step)
+
+    def executable(self, info: ArrayInfo, plan) -> Optional[Callable[[np.ndarray], None]]:
+        """``plan`` bound to a callable that runs it on any writeable array of ``info``'s layout, or None.
+
+        The host quick path (rotate/_api.py) calls it for repeated calls: the checks passed when the plan
+        was made and hold for every array of the layout. One contiguous step of a serial runner calls its
+        kernel directly, with the flat word view and the ops array made once here rather than in
+        ``_cpu.run_rows`` on every call (its runner dispatch and threading-layer context cost more than a
+        small roll's kernel). Scratch is still allocated per call through ``_cpu.scratch_array``
+        (threads may roll arrays of one layout at once). Other plans (parallel, strided, several steps):
+        None, and the API runs them through :meth:`execute`.
+        """
+        if not plan.steps:
+            return _nothing
+        if len(plan.steps) != 1 or plan.steps[0].strided:
+            return None
+        step = plan.steps[0]
+        d = step.details
+        runner = d.get("runner")
+        word = step.word_bytes
+        words = _cpu._WORDS[word]
+        rows, seg, k = step.rows, step.seg_bytes // word, step.left_bytes // word
+        run_rows = _cpu.run_rows
+        if runner == "small-rows-serial":
+            kernel, scratch_words = _cpu._rotate_small_rows_serial, d["scratch_words"]
+
+            def run(a: np.ndarray) -> None:
+                if _cpu.run_rows is not run_rows:  # replaced (tests record and mutate the steps that run)
+                    return self.execute(a, info, plan, None)
+                kernel(a.reshape(-1, order="A").view(words), rows, seg, k, _cpu.scratch_array(scratch_words, words))
+        elif runner == "rows-serial":
+            kernel, scratch_words, tile = _cpu._rotate_rows_serial, d["scratch_words"], d["tile"]
+            ops = _cpu._ops_array(d["ops"])
+
+            def run(a: np.ndarray) -> None:
+                if _cpu.run_rows is not run_rows:
+                    return self.execute(a, info, plan, None)
+                kernel(a.reshape(-1, order="A").view(words), rows, seg, ops, _cpu.scratch_array(scratch_words, words),
+                       tile)
+        elif runner == "word-rows-serial":
+            kernel, scratch_words = _cpu._rotate_word_rows_serial, d["scratch_words"]
+            row_words, bits, r = _cpu._WORDS[d["row_word"]], 8 * d["row_word"], 8 * word * k
+
+            def run(a: np.ndarray) -> None:
+                if _cpu.run_rows is not run_rows:
+                    return self.execute(a, info, plan, None)
+                _cpu.scratch_array(scratch_words, words)  # none needed, but allocated (and counted) as run_rows does
+                kernel(a.reshape(-1, order="A").view(words)[:rows * seg].view(row_words), rows, r, bits)
+        else:
+            return None
+        return run
+
+
+def _nothing(a: np.ndarray) -> None:
+    """The executable of a plan with no steps."""
