@@ -632,6 +632,27 @@ def dist_table(data) -> str:
     return "\n".join(lines)
 
 
+RANDOM_SHAPES_RUN = "random-gpu-h200.json"
+RANDOM_SHAPES_PLOT = "random-gpu-h200.png"
+
+
+def random_shapes_table(name: str = RANDOM_SHAPES_RUN) -> str:
+    """Issue #33's benchmark of random shapes and shifts (benchmarks/random_bench.py): the distribution per op."""
+    path = ROOT / "docs" / "results" / name
+    if not path.exists():
+        return "(no random-shape run is committed: run benchmarks/random_bench.py --gpu)"
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import random_bench
+
+    cases, mode, sources = random_bench.load([path], for_docs=True)
+    data = json.loads(path.read_text())
+    header = (f"Source: `docs/results/{name}` ({data.get('device')}, seed {data['seed']}, "
+              f"{data.get('cases_run', len(cases))} cases timed before the run's time budget (of "
+              f"{data.get('cases_drawn', len(cases))} drawn), 256 MiB-8 GiB; commit `{str(data['provenance']['commit'])[:7]}`). Plot: `docs/results/"
+              f"{RANDOM_SHAPES_PLOT}`.\n")
+    return random_bench.summary_markdown(random_bench.summarize(cases, mode), mode, header).rstrip("\n")
+
+
 def blocks() -> dict:
     cpu = load_quiet("cpu-bench.json")
     overhead = load_quiet("cpu-call-overhead.json")
@@ -649,6 +670,7 @@ def blocks() -> dict:
         (doc, "table", "gpu-small"): gpu_small_table(quick, QUICK_RUN),
         (doc, "table", "gpu-rows"): gpu_rows_table(load(ROWS_RUN), ROWS_RUN),
         (doc, "table", "dist"): dist_table(load("dist-h200x2.json")),
+        (doc, "table", "gpu-random-shapes"): random_shapes_table(),
         (doc, "table", "cpu-bench"): cpu_bench_table(cpu),
         (doc, "table", "cpu-call-overhead"): cpu_call_overhead_table(overhead),
     }
