@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence, SupportsIndex
+from typing import Any, List, Optional, Sequence, SupportsIndex, Union, overload
 
 import numpy as np
 
@@ -204,9 +204,21 @@ def roll(local_shard: ArrayT, shift: SupportsIndex, group: Any = None, *, axis: 
     return local_shard
 
 
+@overload
+def plan(local_shard: np.ndarray, shift: Optional[IntOrInts] = None, group: Any = None, *,
+         axis: Optional[IntOrInts] = None, global_lengths: Optional[Sequence[SupportsIndex]] = None,
+         staging_bytes: Optional[SupportsIndex] = None) -> DistPlan: ...
+
+
+@overload  # a torch tensor's plan is a DistPlan; a DTensor rolled along several sharded dimensions gives a list
 def plan(local_shard: Any, shift: Optional[IntOrInts] = None, group: Any = None, *,
          axis: Optional[IntOrInts] = None, global_lengths: Optional[Sequence[SupportsIndex]] = None,
-         staging_bytes: Optional[SupportsIndex] = None) -> DistPlan:
+         staging_bytes: Optional[SupportsIndex] = None) -> Union[DistPlan, List[DistPlan]]: ...
+
+
+def plan(local_shard: Any, shift: Optional[IntOrInts] = None, group: Any = None, *,
+         axis: Optional[IntOrInts] = None, global_lengths: Optional[Sequence[SupportsIndex]] = None,
+         staging_bytes: Optional[SupportsIndex] = None) -> Union[DistPlan, List[DistPlan]]:
     """What :func:`roll` (or, for a DTensor, :func:`roll_dtensor`) would do on this rank.
 
     Collective like the call itself (it gathers and checks the same
@@ -815,7 +827,7 @@ def _dtensor_call(dt, shift, axis, staging_bytes, execute: bool):
         for ctx in ctxs:
             _execute(ctx)
     if ctxs:
-        return ctxs[-1].plan if len(ctxs) == 1 else ctxs
+        return ctxs[0].plan if len(ctxs) == 1 else [ctx.plan for ctx in ctxs]
     return DistPlan("local", 0, (), dist.get_rank(), 1 if lp.steps else 0, 0, (), 0, 0,
                     sum(s.scratch_bytes for s in lp.steps), details={"local_plan": lp})
 

@@ -234,7 +234,14 @@ def run_dtensor(rep, rank, world):
         want = torch.roll(full, shift, axis) if axis is not None else torch.roll(full, shift)
         got = dt.full_tensor()
         assert same(got, want), f"{shape} {placements} {shift} {axis}"
-        rd.plan(dt, shift, axis=axis)
+        plans = rd.plan(dt, shift, axis=axis)
+        axes = () if axis is None else axis if isinstance(axis, tuple) else (axis,)
+        rolled = {p.dim % len(shape) for p in placements if isinstance(p, Shard)} & {a % len(shape) for a in axes}
+        if len(rolled) > 1:  # one plan a sharded dimension rolled, each a DistPlan (not the internal context)
+            assert isinstance(plans, list) and len(plans) == len(rolled), (placements, axis, plans)
+            assert all(isinstance(p, rd.DistPlan) for p in plans), plans
+        else:
+            assert isinstance(plans, rd.DistPlan), (placements, axis, plans)
 
     for n in (4 * world, 4 * world + 1, 3 * world - 1):  # even, uneven (torch.chunk), with an empty shard
         for shift in (1, -2, 5, n // 2 + 1, -n - 3):
@@ -250,6 +257,7 @@ def run_dtensor(rep, rank, world):
         rep.check("dtensor 2x2 mesh along 0", lambda: case((6, 7), [Shard(0), Shard(1)], 3, 0, on=mesh2))
         rep.check("dtensor 2x2 mesh along 1", lambda: case((6, 7), [Shard(0), Shard(1)], -5, 1, on=mesh2))
         rep.check("dtensor 2x2 mesh replicate", lambda: case((6, 7), [Replicate(), Shard(1)], 4, 1, on=mesh2))
+        rep.check("dtensor 2x2 mesh both axes", lambda: case((6, 7), [Shard(0), Shard(1)], (3, -5), (0, 1), on=mesh2))
 
 
 def main():
