@@ -82,22 +82,17 @@ small arrays.
 
 Threads
 -------
-Lanes are independent pieces of work mapped onto numba's ``prange``; their
-number is the tuning's ``lanes`` (default: ``numba.get_num_threads()``) capped so that each
-lane gets at least ``min_lane_bytes`` of work.  The result never depends on the
-number of lanes or threads; ``plan_*`` report scratch and traffic for the lane
-count in force when they are called.
-
-Every threading layer numba may pick is made safe here, without changing
-the layer for the rest of the process:
-
-* ``workqueue`` aborts the interpreter when two threads run parallel code at
-  once, so calls are serialised by a process-wide lock under it (and before
-  the first parallel launch, when the layer is not known yet);
-* GNU OpenMP (``omp``) kills a forked child that enters a parallel region
-  once the parent has used it, so such a child runs serial twins of the
-  kernels (same code, ``prange`` as ``range``): correct, single-threaded;
-* ``tbb`` is thread- and fork-safe as it is.
+Lanes are independent pieces of work run by a team of Python threads
+(``rotate._team``) on serial ``nogil`` kernels; their number is the tuning's
+``lanes`` (default: ``numba.get_num_threads()``, which ``numba.set_num_threads``
+changes) capped so that each lane gets at least ``min_lane_bytes`` of work.
+A schedule with phases (seams saved before anything moves) runs one kernel a
+phase. The result never depends on the number of lanes or threads;
+``plan_*`` report scratch and traffic for the lane count in force when they
+are called. No numba parallel region is entered, so no threading layer's
+limits apply (workqueue's one region at a time, GNU OpenMP in a forked
+child), and a first call compiles serial code only (two to three times
+faster than ``parallel=True`` kernels: ``docs/results/cold-start-cpu.json``).
 
 Different arrays may be rolled from different threads at once; one array
 must not be rolled (or read) from two threads at once, as with any in-place
@@ -106,21 +101,19 @@ operation.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 import os
-import threading
 import time
-import types as _pytypes
 
 import numba
 import numpy as np
-from numba import njit, prange, types
+from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
 from . import _schedule as S
+from . import _team
 from ._arrays import host_span
 from ._tuning.cpu import current as _T
 from ._plan import Step
@@ -203,34 +196,49 @@ def _shift_serial(buf, lo, n, k, scratch, scratch_lo):
         _move(buf, lo, scratch, scratch_lo, d)
 
 
-@njit(parallel=True, cache=True)
-def _swap_shift_lanes(buf, lo, n, k, lanes, scratch, tile):
-    """Rotate ``buf[lo:lo+n]`` left by ``k`` in one pass when ``e = |n - 2k|`` is small.
+# A Gries--Mills swap of ``m = min(k, n-k)`` pairs fused with the buffered shift by
+# ``e = |n - 2k|`` that would follow it (``_SWAP_SHIFT``), rotating ``buf[lo:lo+n]``
+# left by ``k`` in one pass: pair ``i`` moves the word at ``i`` (A side) and at ``k +
+# i`` (B side) straight to their final places, so every word is read and written once
+# (~1x memcpy instead of ~1.5x). A-side writes land ``e`` words behind the B-side
+# reads, so each lane's first (or last) ``e`` B words are clobbered by its neighbour:
+# those seams, and the ``e`` words nobody pairs (the carry), are saved first
+# (``_swap_shift_seams``, a phase of its own), then the lanes move their pairs
+# (``_swap_shift_pairs``), then the carry lands (``_swap_shift_carry``). Scratch:
+# ``lanes * (e + tile)`` words, seams first, then one tile per lane.
 
-    A Gries--Mills swap of ``m = min(k, n-k)`` pairs fused with the buffered
-    shift by ``e`` that would follow it: pair ``i`` moves the word at ``i`` (A
-    side) and at ``k + i`` (B side) straight to their final places, so every
-    word is read and written once (~1x memcpy instead of ~1.5x).  A-side writes
-    land ``e`` words behind the B-side reads, so each lane's first (or last)
-    ``e`` B words are clobbered by its neighbour: those seams, and the ``e``
-    words nobody pairs (the carry), are saved first.  Scratch: ``lanes * (e +
-    tile)`` words, seams first, then one tile per lane.
-    """
+
+@njit(cache=True, inline="always")
+def _swap_shift_span(n, k, lanes, tile):
     m = min(k, n - k)
-    e = n - 2 * m
     n_tiles = (m + tile - 1) // tile
     tiles_per_lane = (n_tiles + lanes - 1) // lanes
-    span = tiles_per_lane * tile  # pairs per lane (the last lane may get fewer)
-    tiles_lo = lanes * e
-    if k > n - k:
-        # [A_l | A_r | B], |A_l| = |B| = m, |A_r| = e; pairs ascend.
-        # Seam t: B words [t*span - e, t*span) at positions lo + m + t*span; seam 0
-        # is A_r, the carry.
-        for t in prange(lanes):
+    return m, n - 2 * m, tiles_per_lane * tile  # pairs, e, pairs per lane (the last lane may get fewer)
+
+
+@njit(cache=True, nogil=True)
+def _swap_shift_seams(buf, lo, n, k, lanes, scratch, tile, t_lo, t_hi):
+    m, e, span = _swap_shift_span(n, k, lanes, tile)
+    for t in range(t_lo, t_hi):
+        if k > n - k:
+            # [A_l | A_r | B], |A_l| = |B| = m, |A_r| = e; pairs ascend. Seam t: B words
+            # [t*span - e, t*span) at positions lo + m + t*span; seam 0 is A_r, the carry.
             _move(scratch, t * e, buf, lo + m + t * span, e)
-        for t in prange(lanes):
-            first = t * span
-            last = min(m, first + span)
+        else:
+            # [A | B_l | B_r], |A| = |B_l| = m, |B_r| = e; pairs descend. Seam t: B words
+            # [(t+1)*span, (t+1)*span + e), clobbered by lane t; the last seam starts at B
+            # word m: it is B_r, the carry.
+            _move(scratch, t * e, buf, lo + k + min(m, (t + 1) * span), e)
+
+
+@njit(cache=True, nogil=True)
+def _swap_shift_pairs(buf, lo, n, k, lanes, scratch, tile, t_lo, t_hi):
+    m, e, span = _swap_shift_span(n, k, lanes, tile)
+    tiles_lo = lanes * e
+    for t in range(t_lo, t_hi):
+        first = t * span
+        last = min(m, first + span)
+        if k > n - k:
             own = last - e if t < lanes - 1 else last  # B words below `own` are still in place
             for i in range(first, last, tile):
                 c = min(tile, last - i)
@@ -239,17 +247,7 @@ def _swap_shift_lanes(buf, lo, n, k, lanes, scratch, tile):
                 _move(buf, lo + i, buf, lo + k + i, direct)
                 _move(buf, lo + i + direct, scratch, (t + 1) * e + (i + direct - own), c - direct)
                 _move(buf, lo + m + i, scratch, tiles_lo + t * tile, c)
-        _move(buf, lo + n - e, scratch, 0, e)
-    else:
-        # [A | B_l | B_r], |A| = |B_l| = m, |B_r| = e; pairs descend.
-        # Seam t: B words [(t+1)*span, (t+1)*span + e), clobbered by lane t; the
-        # last seam starts at B word m: it is B_r, the carry.
-        for t in prange(lanes):
-            start = min(m, (t + 1) * span)
-            _move(scratch, t * e, buf, lo + k + start, e)
-        for t in prange(lanes):
-            first = t * span
-            last = min(m, first + span)
+        else:
             own = first + e if t > 0 else first  # B words from `own` up are still in place
             for hi in range(last, first, -tile):
                 c = min(tile, hi - first)
@@ -259,64 +257,84 @@ def _swap_shift_lanes(buf, lo, n, k, lanes, scratch, tile):
                 _move(buf, lo + j, scratch, (t - 1) * e + (j - first), from_seam)
                 _move(buf, lo + j + from_seam, buf, lo + k + j + from_seam, c - from_seam)
                 _move(buf, lo + k + e + j, scratch, tiles_lo + t * tile, c)
+
+
+@njit(cache=True, nogil=True)
+def _swap_shift_carry(buf, lo, n, k, lanes, scratch, tile):
+    m, e, _ = _swap_shift_span(n, k, lanes, tile)
+    if k > n - k:
+        _move(buf, lo + n - e, scratch, 0, e)
+    else:
         _move(buf, lo + k, scratch, (lanes - 1) * e, e)
 
 
-@njit(parallel=True, cache=True)
-def _rotate_segment_lanes(buf, seg_lo, ops, scratch, lanes, tile):
-    """Run a schedule on one segment, each op spread over ``lanes``."""
-    for o in range(ops.shape[0]):
-        if ops[o, 0] == _SWAP:
-            i = seg_lo + ops[o, 1]
-            j = seg_lo + ops[o, 2]
-            m = ops[o, 3]
-            n_tiles = (m + tile - 1) // tile
-            active = min(lanes, n_tiles)
-            tiles_per_lane = (n_tiles + active - 1) // active
-            for lane in prange(active):
-                first = lane * tiles_per_lane * tile
-                last = min(m, first + tiles_per_lane * tile)
-                if last > first:
-                    _swap_tiled(buf, i + first, j + first, last - first, scratch, lane * tile, tile)
-        elif ops[o, 0] == _SWAP_SHIFT:
-            _swap_shift_lanes(buf, seg_lo + ops[o, 1], ops[o, 2], ops[o, 3], ops[o, 4], scratch, tile)
+@njit(cache=True, nogil=True)
+def _swap_lanes(buf, i, j, m, scratch, tile, tiles_per_lane, l_lo, l_hi):
+    """Lanes ``l_lo..l_hi-1`` of a ``_SWAP`` op: each swaps its run of tiles of ``buf[i:i+m]`` and ``buf[j:j+m]``."""
+    for lane in range(l_lo, l_hi):
+        first = lane * tiles_per_lane * tile
+        last = min(m, first + tiles_per_lane * tile)
+        if last > first:
+            _swap_tiled(buf, i + first, j + first, last - first, scratch, lane * tile, tile)
+
+
+# A ``_SHIFT`` op: ``buf[lo:lo+n]`` rotated left by ``k`` as a shift by ``d = min(k, n-k)``
+# in ``chunks`` chunks of ``n // chunks >= d`` words (so seams never overlap): every
+# chunk's seam (the ``d`` words its neighbour's move overwrites) is saved first, in a
+# phase of its own, then the chunks move.
+
+
+@njit(cache=True, nogil=True)
+def _shift_seams(buf, lo, n, k, chunks, scratch, c_lo, c_hi):
+    d = min(k, n - k)
+    chunk_len = n // chunks
+    for t in range(c_lo, c_hi):
+        start = lo + t * chunk_len
+        if k <= n - k:  # shift left by d: chunk t's source runs d words into chunk t+1
+            _move(scratch, t * d, buf, start, d)
+        else:  # shift right by d: the mirror image, the seam is a chunk's last d words
+            stop = lo + n if t == chunks - 1 else start + chunk_len
+            _move(scratch, t * d, buf, stop - d, d)
+
+
+@njit(cache=True, nogil=True)
+def _shift_chunks(buf, lo, n, k, chunks, scratch, c_lo, c_hi):
+    d = min(k, n - k)
+    chunk_len = n // chunks
+    for t in range(c_lo, c_hi):
+        start = lo + t * chunk_len
+        stop = lo + n if t == chunks - 1 else start + chunk_len
+        if k <= n - k:
+            _move(buf, start, buf, start + d, stop - start - d)
+            after = t + 1 if t + 1 < chunks else 0
+            _move(buf, stop - d, scratch, after * d, d)
         else:
-            lo = seg_lo + ops[o, 1]
-            n = ops[o, 2]
-            k = ops[o, 3]
-            chunks = ops[o, 4]
-            d = min(k, n - k)
-            chunk_len = n // chunks  # >= d by construction, so seams never overlap
-            if k <= n - k:
-                # Shift left by d: chunk t's source runs d words into chunk t+1
-                # (its seam); save every seam first.
-                for t in prange(chunks):
-                    _move(scratch, t * d, buf, lo + t * chunk_len, d)
-                for t in prange(chunks):
-                    start = lo + t * chunk_len
-                    stop = lo + n if t == chunks - 1 else start + chunk_len
-                    _move(buf, start, buf, start + d, stop - start - d)
-                    after = t + 1 if t + 1 < chunks else 0
-                    _move(buf, stop - d, scratch, after * d, d)
-            else:
-                # Shift right by d: mirror image; the seam is a chunk's last d words.
-                for t in prange(chunks):
-                    start = lo + t * chunk_len
-                    stop = lo + n if t == chunks - 1 else start + chunk_len
-                    _move(scratch, t * d, buf, stop - d, d)
-                for t in prange(chunks):
-                    start = lo + t * chunk_len
-                    stop = lo + n if t == chunks - 1 else start + chunk_len
-                    _move(buf, start + d, buf, start, stop - start - d)
-                    before = t - 1 if t > 0 else chunks - 1
-                    _move(buf, start, scratch, before * d, d)
+            _move(buf, start + d, buf, start, stop - start - d)
+            before = t - 1 if t > 0 else chunks - 1
+            _move(buf, start, scratch, before * d, d)
 
 
-@njit(parallel=True, cache=True)
-def _rotate_rows_lanes(buf, rows, seg, ops, scratch, lanes, lane_scratch, tile):
-    """Spread rows over lanes; each lane runs the schedule serially on its rows."""
+def _rotate_segment_lanes(buf, seg_lo, ops, scratch, lanes, tile):
+    """Run a schedule on one segment, each op spread over ``lanes`` threads, phase after phase."""
+    for op, a, b, c, e in ops.tolist():
+        if op == _SWAP:
+            n_tiles = -(-c // tile)
+            active = min(lanes, n_tiles)
+            _team.run(_swap_lanes, active, active, buf, seg_lo + a, seg_lo + b, c, scratch, tile, -(-n_tiles // active))
+        elif op == _SWAP_SHIFT:  # lo, n, k, lanes
+            for phase in (_swap_shift_seams, _swap_shift_pairs):
+                _team.run(phase, e, e, buf, seg_lo + a, b, c, e, scratch, tile)
+            _swap_shift_carry(buf, seg_lo + a, b, c, e, scratch, tile)
+        else:  # lo, n, k, chunks
+            for phase in (_shift_seams, _shift_chunks):
+                _team.run(phase, e, e, buf, seg_lo + a, b, c, e, scratch)
+
+
+@njit(cache=True, nogil=True)
+def _rotate_rows_lanes(buf, rows, seg, ops, scratch, lanes, lane_scratch, tile, l_lo, l_hi):
+    """Spread rows over lanes; each lane (this call: ``l_lo..l_hi-1``) runs the schedule serially on its rows."""
     rows_per_lane = (rows + lanes - 1) // lanes
-    for lane in prange(lanes):
+    for lane in range(l_lo, l_hi):
         scratch_lo = lane * lane_scratch
         for r in range(lane * rows_per_lane, min(rows, (lane + 1) * rows_per_lane)):
             row_lo = r * seg
@@ -375,11 +393,11 @@ def _word_rows_run(buf, r0, r1, r, bits):
         buf[_U(i)] = (x >> r) | (x << (bits - r))  # 0 < r < bits: no shift by the full width
 
 
-@njit(parallel=True, cache=True)
-def _rotate_word_rows(buf, rows, r, bits, lanes):
+@njit(cache=True, nogil=True)
+def _rotate_word_rows(buf, rows, r, bits, lanes, l_lo, l_hi):
     """Rows of one word (8 uint8 as one uint64): a bit rotation in a register, no scratch."""
     rows_per_lane = (rows + lanes - 1) // lanes
-    for lane in prange(lanes):
+    for lane in range(l_lo, l_hi):
         _word_rows_run(buf, lane * rows_per_lane, min(rows, (lane + 1) * rows_per_lane), _U(r), _U(bits))
 
 
@@ -389,11 +407,11 @@ def _rotate_word_rows_serial(buf, rows, r, bits):
     _word_rows_run(buf, 0, rows, _U(r), _U(bits))
 
 
-@njit(parallel=True, cache=True)
-def _rotate_small_rows(buf, rows, seg, k, scratch, lanes, lane_stride):
+@njit(cache=True, nogil=True)
+def _rotate_small_rows(buf, rows, seg, k, scratch, lanes, lane_stride, l_lo, l_hi):
     """Short rows: each row twice into a lane's scratch row, its rotated window written back."""
     rows_per_lane = (rows + lanes - 1) // lanes
-    for lane in prange(lanes):
+    for lane in range(l_lo, l_hi):
         _small_rows_run(buf, lane * rows_per_lane, min(rows, (lane + 1) * rows_per_lane), seg, k, scratch,
                         lane * lane_stride)
 
@@ -414,9 +432,9 @@ def _reverse_rows(flat, base, s, t, gb, r0, r1):
         hi -= 1
 
 
-@njit(parallel=True, cache=True)
+@njit(cache=True, nogil=True)
 def _roll_strided_words(flat, origin, n_rows, s, k, n_cols, t, batch, outer_shape, outer_strides,
-                        mode, scratch, lanes, lane_scratch):
+                        mode, scratch, lanes, lane_scratch, l_lo, l_hi):
     """Rotate rows left by ``k`` in every (n_rows x batch) block of a strided word grid.
 
     Word (row r, column g, outer index o) lives at
@@ -429,7 +447,7 @@ def _roll_strided_words(flat, origin, n_rows, s, k, n_cols, t, batch, outer_shap
     units = n_outer * n_batches
     units_per_lane = (units + lanes - 1) // lanes
     d = min(k, n_rows - k)
-    for lane in prange(lanes):
+    for lane in range(l_lo, l_hi):
         s0 = lane * lane_scratch
         for unit in range(lane * units_per_lane, min(units, (lane + 1) * units_per_lane)):
             outer = unit // n_batches
@@ -1033,24 +1051,6 @@ def usable_threads() -> int:
     return max(1, min(threads, _CORES - _others_running(threads)))
 
 
-@contextlib.contextmanager
-def team(lanes: int):
-    """numba's team for one parallel call: no more threads than the plan's lanes.
-
-    An idle thread of a larger team still has to reach the region's end, so
-    on a busy machine it stalls a call that has fewer lanes than threads.
-    """
-    threads = num_threads()
-    if lanes >= threads or runs_serial():
-        yield
-        return
-    numba.set_num_threads(max(1, int(lanes)))
-    try:
-        yield
-    finally:
-        numba.set_num_threads(threads)
-
-
 def planner_settings(nbytes=None) -> tuple:
     """Everything the planners read besides the layout: the plan cache keys on it.
 
@@ -1134,7 +1134,6 @@ def word_view(a: np.ndarray, word: int) -> np.ndarray:
 
 # Runners that never enter a parallel region: safe under every threading layer
 # and in a forked child as they are, so they take neither the lock nor a twin.
-_SERIAL_RUNNERS = {"small-rows-serial", "rows-serial", "word-rows-serial", "chain-serial"}
 
 
 #: Runners of contiguous steps that other modules plan (``details["runner"]`` -> runner(buf, step)):
@@ -1160,32 +1159,31 @@ def run_rows(buf: np.ndarray, step) -> None:
     if runner in ("word-rows", "word-rows-serial"):  # each row one word, bit-rotated
         rows_buf = buf[:rows * seg].view(_WORDS[d["row_word"]])
         bits = 8 * d["row_word"]
-        with _kernels(parallel=runner == "word-rows", lanes=d["lanes"]) as kernels:
-            if runner == "word-rows":
-                kernels["_rotate_word_rows"](rows_buf, rows, 8 * word * k, bits, d["lanes"])
-            else:
-                kernels["_rotate_word_rows_serial"](rows_buf, rows, 8 * word * k, bits)
+        if runner == "word-rows":
+            _team.run(_rotate_word_rows, d["lanes"], d["lanes"], rows_buf, rows, 8 * word * k, bits, d["lanes"])
+        else:
+            _rotate_word_rows_serial(rows_buf, rows, 8 * word * k, bits)
         return
     if runner == "chain-serial":  # byte positions: the GPU schedule's hooks
         _chain_rows_serial(buf[:rows * seg].view(np.uint8), rows, seg * word, k * word, d["tile_bytes"],
                            d["ring"], d["_table"], scratch.view(np.uint8), d["_scratch_row"], d["alias_slack"])
         return
-    with _kernels(parallel=runner not in _SERIAL_RUNNERS, lanes=d["lanes"]) as kernels:
-        if runner == "small-rows-serial":
-            kernels["_rotate_small_rows_serial"](buf, rows, seg, k, scratch)
-        elif runner == "rows-serial":
-            kernels["_rotate_rows_serial"](buf, rows, seg, _ops_array(d["ops"]), scratch, d["tile"])
-        elif runner == "small-rows":
-            kernels["_rotate_small_rows"](buf, rows, seg, k, scratch, d["lanes"], d["lane_scratch"])
-        elif runner == "rows":
-            kernels["_rotate_rows_lanes"](buf, rows, seg, _ops_array(d["ops"]), scratch, d["lanes"],
-                                          d["lane_scratch"], d["tile"])
-        elif runner == "segment":
-            ops = _ops_array(d["ops"])
-            for r in range(rows):
-                kernels["_rotate_segment_lanes"](buf, r * seg, ops, scratch, d["lanes"], d["tile"])
-        else:
-            raise AssertionError(f"internal error: no CPU runner {runner!r}")
+    lanes = d["lanes"]
+    if runner == "small-rows-serial":
+        _rotate_small_rows_serial(buf, rows, seg, k, scratch)
+    elif runner == "rows-serial":
+        _rotate_rows_serial(buf, rows, seg, _ops_array(d["ops"]), scratch, d["tile"])
+    elif runner == "small-rows":
+        _team.run(_rotate_small_rows, lanes, lanes, buf, rows, seg, k, scratch, lanes, d["lane_scratch"])
+    elif runner == "rows":
+        _team.run(_rotate_rows_lanes, lanes, lanes, buf, rows, seg, _ops_array(d["ops"]), scratch, lanes,
+                  d["lane_scratch"], d["tile"])
+    elif runner == "segment":
+        ops = _ops_array(d["ops"])
+        for r in range(rows):
+            _rotate_segment_lanes(buf, r * seg, ops, scratch, lanes, d["tile"])
+    else:
+        raise AssertionError(f"internal error: no CPU runner {runner!r}")
 
 
 def plan_strided_details(shape, strides, itemsize: int, shift: int, axis, max_scratch_bytes=None):
@@ -1222,133 +1220,6 @@ def _run_strided_details(a: np.ndarray, d: dict) -> None:
     address, low, high = host_span(a)
     flat = np.asarray(_WordSpan(a, low, (high - low) // word, word))
     scratch = scratch_array(d["lanes"] * d["lane_scratch"], flat.dtype)
-    with _kernels(lanes=d["lanes"]) as kernels:
-        kernels["_roll_strided_words"](
-            flat, (address - low) // word, n_rows, s, d["k"], n_cols, t, d["batch"],
-            np.array(outer_shape, dtype=np.int64), np.array(outer_strides, dtype=np.int64),
-            d["mode"], scratch, d["lanes"], d["lane_scratch"])
-
-
-# ---------------------------------------------------------------------------
-# threading layers: serialise under workqueue, serial twins in a forked GNU OpenMP child
-# ---------------------------------------------------------------------------
-
-_PARALLEL_KERNELS = ("_swap_shift_lanes", "_rotate_segment_lanes", "_rotate_rows_lanes",
-                     "_rotate_small_rows", "_rotate_word_rows", "_roll_strided_words")
-_serial_kernels: dict = {}
-_lock = threading.Lock()
-# Set in a forked child whose parent had started GNU OpenMP's threads.
-_FORCE_SERIAL = {"on": False, "parent_layer": None}
-
-
-def _launched_layer():
-    """The threading layer numba launched in this process, or None before the first parallel call."""
-    try:
-        return numba.threading_layer()
-    except ValueError:
-        return None
-
-
-def _gnu_openmp(layer) -> bool:
-    if layer != "omp":
-        return False
-    try:
-        from numba.np.ufunc import omppool
-
-        return getattr(omppool, "openmp_vendor", "GNU") == "GNU"
-    except ImportError:  # pragma: no cover
-        return True
-
-
-def _before_fork() -> None:
-    _FORCE_SERIAL["parent_layer"] = _launched_layer()
-
-
-def _after_fork_in_child() -> None:
-    global _lock
-    _lock = threading.Lock()  # a lock held by another parent thread would never be released here
-    if _gnu_openmp(_FORCE_SERIAL["parent_layer"]):
-        _FORCE_SERIAL["on"] = True
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
-
-
-def runs_serial() -> bool:
-    """True when this process must not enter numba's parallel regions (forked GNU OpenMP child)."""
-    return _FORCE_SERIAL["on"]
-
-
-def _serial_twin(name: str):
-    """The kernel ``name`` compiled without ``parallel=True``, calling serial twins only."""
-    twin = _serial_kernels.get(name)
-    if twin is None:
-        py = globals()[name].py_func
-        namespace = dict(py.__globals__)
-        for other in _PARALLEL_KERNELS:
-            if other != name and other in py.__code__.co_names:
-                namespace[other] = _serial_twin(other)
-        fn = _pytypes.FunctionType(py.__code__, namespace, py.__name__ + "_serial",
-                                   py.__defaults__, py.__closure__)
-        fn.__qualname__ = py.__qualname__ + "_serial"  # its own on-disk cache entry
-        fn.__module__ = py.__module__
-        fn.__doc__ = py.__doc__
-        twin = _serial_kernels[name] = njit(cache=True)(fn)
-    return twin
-
-
-_SERIAL_KERNELS = ("_rotate_rows_serial", "_rotate_small_rows_serial", "_rotate_word_rows_serial")
-
-
-@contextlib.contextmanager
-def parallel_region():
-    """Hold what the threading layer needs around one call of a parallel kernel of another module."""
-    if _launched_layer() in ("tbb", "omp"):  # thread-safe layers: concurrent calls are fine
-        yield
-        return
-    with _lock:  # workqueue (or not launched yet): one parallel call at a time
-        yield
-
-
-def call_parallel(kernel, *args, team_size=None):
-    """Call an ``@njit(parallel=True)`` kernel of another module (rotate._rows) safely under every layer.
-
-    In a forked GNU-OpenMP child it runs the kernel compiled without
-    ``parallel`` (``prange`` is then ``range``); elsewhere it holds
-    :func:`parallel_region` around the call.
-    """
-    if runs_serial():
-        twin = _serial_kernels.get(kernel)
-        if twin is None:
-            twin = _serial_kernels[kernel] = njit(kernel.py_func)
-        return twin(*args)
-    with parallel_region(), team(num_threads() if team_size is None else team_size):
-        return kernel(*args)
-
-
-@contextlib.contextmanager
-def _kernels(parallel: bool = True, lanes=None):
-    """The kernels to call now, with whatever the threading layer needs held around them.
-
-    ``parallel=False`` promises that only the serial runners (no ``prange``)
-    will be called: they start no parallel region, so no layer needs the lock
-    or a twin for them (and small rolls keep their low call overhead).
-    """
-    if runs_serial():
-        kernels = {name: _serial_twin(name) for name in _PARALLEL_KERNELS}
-        kernels.update((name, globals()[name]) for name in _SERIAL_KERNELS)
-        yield kernels
-        return
-    kernels = {name: globals()[name] for name in _PARALLEL_KERNELS + _SERIAL_KERNELS}
-    if not parallel:
-        yield kernels
-        return
-    with team(num_threads() if lanes is None else lanes):
-        layer = _launched_layer()
-        if layer in ("tbb", "omp"):  # thread-safe layers: concurrent calls are fine
-            yield kernels
-            return
-        # workqueue (or not launched yet, so possibly workqueue): one parallel call at a time.
-        with _lock:
-            yield kernels
+    _team.run(_roll_strided_words, d["lanes"], d["lanes"], flat, (address - low) // word, n_rows, s, d["k"],
+              n_cols, t, d["batch"], np.array(outer_shape, dtype=np.int64), np.array(outer_strides, dtype=np.int64),
+              d["mode"], scratch, d["lanes"], d["lane_scratch"])

@@ -226,6 +226,8 @@ def _cpu_fftshift(dtype: np.dtype) -> None:
     fftshift(np.zeros(n, dtype))
     for shape in ((6, 8), (4, 6, 5), (64, max(2, n // 64)), (max(2, n // 8), 8)):
         fftshift(np.zeros(shape, dtype))
+    # Rolls over several axes where fewer cycles than threads are walked: each cycle cut into pieces.
+    roll(np.zeros((max(2, n // 8), 8), dtype), (1, 3), axis=(0, 1))
 
 
 def _cpu_roll_rows(dtype: np.dtype) -> None:
