@@ -590,56 +590,70 @@ def _plan_rows(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=Non
             # threads, the chain 1.0x on one) take the chain too: its ring is placed.
             swaps = plan[0].startswith("block-swap")
             single_swap = swaps and len(plan[3][3]) == 1 and plan[3][3][0][0] == _SWAP
-            if (swaps and not single_swap
-                    and (plan[3][1] == 1 or (plan[3][0] == "segment" and itemsize < 8)
-                         or _ops_alias(plan[3][3], itemsize))):
-                chain = _plan_chain_serial(rows, seg * itemsize, k * itemsize, budget)
-                if chain is not None:
-                    scratch_bytes, moved_bytes, runner = chain
-                    return "chain-serial", -(-scratch_bytes // itemsize), moved_bytes // itemsize, runner
+            if swaps and not single_swap:
+                # Few long rows (the lanes share each row), one lane, or copies that alias: the chain, one
+                # pass on every lane (issue #36). Many rows spread over lanes keep their swaps, unless
+                # they alias (then one lane walks them in turn).
+                lanes = plan[3][1] if plan[3][0] == "segment" else 1
+                if lanes > 1 or plan[3][1] == 1 or _ops_alias(plan[3][3], itemsize):
+                    chain = _plan_chain(rows, seg * itemsize, k * itemsize, budget, lanes)
+                    if chain is not None:
+                        scratch_bytes, moved_bytes, runner = chain
+                        name = "chain-lanes" if runner[1] > 1 else "chain-serial"
+                        return name, -(-scratch_bytes // itemsize), moved_bytes // itemsize, runner
             return plan
     # Not even one lane's scratch fits: three reversals in place, no scratch.
     _, _, moved, _ = _plan_strided((rows, seg), (seg * itemsize, itemsize), itemsize, seg - k, 1, 0)
     return "reversal", 0, moved // itemsize, ("reversal",)
 
 
-def _plan_chain_serial(rows: int, n: int, k: int, budget: int):
-    """The chain schedule on one lane for rows of ``n`` bytes rotated left by ``k`` bytes, or None.
+def _plan_chain(rows: int, n: int, k: int, budget: int, lanes: int):
+    """The chain schedule for rows of ``n`` bytes rotated left by ``k`` bytes on ``lanes`` lanes, or None.
 
-    One lane a row (the whole row's chain positions in order), so the hooks
-    class each reader as earlier in the walk (``SELF``), at most
-    ``chain_ring - 1`` items later (``RING``: read ahead), or ``PRE``. Takes
-    the largest of ``chain_tile_bytes`` whose pre-reads and ring fit
-    ``budget``, with the chain step (``q`` or ``q + 1``) that pre-reads less.
-    Returns ``(scratch_bytes, bytes_moved, runner)``.
+    Each row's chain positions are cut into ``lanes`` runs that share nothing
+    (``rotate._schedule.layout_free_lanes``): the hooks class each reader as
+    earlier in its lane's walk (``SELF``), at most ``chain_ring - 1`` items
+    later in it (``RING``: read ahead), or ``PRE`` (another lane's, or further
+    back in this one). Tries every tile of ``chain_tile_bytes`` with the chain
+    steps ``q``, ``q + 1`` and ``chain_tries`` steps from short lattice
+    vectors (``lattice_chains``), and takes the one of least cost: three
+    times its pre-read bytes (read, written to scratch, read back) plus
+    ``chain_item_bytes`` an item (ties: the larger tile), whose pre-reads and
+    rings fit ``budget``. Returns ``(scratch_bytes, bytes_moved, runner)``.
     """
-    layout, kinds, _ = S.compiled_table_builders()
+    layout, pre_bytes, chains = S.compiled_free_builders()
+    tuning = _T()
+    ring = tuning.chain_ring
     best = None
-    # The largest tile whose pre-reads and ring fit: fewer, longer copies (16 KiB
-    # tiles ran n/3 about 20% slower than 64 KiB ones on one thread).
-    for tile_bytes in sorted((int(t) for t in _T().chain_tile_bytes), reverse=True):
+    for tile_bytes in sorted({int(t) for t in tuning.chain_tile_bytes}, reverse=True):
         if tile_bytes < 16 or tile_bytes % 16 or tile_bytes >= n:
             continue
-        q = k // tile_bytes
-        lane = S.tile_count(n, 0, tile_bytes)  # one lane a row: every position of its chain
-        pre, chain = min((kinds(n, k, 0, tile_bytes, c, lane, _T().chain_ring, 0)[3], c) for c in sorted({max(1, q), q + 1}))
-        if pre + 32 + _T().chain_ring * tile_bytes + _alias_slack(tile_bytes) <= budget:
-            best = (pre, tile_bytes, chain)
-            break
+        m = S.tile_count(n, 0, tile_bytes)
+        lane_steps = -(-m // max(1, min(lanes, m)))
+        used = S.free_lane_count(m, lane_steps)
+        rings = used * (ring * tile_bytes + _alias_slack(tile_bytes))
+        steps = np.zeros(2 + max(0, int(tuning.chain_tries)), np.int64)
+        for chain in steps[:chains(n, k, 0, tile_bytes, ring, steps)]:
+            pre = pre_bytes(n, k, 0, tile_bytes, int(chain), lane_steps, ring)
+            if pre + 32 + rings > budget:
+                continue
+            key = (3 * pre + m * tuning.chain_item_bytes, -tile_bytes)
+            if best is None or key < best[0]:
+                best = (key, tile_bytes, int(chain), lane_steps, used)
     if best is None:
         return None
-    _, tile_bytes, chain = best
+    _, tile_bytes, chain, lane_steps, used = best
     m_max = S.max_tiles(n, tile_bytes)
     table = np.zeros(S.table_stride(m_max), np.int64)
-    scratch_row = layout(n, k, 0, tile_bytes, chain, S.tile_count(n, 0, tile_bytes), _T().chain_ring, 0, table, 0)
+    scratch_row = layout(n, k, 0, tile_bytes, chain, lane_steps, ring, table, 0)
     if scratch_row < 0:
         return None
     scratch_row = S.align_up(scratch_row) + 16  # spans are over-copied to 16-byte multiples
-    scratch = scratch_row + _T().chain_ring * tile_bytes + _alias_slack(tile_bytes)
+    scratch = scratch_row + used * (ring * tile_bytes + _alias_slack(tile_bytes))
     if scratch > budget:
         return None
     moved = rows * (2 * n + 3 * (scratch_row - 16))  # each pre-read byte: read, written, read back
-    return scratch, moved, ("chain", 1, tile_bytes, chain, table, scratch_row)
+    return scratch, moved, ("chain", used, tile_bytes, chain, table, scratch_row, lane_steps)
 
 
 def _plan_rows_lanes(rows: int, seg: int, k: int, itemsize: int, budget: int, max_lanes):
@@ -926,54 +940,97 @@ def _ring_offset(row_address, ring_address, k):
 
 
 @njit(cache=True)
-def _chain_rows_serial(data, rows, n, k, tile_bytes, ring, table, scratch, scratch_row, slack):
-    """``chain-serial``: every row rotated left by ``k`` bytes in one pass, in chain order.
+def _chain_pre_part(data, base, n, table, m_max, scratch, total, lane, lanes):
+    """Lane ``lane`` of ``lanes``: copy the row's listed pre-read spans whose scratch offset falls in its
+    ``total / lanes`` bytes (the table lists them back to back: the offset is the bytes before)."""
+    listed = S.pre_list(m_max)
+    lo = total * lane // lanes
+    hi = total * (lane + 1) // lanes
+    for i in range(table[listed]):
+        entry = S.TILE_FIELDS * table[listed + 1 + i]
+        offset = table[entry + S.T_OFFSET]
+        if offset < lo or offset >= hi:
+            continue
+        start = table[entry + S.T_LO]
+        stop = min(n, start + 16 * table[entry + S.T_VECS])
+        _move(scratch, offset, data, base + start, stop - start)
 
-    ``table`` is the row's plan table (``rotate._schedule.layout_pre_reads``
-    with one lane, head 0), read with the GPU kernel's hooks. Per row: copy
-    the listed pre-read spans into scratch, then walk the chain positions,
-    reading each item's source runs (the array, or scratch for ``PRE``
-    pieces) into a ring of ``ring`` tile buffers and writing the item
-    ``ring - 1`` positions back. ``slack``: the spare scratch bytes the
-    plan left after the ring; with a page of them (4096) the ring moves to
-    ``_ring_offset``'s place, else it stays at ``scratch[scratch_row:]``.
+
+@njit(cache=True)
+def _chain_walk(data, base, n, k, tile_bytes, ring, table, m_max, scratch, ring_at, first, end):
+    """Walk chain positions ``[first, end)`` of the row at ``base``: read each item's source runs (the row,
+    or scratch for ``PRE`` pieces) into a ring of ``ring`` tiles at ``scratch[ring_at:]`` and write the item
+    ``ring - 1`` positions back. Reads only the lane's own tiles and scratch, writes only its own tiles."""
+    items = S.TILE_FIELDS * m_max
+    bufs = scratch[ring_at:ring_at + ring * tile_bytes]
+    for position in range(first, end + ring - 1):
+        if position < end:
+            packed = table[items + position]
+            x0, x1 = S.tile_dest(n, 0, tile_bytes, S.item_tile(packed))
+            slot = ((position - first) % ring) * tile_bytes - x0
+            x = x0
+            run = 0
+            while x < x1:
+                w, z, stop = S.source_run(n, k, 0, tile_bytes, x, x1)
+                if S.kind_at(S.item_piece_kinds(packed), run) == S.PRE:  # the bytes wait in scratch
+                    entry = S.TILE_FIELDS * w
+                    _move(bufs, slot + x, scratch, table[entry + S.T_OFFSET] + z - table[entry + S.T_LO], stop - x)
+                else:
+                    _move(bufs, slot + x, data, base + z, stop - x)
+                run += 1
+                x = stop
+        oldest = position - (ring - 1)
+        if oldest >= first:
+            x0, x1 = S.tile_dest(n, 0, tile_bytes, S.item_tile(table[items + oldest]))
+            _move(data, base + x0, bufs, ((oldest - first) % ring) * tile_bytes, x1 - x0)
+
+
+@njit(cache=True)
+def _chain_ring_at(data, base, scratch, ring_at, k, slack):
+    """Where a lane's ring starts: ``ring_at``, moved by ``_ring_offset`` when the plan left a page of slack."""
+    if slack >= 4096:  # the plan left a page to place the ring in (_ring_offset < 4096)
+        return ring_at + _ring_offset(data.ctypes.data + base, scratch.ctypes.data + ring_at, k)
+    return ring_at
+
+
+@njit(cache=True)
+def _chain_rows_serial(data, rows, n, k, tile_bytes, ring, table, scratch, scratch_row, slack):
+    """``chain-serial``: every row rotated left by ``k`` bytes in one pass, in chain order, by one thread.
+
+    ``table`` is the row's plan table (``rotate._schedule.layout_free_lanes``, one lane, head 0). Per row:
+    copy the listed pre-read spans into scratch, then walk every chain position (``_chain_walk``).
+    ``slack``: the spare scratch bytes the plan left after the ring; with a page of them (4096) the ring
+    moves to ``_ring_offset``'s place, else it stays at ``scratch[scratch_row:]``.
     """
     m = S.tile_count(n, 0, tile_bytes)
     m_max = S.max_tiles(n, tile_bytes)
-    items = S.TILE_FIELDS * m_max
-    listed = S.pre_list(m_max)
+    total = scratch_row - 16
     for row in range(rows):
         base = row * n
-        ring_at = scratch_row
-        if slack >= 4096:  # the plan left a page to place the ring in (_ring_offset < 4096)
-            ring_at += _ring_offset(data.ctypes.data + base, scratch.ctypes.data + scratch_row, k)
-        bufs = scratch[ring_at:ring_at + ring * tile_bytes]
-        for i in range(table[listed]):
-            entry = S.TILE_FIELDS * table[listed + 1 + i]
-            offset = table[entry + S.T_OFFSET]
-            lo = table[entry + S.T_LO]
-            hi = min(n, lo + 16 * table[entry + S.T_VECS])
-            _move(scratch, offset, data, base + lo, hi - lo)
-        for position in range(m + ring - 1):
-            if position < m:
-                packed = table[items + position]
-                x0, x1 = S.tile_dest(n, 0, tile_bytes, S.item_tile(packed))
-                slot = (position % ring) * tile_bytes - x0
-                x = x0
-                run = 0
-                while x < x1:
-                    w, z, end = S.source_run(n, k, 0, tile_bytes, x, x1)
-                    if S.kind_at(S.item_piece_kinds(packed), run) == S.PRE:  # the bytes wait in scratch
-                        entry = S.TILE_FIELDS * w
-                        _move(bufs, slot + x, scratch, table[entry + S.T_OFFSET] + z - table[entry + S.T_LO], end - x)
-                    else:
-                        _move(bufs, slot + x, data, base + z, end - x)
-                    run += 1
-                    x = end
-            oldest = position - (ring - 1)
-            if oldest >= 0:
-                x0, x1 = S.tile_dest(n, 0, tile_bytes, S.item_tile(table[items + oldest]))
-                _move(data, base + x0, bufs, (oldest % ring) * tile_bytes, x1 - x0)
+        _chain_pre_part(data, base, n, table, m_max, scratch, total, 0, 1)
+        ring_at = _chain_ring_at(data, base, scratch, scratch_row, k, slack)
+        _chain_walk(data, base, n, k, tile_bytes, ring, table, m_max, scratch, ring_at, 0, m)
+
+
+@njit(parallel=True, cache=True)
+def _chain_rows_lanes(data, rows, n, k, tile_bytes, ring, table, scratch, scratch_row, slack, lane_steps, lanes):
+    """``chain-lanes``: ``chain-serial`` with each row's chain positions cut into ``lanes`` lanes of
+    ``lane_steps`` that share nothing (``rotate._schedule.layout_free_lanes``): every byte a lane reads that
+    another lane writes is pre-read, by all lanes, before any lane writes (the end of the first parallel
+    region); then the lanes walk with no waits, in whatever order the threads run. Lane ``i``'s ring:
+    ``scratch[scratch_row + i * (ring * tile_bytes + slack):]``, placed as ``chain-serial``'s is."""
+    m = S.tile_count(n, 0, tile_bytes)
+    m_max = S.max_tiles(n, tile_bytes)
+    total = scratch_row - 16
+    lane_bytes = ring * tile_bytes + slack
+    for row in range(rows):
+        base = row * n
+        for lane in prange(lanes):
+            _chain_pre_part(data, base, n, table, m_max, scratch, total, lane, lanes)
+        for lane in prange(lanes):
+            ring_at = _chain_ring_at(data, base, scratch, scratch_row + lane * lane_bytes, k, slack)
+            _chain_walk(data, base, n, k, tile_bytes, ring, table, m_max, scratch, ring_at,
+                        lane * lane_steps, min(m, (lane + 1) * lane_steps))
 
 
 def _get_num_threads_fast():
@@ -1093,10 +1150,11 @@ def plan_rows_details(rows: int, seg: int, k: int, itemsize: int, max_scratch_by
     details = {"lanes": lanes, "scratch_words": scratch, "tile": max(1, _T().tile_bytes // itemsize),
                "threads": usable_threads(), "max_scratch_bytes": bound}
     if runner[0] == "chain":
-        _, _, tile_bytes, chain, table, scratch_row = runner
-        details.update(runner="chain-serial", lane_scratch=scratch, ops=(), tile_bytes=tile_bytes,
-                       chain_step=chain, ring=_T().chain_ring, pre_read_bytes=scratch_row - 16,
-                       alias_slack=_alias_slack(tile_bytes), _table=table, _scratch_row=scratch_row)
+        _, _, tile_bytes, chain, table, scratch_row, lane_steps = runner
+        details.update(runner="chain-lanes" if lanes > 1 else "chain-serial", lane_scratch=scratch, ops=(),
+                       tile_bytes=tile_bytes, chain_step=chain, lane_steps=lane_steps, ring=_T().chain_ring,
+                       pre_read_bytes=scratch_row - 16, alias_slack=_alias_slack(tile_bytes), _table=table,
+                       _scratch_row=scratch_row)
     elif runner[0] == "small":
         details.update(runner="small-rows" if lanes > 1 else "small-rows-serial", lane_scratch=runner[2], ops=())
     elif runner[0] == "word":  # the buffer is re-viewed as one word of row_word bytes a row
@@ -1170,6 +1228,12 @@ def run_rows(buf: np.ndarray, step) -> None:
         _chain_rows_serial(buf[:rows * seg].view(np.uint8), rows, seg * word, k * word, d["tile_bytes"],
                            d["ring"], d["_table"], scratch.view(np.uint8), d["_scratch_row"], d["alias_slack"])
         return
+    if runner == "chain-lanes":  # lanes that share nothing: no waits, safe under every threading layer
+        with _kernels(parallel=True, lanes=d["lanes"]) as kernels:
+            kernels["_chain_rows_lanes"](buf[:rows * seg].view(np.uint8), rows, seg * word, k * word,
+                                         d["tile_bytes"], d["ring"], d["_table"], scratch.view(np.uint8),
+                                         d["_scratch_row"], d["alias_slack"], d["lane_steps"], d["lanes"])
+        return
     with _kernels(parallel=runner not in _SERIAL_RUNNERS, lanes=d["lanes"]) as kernels:
         if runner == "small-rows-serial":
             kernels["_rotate_small_rows_serial"](buf, rows, seg, k, scratch)
@@ -1234,7 +1298,7 @@ def _run_strided_details(a: np.ndarray, d: dict) -> None:
 # ---------------------------------------------------------------------------
 
 _PARALLEL_KERNELS = ("_swap_shift_lanes", "_rotate_segment_lanes", "_rotate_rows_lanes",
-                     "_rotate_small_rows", "_rotate_word_rows", "_roll_strided_words")
+                     "_rotate_small_rows", "_rotate_word_rows", "_roll_strided_words", "_chain_rows_lanes")
 _serial_kernels: dict = {}
 _lock = threading.Lock()
 # Set in a forked child whose parent had started GNU OpenMP's threads.

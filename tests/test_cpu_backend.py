@@ -141,15 +141,19 @@ def test_chain_serial_ring_is_placed_away_from_4k_aliasing(row, ring, k):
 
 def test_block_swaps_whose_copies_alias_take_the_chain():
     """float64 rolled by n/2 + 1 swaps halves 8 bytes apart modulo 4096 (1.6-2.0x copyto on two threads,
-    measured): the planner takes chain-serial there, and keeps the swaps at n/2 + 3 (24 bytes apart)."""
+    measured): where rows spread over lanes keep their swaps (many rows), the planner takes chain-serial
+    for such rows, and keeps the swaps at n/2 + 3 (24 bytes apart). One long row takes the chain on every
+    lane either way."""
     assert [_cpu._aliasing(d) for d in (0, 1, 15, 16, 4096, 4097, 4111, 4112, -4081, -8)] == \
         [False, True, True, False, False, True, True, False, True, False]
-    seg = 1 << 22  # 32 MiB of float64: half a row is over the scratch bound, so block swaps are planned
+    seg = 1 << 16  # 16 rows of 512 KiB float64, a 256 KiB bound: block swaps, the rows spread over two lanes
     with cpu_tuning.override(lanes=2):
-        aliasing = _cpu.plan_rows(1, seg, seg // 2 - 1, 8)[0]
-        apart = _cpu.plan_rows(1, seg, seg // 2 - 3, 8)[0]
+        aliasing = _cpu.plan_rows(16, seg, seg // 2 - 1, 8, 256 << 10)[0]
+        apart = _cpu.plan_rows(16, seg, seg // 2 - 3, 8, 256 << 10)
+        one_row = _cpu.plan_rows(1, 1 << 22, (1 << 21) - 3, 8)[0]
     assert aliasing == "chain-serial"
-    assert apart.startswith("block-swap"), apart
+    assert apart[0].startswith("block-swap"), apart
+    assert one_row == "chain-lanes", one_row
 
 
 @pytest.mark.parametrize("rows,seg", [(1, 3 * (1 << 20) + 11), (2, 3 * (1 << 20) + 11)])
