@@ -982,3 +982,102 @@ def emulate_row_cycles_chunked(data: np.ndarray, lead: tuple, lead_shifts: tuple
     _drive_blocks(live, pending, land, policy, rng, counter, blocks,
                   lambda: f"chunked row-cycles: blocks {sorted(live)} all wait; flags {sorted(flags)} of {nseg}")
     return mem.reshape(rows, seg)
+
+
+# --- the CPU's chain-lanes: lanes that share nothing, under any interleaving -------------------------
+
+#: Orders ``emulate_free_lanes`` runs the lanes in: one after another, the last first, item by item in a
+#: random interleaving, and round robin.
+FREE_POLICIES = ("in-order", "reverse", "random", "round-robin")
+
+
+class RaceError(AssertionError):
+    """A lane read row bytes that a lane had already overwritten."""
+
+
+def _free_lane_actions(row, scratch, written, n, k, tile_bytes, ring, table, m_max, ring_at, first, end):
+    """Lane ``[first, end)`` of ``rotate._cpu._chain_walk``, an action at a time (a generator): each item's
+    read into the ring, each write back, exactly as the runner orders them, byte by byte."""
+    items = S.TILE_FIELDS * m_max
+    for position in range(first, end + ring - 1):
+        if position < end:
+            packed = int(table[items + position])
+            x0, x1 = S.tile_dest(n, 0, tile_bytes, S.item_tile(packed))
+            slot = ring_at + ((position - first) % ring) * tile_bytes - x0
+            x = x0
+            run = 0
+            while x < x1:
+                w, z, stop = S.source_run(n, k, 0, tile_bytes, x, x1)
+                count = stop - x
+                if S.kind_at(S.item_piece_kinds(packed), run) == S.PRE:
+                    entry = S.TILE_FIELDS * w
+                    src = int(table[entry + S.T_OFFSET]) + z - int(table[entry + S.T_LO])
+                    scratch[slot + x:slot + x + count] = scratch[src:src + count]
+                else:
+                    if written[z:z + count].any():
+                        raise RaceError(f"tile {S.item_tile(packed)} read row bytes {z}..{z + count} after a write")
+                    scratch[slot + x:slot + x + count] = row[z:z + count]
+                run += 1
+                x = stop
+            yield
+        oldest = position - (ring - 1)
+        if oldest >= first:
+            x0, x1 = S.tile_dest(n, 0, tile_bytes, S.item_tile(int(table[items + oldest])))
+            slot = ring_at + ((oldest - first) % ring) * tile_bytes
+            row[x0:x1] = scratch[slot:slot + x1 - x0]
+            written[x0:x1] = True
+            yield
+
+
+def emulate_free_lanes(row, k, tile_bytes, ring, table, scratch_row, lane_steps, lanes, policy="random",
+                       seed=0):
+    """Run ``chain-lanes`` (or ``chain-serial``: one lane) on the bytes ``row`` (rotated left by ``k``, in
+    place) from its plan table, the lanes interleaved as ``policy`` says (``FREE_POLICIES``).
+
+    The pre-read phase copies each lane's share of the listed spans (``_chain_pre_part``'s split, the lanes
+    in a random order), then the lanes' walks run with no waits, an action at a time in the policy's order:
+    whatever order threads run them in must give ``numpy.roll``'s bytes. Scratch starts poisoned (0xA5);
+    a read of row bytes after any lane wrote them raises ``RaceError``. Returns the scratch.
+    """
+    n = len(row)
+    m_max = S.max_tiles(n, tile_bytes)
+    m = S.tile_count(n, 0, tile_bytes)
+    rng = random.Random(seed)
+    total = scratch_row - 16
+    lane_bytes = ring * tile_bytes
+    scratch = np.full(scratch_row + lanes * lane_bytes, 0xA5, np.uint8)
+    listed = S.pre_list(m_max)
+    shares = list(range(lanes))
+    rng.shuffle(shares)
+    for lane in shares:
+        lo, hi = total * lane // lanes, total * (lane + 1) // lanes
+        for i in range(int(table[listed])):
+            entry = S.TILE_FIELDS * int(table[listed + 1 + i])
+            offset = int(table[entry + S.T_OFFSET])
+            if lo <= offset < hi:
+                start = int(table[entry + S.T_LO])
+                stop = min(n, start + 16 * int(table[entry + S.T_VECS]))
+                scratch[offset:offset + stop - start] = row[start:stop]
+    written = np.zeros(n, bool)
+    walks = [_free_lane_actions(row, scratch, written, n, k, tile_bytes, ring, table, m_max,
+                                scratch_row + lane * lane_bytes, lane * lane_steps, min(m, (lane + 1) * lane_steps))
+             for lane in range(lanes)]
+    live = list(range(lanes))
+    if policy == "reverse":
+        live.reverse()
+    turn = 0
+    while live:
+        if policy == "random":
+            pick = rng.randrange(len(live))
+        elif policy == "round-robin":
+            pick = turn % len(live)
+            turn += 1
+        elif policy in ("in-order", "reverse"):
+            pick = 0
+        else:
+            raise ValueError(f"unknown policy {policy!r}")
+        try:
+            next(walks[live[pick]])
+        except StopIteration:
+            live.pop(pick)
+    return scratch
