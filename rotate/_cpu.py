@@ -34,17 +34,22 @@ Algorithms (``d = min(k, seg - k)``)
     once; seams between lanes and the ``e`` unpaired words saved first).
     Near ``seg/2`` this is ~1x memcpy instead of ~1.5x.  Scratch
     ``lanes * (e + tile)`` words, within the same budget.
-``chain-serial``
-    ``d`` too large to buffer, on one lane, or for few long rows of words
-    narrower than 8 bytes: the GPU's chain schedule
-    (``rotate._schedule``: the same plan table, tiles walked in chain order
-    ``j, j + p, j + 2p, ...``), run by one thread. Every tile is read into a
-    ring of ``chain_ring`` tile buffers before the tile ``chain_ring - 1``
-    items back is written, so every reader the hooks class ``SELF``,
-    ``WAIT`` or ``RING`` has its bytes before they are overwritten, and the
-    ``PRE`` bytes (a few KiB to ~1 MiB: the planner picks the tile and chain
-    step that pre-read least) come from scratch. One pass: every byte read
-    and written once, against 1.33-1.5x for block swaps and a shift.
+``chain-serial`` / ``chain-lanes``
+    ``d`` too large to buffer (block swaps planned, but a single half swap):
+    the GPU's chain schedule (``rotate._schedule``: the same plan table
+    format, tiles walked in chain order ``j, j + p, j + 2p, ...``), on one
+    lane, or with each row's chain positions cut into one run a lane. Lanes
+    share nothing: every byte a lane reads that another lane writes is
+    pre-read into scratch (all lanes, one ``prange``) before any lane writes
+    (the next ``prange``), so lanes never wait. Within a lane every tile is
+    read into a ring of ``chain_ring`` tile buffers before the tile
+    ``chain_ring - 1`` items back is written, so every reader classed
+    ``SELF`` or ``RING`` has its bytes before they are overwritten, and the
+    ``PRE`` bytes come from scratch. The planner picks the tile and chain
+    step (``q``, ``q + 1`` or a short lattice vector's) that cost least:
+    structured shifts pre-read a few KiB, random ones about ``sqrt(n T)``
+    bytes a lane. One pass: every byte read and written once, against
+    1.33-1.5x for block swaps and a shift.
 ``small-rows-copy``
     Rows of at most ``small_row_bytes``: copy the row twice into a per-lane
     scratch row and write the window at ``k`` back, one loop each (unsigned
@@ -578,13 +583,9 @@ def _plan_rows(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=Non
     for max_lanes in (None, 1):  # fewer lanes need less scratch
         plan = _plan_rows_lanes(rows, seg, k, itemsize, budget, max_lanes)
         if plan[1] * itemsize <= budget:
-            # Block swaps on one lane, or of few long rows of words narrower than
-            # 8 bytes: the one-pass chain schedule on one thread instead. Measured on
-            # this 2-core host, 256 MiB (docs/tuning.md, "CPU: chain-serial"): one thread, swaps
-            # 1.0-4.8x np.copyto, the chain 0.9-1.1x; two threads, uint8 swaps
-            # 0.8-2.9x (the fused pass moves word by word), the chain 0.95-1.1x;
-            # float64 swaps 0.86-1.09x, the chain 0.98-1.04x (kept: even).
-            # Rows spread over lanes keep their swaps: the lanes run in parallel.
+            # Block swaps: the one-pass chain schedule instead. Measured on this 2-core host,
+            # 256 MiB (docs/tuning.md, "CPU: the chain"): one thread, swaps 1.0-4.8x np.copyto,
+            # the chain 0.9-1.1x; two threads, swaps 0.8-2.9x (the fused pass moves word by word).
             # A rotation by exactly half stays one swap (every byte read and written once already).
             # Swaps whose copies alias at 4 KiB (float64 n/2 + 1: 1.6-2.0x copyto on two
             # threads, the chain 1.0x on one) take the chain too: its ring is placed.
@@ -721,8 +722,9 @@ def plan_rows(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=None
     -------
     algorithm : str
         ``"small-rows-copy"``, ``"buffered-shift"``, ``"block-swap"``,
-        ``"block-swap+buffered-shift"``, ``"block-swap+fused-shift"`` or
-        ``"reversal"`` (no scratch; only when the bound allows nothing else).
+        ``"block-swap+buffered-shift"``, ``"block-swap+fused-shift"``,
+        ``"chain-serial"``, ``"chain-lanes"`` or ``"reversal"`` (no scratch;
+        only when the bound allows nothing else).
     scratch_bytes : int
         Scratch the call allocates (at most ``min(scratch_bytes, max_scratch_bytes)``).
     bytes_moved : int

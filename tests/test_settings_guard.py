@@ -31,6 +31,8 @@ SETTINGS = [
     ("alias_slack", [0, 64, 4095, 4096, 8192]),
     ("chain_ring", [2, 3, 6]),
     ("chain_tile_bytes", [(16 << 10,), (4096,), (128 << 10, 32 << 10)]),
+    ("chain_tries", [0, 1, 24]),
+    ("chain_item_bytes", [0, 1 << 20]),
     ("tile_bytes", [64, 4096, 1 << 20]),
     ("small_row_bytes", [0, 16, 4096]),
     ("min_lane_bytes", [1, 1 << 30]),

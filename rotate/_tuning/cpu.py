@@ -29,8 +29,9 @@ class CpuTuning(Policy):
     #: Plans use no more threads than other processes leave free (/proc/loadavg); the test suite turns it
     #: off so its plans do not depend on what else runs.
     adapt_to_load: bool = True
-    #: chain-serial (the chain schedule on one lane): tile sizes tried, largest first (16 KiB tiles ran
-    #: n/3 about 20% slower than 64 KiB ones on one thread), and the ring of tiles read ahead of the write.
+    #: The chain (chain-serial on one lane, chain-lanes on several): tile sizes tried (16 KiB tiles ran
+    #: n/3 about 20% slower than 64 KiB ones on one thread; smaller ones pre-read less on random shifts),
+    #: and the ring of tiles read ahead of the write.
     chain_tile_bytes: Tuple[int, ...] = (64 << 10, 32 << 10, 16 << 10)
     chain_ring: int = 4
     #: Chain steps tried a tile size beyond ``q`` and ``q + 1``: those of the shortest lattice vectors
