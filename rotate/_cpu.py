@@ -654,7 +654,10 @@ def _plan_chain(rows: int, n: int, k: int, budget: int, lanes: int):
     if scratch > budget:
         return None
     moved = rows * (2 * n + 3 * (scratch_row - 16))  # each pre-read byte: read, written, read back
-    return scratch, moved, ("chain", used, tile_bytes, chain, table, scratch_row, lane_steps)
+    # Straight copies row to row unless they would alias at 4 KiB (destination - source is -k, or n - k
+    # where the source wraps): the ring, placed by _ring_offset, then keeps both streams apart.
+    direct = bool(tuning.chain_direct) and not (_aliasing(-k) or _aliasing(n - k))
+    return scratch, moved, ("chain", used, tile_bytes, chain, table, scratch_row, lane_steps, direct)
 
 
 def _plan_rows_lanes(rows: int, seg: int, k: int, itemsize: int, budget: int, max_lanes):
@@ -959,32 +962,54 @@ def _chain_pre_part(data, base, n, table, m_max, scratch, total, lane, lanes):
 
 
 @njit(cache=True)
-def _chain_walk(data, base, n, k, tile_bytes, ring, table, m_max, scratch, ring_at, first, end):
+def _chain_walk(data, base, n, k, tile_bytes, ring, table, m_max, scratch, ring_at, first, end, direct):
     """Walk chain positions ``[first, end)`` of the row at ``base``: read each item's source runs (the row,
     or scratch for ``PRE`` pieces) into a ring of ``ring`` tiles at ``scratch[ring_at:]`` and write the item
-    ``ring - 1`` positions back. Reads only the lane's own tiles and scratch, writes only its own tiles."""
+    ``ring - 1`` positions back. Reads only the lane's own tiles and scratch, writes only its own tiles.
+
+    ``direct``: a ``SELF`` piece from another tile (its writer comes later in this lane, so its bytes are
+    still in place when the item is written) is copied straight from the row when the item is written,
+    not through the ring; only ``RING``, ``PRE`` and the item's own tile's pieces go through it.
+    """
     items = S.TILE_FIELDS * m_max
     bufs = scratch[ring_at:ring_at + ring * tile_bytes]
     for position in range(first, end + ring - 1):
         if position < end:
             packed = table[items + position]
-            x0, x1 = S.tile_dest(n, 0, tile_bytes, S.item_tile(packed))
+            tile = S.item_tile(packed)
+            x0, x1 = S.tile_dest(n, 0, tile_bytes, tile)
             slot = ((position - first) % ring) * tile_bytes - x0
             x = x0
             run = 0
             while x < x1:
                 w, z, stop = S.source_run(n, k, 0, tile_bytes, x, x1)
-                if S.kind_at(S.item_piece_kinds(packed), run) == S.PRE:  # the bytes wait in scratch
+                kind = S.kind_at(S.item_piece_kinds(packed), run)
+                if kind == S.PRE:  # the bytes wait in scratch
                     entry = S.TILE_FIELDS * w
                     _move(bufs, slot + x, scratch, table[entry + S.T_OFFSET] + z - table[entry + S.T_LO], stop - x)
-                else:
+                elif not direct or kind != S.SELF or w == tile:
                     _move(bufs, slot + x, data, base + z, stop - x)
                 run += 1
                 x = stop
         oldest = position - (ring - 1)
         if oldest >= first:
-            x0, x1 = S.tile_dest(n, 0, tile_bytes, S.item_tile(table[items + oldest]))
-            _move(data, base + x0, bufs, ((oldest - first) % ring) * tile_bytes, x1 - x0)
+            packed = table[items + oldest]
+            tile = S.item_tile(packed)
+            x0, x1 = S.tile_dest(n, 0, tile_bytes, tile)
+            slot = ((oldest - first) % ring) * tile_bytes - x0
+            if not direct:
+                _move(data, base + x0, bufs, slot + x0, x1 - x0)
+                continue
+            x = x0
+            run = 0
+            while x < x1:
+                w, z, stop = S.source_run(n, k, 0, tile_bytes, x, x1)
+                if S.kind_at(S.item_piece_kinds(packed), run) == S.SELF and w != tile:
+                    _move(data, base + x, data, base + z, stop - x)  # its writer comes later: still in place
+                else:
+                    _move(data, base + x, bufs, slot + x, stop - x)
+                run += 1
+                x = stop
 
 
 @njit(cache=True)
@@ -996,7 +1021,7 @@ def _chain_ring_at(data, base, scratch, ring_at, k, slack):
 
 
 @njit(cache=True)
-def _chain_rows_serial(data, rows, n, k, tile_bytes, ring, table, scratch, scratch_row, slack):
+def _chain_rows_serial(data, rows, n, k, tile_bytes, ring, table, scratch, scratch_row, slack, direct=False):
     """``chain-serial``: every row rotated left by ``k`` bytes in one pass, in chain order, by one thread.
 
     ``table`` is the row's plan table (``rotate._schedule.layout_free_lanes``, one lane, head 0). Per row:
@@ -1011,11 +1036,12 @@ def _chain_rows_serial(data, rows, n, k, tile_bytes, ring, table, scratch, scrat
         base = row * n
         _chain_pre_part(data, base, n, table, m_max, scratch, total, 0, 1)
         ring_at = _chain_ring_at(data, base, scratch, scratch_row, k, slack)
-        _chain_walk(data, base, n, k, tile_bytes, ring, table, m_max, scratch, ring_at, 0, m)
+        _chain_walk(data, base, n, k, tile_bytes, ring, table, m_max, scratch, ring_at, 0, m, direct)
 
 
 @njit(parallel=True, cache=True)
-def _chain_rows_lanes(data, rows, n, k, tile_bytes, ring, table, scratch, scratch_row, slack, lane_steps, lanes):
+def _chain_rows_lanes(data, rows, n, k, tile_bytes, ring, table, scratch, scratch_row, slack, lane_steps, lanes,
+                      direct):
     """``chain-lanes``: ``chain-serial`` with each row's chain positions cut into ``lanes`` lanes of
     ``lane_steps`` that share nothing (``rotate._schedule.layout_free_lanes``): every byte a lane reads that
     another lane writes is pre-read, by all lanes, before any lane writes (the end of the first parallel
@@ -1032,7 +1058,7 @@ def _chain_rows_lanes(data, rows, n, k, tile_bytes, ring, table, scratch, scratc
         for lane in prange(lanes):
             ring_at = _chain_ring_at(data, base, scratch, scratch_row + lane * lane_bytes, k, slack)
             _chain_walk(data, base, n, k, tile_bytes, ring, table, m_max, scratch, ring_at,
-                        lane * lane_steps, min(m, (lane + 1) * lane_steps))
+                        lane * lane_steps, min(m, (lane + 1) * lane_steps), direct)
 
 
 def _get_num_threads_fast():
@@ -1152,9 +1178,10 @@ def plan_rows_details(rows: int, seg: int, k: int, itemsize: int, max_scratch_by
     details = {"lanes": lanes, "scratch_words": scratch, "tile": max(1, _T().tile_bytes // itemsize),
                "threads": usable_threads(), "max_scratch_bytes": bound}
     if runner[0] == "chain":
-        _, _, tile_bytes, chain, table, scratch_row, lane_steps = runner
+        _, _, tile_bytes, chain, table, scratch_row, lane_steps, direct = runner
         details.update(runner="chain-lanes" if lanes > 1 else "chain-serial", lane_scratch=scratch, ops=(),
-                       tile_bytes=tile_bytes, chain_step=chain, lane_steps=lane_steps, ring=_T().chain_ring,
+                       tile_bytes=tile_bytes, chain_step=chain, lane_steps=lane_steps, direct=direct,
+                       ring=_T().chain_ring,
                        pre_read_bytes=scratch_row - 16, alias_slack=_alias_slack(tile_bytes), _table=table,
                        _scratch_row=scratch_row)
     elif runner[0] == "small":
@@ -1228,13 +1255,15 @@ def run_rows(buf: np.ndarray, step) -> None:
         return
     if runner == "chain-serial":  # byte positions: the GPU schedule's hooks
         _chain_rows_serial(buf[:rows * seg].view(np.uint8), rows, seg * word, k * word, d["tile_bytes"],
-                           d["ring"], d["_table"], scratch.view(np.uint8), d["_scratch_row"], d["alias_slack"])
+                           d["ring"], d["_table"], scratch.view(np.uint8), d["_scratch_row"], d["alias_slack"],
+                           d["direct"])
         return
     if runner == "chain-lanes":  # lanes that share nothing: no waits, safe under every threading layer
         with _kernels(parallel=True, lanes=d["lanes"]) as kernels:
             kernels["_chain_rows_lanes"](buf[:rows * seg].view(np.uint8), rows, seg * word, k * word,
                                          d["tile_bytes"], d["ring"], d["_table"], scratch.view(np.uint8),
-                                         d["_scratch_row"], d["alias_slack"], d["lane_steps"], d["lanes"])
+                                         d["_scratch_row"], d["alias_slack"], d["lane_steps"], d["lanes"],
+                                         d["direct"])
         return
     with _kernels(parallel=runner not in _SERIAL_RUNNERS, lanes=d["lanes"]) as kernels:
         if runner == "small-rows-serial":

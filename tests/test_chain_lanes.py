@@ -35,16 +35,16 @@ def _chain_details(n, k, lanes, tiles, ring=4):
     if plan is None:
         return None
     _, _, runner = plan
-    _, used, tile_bytes, chain, table, scratch_row, lane_steps = runner
+    _, used, tile_bytes, chain, table, scratch_row, lane_steps, direct = runner
     return {"lanes": used, "tile_bytes": tile_bytes, "ring": ring, "_table": table, "_scratch_row": scratch_row,
-            "lane_steps": lane_steps, "chain_step": chain}
+            "lane_steps": lane_steps, "chain_step": chain, "direct": direct}
 
 
-def _emulate(n, k, d, policy, seed):
+def _emulate(n, k, d, policy, seed, direct=None):
     row = np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8)
     want = np.roll(row, -k)
     E.emulate_free_lanes(row, k, d["tile_bytes"], d["ring"], d["_table"], d["_scratch_row"], d["lane_steps"],
-                         d["lanes"], policy, seed)
+                         d["lanes"], policy, seed, d["direct"] if direct is None else direct)
     return row, want
 
 
@@ -52,11 +52,13 @@ SHIFT_FAMILIES = [lambda n: n // 3, lambda n: n // 2 + 3, lambda n: n // 4 + 3, 
                   lambda n: n - n // 3, lambda n: 1237, lambda n: n - 1237, lambda n: n // 2 - 1]
 
 
+@pytest.mark.parametrize("direct", [False, True])
 @pytest.mark.parametrize("policy", E.FREE_POLICIES)
 @pytest.mark.parametrize("lanes", [1, 2, 3, 5])
 @pytest.mark.parametrize("n", [3001, 4096, 4099, 6007])
-def test_emulated_lanes_match_numpy(policy, lanes, n):
-    """Every gate shift family under each interleaving: numpy.roll's bytes, no read after a write."""
+def test_emulated_lanes_match_numpy(direct, policy, lanes, n):
+    """Every gate shift family under each interleaving, with and without straight copies: numpy.roll's
+    bytes, no read after a write."""
     taken = 0
     for i, family in enumerate(SHIFT_FAMILIES):
         k = family(n)
@@ -66,21 +68,22 @@ def test_emulated_lanes_match_numpy(policy, lanes, n):
                 continue
             taken += 1
             assert d["lanes"] == min(lanes, -(-S.tile_count(n, 0, d["tile_bytes"]) // d["lane_steps"]))
-            row, want = _emulate(n, k, d, policy, seed=n + 31 * i + lanes)
+            row, want = _emulate(n, k, d, policy, seed=n + 31 * i + lanes, direct=direct)
             assert row.tobytes() == want.tobytes(), (n, k, lanes, tiles, policy)
     assert taken >= len(SHIFT_FAMILIES), taken  # not vacuous: the chain takes (nearly) every shift
 
 
 @settings(deadline=None, max_examples=120)
 @given(n=st.integers(200, 5000), data=st.data(), lanes=st.integers(1, 6), tiles=st.sampled_from(TILES),
-       ring=st.integers(2, 5), policy=st.sampled_from(E.FREE_POLICIES), seed=st.integers(0, 2**31))
-def test_emulated_lanes_random(n, data, lanes, tiles, ring, policy, seed):
+       ring=st.integers(2, 5), policy=st.sampled_from(E.FREE_POLICIES), seed=st.integers(0, 2**31),
+       direct=st.booleans())
+def test_emulated_lanes_random(n, data, lanes, tiles, ring, policy, seed, direct):
     """Any row, shift, lane count, tile and ring depth: the planned table run in any interleaving."""
     k = data.draw(st.integers(1, n - 1))
     d = _chain_details(n, k, lanes, tiles, ring)
     if d is None:
         return
-    row, want = _emulate(n, k, d, policy, seed)
+    row, want = _emulate(n, k, d, policy, seed, direct)
     assert row.tobytes() == want.tobytes()
 
 
@@ -171,6 +174,16 @@ def _shifts(n, itemsize, tile_bytes):
                    edge - 1, edge, edge + 1, n - edge, n - edge - 1, 3 * edge + 1, n - 1, -(n // 3)})
 
 
+def test_straight_copies_stay_off_where_they_alias():
+    """A straight row-to-row copy 1-15 bytes ahead modulo 4096 would alias: such shifts copy through the
+    placed ring."""
+    n = 1 << 24
+    for k, direct in ((n // 3, True), (4096 * 1365 + 4090, False), (n // 2 - 4, False), (n // 2 + 3, True)):
+        with cpu_tuning.override(lanes=2, adapt_to_load=False):
+            name, _, _, d = _cpu.plan_rows_details(1, n, k, 1)
+        assert name == "chain-lanes" and d["direct"] == direct, (k, name, d.get("direct"))
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("count", [255, 257, 1021, 1023, 1025, 2039])
 def test_roll_takes_chain_lanes_and_matches_numpy(tune, dtype, count):
@@ -190,17 +203,20 @@ def test_roll_takes_chain_lanes_and_matches_numpy(tune, dtype, count):
         assert taken >= 3, taken
 
 
+@pytest.mark.parametrize("direct", [True, False])
 @pytest.mark.parametrize("lanes", [2, 3])
 @pytest.mark.parametrize("rows,seg", [(1, 3 * (1 << 20) + 11), (2, 3 * (1 << 20) + 11)])
-def test_chain_lanes_with_default_tiles(tune, lanes, rows, seg):
-    """Rows long enough for the default tiles: the rings are placed (a page of slack) lane by lane."""
-    tune.cpu(lanes=lanes, min_lane_bytes=1 << 16, scratch_bytes=1 << 20, adapt_to_load=False)
+def test_chain_lanes_with_default_tiles(tune, direct, lanes, rows, seg):
+    """Rows long enough for the default tiles: the rings are placed (a page of slack) lane by lane; pieces
+    copied straight from the row or all through the ring."""
+    tune.cpu(lanes=lanes, min_lane_bytes=1 << 16, scratch_bytes=1 << 20, adapt_to_load=False, chain_direct=direct)
     taken = 0
     for k in (seg // 3, seg // 2 + 3, seg // 4 + 3, 2 * seg // 5 + 1, 1234567):
         name, scratch, moved, d = _cpu.plan_rows_details(rows, seg, k, 1)
         if name == "chain-lanes":  # 48 tiles: a few shifts pre-read more than the bound holds
             taken += 1
             assert d["alias_slack"] == 4096 and scratch <= 1 << 20
+            assert d["direct"] == (direct and not (_cpu._aliasing(-k) or _cpu._aliasing(seg - k))), k
         buf = np.random.default_rng(k).integers(0, 256, rows * seg, dtype=np.uint8)
         want = np.roll(buf.reshape(rows, seg), -k, axis=1).reshape(-1)
         _cpu.rotate_rows_inplace(buf, rows, seg, k)

@@ -230,7 +230,7 @@ MUTANTS = [
     ("chain-serial-writes-too-early", "rotate/_cpu.py",
      "        oldest = position - (ring - 1)\n", "        oldest = position - (ring - 2)\n"),
     ("chain-serial-ignores-pre-reads", "rotate/_cpu.py",
-     "                if S.kind_at(S.item_piece_kinds(packed), run) == S.PRE:  # the bytes wait in scratch\n",
+     "                if kind == S.PRE:  # the bytes wait in scratch\n",
      "                if False:\n"),
     ("wave-pow2-check", "waveops/_core.py",
      "    return n > 0 and (n & (n - 1)) == 0", "    return n > 0 and (n & (n - 2)) == 0"),

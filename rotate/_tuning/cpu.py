@@ -41,6 +41,9 @@ class CpuTuning(Policy):
     #: What the chain planner charges an item (a tile) in bytes of traffic, against three bytes a
     #: pre-read byte: a smaller tile pre-reads less but walks more items.
     chain_item_bytes: int = 1024
+    #: The chain copies a piece whose writer comes later in its lane straight from the row when it writes
+    #: the item, not through the ring (unless those copies would alias at 4 KiB): one copy, not two.
+    chain_direct: bool = True
     #: Spare scratch bytes that let chain-serial place its ring away from 4 KiB aliasing with the row,
     #: for tiles of at least that size; the plan hands the kernel what it kept.
     alias_slack: int = 4096
