@@ -34,11 +34,12 @@ Algorithms (``d = min(k, seg - k)``)
     once; seams between lanes and the ``e`` unpaired words saved first).
     Near ``seg/2`` this is ~1x memcpy instead of ~1.5x.  Scratch
     ``lanes * (e + tile)`` words, within the same budget.
-``chain-serial`` / ``chain-lanes``
+``chain-serial`` / ``chain-lanes`` / ``chain-rows``
     ``d`` too large to buffer (block swaps planned, but a single half swap):
     the GPU's chain schedule (``rotate._schedule``: the same plan table
     format, tiles walked in chain order ``j, j + p, j + 2p, ...``), on one
-    lane, or with each row's chain positions cut into one run a lane. Lanes
+    lane, with each row's chain positions cut into one run a lane, or
+    (many rows) each lane walking its own rows. Lanes
     share nothing: every byte a lane reads that another lane writes is
     pre-read into scratch (all lanes, one ``prange``) before any lane writes
     (the next ``prange``), so lanes never wait. Within a lane every tile is
@@ -592,11 +593,21 @@ def _plan_rows(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=Non
             swaps = plan[0].startswith("block-swap")
             single_swap = swaps and len(plan[3][3]) == 1 and plan[3][3][0][0] == _SWAP
             if swaps and not single_swap:
-                # Few long rows (the lanes share each row), one lane, or copies that alias: the chain, one
-                # pass on every lane (issue #36). Many rows spread over lanes keep their swaps, unless
-                # they alias (then one lane walks them in turn).
-                lanes = plan[3][1] if plan[3][0] == "segment" else 1
-                if lanes > 1 or plan[3][1] == 1 or _ops_alias(plan[3][3], itemsize):
+                # The chain, one pass on every lane (issue #36): few long rows cut into lanes that
+                # share each row (chain-lanes, chain-serial on one lane), or many rows spread over lanes,
+                # each lane walking its own rows (chain-rows).
+                lanes = plan[3][1]
+                if plan[3][0] == "rows" and lanes > 1:
+                    # Many rows spread over lanes: each lane runs chain-serial on its own rows.
+                    chain = _plan_chain(rows, seg * itemsize, k * itemsize, budget // lanes, 1)
+                    if chain is not None:
+                        scratch_bytes, moved_bytes, runner = chain
+                        runner = ("chain-rows", lanes) + runner[2:]
+                        return ("chain-rows", -(-lanes * scratch_bytes // itemsize), moved_bytes // itemsize,
+                                runner)
+                    # Swaps whose copies alias at 4 KiB: one lane walks the rows in turn rather.
+                    lanes = 1 if _ops_alias(plan[3][3], itemsize) else 0
+                if lanes:
                     chain = _plan_chain(rows, seg * itemsize, k * itemsize, budget, lanes)
                     if chain is not None:
                         scratch_bytes, moved_bytes, runner = chain
@@ -726,7 +737,7 @@ def plan_rows(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=None
     algorithm : str
         ``"small-rows-copy"``, ``"buffered-shift"``, ``"block-swap"``,
         ``"block-swap+buffered-shift"``, ``"block-swap+fused-shift"``,
-        ``"chain-serial"``, ``"chain-lanes"`` or ``"reversal"`` (no scratch;
+        ``"chain-serial"``, ``"chain-lanes"``, ``"chain-rows"`` or ``"reversal"`` (no scratch;
         only when the bound allows nothing else).
     scratch_bytes : int
         Scratch the call allocates (at most ``min(scratch_bytes, max_scratch_bytes)``).
@@ -1061,6 +1072,25 @@ def _chain_rows_lanes(data, rows, n, k, tile_bytes, ring, table, scratch, scratc
                         lane * lane_steps, min(m, (lane + 1) * lane_steps), direct)
 
 
+@njit(parallel=True, cache=True)
+def _chain_rows_spread(data, rows, n, k, tile_bytes, ring, table, scratch, scratch_row, slack, lanes, direct):
+    """``chain-rows``: many rows spread over ``lanes`` lanes, each lane running ``chain-serial`` on its own
+    rows with its own pre-read spans and ring in ``scratch[i * (scratch_row + ring * tile_bytes + slack):]``
+    (lane ``i``). Lanes touch different rows and scratch: no waits."""
+    m = S.tile_count(n, 0, tile_bytes)
+    m_max = S.max_tiles(n, tile_bytes)
+    total = scratch_row - 16
+    lane_bytes = scratch_row + ring * tile_bytes + slack
+    rows_per_lane = (rows + lanes - 1) // lanes
+    for lane in prange(lanes):
+        area = scratch[lane * lane_bytes:(lane + 1) * lane_bytes]
+        for row in range(lane * rows_per_lane, min(rows, (lane + 1) * rows_per_lane)):
+            base = row * n
+            _chain_pre_part(data, base, n, table, m_max, area, total, 0, 1)
+            ring_at = _chain_ring_at(data, base, area, scratch_row, k, slack)
+            _chain_walk(data, base, n, k, tile_bytes, ring, table, m_max, area, ring_at, 0, m, direct)
+
+
 def _get_num_threads_fast():
     # numba.get_num_threads() takes a lock and checks the thread pool every
     # call (~0.7 us); once the pool is up, the C getter alone says the same.
@@ -1177,9 +1207,13 @@ def plan_rows_details(rows: int, seg: int, k: int, itemsize: int, max_scratch_by
     lanes = runner[1]
     details = {"lanes": lanes, "scratch_words": scratch, "tile": max(1, _T().tile_bytes // itemsize),
                "threads": usable_threads(), "max_scratch_bytes": bound}
-    if runner[0] == "chain":
+    if runner[0] in ("chain", "chain-rows"):
         _, _, tile_bytes, chain, table, scratch_row, lane_steps, direct = runner
-        details.update(runner="chain-lanes" if lanes > 1 else "chain-serial", lane_scratch=scratch, ops=(),
+        if runner[0] == "chain-rows":
+            name = "chain-rows"
+        else:
+            name = "chain-lanes" if lanes > 1 else "chain-serial"
+        details.update(runner=name, lane_scratch=scratch // lanes if runner[0] == "chain-rows" else scratch, ops=(),
                        tile_bytes=tile_bytes, chain_step=chain, lane_steps=lane_steps, direct=direct,
                        ring=_T().chain_ring,
                        pre_read_bytes=scratch_row - 16, alias_slack=_alias_slack(tile_bytes), _table=table,
@@ -1258,6 +1292,12 @@ def run_rows(buf: np.ndarray, step) -> None:
                            d["ring"], d["_table"], scratch.view(np.uint8), d["_scratch_row"], d["alias_slack"],
                            d["direct"])
         return
+    if runner == "chain-rows":  # each lane its own rows, pre-read spans and ring
+        with _kernels(parallel=True, lanes=d["lanes"]) as kernels:
+            kernels["_chain_rows_spread"](buf[:rows * seg].view(np.uint8), rows, seg * word, k * word,
+                                          d["tile_bytes"], d["ring"], d["_table"], scratch.view(np.uint8),
+                                          d["_scratch_row"], d["alias_slack"], d["lanes"], d["direct"])
+        return
     if runner == "chain-lanes":  # lanes that share nothing: no waits, safe under every threading layer
         with _kernels(parallel=True, lanes=d["lanes"]) as kernels:
             kernels["_chain_rows_lanes"](buf[:rows * seg].view(np.uint8), rows, seg * word, k * word,
@@ -1329,7 +1369,8 @@ def _run_strided_details(a: np.ndarray, d: dict) -> None:
 # ---------------------------------------------------------------------------
 
 _PARALLEL_KERNELS = ("_swap_shift_lanes", "_rotate_segment_lanes", "_rotate_rows_lanes",
-                     "_rotate_small_rows", "_rotate_word_rows", "_roll_strided_words", "_chain_rows_lanes")
+                     "_rotate_small_rows", "_rotate_word_rows", "_roll_strided_words", "_chain_rows_lanes",
+                     "_chain_rows_spread")
 _serial_kernels: dict = {}
 _lock = threading.Lock()
 # Set in a forked child whose parent had started GNU OpenMP's threads.
