@@ -645,9 +645,17 @@ def _plan_chain(rows: int, n: int, k: int, budget: int, lanes: int):
         used = S.free_lane_count(m, lane_steps)
         rings = used * (ring * tile_bytes + _alias_slack(tile_bytes))
         steps = np.zeros(2 + max(0, int(tuning.chain_tries)), np.int64)
-        for chain in steps[:chains(n, k, 0, tile_bytes, ring, steps)]:
-            pre = pre_bytes(n, k, 0, tile_bytes, int(chain), lane_steps, ring)
-            if pre + 32 + rings > budget:
+        count = chains(n, k, 0, tile_bytes, ring, steps)
+        # The lattice's steps first (a random shift's best), then q and q + 1 (a structured shift's):
+        # each count stops once it passes what the best so far allows, so beaten steps cost little.
+        for chain in list(steps[2:count]) + list(steps[:min(2, count)]):
+            limit = budget - 32 - rings
+            if best is not None:
+                limit = min(limit, (best[0][0] - m * tuning.chain_item_bytes) // 3)
+            if limit < 0:
+                break
+            pre = pre_bytes(n, k, 0, tile_bytes, int(chain), lane_steps, ring, limit)
+            if pre > limit:
                 continue
             key = (3 * pre + m * tuning.chain_item_bytes, -tile_bytes)
             if best is None or key < best[0]:

@@ -1259,8 +1259,9 @@ def layout_free_lanes(n, k, head, tile_bytes, chain, lane_steps, ring, table, ta
 
 
 @register_jitable
-def free_pre_bytes(n, k, head, tile_bytes, chain, lane_steps, ring):
-    """The bytes ``layout_free_lanes`` lists (every span, 16-byte aligned): what the planner ranks by."""
+def free_pre_bytes(n, k, head, tile_bytes, chain, lane_steps, ring, limit):
+    """The bytes ``layout_free_lanes`` lists (every span, 16-byte aligned): what the planner ranks by. Stops
+    counting once they pass ``limit`` (a candidate already beaten) and returns what it has then."""
     m = tile_count(n, head, tile_bytes)
     p = chain_step(m, chain)
     g, length, inv = chain_shape(m, p)
@@ -1269,6 +1270,8 @@ def free_pre_bytes(n, k, head, tile_bytes, chain, lane_steps, ring):
         lo, hi = free_pre_span(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, w)
         if lo < hi:
             total += hi - lo
+            if total > limit:
+                return total
     return total
 
 
@@ -1367,8 +1370,8 @@ def compiled_free_builders():
         return layout_free_lanes(n, k, head, tile_bytes, chain, lane_steps, ring, table, table_base)
 
     @njit(cache=True)
-    def pre_bytes(n, k, head, tile_bytes, chain, lane_steps, ring):
-        return free_pre_bytes(n, k, head, tile_bytes, chain, lane_steps, ring)
+    def pre_bytes(n, k, head, tile_bytes, chain, lane_steps, ring, limit):
+        return free_pre_bytes(n, k, head, tile_bytes, chain, lane_steps, ring, limit)
 
     @njit(cache=True)
     def chains(n, k, head, tile_bytes, ring, out):

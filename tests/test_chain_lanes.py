@@ -154,7 +154,7 @@ def test_lattice_chains_find_short_vectors():
         out = np.zeros(8, np.int64)
         count = chains(n, k, 0, tile, 4, out)
         assert count >= 4 and len(set(out[:count].tolist())) == count
-        pres = [pre_bytes(n, k, 0, tile, int(c), -(-m // 2), 4) for c in out[:count]]
+        pres = [pre_bytes(n, k, 0, tile, int(c), -(-m // 2), 4, n) for c in out[:count]]
         assert min(pres[2:]) <= 3 * int(np.sqrt(n * tile)), (k, pres)  # two lanes: two boundaries
         better += min(pres[2:]) * 4 < min(pres[:2])
     assert better == 6, better
