@@ -41,7 +41,7 @@ def main():
     parser.add_argument("--dtypes", default="uint8,float64")
     parser.add_argument("--variants", default="swaps,chain",
                         help="of swaps (chain tiles off), chain (the default plan), ring (the chain with chain_direct "
-                             "off), chain64 / chain16 (the chain with 64 or 16 KiB tiles only)")
+                             "off), chain64 / chain32 / chain16 (the chain with 64, 32 or 16 KiB tiles only)")
     args = parser.parse_args()
     threads = args.threads
     n = args.mib << 20
@@ -58,7 +58,8 @@ def main():
         return (time.perf_counter() - t) * 1e3
 
     known = {"swaps": {"chain_tile_bytes": ()}, "chain": {}, "ring": {"chain_direct": False},
-             "chain64": {"chain_tile_bytes": (64 << 10,)}, "chain16": {"chain_tile_bytes": (16 << 10,)}}
+             "chain64": {"chain_tile_bytes": (64 << 10,)}, "chain32": {"chain_tile_bytes": (32 << 10,)},
+             "chain16": {"chain_tile_bytes": (16 << 10,)}}
     variants = [(name, known[name]) for name in args.variants.split(",")]
     cases = []
     for dtype in args.dtypes.split(","):

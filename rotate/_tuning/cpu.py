@@ -39,8 +39,9 @@ class CpuTuning(Policy):
     #: sqrt(n T) bytes a lane where ``q`` and ``q + 1`` pre-read up to half the row.
     chain_tries: int = 6
     #: What the chain planner charges an item (a tile) in bytes of traffic, against three bytes a
-    #: pre-read byte: a smaller tile pre-reads less but walks more items.
-    chain_item_bytes: int = 1024
+    #: pre-read byte: a smaller tile pre-reads less but walks more items (16 KiB tiles cost about
+    #: 0.5 us an item more than 64 KiB ones on one thread, docs/tuning.md).
+    chain_item_bytes: int = 8192
     #: The chain copies a piece whose writer comes later in its lane straight from the row when it writes
     #: the item, not through the ring (unless those copies would alias at 4 KiB): one copy, not two.
     chain_direct: bool = True
