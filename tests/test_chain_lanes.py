@@ -8,9 +8,15 @@
   (item sizes 1-16 and primes, sizes off powers of two, shifts 0, +-1, +-n, beyond n, at tile edges).
 * The planner takes the chain on every lane for the gate's long shifts at 256 MiB and 1 GiB, uint8 and
   float64, one lane and two, within 1.05x of 2N bytes moved, and ``rotate.plan`` says so.
+* chain-lanes and chain-rows under each threading layer (subprocesses, a forked child) and as the serial
+  twins a forked GNU OpenMP child runs.
 """
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -249,3 +255,79 @@ def test_gate_shifts_take_the_chain_in_one_pass(tune, mib, dtype, lanes):
         text = str(plan)
         for key in ("chain_step=", "lane_steps=", "tile_bytes=", "pre_read_bytes=", f"lanes={lanes}"):
             assert key in text, text
+
+
+# --- threading layers ---------------------------------------------------------------------------------
+
+LAYER_SCRIPT = r'''
+import os, sys
+import numpy as np
+import numba
+import rotate
+from rotate import _cpu
+from rotate._tuning import cpu
+
+n = 3 * (1 << 20) + 11
+with cpu.override(lanes=2, min_lane_bytes=1 << 16, scratch_bytes=1 << 20, adapt_to_load=False):
+    a = np.random.default_rng(1).integers(0, 256, n, dtype=np.uint8)
+    for s in (n // 3, n // 2 + 3, 1234567):
+        want = np.roll(a, s)
+        assert rotate.plan(a, s).steps[0].algorithm == "chain-lanes"
+        rotate.roll(a, s)
+        assert a.tobytes() == want.tobytes(), s
+    pid = os.fork()
+    if pid == 0:  # a forked child (GNU OpenMP: the serial twins) rolls too
+        b = a.copy()
+        want = np.roll(b, n // 3)
+        rotate.roll(b, n // 3)
+        os._exit(0 if b.tobytes() == want.tobytes() else 3)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+with cpu.override(lanes=2, min_lane_bytes=1, chain_tile_bytes=(64, 48), scratch_bytes=2048, adapt_to_load=False):
+    rows, seg = 7, 6007
+    buf = np.random.default_rng(3).integers(0, 2**63, rows * seg, dtype=np.uint64)
+    want = np.roll(buf.reshape(rows, seg), -(seg // 3), axis=1).reshape(-1)
+    assert _cpu.plan_rows(rows, seg, seg // 3, 8)[0] == "chain-rows"
+    _cpu.rotate_rows_inplace(buf, rows, seg, seg // 3)
+    assert buf.tobytes() == want.tobytes()
+print("ok", numba.threading_layer())
+'''
+
+
+def _layers():
+    layers = ["workqueue", "omp"]
+    try:
+        import tbb  # noqa: F401
+        layers.append("tbb")
+    except ImportError:
+        pass
+    return layers
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+@pytest.mark.parametrize("layer", _layers())
+def test_chain_lanes_under_each_threading_layer(layer, tmp_path):
+    """chain-lanes and chain-rows under each threading layer numba may pick, and in a forked child."""
+    script = tmp_path / "job.py"
+    script.write_text(LAYER_SCRIPT)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, NUMBA_THREADING_LAYER=layer, NUMBA_NUM_THREADS="2",
+               PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    result = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                            timeout=600, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    assert f"ok {layer}" in result.stdout
+
+
+def test_chain_serial_twins(monkeypatch, tune):
+    """What a forked GNU OpenMP child runs: the chain kernels without parallel regions, same bytes."""
+    monkeypatch.setitem(_cpu._FORCE_SERIAL, "on", True)
+    tune.cpu(lanes=3, min_lane_bytes=1, chain_tile_bytes=(64, 48), scratch_bytes=2048, adapt_to_load=False)
+    for rows, seg in ((1, 6007), (7, 6007)):
+        for k in (seg // 3, seg // 2 + 3, 2 * seg // 5 + 1):
+            name = _cpu.plan_rows(rows, seg, k, 8)[0]
+            assert name in ("chain-lanes", "chain-rows"), name
+            buf = np.random.default_rng(k).integers(0, 2**63, rows * seg, dtype=np.uint64)
+            want = np.roll(buf.reshape(rows, seg), -k, axis=1).reshape(-1)
+            _cpu.rotate_rows_inplace(buf, rows, seg, k)
+            assert buf.tobytes() == want.tobytes(), (rows, k, name)
