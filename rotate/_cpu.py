@@ -34,17 +34,23 @@ Algorithms (``d = min(k, seg - k)``)
     once; seams between lanes and the ``e`` unpaired words saved first).
     Near ``seg/2`` this is ~1x memcpy instead of ~1.5x.  Scratch
     ``lanes * (e + tile)`` words, within the same budget.
-``chain-serial``
-    ``d`` too large to buffer, on one lane, or for few long rows of words
-    narrower than 8 bytes: the GPU's chain schedule
-    (``rotate._schedule``: the same plan table, tiles walked in chain order
-    ``j, j + p, j + 2p, ...``), run by one thread. Every tile is read into a
-    ring of ``chain_ring`` tile buffers before the tile ``chain_ring - 1``
-    items back is written, so every reader the hooks class ``SELF``,
-    ``WAIT`` or ``RING`` has its bytes before they are overwritten, and the
-    ``PRE`` bytes (a few KiB to ~1 MiB: the planner picks the tile and chain
-    step that pre-read least) come from scratch. One pass: every byte read
-    and written once, against 1.33-1.5x for block swaps and a shift.
+``chain-serial`` / ``chain-lanes`` / ``chain-rows``
+    ``d`` too large to buffer (block swaps planned, but a single half swap):
+    the GPU's chain schedule (``rotate._schedule``: the same plan table
+    format, tiles walked in chain order ``j, j + p, j + 2p, ...``), on one
+    lane, with each row's chain positions cut into one run a lane, or
+    (many rows) each lane walking its own rows. Lanes
+    share nothing: every byte a lane reads that another lane writes is
+    pre-read into scratch (all lanes, a phase of its own) before any lane
+    writes (the next phase), so lanes never wait. Within a lane every tile is
+    read into a ring of ``chain_ring`` tile buffers before the tile
+    ``chain_ring - 1`` items back is written, so every reader classed
+    ``SELF`` or ``RING`` has its bytes before they are overwritten, and the
+    ``PRE`` bytes come from scratch. The planner picks the tile and chain
+    step (``q``, ``q + 1`` or a short lattice vector's) that cost least:
+    structured shifts pre-read a few KiB, random ones about ``sqrt(n T)``
+    bytes a lane. One pass: every byte read and written once, against
+    1.33-1.5x for block swaps and a shift.
 ``small-rows-copy``
     Rows of at most ``small_row_bytes``: copy the row twice into a per-lane
     scratch row and write the window at ``k`` back, one loop each (unsigned
@@ -348,8 +354,8 @@ def _rotate_rows_lanes(buf, rows, seg, ops, scratch, lanes, lane_scratch, tile, 
 # Short rows, one shift for all. Indices are cast to unsigned (``_U``): numba
 # wraps a negative signed index around, and that check in every access kept
 # the loops from vectorising. The loops live in their own compiled function
-# called from the prange body (inlined there, the same loops ran 3-4x slower
-# in rotate._rows), with loop counts fixed at compile time for common rows.
+# called from the lanes' kernel (inlined into a numba prange body, the same loops
+# ran 3-4x slower in rotate._rows), with loop counts fixed at compile time for common rows.
 
 _U = np.uint64
 
@@ -596,68 +602,99 @@ def _plan_rows(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=Non
     for max_lanes in (None, 1):  # fewer lanes need less scratch
         plan = _plan_rows_lanes(rows, seg, k, itemsize, budget, max_lanes)
         if plan[1] * itemsize <= budget:
-            # Block swaps on one lane, or of few long rows of words narrower than
-            # 8 bytes: the one-pass chain schedule on one thread instead. Measured on
-            # this 2-core host, 256 MiB (docs/tuning.md, "CPU: chain-serial"): one thread, swaps
-            # 1.0-4.8x np.copyto, the chain 0.9-1.1x; two threads, uint8 swaps
-            # 0.8-2.9x (the fused pass moves word by word), the chain 0.95-1.1x;
-            # float64 swaps 0.86-1.09x, the chain 0.98-1.04x (kept: even).
-            # Rows spread over lanes keep their swaps: the lanes run in parallel.
+            # Block swaps: the one-pass chain schedule instead. Measured on this 2-core host,
+            # 256 MiB (docs/tuning.md, "CPU: the chain"): one thread, swaps 1.0-4.8x np.copyto,
+            # the chain 0.9-1.1x; two threads, swaps 0.8-2.9x (the fused pass moves word by word).
             # A rotation by exactly half stays one swap (every byte read and written once already).
             # Swaps whose copies alias at 4 KiB (float64 n/2 + 1: 1.6-2.0x copyto on two
             # threads, the chain 1.0x on one) take the chain too: its ring is placed.
             swaps = plan[0].startswith("block-swap")
             single_swap = swaps and len(plan[3][3]) == 1 and plan[3][3][0][0] == _SWAP
-            if (swaps and not single_swap
-                    and (plan[3][1] == 1 or (plan[3][0] == "segment" and itemsize < 8)
-                         or _ops_alias(plan[3][3], itemsize))):
-                chain = _plan_chain_serial(rows, seg * itemsize, k * itemsize, budget)
-                if chain is not None:
-                    scratch_bytes, moved_bytes, runner = chain
-                    return "chain-serial", -(-scratch_bytes // itemsize), moved_bytes // itemsize, runner
+            if swaps and not single_swap:
+                # The chain, one pass on every lane (issue #36): few long rows cut into lanes that
+                # share each row (chain-lanes, chain-serial on one lane), or many rows spread over lanes,
+                # each lane walking its own rows (chain-rows).
+                lanes = plan[3][1]
+                if plan[3][0] == "rows" and lanes > 1:
+                    # Many rows spread over lanes: each lane runs chain-serial on its own rows.
+                    chain = _plan_chain(rows, seg * itemsize, k * itemsize, budget // lanes, 1)
+                    if chain is not None:
+                        scratch_bytes, moved_bytes, runner = chain
+                        runner = ("chain-rows", lanes) + runner[2:]
+                        return ("chain-rows", -(-lanes * scratch_bytes // itemsize), moved_bytes // itemsize,
+                                runner)
+                    # Swaps whose copies alias at 4 KiB: one lane walks the rows in turn rather.
+                    lanes = 1 if _ops_alias(plan[3][3], itemsize) else 0
+                if lanes:
+                    chain = _plan_chain(rows, seg * itemsize, k * itemsize, budget, lanes)
+                    if chain is not None:
+                        scratch_bytes, moved_bytes, runner = chain
+                        name = "chain-lanes" if runner[1] > 1 else "chain-serial"
+                        return name, -(-scratch_bytes // itemsize), moved_bytes // itemsize, runner
             return plan
     # Not even one lane's scratch fits: three reversals in place, no scratch.
     _, _, moved, _ = _plan_strided((rows, seg), (seg * itemsize, itemsize), itemsize, seg - k, 1, 0)
     return "reversal", 0, moved // itemsize, ("reversal",)
 
 
-def _plan_chain_serial(rows: int, n: int, k: int, budget: int):
-    """The chain schedule on one lane for rows of ``n`` bytes rotated left by ``k`` bytes, or None.
+def _plan_chain(rows: int, n: int, k: int, budget: int, lanes: int):
+    """The chain schedule for rows of ``n`` bytes rotated left by ``k`` bytes on ``lanes`` lanes, or None.
 
-    One lane a row (the whole row's chain positions in order), so the hooks
-    class each reader as earlier in the walk (``SELF``), at most
-    ``chain_ring - 1`` items later (``RING``: read ahead), or ``PRE``. Takes
-    the largest of ``chain_tile_bytes`` whose pre-reads and ring fit
-    ``budget``, with the chain step (``q`` or ``q + 1``) that pre-reads less.
-    Returns ``(scratch_bytes, bytes_moved, runner)``.
+    Each row's chain positions are cut into ``lanes`` runs that share nothing
+    (``rotate._schedule.layout_free_lanes``): the hooks class each reader as
+    earlier in its lane's walk (``SELF``), at most ``chain_ring - 1`` items
+    later in it (``RING``: read ahead), or ``PRE`` (another lane's, or further
+    back in this one). Tries every tile of ``chain_tile_bytes`` with the chain
+    steps ``q``, ``q + 1`` and ``chain_tries`` steps from short lattice
+    vectors (``lattice_chains``), and takes the one of least cost: three
+    times its pre-read bytes (read, written to scratch, read back) plus
+    ``chain_item_bytes`` an item (ties: the larger tile), whose pre-reads and
+    rings fit ``budget``. Returns ``(scratch_bytes, bytes_moved, runner)``.
     """
-    layout, kinds, _ = S.compiled_table_builders()
+    layout, pre_bytes, chains = S.compiled_free_builders()
+    tuning = _T()
+    ring = tuning.chain_ring
     best = None
-    # The largest tile whose pre-reads and ring fit: fewer, longer copies (16 KiB
-    # tiles ran n/3 about 20% slower than 64 KiB ones on one thread).
-    for tile_bytes in sorted((int(t) for t in _T().chain_tile_bytes), reverse=True):
+    for tile_bytes in sorted({int(t) for t in tuning.chain_tile_bytes}, reverse=True):
         if tile_bytes < 16 or tile_bytes % 16 or tile_bytes >= n:
             continue
-        q = k // tile_bytes
-        lane = S.tile_count(n, 0, tile_bytes)  # one lane a row: every position of its chain
-        pre, chain = min((kinds(n, k, 0, tile_bytes, c, lane, _T().chain_ring, 0)[3], c) for c in sorted({max(1, q), q + 1}))
-        if pre + 32 + _T().chain_ring * tile_bytes + _alias_slack(tile_bytes) <= budget:
-            best = (pre, tile_bytes, chain)
-            break
+        m = S.tile_count(n, 0, tile_bytes)
+        lane_steps = -(-m // max(1, min(lanes, m)))
+        used = S.free_lane_count(m, lane_steps)
+        rings = used * (ring * tile_bytes + _alias_slack(tile_bytes))
+        steps = np.zeros(2 + max(0, int(tuning.chain_tries)), np.int64)
+        count = chains(n, k, 0, tile_bytes, ring, steps)
+        # The lattice's steps first (a random shift's best), then q and q + 1 (a structured shift's):
+        # each count stops once it passes what the best so far allows, so beaten steps cost little.
+        for chain in list(steps[2:count]) + list(steps[:min(2, count)]):
+            limit = budget - 32 - rings
+            if best is not None:
+                limit = min(limit, (best[0][0] - m * tuning.chain_item_bytes) // 3)
+            if limit < 0:
+                break
+            pre = pre_bytes(n, k, 0, tile_bytes, int(chain), lane_steps, ring, limit)
+            if pre > limit:
+                continue
+            key = (3 * pre + m * tuning.chain_item_bytes, -tile_bytes)
+            if best is None or key < best[0]:
+                best = (key, tile_bytes, int(chain), lane_steps, used)
     if best is None:
         return None
-    _, tile_bytes, chain = best
+    _, tile_bytes, chain, lane_steps, used = best
     m_max = S.max_tiles(n, tile_bytes)
     table = np.zeros(S.table_stride(m_max), np.int64)
-    scratch_row = layout(n, k, 0, tile_bytes, chain, S.tile_count(n, 0, tile_bytes), _T().chain_ring, 0, table, 0)
+    scratch_row = layout(n, k, 0, tile_bytes, chain, lane_steps, ring, table, 0)
     if scratch_row < 0:
         return None
     scratch_row = S.align_up(scratch_row) + 16  # spans are over-copied to 16-byte multiples
-    scratch = scratch_row + _T().chain_ring * tile_bytes + _alias_slack(tile_bytes)
+    scratch = scratch_row + used * (ring * tile_bytes + _alias_slack(tile_bytes))
     if scratch > budget:
         return None
     moved = rows * (2 * n + 3 * (scratch_row - 16))  # each pre-read byte: read, written, read back
-    return scratch, moved, ("chain", 1, tile_bytes, chain, table, scratch_row)
+    # Straight copies row to row unless they would alias at 4 KiB (destination - source is -k, or n - k
+    # where the source wraps): the ring, placed by _ring_offset, then keeps both streams apart.
+    direct = bool(tuning.chain_direct) and not (_aliasing(-k) or _aliasing(n - k))
+    return scratch, moved, ("chain", used, tile_bytes, chain, table, scratch_row, lane_steps, direct)
 
 
 def _plan_rows_lanes(rows: int, seg: int, k: int, itemsize: int, budget: int, max_lanes):
@@ -725,8 +762,9 @@ def plan_rows(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=None
     -------
     algorithm : str
         ``"small-rows-copy"``, ``"buffered-shift"``, ``"block-swap"``,
-        ``"block-swap+buffered-shift"``, ``"block-swap+fused-shift"`` or
-        ``"reversal"`` (no scratch; only when the bound allows nothing else).
+        ``"block-swap+buffered-shift"``, ``"block-swap+fused-shift"``,
+        ``"chain-serial"``, ``"chain-lanes"``, ``"chain-rows"`` or ``"reversal"`` (no scratch;
+        only when the bound allows nothing else).
     scratch_bytes : int
         Scratch the call allocates (at most ``min(scratch_bytes, max_scratch_bytes)``).
     bytes_moved : int
@@ -944,54 +982,145 @@ def _ring_offset(row_address, ring_address, k):
 
 
 @njit(cache=True)
-def _chain_rows_serial(data, rows, n, k, tile_bytes, ring, table, scratch, scratch_row, slack):
-    """``chain-serial``: every row rotated left by ``k`` bytes in one pass, in chain order.
+def _chain_pre_part(data, base, n, table, m_max, scratch, total, lane, lanes):
+    """Lane ``lane`` of ``lanes``: copy the row's listed pre-read spans whose scratch offset falls in its
+    ``total / lanes`` bytes (the table lists them back to back: the offset is the bytes before)."""
+    listed = S.pre_list(m_max)
+    lo = total * lane // lanes
+    hi = total * (lane + 1) // lanes
+    for i in range(table[listed]):
+        entry = S.TILE_FIELDS * table[listed + 1 + i]
+        offset = table[entry + S.T_OFFSET]
+        if offset < lo or offset >= hi:
+            continue
+        start = table[entry + S.T_LO]
+        stop = min(n, start + 16 * table[entry + S.T_VECS])
+        _move(scratch, offset, data, base + start, stop - start)
 
-    ``table`` is the row's plan table (``rotate._schedule.layout_pre_reads``
-    with one lane, head 0), read with the GPU kernel's hooks. Per row: copy
-    the listed pre-read spans into scratch, then walk the chain positions,
-    reading each item's source runs (the array, or scratch for ``PRE``
-    pieces) into a ring of ``ring`` tile buffers and writing the item
-    ``ring - 1`` positions back. ``slack``: the spare scratch bytes the
-    plan left after the ring; with a page of them (4096) the ring moves to
-    ``_ring_offset``'s place, else it stays at ``scratch[scratch_row:]``.
+
+@njit(cache=True)
+def _chain_walk(data, base, n, k, tile_bytes, ring, table, m_max, scratch, ring_at, first, end, direct):
+    """Walk chain positions ``[first, end)`` of the row at ``base``: read each item's source runs (the row,
+    or scratch for ``PRE`` pieces) into a ring of ``ring`` tiles at ``scratch[ring_at:]`` and write the item
+    ``ring - 1`` positions back. Reads only the lane's own tiles and scratch, writes only its own tiles.
+
+    ``direct``: a ``SELF`` piece from another tile (its writer comes later in this lane, so its bytes are
+    still in place when the item is written) is copied straight from the row when the item is written,
+    not through the ring; only ``RING``, ``PRE`` and the item's own tile's pieces go through it.
+    """
+    items = S.TILE_FIELDS * m_max
+    bufs = scratch[ring_at:ring_at + ring * tile_bytes]
+    for position in range(first, end + ring - 1):
+        if position < end:
+            packed = table[items + position]
+            tile = S.item_tile(packed)
+            x0, x1 = S.tile_dest(n, 0, tile_bytes, tile)
+            slot = ((position - first) % ring) * tile_bytes - x0
+            x = x0
+            run = 0
+            while x < x1:
+                w, z, stop = S.source_run(n, k, 0, tile_bytes, x, x1)
+                kind = S.kind_at(S.item_piece_kinds(packed), run)
+                if kind == S.PRE:  # the bytes wait in scratch
+                    entry = S.TILE_FIELDS * w
+                    _move(bufs, slot + x, scratch, table[entry + S.T_OFFSET] + z - table[entry + S.T_LO], stop - x)
+                elif not direct or kind != S.SELF or w == tile:
+                    _move(bufs, slot + x, data, base + z, stop - x)
+                run += 1
+                x = stop
+        oldest = position - (ring - 1)
+        if oldest >= first:
+            packed = table[items + oldest]
+            tile = S.item_tile(packed)
+            x0, x1 = S.tile_dest(n, 0, tile_bytes, tile)
+            slot = ((oldest - first) % ring) * tile_bytes - x0
+            if not direct:
+                _move(data, base + x0, bufs, slot + x0, x1 - x0)
+                continue
+            x = x0
+            run = 0
+            while x < x1:
+                w, z, stop = S.source_run(n, k, 0, tile_bytes, x, x1)
+                if S.kind_at(S.item_piece_kinds(packed), run) == S.SELF and w != tile:
+                    _move(data, base + x, data, base + z, stop - x)  # its writer comes later: still in place
+                else:
+                    _move(data, base + x, bufs, slot + x, stop - x)
+                run += 1
+                x = stop
+
+
+@njit(cache=True)
+def _chain_ring_at(data, base, scratch, ring_at, k, slack):
+    """Where a lane's ring starts: ``ring_at``, moved by ``_ring_offset`` when the plan left a page of slack."""
+    if slack >= 4096:  # the plan left a page to place the ring in (_ring_offset < 4096)
+        return ring_at + _ring_offset(data.ctypes.data + base, scratch.ctypes.data + ring_at, k)
+    return ring_at
+
+
+@njit(cache=True)
+def _chain_rows_serial(data, rows, n, k, tile_bytes, ring, table, scratch, scratch_row, slack, direct=False):
+    """``chain-serial``: every row rotated left by ``k`` bytes in one pass, in chain order, by one thread.
+
+    ``table`` is the row's plan table (``rotate._schedule.layout_free_lanes``, one lane, head 0). Per row:
+    copy the listed pre-read spans into scratch, then walk every chain position (``_chain_walk``).
+    ``slack``: the spare scratch bytes the plan left after the ring; with a page of them (4096) the ring
+    moves to ``_ring_offset``'s place, else it stays at ``scratch[scratch_row:]``.
     """
     m = S.tile_count(n, 0, tile_bytes)
     m_max = S.max_tiles(n, tile_bytes)
-    items = S.TILE_FIELDS * m_max
-    listed = S.pre_list(m_max)
+    total = scratch_row - 16
     for row in range(rows):
         base = row * n
-        ring_at = scratch_row
-        if slack >= 4096:  # the plan left a page to place the ring in (_ring_offset < 4096)
-            ring_at += _ring_offset(data.ctypes.data + base, scratch.ctypes.data + scratch_row, k)
-        bufs = scratch[ring_at:ring_at + ring * tile_bytes]
-        for i in range(table[listed]):
-            entry = S.TILE_FIELDS * table[listed + 1 + i]
-            offset = table[entry + S.T_OFFSET]
-            lo = table[entry + S.T_LO]
-            hi = min(n, lo + 16 * table[entry + S.T_VECS])
-            _move(scratch, offset, data, base + lo, hi - lo)
-        for position in range(m + ring - 1):
-            if position < m:
-                packed = table[items + position]
-                x0, x1 = S.tile_dest(n, 0, tile_bytes, S.item_tile(packed))
-                slot = (position % ring) * tile_bytes - x0
-                x = x0
-                run = 0
-                while x < x1:
-                    w, z, end = S.source_run(n, k, 0, tile_bytes, x, x1)
-                    if S.kind_at(S.item_piece_kinds(packed), run) == S.PRE:  # the bytes wait in scratch
-                        entry = S.TILE_FIELDS * w
-                        _move(bufs, slot + x, scratch, table[entry + S.T_OFFSET] + z - table[entry + S.T_LO], end - x)
-                    else:
-                        _move(bufs, slot + x, data, base + z, end - x)
-                    run += 1
-                    x = end
-            oldest = position - (ring - 1)
-            if oldest >= 0:
-                x0, x1 = S.tile_dest(n, 0, tile_bytes, S.item_tile(table[items + oldest]))
-                _move(data, base + x0, bufs, (oldest % ring) * tile_bytes, x1 - x0)
+        _chain_pre_part(data, base, n, table, m_max, scratch, total, 0, 1)
+        ring_at = _chain_ring_at(data, base, scratch, scratch_row, k, slack)
+        _chain_walk(data, base, n, k, tile_bytes, ring, table, m_max, scratch, ring_at, 0, m, direct)
+
+
+# ``chain-lanes``: ``chain-serial`` with each row's chain positions cut into ``lanes`` lanes of
+# ``lane_steps`` that share nothing (``rotate._schedule.layout_free_lanes``): every byte a lane reads
+# that another lane writes is pre-read, by all lanes, before any lane writes (``_chain_lanes_pre``, a
+# phase of its own); then the lanes walk with no waits, in whatever order the threads run
+# (``_chain_lanes_walk``). Lane ``i``'s ring: ``scratch[scratch_row + i * (ring * tile_bytes + slack):]``,
+# placed as ``chain-serial``'s is.
+
+
+@njit(cache=True, nogil=True)
+def _chain_lanes_pre(data, base, n, tile_bytes, table, scratch, scratch_row, lanes, l_lo, l_hi):
+    m_max = S.max_tiles(n, tile_bytes)
+    for lane in range(l_lo, l_hi):
+        _chain_pre_part(data, base, n, table, m_max, scratch, scratch_row - 16, lane, lanes)
+
+
+@njit(cache=True, nogil=True)
+def _chain_lanes_walk(data, base, n, k, tile_bytes, ring, table, scratch, scratch_row, slack, lane_steps, direct,
+                      l_lo, l_hi):
+    m = S.tile_count(n, 0, tile_bytes)
+    m_max = S.max_tiles(n, tile_bytes)
+    lane_bytes = ring * tile_bytes + slack
+    for lane in range(l_lo, l_hi):
+        ring_at = _chain_ring_at(data, base, scratch, scratch_row + lane * lane_bytes, k, slack)
+        _chain_walk(data, base, n, k, tile_bytes, ring, table, m_max, scratch, ring_at,
+                    lane * lane_steps, min(m, (lane + 1) * lane_steps), direct)
+
+
+@njit(cache=True, nogil=True)
+def _chain_rows_spread(data, rows, n, k, tile_bytes, ring, table, scratch, scratch_row, slack, lanes, direct, l_lo,
+                       l_hi):
+    """``chain-rows``: many rows spread over ``lanes`` lanes, each lane running ``chain-serial`` on its own
+    rows with its own pre-read spans and ring in ``scratch[i * (scratch_row + ring * tile_bytes + slack):]``
+    (lane ``i``). Lanes touch different rows and scratch: no waits."""
+    m = S.tile_count(n, 0, tile_bytes)
+    m_max = S.max_tiles(n, tile_bytes)
+    total = scratch_row - 16
+    lane_bytes = scratch_row + ring * tile_bytes + slack
+    rows_per_lane = (rows + lanes - 1) // lanes
+    for lane in range(l_lo, l_hi):
+        area = scratch[lane * lane_bytes:(lane + 1) * lane_bytes]
+        for row in range(lane * rows_per_lane, min(rows, (lane + 1) * rows_per_lane)):
+            base = row * n
+            _chain_pre_part(data, base, n, table, m_max, area, total, 0, 1)
+            ring_at = _chain_ring_at(data, base, area, scratch_row, k, slack)
+            _chain_walk(data, base, n, k, tile_bytes, ring, table, m_max, area, ring_at, 0, m, direct)
 
 
 def _get_num_threads_fast():
@@ -1092,11 +1221,17 @@ def plan_rows_details(rows: int, seg: int, k: int, itemsize: int, max_scratch_by
     lanes = runner[1]
     details = {"lanes": lanes, "scratch_words": scratch, "tile": max(1, _T().tile_bytes // itemsize),
                "threads": usable_threads(), "max_scratch_bytes": bound}
-    if runner[0] == "chain":
-        _, _, tile_bytes, chain, table, scratch_row = runner
-        details.update(runner="chain-serial", lane_scratch=scratch, ops=(), tile_bytes=tile_bytes,
-                       chain_step=chain, ring=_T().chain_ring, pre_read_bytes=scratch_row - 16,
-                       alias_slack=_alias_slack(tile_bytes), _table=table, _scratch_row=scratch_row)
+    if runner[0] in ("chain", "chain-rows"):
+        _, _, tile_bytes, chain, table, scratch_row, lane_steps, direct = runner
+        if runner[0] == "chain-rows":
+            name = "chain-rows"
+        else:
+            name = "chain-lanes" if lanes > 1 else "chain-serial"
+        details.update(runner=name, lane_scratch=scratch // lanes if runner[0] == "chain-rows" else scratch, ops=(),
+                       tile_bytes=tile_bytes, chain_step=chain, lane_steps=lane_steps, direct=direct,
+                       ring=_T().chain_ring,
+                       pre_read_bytes=scratch_row - 16, alias_slack=_alias_slack(tile_bytes), _table=table,
+                       _scratch_row=scratch_row)
     elif runner[0] == "small":
         details.update(runner="small-rows" if lanes > 1 else "small-rows-serial", lane_scratch=runner[2], ops=())
     elif runner[0] == "word":  # the buffer is re-viewed as one word of row_word bytes a row
@@ -1166,7 +1301,23 @@ def run_rows(buf: np.ndarray, step) -> None:
         return
     if runner == "chain-serial":  # byte positions: the GPU schedule's hooks
         _chain_rows_serial(buf[:rows * seg].view(np.uint8), rows, seg * word, k * word, d["tile_bytes"],
-                           d["ring"], d["_table"], scratch.view(np.uint8), d["_scratch_row"], d["alias_slack"])
+                           d["ring"], d["_table"], scratch.view(np.uint8), d["_scratch_row"], d["alias_slack"],
+                           d["direct"])
+        return
+    if runner == "chain-rows":  # each lane its own rows, pre-read spans and ring
+        _team.run(_chain_rows_spread, d["lanes"], d["lanes"], buf[:rows * seg].view(np.uint8), rows, seg * word,
+                  k * word, d["tile_bytes"], d["ring"], d["_table"], scratch.view(np.uint8), d["_scratch_row"],
+                  d["alias_slack"], d["lanes"], d["direct"])
+        return
+    if runner == "chain-lanes":  # lanes that share nothing: every row's pre-reads, then its lanes, no waits
+        data, n = buf[:rows * seg].view(np.uint8), seg * word
+        lanes = d["lanes"]
+        for row in range(rows):
+            _team.run(_chain_lanes_pre, lanes, lanes, data, row * n, n, d["tile_bytes"], d["_table"],
+                      scratch.view(np.uint8), d["_scratch_row"], lanes)
+            _team.run(_chain_lanes_walk, lanes, lanes, data, row * n, n, k * word, d["tile_bytes"], d["ring"],
+                      d["_table"], scratch.view(np.uint8), d["_scratch_row"], d["alias_slack"], d["lane_steps"],
+                      d["direct"])
         return
     lanes = d["lanes"]
     if runner == "small-rows-serial":

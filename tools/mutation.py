@@ -228,10 +228,10 @@ MUTANTS = [
      "            distance = position_of(m, g, length, inv, reader) - pw  # same lane: the step difference\n",
      "            distance = position_of(m, g, length, inv, reader) - pw - 1\n"),
     ("chain-serial-writes-too-early", "rotate/_cpu.py",
-     "            oldest = position - (ring - 1)\n", "            oldest = position - (ring - 2)\n"),
+     "        oldest = position - (ring - 1)\n", "        oldest = position - (ring - 2)\n"),
     ("chain-serial-ignores-pre-reads", "rotate/_cpu.py",
-     "                    if S.kind_at(S.item_piece_kinds(packed), run) == S.PRE:  # the bytes wait in scratch\n",
-     "                    if False:\n"),
+     "                if kind == S.PRE:  # the bytes wait in scratch\n",
+     "                if False:\n"),
     ("wave-pow2-check", "waveops/_core.py",
      "    return n > 0 and (n & (n - 1)) == 0", "    return n > 0 and (n & (n - 2)) == 0"),
     # Issue #9's half-swaps (judged by tests/test_lanes_schedule.py's emulator and tests/test_robustness.py's
