@@ -34,17 +34,23 @@ Algorithms (``d = min(k, seg - k)``)
     once; seams between lanes and the ``e`` unpaired words saved first).
     Near ``seg/2`` this is ~1x memcpy instead of ~1.5x.  Scratch
     ``lanes * (e + tile)`` words, within the same budget.
-``chain-serial``
-    ``d`` too large to buffer, on one lane, or for few long rows of words
-    narrower than 8 bytes: the GPU's chain schedule
-    (``rotate._schedule``: the same plan table, tiles walked in chain order
-    ``j, j + p, j + 2p, ...``), run by one thread. Every tile is read into a
-    ring of ``chain_ring`` tile buffers before the tile ``chain_ring - 1``
-    items back is written, so every reader the hooks class ``SELF``,
-    ``WAIT`` or ``RING`` has its bytes before they are overwritten, and the
-    ``PRE`` bytes (a few KiB to ~1 MiB: the planner picks the tile and chain
-    step that pre-read least) come from scratch. One pass: every byte read
-    and written once, against 1.33-1.5x for block swaps and a shift.
+``chain-serial`` / ``chain-lanes`` / ``chain-rows``
+    ``d`` too large to buffer (block swaps planned, but a single half swap):
+    the GPU's chain schedule (``rotate._schedule``: the same plan table
+    format, tiles walked in chain order ``j, j + p, j + 2p, ...``), on one
+    lane, with each row's chain positions cut into one run a lane, or
+    (many rows) each lane walking its own rows. Lanes
+    share nothing: every byte a lane reads that another lane writes is
+    pre-read into scratch (all lanes, a phase of its own) before any lane
+    writes (the next phase), so lanes never wait. Within a lane every tile is
+    read into a ring of ``chain_ring`` tile buffers before the tile
+    ``chain_ring - 1`` items back is written, so every reader classed
+    ``SELF`` or ``RING`` has its bytes before they are overwritten, and the
+    ``PRE`` bytes come from scratch. The planner picks the tile and chain
+    step (``q``, ``q + 1`` or a short lattice vector's) that cost least:
+    structured shifts pre-read a few KiB, random ones about ``sqrt(n T)``
+    bytes a lane. One pass: every byte read and written once, against
+    1.33-1.5x for block swaps and a shift.
 ``small-rows-copy``
     Rows of at most ``small_row_bytes``: copy the row twice into a per-lane
     scratch row and write the window at ``k`` back, one loop each (unsigned
@@ -82,22 +88,17 @@ small arrays.
 
 Threads
 -------
-Lanes are independent pieces of work mapped onto numba's ``prange``; their
-number is the tuning's ``lanes`` (default: ``numba.get_num_threads()``) capped so that each
-lane gets at least ``min_lane_bytes`` of work.  The result never depends on the
-number of lanes or threads; ``plan_*`` report scratch and traffic for the lane
-count in force when they are called.
-
-Every threading layer numba may pick is made safe here, without changing
-the layer for the rest of the process:
-
-* ``workqueue`` aborts the interpreter when two threads run parallel code at
-  once, so calls are serialised by a process-wide lock under it (and before
-  the first parallel launch, when the layer is not known yet);
-* GNU OpenMP (``omp``) kills a forked child that enters a parallel region
-  once the parent has used it, so such a child runs serial twins of the
-  kernels (same code, ``prange`` as ``range``): correct, single-threaded;
-* ``tbb`` is thread- and fork-safe as it is.
+Lanes are independent pieces of work run by a team of Python threads
+(``rotate._team``) on serial ``nogil`` kernels; their number is the tuning's
+``lanes`` (default: ``numba.get_num_threads()``, which ``numba.set_num_threads``
+changes) capped so that each lane gets at least ``min_lane_bytes`` of work.
+A schedule with phases (seams saved before anything moves) runs one kernel a
+phase. The result never depends on the number of lanes or threads;
+``plan_*`` report scratch and traffic for the lane count in force when they
+are called. No numba parallel region is entered, so no threading layer's
+limits apply (workqueue's one region at a time, GNU OpenMP in a forked
+child), and a first call compiles serial code only (two to three times
+faster than ``parallel=True`` kernels: ``docs/results/cold-start-cpu.json``).
 
 Different arrays may be rolled from different threads at once; one array
 must not be rolled (or read) from two threads at once, as with any in-place
@@ -106,21 +107,19 @@ operation.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 import os
-import threading
 import time
-import types as _pytypes
 
 import numba
 import numpy as np
-from numba import njit, prange, types
+from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
 from . import _schedule as S
+from . import _team
 from ._arrays import host_span
 from ._tuning.cpu import current as _T
 from ._plan import Step
@@ -203,34 +202,49 @@ def _shift_serial(buf, lo, n, k, scratch, scratch_lo):
         _move(buf, lo, scratch, scratch_lo, d)
 
 
-@njit(parallel=True, cache=True)
-def _swap_shift_lanes(buf, lo, n, k, lanes, scratch, tile):
-    """Rotate ``buf[lo:lo+n]`` left by ``k`` in one pass when ``e = |n - 2k|`` is small.
+# A Gries--Mills swap of ``m = min(k, n-k)`` pairs fused with the buffered shift by
+# ``e = |n - 2k|`` that would follow it (``_SWAP_SHIFT``), rotating ``buf[lo:lo+n]``
+# left by ``k`` in one pass: pair ``i`` moves the word at ``i`` (A side) and at ``k +
+# i`` (B side) straight to their final places, so every word is read and written once
+# (~1x memcpy instead of ~1.5x). A-side writes land ``e`` words behind the B-side
+# reads, so each lane's first (or last) ``e`` B words are clobbered by its neighbour:
+# those seams, and the ``e`` words nobody pairs (the carry), are saved first
+# (``_swap_shift_seams``, a phase of its own), then the lanes move their pairs
+# (``_swap_shift_pairs``), then the carry lands (``_swap_shift_carry``). Scratch:
+# ``lanes * (e + tile)`` words, seams first, then one tile per lane.
 
-    A Gries--Mills swap of ``m = min(k, n-k)`` pairs fused with the buffered
-    shift by ``e`` that would follow it: pair ``i`` moves the word at ``i`` (A
-    side) and at ``k + i`` (B side) straight to their final places, so every
-    word is read and written once (~1x memcpy instead of ~1.5x).  A-side writes
-    land ``e`` words behind the B-side reads, so each lane's first (or last)
-    ``e`` B words are clobbered by its neighbour: those seams, and the ``e``
-    words nobody pairs (the carry), are saved first.  Scratch: ``lanes * (e +
-    tile)`` words, seams first, then one tile per lane.
-    """
+
+@njit(cache=True, inline="always")
+def _swap_shift_span(n, k, lanes, tile):
     m = min(k, n - k)
-    e = n - 2 * m
     n_tiles = (m + tile - 1) // tile
     tiles_per_lane = (n_tiles + lanes - 1) // lanes
-    span = tiles_per_lane * tile  # pairs per lane (the last lane may get fewer)
-    tiles_lo = lanes * e
-    if k > n - k:
-        # [A_l | A_r | B], |A_l| = |B| = m, |A_r| = e; pairs ascend.
-        # Seam t: B words [t*span - e, t*span) at positions lo + m + t*span; seam 0
-        # is A_r, the carry.
-        for t in prange(lanes):
+    return m, n - 2 * m, tiles_per_lane * tile  # pairs, e, pairs per lane (the last lane may get fewer)
+
+
+@njit(cache=True, nogil=True)
+def _swap_shift_seams(buf, lo, n, k, lanes, scratch, tile, t_lo, t_hi):
+    m, e, span = _swap_shift_span(n, k, lanes, tile)
+    for t in range(t_lo, t_hi):
+        if k > n - k:
+            # [A_l | A_r | B], |A_l| = |B| = m, |A_r| = e; pairs ascend. Seam t: B words
+            # [t*span - e, t*span) at positions lo + m + t*span; seam 0 is A_r, the carry.
             _move(scratch, t * e, buf, lo + m + t * span, e)
-        for t in prange(lanes):
-            first = t * span
-            last = min(m, first + span)
+        else:
+            # [A | B_l | B_r], |A| = |B_l| = m, |B_r| = e; pairs descend. Seam t: B words
+            # [(t+1)*span, (t+1)*span + e), clobbered by lane t; the last seam starts at B
+            # word m: it is B_r, the carry.
+            _move(scratch, t * e, buf, lo + k + min(m, (t + 1) * span), e)
+
+
+@njit(cache=True, nogil=True)
+def _swap_shift_pairs(buf, lo, n, k, lanes, scratch, tile, t_lo, t_hi):
+    m, e, span = _swap_shift_span(n, k, lanes, tile)
+    tiles_lo = lanes * e
+    for t in range(t_lo, t_hi):
+        first = t * span
+        last = min(m, first + span)
+        if k > n - k:
             own = last - e if t < lanes - 1 else last  # B words below `own` are still in place
             for i in range(first, last, tile):
                 c = min(tile, last - i)
@@ -239,17 +253,7 @@ def _swap_shift_lanes(buf, lo, n, k, lanes, scratch, tile):
                 _move(buf, lo + i, buf, lo + k + i, direct)
                 _move(buf, lo + i + direct, scratch, (t + 1) * e + (i + direct - own), c - direct)
                 _move(buf, lo + m + i, scratch, tiles_lo + t * tile, c)
-        _move(buf, lo + n - e, scratch, 0, e)
-    else:
-        # [A | B_l | B_r], |A| = |B_l| = m, |B_r| = e; pairs descend.
-        # Seam t: B words [(t+1)*span, (t+1)*span + e), clobbered by lane t; the
-        # last seam starts at B word m: it is B_r, the carry.
-        for t in prange(lanes):
-            start = min(m, (t + 1) * span)
-            _move(scratch, t * e, buf, lo + k + start, e)
-        for t in prange(lanes):
-            first = t * span
-            last = min(m, first + span)
+        else:
             own = first + e if t > 0 else first  # B words from `own` up are still in place
             for hi in range(last, first, -tile):
                 c = min(tile, hi - first)
@@ -259,64 +263,84 @@ def _swap_shift_lanes(buf, lo, n, k, lanes, scratch, tile):
                 _move(buf, lo + j, scratch, (t - 1) * e + (j - first), from_seam)
                 _move(buf, lo + j + from_seam, buf, lo + k + j + from_seam, c - from_seam)
                 _move(buf, lo + k + e + j, scratch, tiles_lo + t * tile, c)
+
+
+@njit(cache=True, nogil=True)
+def _swap_shift_carry(buf, lo, n, k, lanes, scratch, tile):
+    m, e, _ = _swap_shift_span(n, k, lanes, tile)
+    if k > n - k:
+        _move(buf, lo + n - e, scratch, 0, e)
+    else:
         _move(buf, lo + k, scratch, (lanes - 1) * e, e)
 
 
-@njit(parallel=True, cache=True)
-def _rotate_segment_lanes(buf, seg_lo, ops, scratch, lanes, tile):
-    """Run a schedule on one segment, each op spread over ``lanes``."""
-    for o in range(ops.shape[0]):
-        if ops[o, 0] == _SWAP:
-            i = seg_lo + ops[o, 1]
-            j = seg_lo + ops[o, 2]
-            m = ops[o, 3]
-            n_tiles = (m + tile - 1) // tile
-            active = min(lanes, n_tiles)
-            tiles_per_lane = (n_tiles + active - 1) // active
-            for lane in prange(active):
-                first = lane * tiles_per_lane * tile
-                last = min(m, first + tiles_per_lane * tile)
-                if last > first:
-                    _swap_tiled(buf, i + first, j + first, last - first, scratch, lane * tile, tile)
-        elif ops[o, 0] == _SWAP_SHIFT:
-            _swap_shift_lanes(buf, seg_lo + ops[o, 1], ops[o, 2], ops[o, 3], ops[o, 4], scratch, tile)
+@njit(cache=True, nogil=True)
+def _swap_lanes(buf, i, j, m, scratch, tile, tiles_per_lane, l_lo, l_hi):
+    """Lanes ``l_lo..l_hi-1`` of a ``_SWAP`` op: each swaps its run of tiles of ``buf[i:i+m]`` and ``buf[j:j+m]``."""
+    for lane in range(l_lo, l_hi):
+        first = lane * tiles_per_lane * tile
+        last = min(m, first + tiles_per_lane * tile)
+        if last > first:
+            _swap_tiled(buf, i + first, j + first, last - first, scratch, lane * tile, tile)
+
+
+# A ``_SHIFT`` op: ``buf[lo:lo+n]`` rotated left by ``k`` as a shift by ``d = min(k, n-k)``
+# in ``chunks`` chunks of ``n // chunks >= d`` words (so seams never overlap): every
+# chunk's seam (the ``d`` words its neighbour's move overwrites) is saved first, in a
+# phase of its own, then the chunks move.
+
+
+@njit(cache=True, nogil=True)
+def _shift_seams(buf, lo, n, k, chunks, scratch, c_lo, c_hi):
+    d = min(k, n - k)
+    chunk_len = n // chunks
+    for t in range(c_lo, c_hi):
+        start = lo + t * chunk_len
+        if k <= n - k:  # shift left by d: chunk t's source runs d words into chunk t+1
+            _move(scratch, t * d, buf, start, d)
+        else:  # shift right by d: the mirror image, the seam is a chunk's last d words
+            stop = lo + n if t == chunks - 1 else start + chunk_len
+            _move(scratch, t * d, buf, stop - d, d)
+
+
+@njit(cache=True, nogil=True)
+def _shift_chunks(buf, lo, n, k, chunks, scratch, c_lo, c_hi):
+    d = min(k, n - k)
+    chunk_len = n // chunks
+    for t in range(c_lo, c_hi):
+        start = lo + t * chunk_len
+        stop = lo + n if t == chunks - 1 else start + chunk_len
+        if k <= n - k:
+            _move(buf, start, buf, start + d, stop - start - d)
+            after = t + 1 if t + 1 < chunks else 0
+            _move(buf, stop - d, scratch, after * d, d)
         else:
-            lo = seg_lo + ops[o, 1]
-            n = ops[o, 2]
-            k = ops[o, 3]
-            chunks = ops[o, 4]
-            d = min(k, n - k)
-            chunk_len = n // chunks  # >= d by construction, so seams never overlap
-            if k <= n - k:
-                # Shift left by d: chunk t's source runs d words into chunk t+1
-                # (its seam); save every seam first.
-                for t in prange(chunks):
-                    _move(scratch, t * d, buf, lo + t * chunk_len, d)
-                for t in prange(chunks):
-                    start = lo + t * chunk_len
-                    stop = lo + n if t == chunks - 1 else start + chunk_len
-                    _move(buf, start, buf, start + d, stop - start - d)
-                    after = t + 1 if t + 1 < chunks else 0
-                    _move(buf, stop - d, scratch, after * d, d)
-            else:
-                # Shift right by d: mirror image; the seam is a chunk's last d words.
-                for t in prange(chunks):
-                    start = lo + t * chunk_len
-                    stop = lo + n if t == chunks - 1 else start + chunk_len
-                    _move(scratch, t * d, buf, stop - d, d)
-                for t in prange(chunks):
-                    start = lo + t * chunk_len
-                    stop = lo + n if t == chunks - 1 else start + chunk_len
-                    _move(buf, start + d, buf, start, stop - start - d)
-                    before = t - 1 if t > 0 else chunks - 1
-                    _move(buf, start, scratch, before * d, d)
+            _move(buf, start + d, buf, start, stop - start - d)
+            before = t - 1 if t > 0 else chunks - 1
+            _move(buf, start, scratch, before * d, d)
 
 
-@njit(parallel=True, cache=True)
-def _rotate_rows_lanes(buf, rows, seg, ops, scratch, lanes, lane_scratch, tile):
-    """Spread rows over lanes; each lane runs the schedule serially on its rows."""
+def _rotate_segment_lanes(buf, seg_lo, ops, scratch, lanes, tile):
+    """Run a schedule on one segment, each op spread over ``lanes`` threads, phase after phase."""
+    for op, a, b, c, e in ops.tolist():
+        if op == _SWAP:
+            n_tiles = -(-c // tile)
+            active = min(lanes, n_tiles)
+            _team.run(_swap_lanes, active, active, buf, seg_lo + a, seg_lo + b, c, scratch, tile, -(-n_tiles // active))
+        elif op == _SWAP_SHIFT:  # lo, n, k, lanes
+            for phase in (_swap_shift_seams, _swap_shift_pairs):
+                _team.run(phase, e, e, buf, seg_lo + a, b, c, e, scratch, tile)
+            _swap_shift_carry(buf, seg_lo + a, b, c, e, scratch, tile)
+        else:  # lo, n, k, chunks
+            for phase in (_shift_seams, _shift_chunks):
+                _team.run(phase, e, e, buf, seg_lo + a, b, c, e, scratch)
+
+
+@njit(cache=True, nogil=True)
+def _rotate_rows_lanes(buf, rows, seg, ops, scratch, lanes, lane_scratch, tile, l_lo, l_hi):
+    """Spread rows over lanes; each lane (this call: ``l_lo..l_hi-1``) runs the schedule serially on its rows."""
     rows_per_lane = (rows + lanes - 1) // lanes
-    for lane in prange(lanes):
+    for lane in range(l_lo, l_hi):
         scratch_lo = lane * lane_scratch
         for r in range(lane * rows_per_lane, min(rows, (lane + 1) * rows_per_lane)):
             row_lo = r * seg
@@ -330,8 +354,8 @@ def _rotate_rows_lanes(buf, rows, seg, ops, scratch, lanes, lane_scratch, tile):
 # Short rows, one shift for all. Indices are cast to unsigned (``_U``): numba
 # wraps a negative signed index around, and that check in every access kept
 # the loops from vectorising. The loops live in their own compiled function
-# called from the prange body (inlined there, the same loops ran 3-4x slower
-# in rotate._rows), with loop counts fixed at compile time for common rows.
+# called from the lanes' kernel (inlined into a numba prange body, the same loops
+# ran 3-4x slower in rotate._rows), with loop counts fixed at compile time for common rows.
 
 _U = np.uint64
 
@@ -375,11 +399,11 @@ def _word_rows_run(buf, r0, r1, r, bits):
         buf[_U(i)] = (x >> r) | (x << (bits - r))  # 0 < r < bits: no shift by the full width
 
 
-@njit(parallel=True, cache=True)
-def _rotate_word_rows(buf, rows, r, bits, lanes):
+@njit(cache=True, nogil=True)
+def _rotate_word_rows(buf, rows, r, bits, lanes, l_lo, l_hi):
     """Rows of one word (8 uint8 as one uint64): a bit rotation in a register, no scratch."""
     rows_per_lane = (rows + lanes - 1) // lanes
-    for lane in prange(lanes):
+    for lane in range(l_lo, l_hi):
         _word_rows_run(buf, lane * rows_per_lane, min(rows, (lane + 1) * rows_per_lane), _U(r), _U(bits))
 
 
@@ -389,11 +413,11 @@ def _rotate_word_rows_serial(buf, rows, r, bits):
     _word_rows_run(buf, 0, rows, _U(r), _U(bits))
 
 
-@njit(parallel=True, cache=True)
-def _rotate_small_rows(buf, rows, seg, k, scratch, lanes, lane_stride):
+@njit(cache=True, nogil=True)
+def _rotate_small_rows(buf, rows, seg, k, scratch, lanes, lane_stride, l_lo, l_hi):
     """Short rows: each row twice into a lane's scratch row, its rotated window written back."""
     rows_per_lane = (rows + lanes - 1) // lanes
-    for lane in prange(lanes):
+    for lane in range(l_lo, l_hi):
         _small_rows_run(buf, lane * rows_per_lane, min(rows, (lane + 1) * rows_per_lane), seg, k, scratch,
                         lane * lane_stride)
 
@@ -414,9 +438,9 @@ def _reverse_rows(flat, base, s, t, gb, r0, r1):
         hi -= 1
 
 
-@njit(parallel=True, cache=True)
+@njit(cache=True, nogil=True)
 def _roll_strided_words(flat, origin, n_rows, s, k, n_cols, t, batch, outer_shape, outer_strides,
-                        mode, scratch, lanes, lane_scratch):
+                        mode, scratch, lanes, lane_scratch, l_lo, l_hi):
     """Rotate rows left by ``k`` in every (n_rows x batch) block of a strided word grid.
 
     Word (row r, column g, outer index o) lives at
@@ -429,7 +453,7 @@ def _roll_strided_words(flat, origin, n_rows, s, k, n_cols, t, batch, outer_shap
     units = n_outer * n_batches
     units_per_lane = (units + lanes - 1) // lanes
     d = min(k, n_rows - k)
-    for lane in prange(lanes):
+    for lane in range(l_lo, l_hi):
         s0 = lane * lane_scratch
         for unit in range(lane * units_per_lane, min(units, (lane + 1) * units_per_lane)):
             outer = unit // n_batches
@@ -578,68 +602,99 @@ def _plan_rows(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=Non
     for max_lanes in (None, 1):  # fewer lanes need less scratch
         plan = _plan_rows_lanes(rows, seg, k, itemsize, budget, max_lanes)
         if plan[1] * itemsize <= budget:
-            # Block swaps on one lane, or of few long rows of words narrower than
-            # 8 bytes: the one-pass chain schedule on one thread instead. Measured on
-            # this 2-core host, 256 MiB (docs/tuning.md, "CPU: chain-serial"): one thread, swaps
-            # 1.0-4.8x np.copyto, the chain 0.9-1.1x; two threads, uint8 swaps
-            # 0.8-2.9x (the fused pass moves word by word), the chain 0.95-1.1x;
-            # float64 swaps 0.86-1.09x, the chain 0.98-1.04x (kept: even).
-            # Rows spread over lanes keep their swaps: the lanes run in parallel.
+            # Block swaps: the one-pass chain schedule instead. Measured on this 2-core host,
+            # 256 MiB (docs/tuning.md, "CPU: the chain"): one thread, swaps 1.0-4.8x np.copyto,
+            # the chain 0.9-1.1x; two threads, swaps 0.8-2.9x (the fused pass moves word by word).
             # A rotation by exactly half stays one swap (every byte read and written once already).
             # Swaps whose copies alias at 4 KiB (float64 n/2 + 1: 1.6-2.0x copyto on two
             # threads, the chain 1.0x on one) take the chain too: its ring is placed.
             swaps = plan[0].startswith("block-swap")
             single_swap = swaps and len(plan[3][3]) == 1 and plan[3][3][0][0] == _SWAP
-            if (swaps and not single_swap
-                    and (plan[3][1] == 1 or (plan[3][0] == "segment" and itemsize < 8)
-                         or _ops_alias(plan[3][3], itemsize))):
-                chain = _plan_chain_serial(rows, seg * itemsize, k * itemsize, budget)
-                if chain is not None:
-                    scratch_bytes, moved_bytes, runner = chain
-                    return "chain-serial", -(-scratch_bytes // itemsize), moved_bytes // itemsize, runner
+            if swaps and not single_swap:
+                # The chain, one pass on every lane (issue #36): few long rows cut into lanes that
+                # share each row (chain-lanes, chain-serial on one lane), or many rows spread over lanes,
+                # each lane walking its own rows (chain-rows).
+                lanes = plan[3][1]
+                if plan[3][0] == "rows" and lanes > 1:
+                    # Many rows spread over lanes: each lane runs chain-serial on its own rows.
+                    chain = _plan_chain(rows, seg * itemsize, k * itemsize, budget // lanes, 1)
+                    if chain is not None:
+                        scratch_bytes, moved_bytes, runner = chain
+                        runner = ("chain-rows", lanes) + runner[2:]
+                        return ("chain-rows", -(-lanes * scratch_bytes // itemsize), moved_bytes // itemsize,
+                                runner)
+                    # Swaps whose copies alias at 4 KiB: one lane walks the rows in turn rather.
+                    lanes = 1 if _ops_alias(plan[3][3], itemsize) else 0
+                if lanes:
+                    chain = _plan_chain(rows, seg * itemsize, k * itemsize, budget, lanes)
+                    if chain is not None:
+                        scratch_bytes, moved_bytes, runner = chain
+                        name = "chain-lanes" if runner[1] > 1 else "chain-serial"
+                        return name, -(-scratch_bytes // itemsize), moved_bytes // itemsize, runner
             return plan
     # Not even one lane's scratch fits: three reversals in place, no scratch.
     _, _, moved, _ = _plan_strided((rows, seg), (seg * itemsize, itemsize), itemsize, seg - k, 1, 0)
     return "reversal", 0, moved // itemsize, ("reversal",)
 
 
-def _plan_chain_serial(rows: int, n: int, k: int, budget: int):
-    """The chain schedule on one lane for rows of ``n`` bytes rotated left by ``k`` bytes, or None.
+def _plan_chain(rows: int, n: int, k: int, budget: int, lanes: int):
+    """The chain schedule for rows of ``n`` bytes rotated left by ``k`` bytes on ``lanes`` lanes, or None.
 
-    One lane a row (the whole row's chain positions in order), so the hooks
-    class each reader as earlier in the walk (``SELF``), at most
-    ``chain_ring - 1`` items later (``RING``: read ahead), or ``PRE``. Takes
-    the largest of ``chain_tile_bytes`` whose pre-reads and ring fit
-    ``budget``, with the chain step (``q`` or ``q + 1``) that pre-reads less.
-    Returns ``(scratch_bytes, bytes_moved, runner)``.
+    Each row's chain positions are cut into ``lanes`` runs that share nothing
+    (``rotate._schedule.layout_free_lanes``): the hooks class each reader as
+    earlier in its lane's walk (``SELF``), at most ``chain_ring - 1`` items
+    later in it (``RING``: read ahead), or ``PRE`` (another lane's, or further
+    back in this one). Tries every tile of ``chain_tile_bytes`` with the chain
+    steps ``q``, ``q + 1`` and ``chain_tries`` steps from short lattice
+    vectors (``lattice_chains``), and takes the one of least cost: three
+    times its pre-read bytes (read, written to scratch, read back) plus
+    ``chain_item_bytes`` an item (ties: the larger tile), whose pre-reads and
+    rings fit ``budget``. Returns ``(scratch_bytes, bytes_moved, runner)``.
     """
-    layout, kinds, _ = S.compiled_table_builders()
+    layout, pre_bytes, chains = S.compiled_free_builders()
+    tuning = _T()
+    ring = tuning.chain_ring
     best = None
-    # The largest tile whose pre-reads and ring fit: fewer, longer copies (16 KiB
-    # tiles ran n/3 about 20% slower than 64 KiB ones on one thread).
-    for tile_bytes in sorted((int(t) for t in _T().chain_tile_bytes), reverse=True):
+    for tile_bytes in sorted({int(t) for t in tuning.chain_tile_bytes}, reverse=True):
         if tile_bytes < 16 or tile_bytes % 16 or tile_bytes >= n:
             continue
-        q = k // tile_bytes
-        lane = S.tile_count(n, 0, tile_bytes)  # one lane a row: every position of its chain
-        pre, chain = min((kinds(n, k, 0, tile_bytes, c, lane, _T().chain_ring, 0)[3], c) for c in sorted({max(1, q), q + 1}))
-        if pre + 32 + _T().chain_ring * tile_bytes + _alias_slack(tile_bytes) <= budget:
-            best = (pre, tile_bytes, chain)
-            break
+        m = S.tile_count(n, 0, tile_bytes)
+        lane_steps = -(-m // max(1, min(lanes, m)))
+        used = S.free_lane_count(m, lane_steps)
+        rings = used * (ring * tile_bytes + _alias_slack(tile_bytes))
+        steps = np.zeros(2 + max(0, int(tuning.chain_tries)), np.int64)
+        count = chains(n, k, 0, tile_bytes, ring, steps)
+        # The lattice's steps first (a random shift's best), then q and q + 1 (a structured shift's):
+        # each count stops once it passes what the best so far allows, so beaten steps cost little.
+        for chain in list(steps[2:count]) + list(steps[:min(2, count)]):
+            limit = budget - 32 - rings
+            if best is not None:
+                limit = min(limit, (best[0][0] - m * tuning.chain_item_bytes) // 3)
+            if limit < 0:
+                break
+            pre = pre_bytes(n, k, 0, tile_bytes, int(chain), lane_steps, ring, limit)
+            if pre > limit:
+                continue
+            key = (3 * pre + m * tuning.chain_item_bytes, -tile_bytes)
+            if best is None or key < best[0]:
+                best = (key, tile_bytes, int(chain), lane_steps, used)
     if best is None:
         return None
-    _, tile_bytes, chain = best
+    _, tile_bytes, chain, lane_steps, used = best
     m_max = S.max_tiles(n, tile_bytes)
     table = np.zeros(S.table_stride(m_max), np.int64)
-    scratch_row = layout(n, k, 0, tile_bytes, chain, S.tile_count(n, 0, tile_bytes), _T().chain_ring, 0, table, 0)
+    scratch_row = layout(n, k, 0, tile_bytes, chain, lane_steps, ring, table, 0)
     if scratch_row < 0:
         return None
     scratch_row = S.align_up(scratch_row) + 16  # spans are over-copied to 16-byte multiples
-    scratch = scratch_row + _T().chain_ring * tile_bytes + _alias_slack(tile_bytes)
+    scratch = scratch_row + used * (ring * tile_bytes + _alias_slack(tile_bytes))
     if scratch > budget:
         return None
     moved = rows * (2 * n + 3 * (scratch_row - 16))  # each pre-read byte: read, written, read back
-    return scratch, moved, ("chain", 1, tile_bytes, chain, table, scratch_row)
+    # Straight copies row to row unless they would alias at 4 KiB (destination - source is -k, or n - k
+    # where the source wraps): the ring, placed by _ring_offset, then keeps both streams apart.
+    direct = bool(tuning.chain_direct) and not (_aliasing(-k) or _aliasing(n - k))
+    return scratch, moved, ("chain", used, tile_bytes, chain, table, scratch_row, lane_steps, direct)
 
 
 def _plan_rows_lanes(rows: int, seg: int, k: int, itemsize: int, budget: int, max_lanes):
@@ -707,8 +762,9 @@ def plan_rows(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=None
     -------
     algorithm : str
         ``"small-rows-copy"``, ``"buffered-shift"``, ``"block-swap"``,
-        ``"block-swap+buffered-shift"``, ``"block-swap+fused-shift"`` or
-        ``"reversal"`` (no scratch; only when the bound allows nothing else).
+        ``"block-swap+buffered-shift"``, ``"block-swap+fused-shift"``,
+        ``"chain-serial"``, ``"chain-lanes"``, ``"chain-rows"`` or ``"reversal"`` (no scratch;
+        only when the bound allows nothing else).
     scratch_bytes : int
         Scratch the call allocates (at most ``min(scratch_bytes, max_scratch_bytes)``).
     bytes_moved : int
@@ -926,54 +982,145 @@ def _ring_offset(row_address, ring_address, k):
 
 
 @njit(cache=True)
-def _chain_rows_serial(data, rows, n, k, tile_bytes, ring, table, scratch, scratch_row, slack):
-    """``chain-serial``: every row rotated left by ``k`` bytes in one pass, in chain order.
+def _chain_pre_part(data, base, n, table, m_max, scratch, total, lane, lanes):
+    """Lane ``lane`` of ``lanes``: copy the row's listed pre-read spans whose scratch offset falls in its
+    ``total / lanes`` bytes (the table lists them back to back: the offset is the bytes before)."""
+    listed = S.pre_list(m_max)
+    lo = total * lane // lanes
+    hi = total * (lane + 1) // lanes
+    for i in range(table[listed]):
+        entry = S.TILE_FIELDS * table[listed + 1 + i]
+        offset = table[entry + S.T_OFFSET]
+        if offset < lo or offset >= hi:
+            continue
+        start = table[entry + S.T_LO]
+        stop = min(n, start + 16 * table[entry + S.T_VECS])
+        _move(scratch, offset, data, base + start, stop - start)
 
-    ``table`` is the row's plan table (``rotate._schedule.layout_pre_reads``
-    with one lane, head 0), read with the GPU kernel's hooks. Per row: copy
-    the listed pre-read spans into scratch, then walk the chain positions,
-    reading each item's source runs (the array, or scratch for ``PRE``
-    pieces) into a ring of ``ring`` tile buffers and writing the item
-    ``ring - 1`` positions back. ``slack``: the spare scratch bytes the
-    plan left after the ring; with a page of them (4096) the ring moves to
-    ``_ring_offset``'s place, else it stays at ``scratch[scratch_row:]``.
+
+@njit(cache=True)
+def _chain_walk(data, base, n, k, tile_bytes, ring, table, m_max, scratch, ring_at, first, end, direct):
+    """Walk chain positions ``[first, end)`` of the row at ``base``: read each item's source runs (the row,
+    or scratch for ``PRE`` pieces) into a ring of ``ring`` tiles at ``scratch[ring_at:]`` and write the item
+    ``ring - 1`` positions back. Reads only the lane's own tiles and scratch, writes only its own tiles.
+
+    ``direct``: a ``SELF`` piece from another tile (its writer comes later in this lane, so its bytes are
+    still in place when the item is written) is copied straight from the row when the item is written,
+    not through the ring; only ``RING``, ``PRE`` and the item's own tile's pieces go through it.
+    """
+    items = S.TILE_FIELDS * m_max
+    bufs = scratch[ring_at:ring_at + ring * tile_bytes]
+    for position in range(first, end + ring - 1):
+        if position < end:
+            packed = table[items + position]
+            tile = S.item_tile(packed)
+            x0, x1 = S.tile_dest(n, 0, tile_bytes, tile)
+            slot = ((position - first) % ring) * tile_bytes - x0
+            x = x0
+            run = 0
+            while x < x1:
+                w, z, stop = S.source_run(n, k, 0, tile_bytes, x, x1)
+                kind = S.kind_at(S.item_piece_kinds(packed), run)
+                if kind == S.PRE:  # the bytes wait in scratch
+                    entry = S.TILE_FIELDS * w
+                    _move(bufs, slot + x, scratch, table[entry + S.T_OFFSET] + z - table[entry + S.T_LO], stop - x)
+                elif not direct or kind != S.SELF or w == tile:
+                    _move(bufs, slot + x, data, base + z, stop - x)
+                run += 1
+                x = stop
+        oldest = position - (ring - 1)
+        if oldest >= first:
+            packed = table[items + oldest]
+            tile = S.item_tile(packed)
+            x0, x1 = S.tile_dest(n, 0, tile_bytes, tile)
+            slot = ((oldest - first) % ring) * tile_bytes - x0
+            if not direct:
+                _move(data, base + x0, bufs, slot + x0, x1 - x0)
+                continue
+            x = x0
+            run = 0
+            while x < x1:
+                w, z, stop = S.source_run(n, k, 0, tile_bytes, x, x1)
+                if S.kind_at(S.item_piece_kinds(packed), run) == S.SELF and w != tile:
+                    _move(data, base + x, data, base + z, stop - x)  # its writer comes later: still in place
+                else:
+                    _move(data, base + x, bufs, slot + x, stop - x)
+                run += 1
+                x = stop
+
+
+@njit(cache=True)
+def _chain_ring_at(data, base, scratch, ring_at, k, slack):
+    """Where a lane's ring starts: ``ring_at``, moved by ``_ring_offset`` when the plan left a page of slack."""
+    if slack >= 4096:  # the plan left a page to place the ring in (_ring_offset < 4096)
+        return ring_at + _ring_offset(data.ctypes.data + base, scratch.ctypes.data + ring_at, k)
+    return ring_at
+
+
+@njit(cache=True)
+def _chain_rows_serial(data, rows, n, k, tile_bytes, ring, table, scratch, scratch_row, slack, direct=False):
+    """``chain-serial``: every row rotated left by ``k`` bytes in one pass, in chain order, by one thread.
+
+    ``table`` is the row's plan table (``rotate._schedule.layout_free_lanes``, one lane, head 0). Per row:
+    copy the listed pre-read spans into scratch, then walk every chain position (``_chain_walk``).
+    ``slack``: the spare scratch bytes the plan left after the ring; with a page of them (4096) the ring
+    moves to ``_ring_offset``'s place, else it stays at ``scratch[scratch_row:]``.
     """
     m = S.tile_count(n, 0, tile_bytes)
     m_max = S.max_tiles(n, tile_bytes)
-    items = S.TILE_FIELDS * m_max
-    listed = S.pre_list(m_max)
+    total = scratch_row - 16
     for row in range(rows):
         base = row * n
-        ring_at = scratch_row
-        if slack >= 4096:  # the plan left a page to place the ring in (_ring_offset < 4096)
-            ring_at += _ring_offset(data.ctypes.data + base, scratch.ctypes.data + scratch_row, k)
-        bufs = scratch[ring_at:ring_at + ring * tile_bytes]
-        for i in range(table[listed]):
-            entry = S.TILE_FIELDS * table[listed + 1 + i]
-            offset = table[entry + S.T_OFFSET]
-            lo = table[entry + S.T_LO]
-            hi = min(n, lo + 16 * table[entry + S.T_VECS])
-            _move(scratch, offset, data, base + lo, hi - lo)
-        for position in range(m + ring - 1):
-            if position < m:
-                packed = table[items + position]
-                x0, x1 = S.tile_dest(n, 0, tile_bytes, S.item_tile(packed))
-                slot = (position % ring) * tile_bytes - x0
-                x = x0
-                run = 0
-                while x < x1:
-                    w, z, end = S.source_run(n, k, 0, tile_bytes, x, x1)
-                    if S.kind_at(S.item_piece_kinds(packed), run) == S.PRE:  # the bytes wait in scratch
-                        entry = S.TILE_FIELDS * w
-                        _move(bufs, slot + x, scratch, table[entry + S.T_OFFSET] + z - table[entry + S.T_LO], end - x)
-                    else:
-                        _move(bufs, slot + x, data, base + z, end - x)
-                    run += 1
-                    x = end
-            oldest = position - (ring - 1)
-            if oldest >= 0:
-                x0, x1 = S.tile_dest(n, 0, tile_bytes, S.item_tile(table[items + oldest]))
-                _move(data, base + x0, bufs, (oldest % ring) * tile_bytes, x1 - x0)
+        _chain_pre_part(data, base, n, table, m_max, scratch, total, 0, 1)
+        ring_at = _chain_ring_at(data, base, scratch, scratch_row, k, slack)
+        _chain_walk(data, base, n, k, tile_bytes, ring, table, m_max, scratch, ring_at, 0, m, direct)
+
+
+# ``chain-lanes``: ``chain-serial`` with each row's chain positions cut into ``lanes`` lanes of
+# ``lane_steps`` that share nothing (``rotate._schedule.layout_free_lanes``): every byte a lane reads
+# that another lane writes is pre-read, by all lanes, before any lane writes (``_chain_lanes_pre``, a
+# phase of its own); then the lanes walk with no waits, in whatever order the threads run
+# (``_chain_lanes_walk``). Lane ``i``'s ring: ``scratch[scratch_row + i * (ring * tile_bytes + slack):]``,
+# placed as ``chain-serial``'s is.
+
+
+@njit(cache=True, nogil=True)
+def _chain_lanes_pre(data, base, n, tile_bytes, table, scratch, scratch_row, lanes, l_lo, l_hi):
+    m_max = S.max_tiles(n, tile_bytes)
+    for lane in range(l_lo, l_hi):
+        _chain_pre_part(data, base, n, table, m_max, scratch, scratch_row - 16, lane, lanes)
+
+
+@njit(cache=True, nogil=True)
+def _chain_lanes_walk(data, base, n, k, tile_bytes, ring, table, scratch, scratch_row, slack, lane_steps, direct,
+                      l_lo, l_hi):
+    m = S.tile_count(n, 0, tile_bytes)
+    m_max = S.max_tiles(n, tile_bytes)
+    lane_bytes = ring * tile_bytes + slack
+    for lane in range(l_lo, l_hi):
+        ring_at = _chain_ring_at(data, base, scratch, scratch_row + lane * lane_bytes, k, slack)
+        _chain_walk(data, base, n, k, tile_bytes, ring, table, m_max, scratch, ring_at,
+                    lane * lane_steps, min(m, (lane + 1) * lane_steps), direct)
+
+
+@njit(cache=True, nogil=True)
+def _chain_rows_spread(data, rows, n, k, tile_bytes, ring, table, scratch, scratch_row, slack, lanes, direct, l_lo,
+                       l_hi):
+    """``chain-rows``: many rows spread over ``lanes`` lanes, each lane running ``chain-serial`` on its own
+    rows with its own pre-read spans and ring in ``scratch[i * (scratch_row + ring * tile_bytes + slack):]``
+    (lane ``i``). Lanes touch different rows and scratch: no waits."""
+    m = S.tile_count(n, 0, tile_bytes)
+    m_max = S.max_tiles(n, tile_bytes)
+    total = scratch_row - 16
+    lane_bytes = scratch_row + ring * tile_bytes + slack
+    rows_per_lane = (rows + lanes - 1) // lanes
+    for lane in range(l_lo, l_hi):
+        area = scratch[lane * lane_bytes:(lane + 1) * lane_bytes]
+        for row in range(lane * rows_per_lane, min(rows, (lane + 1) * rows_per_lane)):
+            base = row * n
+            _chain_pre_part(data, base, n, table, m_max, area, total, 0, 1)
+            ring_at = _chain_ring_at(data, base, area, scratch_row, k, slack)
+            _chain_walk(data, base, n, k, tile_bytes, ring, table, m_max, area, ring_at, 0, m, direct)
 
 
 def _get_num_threads_fast():
@@ -1033,24 +1180,6 @@ def usable_threads() -> int:
     return max(1, min(threads, _CORES - _others_running(threads)))
 
 
-@contextlib.contextmanager
-def team(lanes: int):
-    """numba's team for one parallel call: no more threads than the plan's lanes.
-
-    An idle thread of a larger team still has to reach the region's end, so
-    on a busy machine it stalls a call that has fewer lanes than threads.
-    """
-    threads = num_threads()
-    if lanes >= threads or runs_serial():
-        yield
-        return
-    numba.set_num_threads(max(1, int(lanes)))
-    try:
-        yield
-    finally:
-        numba.set_num_threads(threads)
-
-
 def planner_settings(nbytes=None) -> tuple:
     """Everything the planners read besides the layout: the plan cache keys on it.
 
@@ -1092,11 +1221,17 @@ def plan_rows_details(rows: int, seg: int, k: int, itemsize: int, max_scratch_by
     lanes = runner[1]
     details = {"lanes": lanes, "scratch_words": scratch, "tile": max(1, _T().tile_bytes // itemsize),
                "threads": usable_threads(), "max_scratch_bytes": bound}
-    if runner[0] == "chain":
-        _, _, tile_bytes, chain, table, scratch_row = runner
-        details.update(runner="chain-serial", lane_scratch=scratch, ops=(), tile_bytes=tile_bytes,
-                       chain_step=chain, ring=_T().chain_ring, pre_read_bytes=scratch_row - 16,
-                       alias_slack=_alias_slack(tile_bytes), _table=table, _scratch_row=scratch_row)
+    if runner[0] in ("chain", "chain-rows"):
+        _, _, tile_bytes, chain, table, scratch_row, lane_steps, direct = runner
+        if runner[0] == "chain-rows":
+            name = "chain-rows"
+        else:
+            name = "chain-lanes" if lanes > 1 else "chain-serial"
+        details.update(runner=name, lane_scratch=scratch // lanes if runner[0] == "chain-rows" else scratch, ops=(),
+                       tile_bytes=tile_bytes, chain_step=chain, lane_steps=lane_steps, direct=direct,
+                       ring=_T().chain_ring,
+                       pre_read_bytes=scratch_row - 16, alias_slack=_alias_slack(tile_bytes), _table=table,
+                       _scratch_row=scratch_row)
     elif runner[0] == "small":
         details.update(runner="small-rows" if lanes > 1 else "small-rows-serial", lane_scratch=runner[2], ops=())
     elif runner[0] == "word":  # the buffer is re-viewed as one word of row_word bytes a row
@@ -1134,7 +1269,6 @@ def word_view(a: np.ndarray, word: int) -> np.ndarray:
 
 # Runners that never enter a parallel region: safe under every threading layer
 # and in a forked child as they are, so they take neither the lock nor a twin.
-_SERIAL_RUNNERS = {"small-rows-serial", "rows-serial", "word-rows-serial", "chain-serial"}
 
 
 #: Runners of contiguous steps that other modules plan (``details["runner"]`` -> runner(buf, step)):
@@ -1160,32 +1294,47 @@ def run_rows(buf: np.ndarray, step) -> None:
     if runner in ("word-rows", "word-rows-serial"):  # each row one word, bit-rotated
         rows_buf = buf[:rows * seg].view(_WORDS[d["row_word"]])
         bits = 8 * d["row_word"]
-        with _kernels(parallel=runner == "word-rows", lanes=d["lanes"]) as kernels:
-            if runner == "word-rows":
-                kernels["_rotate_word_rows"](rows_buf, rows, 8 * word * k, bits, d["lanes"])
-            else:
-                kernels["_rotate_word_rows_serial"](rows_buf, rows, 8 * word * k, bits)
+        if runner == "word-rows":
+            _team.run(_rotate_word_rows, d["lanes"], d["lanes"], rows_buf, rows, 8 * word * k, bits, d["lanes"])
+        else:
+            _rotate_word_rows_serial(rows_buf, rows, 8 * word * k, bits)
         return
     if runner == "chain-serial":  # byte positions: the GPU schedule's hooks
         _chain_rows_serial(buf[:rows * seg].view(np.uint8), rows, seg * word, k * word, d["tile_bytes"],
-                           d["ring"], d["_table"], scratch.view(np.uint8), d["_scratch_row"], d["alias_slack"])
+                           d["ring"], d["_table"], scratch.view(np.uint8), d["_scratch_row"], d["alias_slack"],
+                           d["direct"])
         return
-    with _kernels(parallel=runner not in _SERIAL_RUNNERS, lanes=d["lanes"]) as kernels:
-        if runner == "small-rows-serial":
-            kernels["_rotate_small_rows_serial"](buf, rows, seg, k, scratch)
-        elif runner == "rows-serial":
-            kernels["_rotate_rows_serial"](buf, rows, seg, _ops_array(d["ops"]), scratch, d["tile"])
-        elif runner == "small-rows":
-            kernels["_rotate_small_rows"](buf, rows, seg, k, scratch, d["lanes"], d["lane_scratch"])
-        elif runner == "rows":
-            kernels["_rotate_rows_lanes"](buf, rows, seg, _ops_array(d["ops"]), scratch, d["lanes"],
-                                          d["lane_scratch"], d["tile"])
-        elif runner == "segment":
-            ops = _ops_array(d["ops"])
-            for r in range(rows):
-                kernels["_rotate_segment_lanes"](buf, r * seg, ops, scratch, d["lanes"], d["tile"])
-        else:
-            raise AssertionError(f"internal error: no CPU runner {runner!r}")
+    if runner == "chain-rows":  # each lane its own rows, pre-read spans and ring
+        _team.run(_chain_rows_spread, d["lanes"], d["lanes"], buf[:rows * seg].view(np.uint8), rows, seg * word,
+                  k * word, d["tile_bytes"], d["ring"], d["_table"], scratch.view(np.uint8), d["_scratch_row"],
+                  d["alias_slack"], d["lanes"], d["direct"])
+        return
+    if runner == "chain-lanes":  # lanes that share nothing: every row's pre-reads, then its lanes, no waits
+        data, n = buf[:rows * seg].view(np.uint8), seg * word
+        lanes = d["lanes"]
+        for row in range(rows):
+            _team.run(_chain_lanes_pre, lanes, lanes, data, row * n, n, d["tile_bytes"], d["_table"],
+                      scratch.view(np.uint8), d["_scratch_row"], lanes)
+            _team.run(_chain_lanes_walk, lanes, lanes, data, row * n, n, k * word, d["tile_bytes"], d["ring"],
+                      d["_table"], scratch.view(np.uint8), d["_scratch_row"], d["alias_slack"], d["lane_steps"],
+                      d["direct"])
+        return
+    lanes = d["lanes"]
+    if runner == "small-rows-serial":
+        _rotate_small_rows_serial(buf, rows, seg, k, scratch)
+    elif runner == "rows-serial":
+        _rotate_rows_serial(buf, rows, seg, _ops_array(d["ops"]), scratch, d["tile"])
+    elif runner == "small-rows":
+        _team.run(_rotate_small_rows, lanes, lanes, buf, rows, seg, k, scratch, lanes, d["lane_scratch"])
+    elif runner == "rows":
+        _team.run(_rotate_rows_lanes, lanes, lanes, buf, rows, seg, _ops_array(d["ops"]), scratch, lanes,
+                  d["lane_scratch"], d["tile"])
+    elif runner == "segment":
+        ops = _ops_array(d["ops"])
+        for r in range(rows):
+            _rotate_segment_lanes(buf, r * seg, ops, scratch, lanes, d["tile"])
+    else:
+        raise AssertionError(f"internal error: no CPU runner {runner!r}")
 
 
 def plan_strided_details(shape, strides, itemsize: int, shift: int, axis, max_scratch_bytes=None):
@@ -1222,133 +1371,6 @@ def _run_strided_details(a: np.ndarray, d: dict) -> None:
     address, low, high = host_span(a)
     flat = np.asarray(_WordSpan(a, low, (high - low) // word, word))
     scratch = scratch_array(d["lanes"] * d["lane_scratch"], flat.dtype)
-    with _kernels(lanes=d["lanes"]) as kernels:
-        kernels["_roll_strided_words"](
-            flat, (address - low) // word, n_rows, s, d["k"], n_cols, t, d["batch"],
-            np.array(outer_shape, dtype=np.int64), np.array(outer_strides, dtype=np.int64),
-            d["mode"], scratch, d["lanes"], d["lane_scratch"])
-
-
-# ---------------------------------------------------------------------------
-# threading layers: serialise under workqueue, serial twins in a forked GNU OpenMP child
-# ---------------------------------------------------------------------------
-
-_PARALLEL_KERNELS = ("_swap_shift_lanes", "_rotate_segment_lanes", "_rotate_rows_lanes",
-                     "_rotate_small_rows", "_rotate_word_rows", "_roll_strided_words")
-_serial_kernels: dict = {}
-_lock = threading.Lock()
-# Set in a forked child whose parent had started GNU OpenMP's threads.
-_FORCE_SERIAL = {"on": False, "parent_layer": None}
-
-
-def _launched_layer():
-    """The threading layer numba launched in this process, or None before the first parallel call."""
-    try:
-        return numba.threading_layer()
-    except ValueError:
-        return None
-
-
-def _gnu_openmp(layer) -> bool:
-    if layer != "omp":
-        return False
-    try:
-        from numba.np.ufunc import omppool
-
-        return getattr(omppool, "openmp_vendor", "GNU") == "GNU"
-    except ImportError:  # pragma: no cover
-        return True
-
-
-def _before_fork() -> None:
-    _FORCE_SERIAL["parent_layer"] = _launched_layer()
-
-
-def _after_fork_in_child() -> None:
-    global _lock
-    _lock = threading.Lock()  # a lock held by another parent thread would never be released here
-    if _gnu_openmp(_FORCE_SERIAL["parent_layer"]):
-        _FORCE_SERIAL["on"] = True
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
-
-
-def runs_serial() -> bool:
-    """True when this process must not enter numba's parallel regions (forked GNU OpenMP child)."""
-    return _FORCE_SERIAL["on"]
-
-
-def _serial_twin(name: str):
-    """The kernel ``name`` compiled without ``parallel=True``, calling serial twins only."""
-    twin = _serial_kernels.get(name)
-    if twin is None:
-        py = globals()[name].py_func
-        namespace = dict(py.__globals__)
-        for other in _PARALLEL_KERNELS:
-            if other != name and other in py.__code__.co_names:
-                namespace[other] = _serial_twin(other)
-        fn = _pytypes.FunctionType(py.__code__, namespace, py.__name__ + "_serial",
-                                   py.__defaults__, py.__closure__)
-        fn.__qualname__ = py.__qualname__ + "_serial"  # its own on-disk cache entry
-        fn.__module__ = py.__module__
-        fn.__doc__ = py.__doc__
-        twin = _serial_kernels[name] = njit(cache=True)(fn)
-    return twin
-
-
-_SERIAL_KERNELS = ("_rotate_rows_serial", "_rotate_small_rows_serial", "_rotate_word_rows_serial")
-
-
-@contextlib.contextmanager
-def parallel_region():
-    """Hold what the threading layer needs around one call of a parallel kernel of another module."""
-    if _launched_layer() in ("tbb", "omp"):  # thread-safe layers: concurrent calls are fine
-        yield
-        return
-    with _lock:  # workqueue (or not launched yet): one parallel call at a time
-        yield
-
-
-def call_parallel(kernel, *args, team_size=None):
-    """Call an ``@njit(parallel=True)`` kernel of another module (rotate._rows) safely under every layer.
-
-    In a forked GNU-OpenMP child it runs the kernel compiled without
-    ``parallel`` (``prange`` is then ``range``); elsewhere it holds
-    :func:`parallel_region` around the call.
-    """
-    if runs_serial():
-        twin = _serial_kernels.get(kernel)
-        if twin is None:
-            twin = _serial_kernels[kernel] = njit(kernel.py_func)
-        return twin(*args)
-    with parallel_region(), team(num_threads() if team_size is None else team_size):
-        return kernel(*args)
-
-
-@contextlib.contextmanager
-def _kernels(parallel: bool = True, lanes=None):
-    """The kernels to call now, with whatever the threading layer needs held around them.
-
-    ``parallel=False`` promises that only the serial runners (no ``prange``)
-    will be called: they start no parallel region, so no layer needs the lock
-    or a twin for them (and small rolls keep their low call overhead).
-    """
-    if runs_serial():
-        kernels = {name: _serial_twin(name) for name in _PARALLEL_KERNELS}
-        kernels.update((name, globals()[name]) for name in _SERIAL_KERNELS)
-        yield kernels
-        return
-    kernels = {name: globals()[name] for name in _PARALLEL_KERNELS + _SERIAL_KERNELS}
-    if not parallel:
-        yield kernels
-        return
-    with team(num_threads() if lanes is None else lanes):
-        layer = _launched_layer()
-        if layer in ("tbb", "omp"):  # thread-safe layers: concurrent calls are fine
-            yield kernels
-            return
-        # workqueue (or not launched yet, so possibly workqueue): one parallel call at a time.
-        with _lock:
-            yield kernels
+    _team.run(_roll_strided_words, d["lanes"], d["lanes"], flat, (address - low) // word, n_rows, s, d["k"],
+              n_cols, t, d["batch"], np.array(outer_shape, dtype=np.int64), np.array(outer_strides, dtype=np.int64),
+              d["mode"], scratch, d["lanes"], d["lane_scratch"])

@@ -11,7 +11,7 @@ moves (the runners execute exactly the plan's ``details``):
 
 Per-lane shifts (``per-lane-*``)
 --------------------------------
-Lanes are spread over numba ``prange`` lanes of work ("threads" below, to
+Lanes are spread over the CPU backend's threads (``rotate._team``; "threads" below, to
 keep them apart from the array's lanes), each thread owning one scratch row
 of ``cap`` words. A contiguous lane of at most ``copy_lane_bytes`` that fits
 the scratch row is copied into it with one memcpy and written back rotated
@@ -67,9 +67,10 @@ import math
 import sys
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
+from numba.extending import overload
 
-from . import _cpu
+from . import _cpu, _team
 from ._bytemem import HAS_BYTE_SHUFFLE, load_u64, shuffle_store16, store_u16, store_u32, store_u64
 from ._cpu import _move, _shift_serial, _swap_tiled
 from ._plan import Step
@@ -134,60 +135,81 @@ def _rotate_contiguous(buf, lo, n, k, scratch, s0, cap, tile):
             k -= m
 
 
-@njit(parallel=True, cache=True)
-def _roll_lanes(buf, origin, n, stride, e, dims, dim_strides, shifts, mode, threads, scratch, slot, cap, tile):
-    """Roll lane ``l`` (elements of ``e`` words, ``stride`` words apart) right by ``shifts[l]``.
+#: The kernels the factories below have built, by (factory, arguments): each is built once, and
+#: tests list every dispatcher from here (a call after rotate.warmup must compile and load nothing).
+built_kernels: dict = {}
 
-    Lane ``l`` is the C-order multi-index over ``dims`` (the other axes), its
-    first word at ``origin + sum(index_i * dim_strides_i)``; shifts are integers of any dtype but uint64 (reduced here).
-    Thread ``t`` owns ``cap`` words of scratch at ``t * slot``.
-    """
-    lanes = shifts.shape[0]
-    per = (lanes + threads - 1) // threads
-    for t in prange(threads):
-        s0 = t * slot
-        for lane in range(t * per, min(lanes, (t + 1) * per)):
-            sh = shifts[lane] % n
-            if sh == 0:
-                continue
-            if dims.shape[0] == 1:  # lanes evenly spaced (the planner merges what it can): no divisions
-                lo = origin + lane * dim_strides[0]
-            else:
-                lo = origin
-                rest = lane
-                for d in range(dims.shape[0] - 1, -1, -1):
-                    lo += (rest % dims[d]) * dim_strides[d]
-                    rest //= dims[d]
-            if mode == _LANE_ROW:
-                _rotate_contiguous(buf, lo, n * e, (n - sh) * e, scratch, s0, cap, tile)
-            elif mode == _LANE_COPY:
-                words = n * e
-                k = (n - sh) * e
-                _move(scratch, s0, buf, lo, words)
-                _move(buf, lo, scratch, s0 + k, words - k)
-                _move(buf, lo + words - k, scratch, s0, k)
-            elif n * e <= cap:
-                for i in range(n):
-                    for w in range(e):
-                        scratch[s0 + i * e + w] = buf[lo + i * stride + w]
-                for i in range(n):
-                    src = i - sh
-                    if src < 0:
-                        src += n
-                    for w in range(e):
-                        buf[lo + i * stride + w] = scratch[s0 + src * e + w]
-            else:
-                k = n - sh
-                _reverse_words(buf, lo, k, e, stride)
-                _reverse_words(buf, lo + k * stride, n - k, e, stride)
-                _reverse_words(buf, lo, n, e, stride)
+
+def _built(factory):
+    """``factory``'s kernel for each distinct argument tuple, built once and kept in ``built_kernels``."""
+
+    @functools.wraps(factory)
+    def kernel_for(*key):
+        kernel = built_kernels.get((factory.__name__, key))
+        if kernel is None:
+            kernel = built_kernels[(factory.__name__, key)] = factory(*key)
+        return kernel
+    return kernel_for
+
+
+@_built
+def _lanes_kernel(mode: int):
+    """The threads' kernel for lanes of one ``mode`` (a closure constant: a first call compiles its loop only)."""
+
+    @njit(cache=True, nogil=True)
+    def kernel(buf, origin, n, stride, e, dims, dim_strides, shifts, threads, scratch, slot, cap, tile, t_lo, t_hi):
+        # Roll lane ``l`` (elements of ``e`` words, ``stride`` words apart) right by ``shifts[l]``. Lane
+        # ``l`` is the C-order multi-index over ``dims`` (the other axes), its first word at
+        # ``origin + sum(index_i * dim_strides_i)``; shifts are integers of any dtype but uint64 (reduced
+        # here). Thread ``t`` (this call runs ``t_lo <= t < t_hi``) owns ``cap`` words of scratch at
+        # ``t * slot``.
+        lanes = shifts.shape[0]
+        per = (lanes + threads - 1) // threads
+        for t in range(t_lo, t_hi):
+            s0 = t * slot
+            for lane in range(t * per, min(lanes, (t + 1) * per)):
+                sh = shifts[lane] % n
+                if sh == 0:
+                    continue
+                if dims.shape[0] == 1:  # lanes evenly spaced (the planner merges what it can): no divisions
+                    lo = origin + lane * dim_strides[0]
+                else:
+                    lo = origin
+                    rest = lane
+                    for d in range(dims.shape[0] - 1, -1, -1):
+                        lo += (rest % dims[d]) * dim_strides[d]
+                        rest //= dims[d]
+                if mode == _LANE_ROW:
+                    _rotate_contiguous(buf, lo, n * e, (n - sh) * e, scratch, s0, cap, tile)
+                elif mode == _LANE_COPY:
+                    words = n * e
+                    k = (n - sh) * e
+                    _move(scratch, s0, buf, lo, words)
+                    _move(buf, lo, scratch, s0 + k, words - k)
+                    _move(buf, lo + words - k, scratch, s0, k)
+                elif n * e <= cap:
+                    for i in range(n):
+                        for w in range(e):
+                            scratch[s0 + i * e + w] = buf[lo + i * stride + w]
+                    for i in range(n):
+                        src = i - sh
+                        if src < 0:
+                            src += n
+                        for w in range(e):
+                            buf[lo + i * stride + w] = scratch[s0 + src * e + w]
+                else:
+                    k = n - sh
+                    _reverse_words(buf, lo, k, e, stride)
+                    _reverse_words(buf, lo + k * stride, n - k, e, stride)
+                    _reverse_words(buf, lo, n, e, stride)
+
+    return kernel
 
 
 # Short lanes. Indices below are cast to unsigned (``_U``): numba wraps a
 # negative signed index around, and that check in every access made these loops
-# several times slower. Each loop lives in its own compiled function called
-# from the parallel kernel: inlined into the prange body, the same loops ran
-# 3-4x slower (measured, numba 0.68). Lanes are ``words`` words of ``2**wshift``
+# several times slower. (Inlined into a numba prange body, these loops ran 3-4x
+# slower, measured with numba 0.68: the threads' kernels are serial code.) Lanes are ``words`` words of ``2**wshift``
 # bytes, ``pitch`` words apart; ``shifts`` are numpy.roll shifts of any integer dtype
 # value, reduced a block of lanes at a time ahead of the moves (a reduction in
 # the same iteration put its latency in front of every lane's loads).
@@ -306,74 +328,87 @@ def _copy_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, 
                     buf[_U(at + j)] = scratch[_U(src + j)]
 
 
-@njit(cache=True)
-def _lanes_of_words(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, words, scratch, s0, block):
-    """Elements of whole words: :func:`_copy_lanes` without the funnel (loop counts fixed for 2-4 words)."""
-    if words == 2:  # counts known at compile time: runtime-count loops cost 1.2-2.4x per lane at 2-4 words
-        _copy_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, 2, scratch, s0, block, False)
-    elif words == 3:
-        _copy_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, 3, scratch, s0, block, False)
-    elif words == 4:
-        _copy_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, 4, scratch, s0, block, False)
-    else:
-        _copy_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, words, scratch, s0, block, False)
+def _short_run(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, words, scratch, s0, block, kind,
+               fixed):
+    """``count`` evenly spaced short lanes from word ``lo``: the loop for ``kind`` and ``fixed`` (constants)."""
+    raise NotImplementedError("compiled code only: numba picks the loop by the constants (the overload below)")
 
 
-@njit(cache=True)
-def _lanes_funnel(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, words, scratch, s0, block):
-    """Elements narrower than a word: :func:`_copy_lanes` with the funnel (loop counts fixed for 2-4 words)."""
-    if words == 2:
-        _copy_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, 2, scratch, s0, block, True)
-    elif words == 3:
-        _copy_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, 3, scratch, s0, block, True)
-    elif words == 4:
-        _copy_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, 4, scratch, s0, block, True)
-    else:
-        _copy_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, words, scratch, s0, block, True)
+# Each run is compiled as a function of its own, called from the threads' kernel: inlined
+# into the kernel's lane walk, the same loops ran 7-23% slower (one thread, cache-resident lanes).
+@overload(_short_run, prefer_literal=True, jit_options={"cache": True})
+def _short_run_for(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, words, scratch, s0, block, kind,
+                   fixed):
+    the_kind, the_fixed = kind.literal_value, fixed.literal_value
+    funnel = the_kind == _SHORT_FUNNEL
+    if the_kind == _SHORT_ONE_WORD:
+        def one_word(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, words, scratch, s0, block, kind,
+                     fixed):
+            _lanes_in_one_word(buf, lo, pitch, shifts, first, count, n, itemsize * 8, top)
+        return one_word
+    if the_fixed:
+        def fixed_words(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, words, scratch, s0, block,
+                        kind, fixed):
+            _copy_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, the_fixed, scratch, s0,
+                        block, funnel)
+        return fixed_words
+
+    def any_words(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, words, scratch, s0, block, kind,
+                  fixed):
+        _copy_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, words, scratch, s0, block, funnel)
+    return any_words
 
 
-@njit(cache=True)
-def _short_lane_run(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, words, scratch, s0, block):
-    """``count`` evenly spaced short lanes from word ``lo``, shifts from ``shifts[first]``."""
-    top = _U((8 << wshift) - 1)
+# One kernel a kind of short lane, built when a plan first runs it: a first call
+# compiles only the loop it runs (``docs/results/cold-start-cpu.json``: one kernel
+# holding every kind took 5.3 s to compile for a 2x4 roll_rows). The kind is a
+# closure constant, so numba drops the other branches before typing them.
+_SHORT_ONE_WORD, _SHORT_WORDS, _SHORT_FUNNEL = 0, 1, 2
+
+
+def _short_kind(words: int, itemsize: int, wshift: int) -> tuple:
+    """``(kind, words or 0)``: lanes of one word; of whole-word elements; narrower (the funnel). Lanes
+    of 2-4 words get their count as a constant: runtime-count loops cost 1.2-2.4x per lane there."""
     if words == 1:
-        _lanes_in_one_word(buf, lo, pitch, shifts, first, count, n, itemsize * 8, top)
-    elif itemsize & ((1 << wshift) - 1) == 0:
-        _lanes_of_words(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, words, scratch, s0, block)
-    else:
-        _lanes_funnel(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, words, scratch, s0, block)
+        return _SHORT_ONE_WORD, 1
+    kind = _SHORT_WORDS if itemsize & ((1 << wshift) - 1) == 0 else _SHORT_FUNNEL
+    return kind, (words if words <= 4 else 0)
 
 
-@njit(parallel=True, cache=True)
-def _roll_short_lanes(buf, origin, words, dims, dim_strides, shifts, n, itemsize, wshift, threads, scratch, slot,
-                      block):
-    """Roll every short contiguous lane (``words`` words of ``2**wshift`` bytes) right by its shift.
+@_built
+def _short_lanes_kernel(kind: int, fixed: int):
+    """The threads' kernel rolling every short contiguous lane of one kind (see :func:`_short_kind`)."""
 
-    Lane ``l`` is the C-order multi-index over ``dims``, its first word at
-    ``origin + sum(index_i * dim_strides_i)``. Each thread takes a run of
-    lanes and walks it one innermost row of lanes at a time (one set of
-    divisions per row, not per lane); thread ``t`` owns ``2 * words + block``
-    words of scratch at ``t * slot`` (none when a lane is one word).
-    """
-    lanes = shifts.shape[0]
-    per = (lanes + threads - 1) // threads
-    nd = dims.shape[0]
-    inner = dims[nd - 1]
-    pitch = dim_strides[nd - 1]
-    for t in prange(threads):
-        lane = t * per
-        last = min(lanes, lane + per)
-        while lane < last:
-            j = lane % inner
-            lo = origin + j * pitch
-            rest = lane // inner
-            for d in range(nd - 2, -1, -1):
-                lo += (rest % dims[d]) * dim_strides[d]
-                rest //= dims[d]
-            count = min(last - lane, inner - j)
-            _short_lane_run(buf, lo, pitch, shifts, lane, count, n, itemsize, wshift, words, scratch, t * slot,
-                            block)
-            lane += count
+    @njit(cache=True, nogil=True)
+    def kernel(buf, origin, words, dims, dim_strides, shifts, n, itemsize, wshift, threads, scratch, slot, block,
+               t_lo, t_hi):
+        # Roll every short contiguous lane (``words`` words of ``2**wshift`` bytes) right by its shift.
+        # Lane ``l`` is the C-order multi-index over ``dims``, its first word at
+        # ``origin + sum(index_i * dim_strides_i)``. Each thread takes a run of lanes and walks it one
+        # innermost row of lanes at a time (one set of divisions per row, not per lane); thread ``t``
+        # owns ``2 * words + block`` words of scratch at ``t * slot`` (none when a lane is one word).
+        top = _U((8 << wshift) - 1)
+        lanes = shifts.shape[0]
+        per = (lanes + threads - 1) // threads
+        nd = dims.shape[0]
+        inner = dims[nd - 1]
+        pitch = dim_strides[nd - 1]
+        for t in range(t_lo, t_hi):
+            lane = t * per
+            last = min(lanes, lane + per)
+            while lane < last:
+                j = lane % inner
+                lo = origin + j * pitch
+                rest = lane // inner
+                for d in range(nd - 2, -1, -1):
+                    lo += (rest % dims[d]) * dim_strides[d]
+                    rest //= dims[d]
+                count = min(last - lane, inner - j)
+                _short_run(buf, lo, pitch, shifts, lane, count, n, itemsize, wshift, top, words, scratch, t * slot,
+                           block, kind, fixed)
+                lane += count
+
+    return kernel
 
 
 # Short lanes whose bytes are not a multiple of 4 (3 uint8, 7 uint8, 5 uint16, a
@@ -621,71 +656,98 @@ def _doubled_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes
             lane += pitch
 
 
-@njit(cache=True)
-def _byte_lane_run(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, sbytes, s0, block,
-                   masks, two_words):
-    """``count`` evenly spaced lanes of ``lane_bytes`` bytes from byte ``lo`` (sizes fixed at compile time
-    for the common lane lengths: the shift amounts and stores then are constants). ``two_words``: the
-    plan's choice for lanes of 9-16 bytes (in registers; else through the scratch it sized)."""
-    grouped = masks.shape[0] > 0 and pitch == lane_bytes  # the plan's "group_shuffle", lanes back to back
-    if lane_bytes == 3:
-        if grouped:
-            _grouped_lanes(buf, lo, shifts, first, count, n, itemsize, 3, 5, scratch, s0, block, masks)
-        else:
-            _window_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, 3, scratch, s0, block)
-    elif lane_bytes == 5:
-        if grouped:
-            _grouped_lanes(buf, lo, shifts, first, count, n, itemsize, 5, 3, scratch, s0, block, masks)
-        else:
-            _window_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, 5, scratch, s0, block)
-    elif lane_bytes == 6:
-        if grouped:
-            _grouped_lanes(buf, lo, shifts, first, count, n, itemsize, 6, 2, scratch, s0, block, masks)
-        else:
-            _window_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, 6, scratch, s0, block)
-    elif lane_bytes == 7:
-        if grouped:
-            _grouped_lanes(buf, lo, shifts, first, count, n, itemsize, 7, 2, scratch, s0, block, masks)
-        else:
-            _window_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, 7, scratch, s0, block)
-    elif lane_bytes < 8:
-        _window_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, s0, block)
-    elif two_words:
-        if masks.shape[0]:  # the plan's "shuffle": one byte shuffle a lane
+def _byte_run(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, sbytes, s0, block, masks,
+              kind, fixed, group):
+    """``count`` evenly spaced byte-window lanes from byte ``lo``: the loop for ``kind``, ``fixed``, ``group``."""
+    raise NotImplementedError("compiled code only: numba picks the loop by the constants (the overload below)")
+
+
+@overload(_byte_run, prefer_literal=True, jit_options={"cache": True})
+def _byte_run_for(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, sbytes, s0, block, masks,
+                  kind, fixed, group):
+    the_kind, the_fixed, the_group = kind.literal_value, fixed.literal_value, group.literal_value
+    if the_kind == _BYTE_GROUPED:
+        def grouped(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, sbytes, s0, block, masks,
+                    kind, fixed, group):
+            _grouped_lanes(buf, lo, shifts, first, count, n, itemsize, the_fixed, the_group, scratch, s0, block, masks)
+        return grouped
+    if the_kind == _BYTE_WINDOW and the_fixed:
+        def fixed_window(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, sbytes, s0, block,
+                         masks, kind, fixed, group):
+            _window_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, the_fixed, scratch, s0, block)
+        return fixed_window
+    if the_kind == _BYTE_WINDOW:
+        def window(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, sbytes, s0, block, masks,
+                   kind, fixed, group):
+            _window_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, s0, block)
+        return window
+    if the_kind == _BYTE_SHUFFLED:
+        def shuffled(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, sbytes, s0, block, masks,
+                     kind, fixed, group):
             _shuffled_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, s0, block, masks)
-        else:
+        return shuffled
+    if the_kind == _BYTE_TWO_WORDS:
+        def two_words(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, sbytes, s0, block, masks,
+                      kind, fixed, group):
             _two_word_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, s0, block)
-    else:
+        return two_words
+
+    def doubled(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, sbytes, s0, block, masks, kind,
+                fixed, group):
         _doubled_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, sbytes, s0, block)
+    return doubled
 
 
-@njit(parallel=True, cache=True)
-def _roll_byte_lanes(buf, origin, lane_bytes, dims, dim_strides, shifts, n, itemsize, threads, scratch, sbytes,
-                     slot, block, masks, two_words):
-    """Roll every short lane of ``lane_bytes`` bytes (``buf``: the array's span as bytes) right by its shift.
+# One kernel a kind of byte-window lane, as for the short lanes above (one kernel
+# holding every kind took 8.8 s to compile for a roll_rows of 3-byte lanes). Lanes
+# of 3, 5, 6 and 7 bytes get their size as a constant (the shift amounts and
+# stores are then constants); ``group`` is the lanes a grouped shuffle moves at once.
+_BYTE_WINDOW, _BYTE_GROUPED, _BYTE_TWO_WORDS, _BYTE_SHUFFLED, _BYTE_DOUBLED = 0, 1, 2, 3, 4
 
-    Lanes are walked as in :func:`_roll_short_lanes` (offsets and pitches in
-    bytes); thread ``t`` owns ``slot`` uint64 words of scratch at ``t * slot``.
-    """
-    lanes = shifts.shape[0]
-    per = (lanes + threads - 1) // threads
-    nd = dims.shape[0]
-    inner = dims[nd - 1]
-    pitch = dim_strides[nd - 1]
-    for t in prange(threads):
-        lane = t * per
-        last = min(lanes, lane + per)
-        while lane < last:
-            j = lane % inner
-            lo = origin + j * pitch
-            rest = lane // inner
-            for d in range(nd - 2, -1, -1):
-                lo += (rest % dims[d]) * dim_strides[d]
-                rest //= dims[d]
-            count = min(last - lane, inner - j)
-            _byte_lane_run(buf, lo, pitch, shifts, lane, count, n, itemsize, lane_bytes, scratch, sbytes, t * slot,
-                           block, masks, two_words)
-            lane += count
+
+def _byte_kind(lane_bytes: int, pitch: int, masks: np.ndarray, two_words: bool) -> tuple:
+    """``(kind, constant lane bytes or 0, group)``: which loop a plan's byte-window lanes run."""
+    fixed = lane_bytes if lane_bytes in GROUP_LANES else 0
+    if lane_bytes < 8:
+        if fixed and masks.shape[0] > 0 and pitch == lane_bytes:  # the plan's "group_shuffle", lanes back to back
+            return _BYTE_GROUPED, fixed, GROUP_LANES[fixed]
+        return _BYTE_WINDOW, fixed, 0
+    if two_words:  # the plan's choice for lanes of 9-16 bytes: in registers
+        return (_BYTE_SHUFFLED if masks.shape[0] else _BYTE_TWO_WORDS), 0, 0  # "shuffle": one byte shuffle a lane
+    return _BYTE_DOUBLED, 0, 0
+
+
+@_built
+def _byte_lanes_kernel(kind: int, fixed: int, group: int):
+    """The threads' kernel rolling every byte-window lane of one kind (see :func:`_byte_kind`)."""
+
+    @njit(cache=True, nogil=True)
+    def kernel(buf, origin, lane_bytes, dims, dim_strides, shifts, n, itemsize, threads, scratch, sbytes, slot,
+               block, masks, t_lo, t_hi):
+        # Roll every short lane of ``lane_bytes`` bytes (``buf``: the array's span as bytes) right by its
+        # shift. Lanes are walked as in the short lanes' kernel (offsets and pitches in bytes); thread
+        # ``t`` owns ``slot`` uint64 words of scratch at ``t * slot``.
+        lanes = shifts.shape[0]
+        per = (lanes + threads - 1) // threads
+        nd = dims.shape[0]
+        inner = dims[nd - 1]
+        pitch = dim_strides[nd - 1]
+        for t in range(t_lo, t_hi):
+            lane = t * per
+            last = min(lanes, lane + per)
+            while lane < last:
+                j = lane % inner
+                lo = origin + j * pitch
+                rest = lane // inner
+                for d in range(nd - 2, -1, -1):
+                    lo += (rest % dims[d]) * dim_strides[d]
+                    rest //= dims[d]
+                count = min(last - lane, inner - j)
+                _byte_run(buf, lo, pitch, shifts, lane, count, n, itemsize, lane_bytes, scratch, sbytes, t * slot, block,
+                          masks, kind, fixed, group)
+                lane += count
+
+    return kernel
 
 
 @njit(cache=True, inline="always")
@@ -723,58 +785,66 @@ def _copy_block_rolled(dst, doff, src, soff, row_dims, row_shifts, rowlen, rshif
             _move(dst, dlo + rshift, src, slo, rowlen - rshift)
 
 
-@njit(parallel=True, cache=True)
-def _roll_cycles(buf, outer, n0, s0, blk, row_dims, row_shifts, rowlen, rshift, pieces_per_cycle, threads,
-                 scratch):
-    """numpy.roll of the ``(outer, n0, blk)`` word array by ``s0`` along n0, each block rolled while moved.
+# numpy.roll of the ``(outer, n0, blk)`` word array by ``s0`` along n0, each block
+# rolled while moved (``_copy_block_rolled``), walked as the cycles of
+# ``j -> j - s0 (mod n0)``. With ``pieces_per_cycle == 0`` each thread walks whole
+# cycles with one scratch block (slot ``t``): ``_cycles_whole``. Otherwise every
+# cycle is cut into that many pieces: ``_cycle_seams`` saves each piece's first
+# block to its own slot, and only then (a second phase) ``_cycle_pieces`` moves
+# the pieces, a piece's last block coming from the next piece's slot.
 
-    ``pieces_per_cycle == 0``: each thread walks whole cycles with one scratch
-    block (slot ``t``). Otherwise every cycle is cut into that many pieces,
-    each piece's first block is saved to its own slot first, and pieces run
-    in parallel; a piece's last block comes from the next piece's slot.
-    """
+
+@njit(cache=True, nogil=True)
+def _cycles_whole(buf, outer, n0, s0, blk, row_dims, row_shifts, rowlen, rshift, threads, scratch, t_lo, t_hi):
     g = math.gcd(n0, s0)
     cycle_len = n0 // g
     units = outer * g
-    if pieces_per_cycle == 0:
-        per = (units + threads - 1) // threads
-        for t in prange(threads):
-            slot = t * blk
-            for u in range(t * per, min(units, (t + 1) * per)):
-                base = (u // g) * n0 * blk
-                j = u % g
-                _move(scratch, slot, buf, base + j * blk, blk)
-                for _ in range(cycle_len - 1):
-                    src = j - s0
-                    if src < 0:
-                        src += n0
-                    _copy_block_rolled(buf, base + j * blk, buf, base + src * blk, row_dims, row_shifts, rowlen,
-                                       rshift)
-                    j = src
-                _copy_block_rolled(buf, base + j * blk, scratch, slot, row_dims, row_shifts, rowlen, rshift)
-    else:
-        q = pieces_per_cycle
-        pieces = units * q
-        for p in prange(pieces):  # the seams: every piece's first block, before anything moves
-            u = p // q
-            first = (p % q) * cycle_len // q
-            j = (u % g - first * s0) % n0
-            _move(scratch, p * blk, buf, (u // g) * n0 * blk + j * blk, blk)
-        for p in prange(pieces):
-            u = p // q
-            piece = p % q
-            first = piece * cycle_len // q
-            last = (piece + 1) * cycle_len // q
+    per = (units + threads - 1) // threads
+    for t in range(t_lo, t_hi):
+        slot = t * blk
+        for u in range(t * per, min(units, (t + 1) * per)):
             base = (u // g) * n0 * blk
-            j = (u % g - first * s0) % n0
-            for _ in range(first, last - 1):
+            j = u % g
+            _move(scratch, slot, buf, base + j * blk, blk)
+            for _ in range(cycle_len - 1):
                 src = j - s0
                 if src < 0:
                     src += n0
                 _copy_block_rolled(buf, base + j * blk, buf, base + src * blk, row_dims, row_shifts, rowlen, rshift)
                 j = src
-            nxt = u * q + (piece + 1) % q
-            _copy_block_rolled(buf, base + j * blk, scratch, nxt * blk, row_dims, row_shifts, rowlen, rshift)
+            _copy_block_rolled(buf, base + j * blk, scratch, slot, row_dims, row_shifts, rowlen, rshift)
+
+
+@njit(cache=True, nogil=True)
+def _cycle_seams(buf, n0, s0, blk, q, scratch, p_lo, p_hi):
+    g = math.gcd(n0, s0)
+    cycle_len = n0 // g
+    for p in range(p_lo, p_hi):
+        u = p // q
+        first = (p % q) * cycle_len // q
+        j = (u % g - first * s0) % n0
+        _move(scratch, p * blk, buf, (u // g) * n0 * blk + j * blk, blk)
+
+
+@njit(cache=True, nogil=True)
+def _cycle_pieces(buf, n0, s0, blk, row_dims, row_shifts, rowlen, rshift, q, scratch, p_lo, p_hi):
+    g = math.gcd(n0, s0)
+    cycle_len = n0 // g
+    for p in range(p_lo, p_hi):
+        u = p // q
+        piece = p % q
+        first = piece * cycle_len // q
+        last = (piece + 1) * cycle_len // q
+        base = (u // g) * n0 * blk
+        j = (u % g - first * s0) % n0
+        for _ in range(first, last - 1):
+            src = j - s0
+            if src < 0:
+                src += n0
+            _copy_block_rolled(buf, base + j * blk, buf, base + src * blk, row_dims, row_shifts, rowlen, rshift)
+            j = src
+        nxt = u * q + (piece + 1) % q
+        _copy_block_rolled(buf, base + j * blk, scratch, nxt * blk, row_dims, row_shifts, rowlen, rshift)
 
 
 # ---------------------------------------------------------------------------
@@ -979,21 +1049,23 @@ def run_lanes(flat: np.ndarray, origin: int, shifts: np.ndarray, step: Step) -> 
     d = step.details
     if d["mode"] == _LANE_BYTES:
         scratch = _cpu.scratch_array(d["threads"] * d["slot"], np.dtype(np.uint64))
-        _cpu.call_parallel(_roll_byte_lanes, flat, origin, d["lane_bytes"], np.array(d["dims"], np.int64),
-                           np.array(d["dim_strides"], np.int64), shifts, d["n"], d["itemsize"], d["threads"],
-                           scratch, scratch.view(np.uint8), d["slot"], d["block"], _byte_lane_masks(d),
-                           d["two_words"], team_size=d["threads"])
+        masks = _byte_lane_masks(d)
+        kernel = _byte_lanes_kernel(*_byte_kind(d["lane_bytes"], d["dim_strides"][-1], masks, d["two_words"]))
+        _team.run(kernel, d["threads"], d["threads"], flat, origin, d["lane_bytes"], np.array(d["dims"], np.int64),
+                  np.array(d["dim_strides"], np.int64), shifts, d["n"], d["itemsize"], d["threads"], scratch,
+                  scratch.view(np.uint8), d["slot"], d["block"], masks)
         return
     scratch = _cpu.scratch_array(d["threads"] * d["slot"], flat.dtype)
     if d["mode"] == _LANE_SMALL:
-        _cpu.call_parallel(_roll_short_lanes, flat, origin, d["words"], np.array(d["dims"], np.int64),
-                           np.array(d["dim_strides"], np.int64), shifts, d["n"], d["itemsize"],
-                           d["word"].bit_length() - 1, d["threads"], scratch, d["slot"], d["block"],
-                           team_size=d["threads"])
+        wshift = d["word"].bit_length() - 1
+        kernel = _short_lanes_kernel(*_short_kind(d["words"], d["itemsize"], wshift))
+        _team.run(kernel, d["threads"], d["threads"], flat, origin, d["words"], np.array(d["dims"], np.int64),
+                  np.array(d["dim_strides"], np.int64), shifts, d["n"], d["itemsize"], wshift, d["threads"],
+                  scratch, d["slot"], d["block"])
         return
-    _cpu.call_parallel(_roll_lanes, flat, origin, d["n"], d["stride"], d["e"], np.array(d["dims"], np.int64),
-                       np.array(d["dim_strides"], np.int64), shifts, d["mode"], d["threads"], scratch, d["slot"],
-                       d["cap"], d["tile"], team_size=d["threads"])
+    _team.run(_lanes_kernel(d["mode"]), d["threads"], d["threads"], flat, origin, d["n"], d["stride"], d["e"],
+              np.array(d["dims"], np.int64), np.array(d["dim_strides"], np.int64), shifts, d["threads"], scratch,
+              d["slot"], d["cap"], d["tile"])
 
 
 def plan_multiaxis(info, rotations, max_scratch_bytes=None):
@@ -1059,9 +1131,16 @@ def run_multiaxis(buf: np.ndarray, step: Step) -> None:
     """Run a :func:`plan_multiaxis` step on the array's memory as a flat word array."""
     d = step.details
     scratch = _cpu.scratch_array(d["slots"] * d["blk"], buf.dtype)
-    _cpu.call_parallel(_roll_cycles, buf, d["outer"], d["n0"], d["s0"], d["blk"], np.array(d["row_dims"], np.int64),
-                       np.array(d["row_shifts"], np.int64), d["rowlen"], d["rshift"], d["pieces_per_cycle"],
-                       d["threads"], scratch, team_size=d["threads"])
+    row_dims, row_shifts = np.array(d["row_dims"], np.int64), np.array(d["row_shifts"], np.int64)
+    q, threads = d["pieces_per_cycle"], d["threads"]
+    if q == 0:
+        _team.run(_cycles_whole, threads, threads, buf, d["outer"], d["n0"], d["s0"], d["blk"], row_dims, row_shifts,
+                  d["rowlen"], d["rshift"], threads, scratch)
+        return
+    pieces = d["cycles"] * q
+    _team.run(_cycle_seams, pieces, threads, buf, d["n0"], d["s0"], d["blk"], q, scratch)
+    _team.run(_cycle_pieces, pieces, threads, buf, d["n0"], d["s0"], d["blk"], row_dims, row_shifts, d["rowlen"],
+              d["rshift"], q, scratch)
 
 
 

@@ -210,11 +210,15 @@ def _cpu_roll(dtype: np.dtype) -> None:
         roll(np.zeros(length, dtype), 1)
         roll(np.zeros((max(1, n // length), length), dtype), 1, axis=1)
     budget = max(1 << 20, n * dtype.itemsize // 4)  # block swaps need rotations larger than the scratch bound
+    # Each op of a schedule is a kernel of its own, compiled per word width: lengths n + 1, 2, 4 (and
+    # halves of them) move items narrower than 8 bytes as narrower words.
+    for m in (n, n + 1, n + 2, n + 4) if dtype.itemsize < 8 else (n,):
+        a = np.zeros(m, dtype)
+        roll(a, 3)  # a buffered shift
+        roll(a, m // 3, max_scratch_bytes=budget)  # block swaps, or the chain schedule on one lane
+        roll(a, m // 2 - 1, max_scratch_bytes=budget)  # a swap fused with the shift after it
+        roll(a, m // 2, max_scratch_bytes=budget)  # one swap
     a = np.zeros(n, dtype)
-    roll(a, 3)  # a buffered shift
-    roll(a, n // 3, max_scratch_bytes=budget)  # block swaps, or the chain schedule on one lane
-    roll(a, n // 2 - 1, max_scratch_bytes=budget)  # a swap fused with the shift after it
-    roll(a, n // 2)  # one swap
     roll(np.zeros((64, max(2, n // 64)), dtype), 3, axis=1)  # rows spread over lanes
     roll(a[::2], 3)  # strided
     roll(np.zeros((64, max(2, n // 64)), dtype)[:, ::2], 3, axis=1)
@@ -226,6 +230,8 @@ def _cpu_fftshift(dtype: np.dtype) -> None:
     fftshift(np.zeros(n, dtype))
     for shape in ((6, 8), (4, 6, 5), (64, max(2, n // 64)), (max(2, n // 8), 8)):
         fftshift(np.zeros(shape, dtype))
+    # Rolls over several axes where fewer cycles than threads are walked: each cycle cut into pieces.
+    roll(np.zeros((max(2, n // 8), 8), dtype), (1, 3), axis=(0, 1))
 
 
 def _cpu_roll_rows(dtype: np.dtype) -> None:

@@ -52,14 +52,3 @@ def test_runnable_count_read_from_loadavg(two_threads, monkeypatch, tmp_path):
     monkeypatch.setattr(_cpu, "_LOADAVG", str(tmp_path / "missing"))
     monkeypatch.setattr(_cpu, "_busy", [-1.0, 0])
     assert _cpu._others_running(2) == 0  # no such file (not Linux): numba's threads
-
-
-def test_fewer_lanes_than_threads_run_with_a_smaller_team(two_threads, monkeypatch):
-    """A parallel kernel runs with a team no larger than its plan's lanes (an idle thread of a larger
-    team would still have to reach the region's end)."""
-    seen = []
-    real = numba.set_num_threads
-    monkeypatch.setattr(numba, "set_num_threads", lambda n: (seen.append(n), real(n)))
-    with _cpu.team(1):
-        assert numba.get_num_threads() == 1
-    assert numba.get_num_threads() == 2 and seen == [1, 2]

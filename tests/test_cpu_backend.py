@@ -141,15 +141,41 @@ def test_chain_serial_ring_is_placed_away_from_4k_aliasing(row, ring, k):
 
 def test_block_swaps_whose_copies_alias_take_the_chain():
     """float64 rolled by n/2 + 1 swaps halves 8 bytes apart modulo 4096 (1.6-2.0x copyto on two threads,
-    measured): the planner takes chain-serial there, and keeps the swaps at n/2 + 3 (24 bytes apart)."""
+    measured). Every such plan now takes the chain, whose straight copies would alias the same way: they
+    go through the placed ring there (``direct`` off), and stay straight at n/2 + 3 (24 bytes apart).
+    Where the chain of each lane's rows does not fit, one lane walks the rows (chain-serial)."""
     assert [_cpu._aliasing(d) for d in (0, 1, 15, 16, 4096, 4097, 4111, 4112, -4081, -8)] == \
         [False, True, True, False, False, True, True, False, True, False]
-    seg = 1 << 22  # 32 MiB of float64: half a row is over the scratch bound, so block swaps are planned
+    seg = 1 << 16  # 16 rows of 512 KiB float64, a 256 KiB bound: block swaps, the rows spread over two lanes
     with cpu_tuning.override(lanes=2):
-        aliasing = _cpu.plan_rows(1, seg, seg // 2 - 1, 8)[0]
-        apart = _cpu.plan_rows(1, seg, seg // 2 - 3, 8)[0]
-    assert aliasing == "chain-serial"
-    assert apart.startswith("block-swap"), apart
+        aliasing = _cpu.plan_rows_details(16, seg, seg // 2 - 1, 8, 256 << 10)
+        apart = _cpu.plan_rows_details(16, seg, seg // 2 - 3, 8, 256 << 10)
+        one_row = _cpu.plan_rows_details(1, 1 << 22, (1 << 21) - 1, 8)
+        tight = _cpu.plan_rows(16, seg, seg // 2 - 1, 8, 100 << 10)[0]  # two lanes' chains do not fit
+    assert (aliasing[0], aliasing[3]["direct"]) == ("chain-rows", False), aliasing[:3]
+    assert (apart[0], apart[3]["direct"]) == ("chain-rows", True), apart[:3]
+    assert (one_row[0], one_row[3]["direct"]) == ("chain-lanes", False), one_row[:3]
+    assert tight == "chain-serial", tight
+
+
+@pytest.mark.parametrize("lanes", [2, 3])
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint64])
+def test_chain_rows_spread_over_lanes(lanes, dtype):
+    """Many long rows, each lane walking its own rows in chain order (its own pre-reads and ring)."""
+    rows, seg = 7, 6007
+    with cpu_tuning.override(lanes=lanes, min_lane_bytes=1, chain_tile_bytes=(64, 48), scratch_bytes=2048,
+                             adapt_to_load=False):
+        taken = 0
+        for k in (seg // 3, seg // 2 + 3, seg // 4 + 3, 2 * seg // 5 + 1, seg - 777):
+            name, scratch, moved, d = _cpu.plan_rows_details(rows, seg, k, np.dtype(dtype).itemsize)
+            if name == "chain-rows":
+                taken += 1
+                assert scratch <= 2048 and d["lanes"] == lanes, (k, scratch, d["lanes"])
+            buf = random_words(np.random.default_rng(k), rows * seg, dtype)
+            expected = np.roll(buf.reshape(rows, seg), -k, axis=1).reshape(-1)
+            _cpu.rotate_rows_inplace(buf, rows, seg, k)
+            assert buf.tobytes() == expected.tobytes(), (k, name)
+    assert taken >= 3, taken
 
 
 @pytest.mark.parametrize("rows,seg", [(1, 3 * (1 << 20) + 11), (2, 3 * (1 << 20) + 11)])

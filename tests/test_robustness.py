@@ -35,6 +35,7 @@ as_strided = np.lib.stride_tricks.as_strided
 KNOWN_CPU_ALGORITHMS = {
     "small-rows-copy", "small-rows-word-rotate", "buffered-shift", "block-swap", "block-swap+buffered-shift",
     "block-swap+fused-shift", "reversal", "strided-buffered-shift", "strided-reversal",
+    "chain-serial", "chain-lanes", "chain-rows",  # the chain schedule (issue #36)
     "multi-axis-cycles",  # several axes in one pass (rotate._rows)
 }
 
@@ -931,28 +932,44 @@ def test_processes_and_threads_under_each_threading_layer(layer, mode, tmp_path)
     assert f"ok {mode.replace('pool-', '')}" in result.stdout
 
 
-def test_serial_twins_give_the_same_bytes(monkeypatch, tune):
-    """What a forked GNU OpenMP child runs: every kernel without parallel regions."""
-    monkeypatch.setitem(_cpu._FORCE_SERIAL, "on", True)
-    tune.cpu(lanes=3, min_lane_bytes=1)
+@pytest.mark.parametrize("lanes", [1, 2, 3])
+def test_any_team_size_gives_the_same_bytes(lanes, tune):
+    """Lanes are run by rotate._team's threads: 1, 2 or 3 of them move the same bytes (every CPU schedule
+    with phases, strided grids and per-lane kernels included)."""
+    tune.cpu(lanes=lanes, min_lane_bytes=1)
     rng = np.random.default_rng(4)
     for shape, shift, axis in [((4000,), 1234, None), ((64, 50), 7, 1), ((300, 8), 3, 1),
-                               ((50, 64), 11, 0), ((10000,), 4999, None)]:
+                               ((50, 64), 11, 0), ((10000,), 4999, None), ((9, 10, 11), (3, -4), (0, 2))]:
         a = rng.integers(1, 1 << 60, shape)
         want = np.roll(a, shift, axis)
         rotate.roll(a, shift, axis)
-        assert np.array_equal(a, want)
+        assert a.tobytes() == want.tobytes()
         s = rng.integers(1, 1 << 60, (shape[0], 40))[:, ::3]
         want = np.roll(s, 2, axis=0)
         rotate.roll(s, 2, axis=0)
-        assert np.array_equal(s, want)
+        assert s.tobytes() == want.tobytes()
+        r = rng.integers(0, 256, (shape[0], 7), dtype=np.uint8)
+        shifts = rng.integers(-9, 9, shape[0])
+        want = np.stack([np.roll(row, k) for row, k in zip(r, shifts)])
+        rotate.roll_rows(r, shifts)
+        assert r.tobytes() == want.tobytes()
     with cpu_tuning.override(scratch_bytes=256):
         a = rng.integers(1, 1 << 60, 10001)
         want = np.roll(a, 5000)
         rotate.roll(a, 5000)
-        assert np.array_equal(a, want)
-    assert all(not getattr(k, "targetoptions", {}).get("parallel") for k in _cpu._serial_kernels.values())
-    assert set(_cpu._serial_kernels) == set(_cpu._PARALLEL_KERNELS)
+        assert a.tobytes() == want.tobytes()
+
+
+def test_no_cpu_kernel_enters_a_numba_parallel_region():
+    """The CPU kernels are serial nogil code run by rotate._team (no threading layer's limits, and a first
+    call compiles two to three times faster): none may be compiled with ``parallel=True``."""
+    from numba.core.registry import CPUDispatcher
+
+    from rotate import _rows
+
+    kernels = [obj for module in (_cpu, _rows) for obj in vars(module).values() if isinstance(obj, CPUDispatcher)]
+    assert len(kernels) > 20
+    assert [k.py_func.__name__ for k in kernels if k.targetoptions.get("parallel")] == []
 
 
 # --- waveops argument checks ------------------------------------------------------------

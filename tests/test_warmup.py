@@ -143,7 +143,7 @@ import json, sys
 import numpy as np, numba
 from numba.core import event, registry
 import rotate
-from rotate import _cpu, _schedule
+from rotate import _cpu, _rows, _schedule
 from rotate._tuning import cpu as cpu_tuning
 
 DTYPES, FUNCTIONS = {dtypes!r}, {functions!r}
@@ -161,8 +161,8 @@ def dispatchers():
                     found[name + "." + key] = value
     for index, value in enumerate(_schedule.compiled_table_builders()):
         found["table_builders." + str(index)] = value
-    for key, value in _cpu._serial_kernels.items():
-        found["serial." + key] = value
+    for key, value in _rows.built_kernels.items():  # the kernels a kind of lane's factory built
+        found["built." + repr(key)] = value
     return found
 
 
@@ -262,3 +262,26 @@ def test_warmup_refuses_what_it_cannot_warm_before_compiling_anything():
         with pytest.raises(RuntimeError, match="gpu=True"):
             rotate.warmup(gpu=True, progress=False)
     assert rotate.warmup(dtypes=[], progress=False) == 0
+
+
+def test_python_m_rotate_warmup_compiles_with_progress_and_says_how_many():
+    """``python -m rotate.warmup`` (issue #32): progress lines on stderr, the count on stdout."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-m", "rotate.warmup", "--dtypes", "float32", "--functions", "roll",
+                           "--no-gpu"], env=env, capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "RuntimeWarning" not in done.stderr  # rotate.warmup is not imported before it runs as __main__
+    assert "roll" in done.stderr and "float32" in done.stderr
+    assert "kernels compiled" in done.stdout
+    bad = subprocess.run([sys.executable, "-m", "rotate.warmup", "--functions", "rolll", "--no-gpu"], env=env,
+                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert bad.returncode == 2 and "rolll" in bad.stderr
+
+
+def test_importing_the_warmup_module_leaves_rotate_warmup_callable():
+    import importlib
+
+    module = importlib.import_module("rotate.warmup")
+    assert rotate.warmup is module or rotate.warmup is rotate._warmup.warmup
+    assert rotate.warmup(dtypes=["float32"], functions=["roll"], gpu=False, progress=False) >= 0
+    assert module(dtypes=["float32"], functions=["roll"], gpu=False, progress=False) == 0

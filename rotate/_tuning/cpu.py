@@ -29,10 +29,22 @@ class CpuTuning(Policy):
     #: Plans use no more threads than other processes leave free (/proc/loadavg); the test suite turns it
     #: off so its plans do not depend on what else runs.
     adapt_to_load: bool = True
-    #: chain-serial (the chain schedule on one lane): tile sizes tried, largest first (16 KiB tiles ran
-    #: n/3 about 20% slower than 64 KiB ones on one thread), and the ring of tiles read ahead of the write.
-    chain_tile_bytes: Tuple[int, ...] = (64 << 10, 16 << 10)
+    #: The chain (chain-serial on one lane, chain-lanes on several): tile sizes tried (16 KiB tiles ran
+    #: n/3 about 20% slower than 64 KiB ones on one thread; smaller ones pre-read less on random shifts),
+    #: and the ring of tiles read ahead of the write.
+    chain_tile_bytes: Tuple[int, ...] = (64 << 10, 32 << 10, 16 << 10)
     chain_ring: int = 4
+    #: Chain steps tried a tile size beyond ``q`` and ``q + 1``: those of the shortest lattice vectors
+    #: (rotate/_schedule.py, "lanes that share nothing"), which keep a random shift's pre-reads near
+    #: sqrt(n T) bytes a lane where ``q`` and ``q + 1`` pre-read up to half the row.
+    chain_tries: int = 6
+    #: What the chain planner charges an item (a tile) in bytes of traffic, against three bytes a
+    #: pre-read byte: a smaller tile pre-reads less but walks more items (16 KiB tiles cost about
+    #: 0.5 us an item more than 64 KiB ones on one thread, docs/tuning.md).
+    chain_item_bytes: int = 8192
+    #: The chain copies a piece whose writer comes later in its lane straight from the row when it writes
+    #: the item, not through the ring (unless those copies would alias at 4 KiB): one copy, not two.
+    chain_direct: bool = True
     #: Spare scratch bytes that let chain-serial place its ring away from 4 KiB aliasing with the row,
     #: for tiles of at least that size; the plan hands the kernel what it kept.
     alias_slack: int = 4096
