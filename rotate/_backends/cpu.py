@@ -100,7 +100,7 @@ class CpuBackend(RowBackend):
         The host quick path (rotate/_api.py) calls it for repeated calls: the checks passed when the plan
         was made and hold for every array of the layout. One contiguous step of a serial runner calls its
         kernel directly, with the flat word view and the ops array made once here rather than in
-        ``_cpu.run_rows`` on every call (its runner dispatch and threading-layer context cost more than a
+        ``_cpu.run_rows`` on every call (its runner dispatch and checks cost more than a
         small roll's kernel). Scratch is still allocated per call through ``_cpu.scratch_array``
         (threads may roll arrays of one layout at once). Other plans (parallel, strided, several steps):
         None, and the API runs them through :meth:`execute`.
