@@ -186,13 +186,7 @@ def test_every_tuning_field_has_a_row():
 #: each recorded one load average (cpu_bench.py's at the start, call_overhead.py's and rows_bench.py's at
 #: the end, none at both), so a busy start or end cannot be ruled out. Re-measure each on a quiet machine
 #: with this tree's benchmark and delete it from this list: the test then requires the check to pass.
-KNOWN_UNCHECKED_CPU_RESULTS = {
-    "cpu-bench.json",          # 7fef246 (dirty), load 0.69 at the start
-    "cpu-bench-1thread.json",  # 7fef246, load 0.74 at the start
-    "cpu-call-overhead.json",  # 37164ea, load 0.80 at the end; its 28.6 us for a 10-element roll says busier
-    "cpu-rows-bench.json",     # cbf452b (dirty), load 0.97 at the end
-    "cold-start-cpu.json",     # 9f7c11c, load 0.34 at the start and its own end (before bench_env's check)
-}
+KNOWN_UNCHECKED_CPU_RESULTS: set = set()  # every cited CPU result records its load check now
 
 
 def _cpu_result(name: str, data) -> bool:
