@@ -154,8 +154,14 @@ MUTANTS = [
     ("co-resident-block-walks-two-lanes", "rotate/_emulator.py",
      "            if co_resident and b.lane >= 0:  # one lane a block (the kernel's ``one_lane``)",
      "            if co_resident and b.lane >= total_lanes:"),
-    ("schedule-pre-span-not-aligned-up", "rotate/_schedule.py",
+    ("schedule-pre-span-not-aligned-up", "rotate/_schedule.py",  # the GPU's pre_span (classify, not free_classify)
+     "        if classify(m, g, length, inv, lane_steps, ring, co_resident, reader, w) == PRE:\n"
+     "            if z < lo:\n                lo = z\n            if run_end > hi:\n                hi = run_end\n"
+     "        z = run_end\n    if lo >= hi:\n        return 1, 0\n"
      "    return align_down(head + lo) - head, align_up(head + hi) - head",
+     "        if classify(m, g, length, inv, lane_steps, ring, co_resident, reader, w) == PRE:\n"
+     "            if z < lo:\n                lo = z\n            if run_end > hi:\n                hi = run_end\n"
+     "        z = run_end\n    if lo >= hi:\n        return 1, 0\n"
      "    return align_down(head + lo) - head, align_down(head + hi) - head"),
     ("schedule-reader-run-one-long", "rotate/_schedule.py",
      "    end = z + (rx1 - x)  # the reader's destinations end (x wraps only at z == k, a tile end)",
@@ -163,8 +169,12 @@ MUTANTS = [
     ("schedule-chain-order-shifted", "rotate/_schedule.py",
      "    return (c + s * p) % m",
      "    return (c + s * p + 1) % m"),
-    ("schedule-pre-span-one-vector-short", "rotate/_schedule.py",
+    ("schedule-pre-span-one-vector-short", "rotate/_schedule.py",  # the GPU's table (pre_span, not free_pre_span)
+     "        lo, hi = pre_span(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, co_resident, w)\n"
+     "        if lo < hi:\n            table[entry + T_OFFSET] = total\n            table[entry + T_LO] = lo\n"
      "            table[entry + T_VECS] = (hi - lo) // 16",
+     "        lo, hi = pre_span(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, co_resident, w)\n"
+     "        if lo < hi:\n            table[entry + T_OFFSET] = total\n            table[entry + T_LO] = lo\n"
      "            table[entry + T_VECS] = (hi - lo) // 16 - 1"),
     # The pipelined chain kernel's hand-offs as the emulator runs them (rotate/_emulator.py, pl_*),
     # judged by tests/test_schedule.py: a copy into an unwritten buffer, a descriptor slot reused
