@@ -42,6 +42,7 @@ import math
 import pathlib
 import re
 import sys
+from typing import Optional
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
@@ -634,22 +635,25 @@ def dist_table(data) -> str:
 
 RANDOM_SHAPES_RUN = "random-gpu-h200.json"
 RANDOM_SHAPES_PLOT = "random-gpu-h200.png"
+RANDOM_SHAPES_CPU_RUN = "random-cpu.json"
 
 
-def random_shapes_table(name: str = RANDOM_SHAPES_RUN) -> str:
+def random_shapes_table(name: str = RANDOM_SHAPES_RUN, plot: Optional[str] = RANDOM_SHAPES_PLOT) -> str:
     """Issue #33's benchmark of random shapes and shifts (benchmarks/random_bench.py): the distribution per op."""
     path = ROOT / "docs" / "results" / name
     if not path.exists():
-        return "(no random-shape run is committed: run benchmarks/random_bench.py --gpu)"
+        return "(no random-shape run is committed: run benchmarks/random_bench.py)"
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import random_bench
 
     cases, mode, sources = random_bench.load([path], for_docs=True)
     data = json.loads(path.read_text())
+    low, high = data["min_bytes"], data["max_bytes"]
+    sizes = f"{low >> 20} MiB-{high / 2**30:g} GiB" if high >= 1 << 30 else f"{low >> 20}-{high >> 20} MiB"
     header = (f"Source: `docs/results/{name}` ({data.get('device')}, seed {data['seed']}, "
-              f"{data.get('cases_run', len(cases))} cases timed before the run's time budget (of "
-              f"{data.get('cases_drawn', len(cases))} drawn), 256 MiB-8 GiB; commit `{str(data['provenance']['commit'])[:7]}`). Plot: `docs/results/"
-              f"{RANDOM_SHAPES_PLOT}`.\n")
+              f"{data.get('cases_run', len(cases))} cases timed (of {data.get('cases_drawn', len(cases))} drawn), "
+              f"{sizes}; commit `{str(data['provenance']['commit'])[:7]}`)"
+              + (f". Plot: `docs/results/{plot}`.\n" if plot else ".\n"))
     return random_bench.summary_markdown(random_bench.summarize(cases, mode), mode, header).rstrip("\n")
 
 
@@ -671,6 +675,7 @@ def blocks() -> dict:
         (doc, "table", "gpu-rows"): gpu_rows_table(load(ROWS_RUN), ROWS_RUN),
         (doc, "table", "dist"): dist_table(load("dist-h200x2.json")),
         (doc, "table", "gpu-random-shapes"): random_shapes_table(),
+        (doc, "table", "cpu-random-shapes"): random_shapes_table(RANDOM_SHAPES_CPU_RUN, None),
         (doc, "table", "cpu-bench"): cpu_bench_table(cpu),
         (doc, "table", "cpu-call-overhead"): cpu_call_overhead_table(overhead),
     }
