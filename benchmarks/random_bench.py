@@ -514,6 +514,7 @@ def run_cpu(cases, args, log, progress, budget, results, save):
     import numba
 
     import rotate
+    from rotate import bench
 
     all_threads = numba.get_num_threads()
     lib = ArrayLib(np, "numpy")
@@ -523,15 +524,7 @@ def run_cpu(cases, args, log, progress, budget, results, save):
     flush = np.zeros(args.flush_mib * MiB, np.uint8) if args.flush_mib else None
 
     def median_ms(fn, count):
-        fn()  # warm-up: compiling, page faults
-        samples = []
-        for _ in range(count):
-            if flush is not None:
-                np.add(flush, 1, out=flush)
-            start = time.perf_counter()
-            fn()
-            samples.append(time.perf_counter() - start)
-        return 1e3 * float(np.median(samples))
+        return bench.flushed_median_ms(fn, count, flush)
 
     for case in cases:
         weight = case["nbytes"] + CPU_CASE_OVERHEAD

@@ -42,7 +42,7 @@ import json
 import statistics
 import sys
 import time
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -610,6 +610,21 @@ def parallel_copy_kernel():
     return copy
 
 
+def flushed_median_ms(fn: Callable[[], None], count: int, flush: Optional[np.ndarray] = None) -> float:
+    """Median milliseconds of ``count`` calls of ``fn`` after one warm-up call (compiling, page faults), with
+    ``flush`` (a buffer larger than the last-level cache, or None) written before each so every call starts
+    with its arrays out of cache."""
+    fn()
+    samples = []
+    for _ in range(count):
+        if flush is not None:
+            np.add(flush, 1, out=flush)
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return 1e3 * statistics.median(samples)
+
+
 def run_cpu(sizes, dtypes, shifts, repeat, check=True, log=print, progress=None, flush_bytes=512 * MiB):
     """Every (size, dtype, shift) on the CPU backend, through the public API: ``rotate.roll`` of a numpy
     array on numba's threads, against copies of the same bytes, ``np.copyto`` (one thread) and a copy on
@@ -626,15 +641,7 @@ def run_cpu(sizes, dtypes, shifts, repeat, check=True, log=print, progress=None,
     flush = np.zeros(flush_bytes, np.uint8) if flush_bytes else None
 
     def median_ms(fn, count):
-        fn()  # warm-up: compiling, page faults
-        samples = []
-        for _ in range(count):
-            if flush is not None:
-                np.add(flush, 1, out=flush)
-            start = time.perf_counter()
-            fn()
-            samples.append(time.perf_counter() - start)
-        return 1e3 * statistics.median(samples)
+        return flushed_median_ms(fn, count, flush)
 
     rows = []
     rng = np.random.default_rng(1)
