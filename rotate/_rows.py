@@ -328,6 +328,22 @@ def _copy_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, 
                     buf[_U(at + j)] = scratch[_U(src + j)]
 
 
+@njit(cache=True, inline="always")
+def _lane_row(origin, dims, dim_strides, lane, last):
+    """Where lane ``lane`` starts (the C-order multi-index over ``dims``, ``origin + sum(index_i *
+    dim_strides_i)``), and how many lanes from it to ``last`` lie in its innermost row (one set of
+    divisions a row of lanes, not a lane)."""
+    nd = dims.shape[0]
+    inner = dims[nd - 1]
+    j = lane % inner
+    lo = origin + j * dim_strides[nd - 1]
+    rest = lane // inner
+    for d in range(nd - 2, -1, -1):
+        lo += (rest % dims[d]) * dim_strides[d]
+        rest //= dims[d]
+    return lo, min(last - lane, inner - j)
+
+
 def _short_run(buf, lo, pitch, shifts, first, count, n, itemsize, wshift, top, words, scratch, s0, block, kind,
                fixed):
     """``count`` evenly spaced short lanes from word ``lo``: the loop for ``kind`` and ``fixed`` (constants)."""
@@ -390,20 +406,12 @@ def _short_lanes_kernel(kind: int, fixed: int):
         top = _U((8 << wshift) - 1)
         lanes = shifts.shape[0]
         per = (lanes + threads - 1) // threads
-        nd = dims.shape[0]
-        inner = dims[nd - 1]
-        pitch = dim_strides[nd - 1]
+        pitch = dim_strides[dims.shape[0] - 1]
         for t in range(t_lo, t_hi):
             lane = t * per
             last = min(lanes, lane + per)
             while lane < last:
-                j = lane % inner
-                lo = origin + j * pitch
-                rest = lane // inner
-                for d in range(nd - 2, -1, -1):
-                    lo += (rest % dims[d]) * dim_strides[d]
-                    rest //= dims[d]
-                count = min(last - lane, inner - j)
+                lo, count = _lane_row(origin, dims, dim_strides, lane, last)
                 _short_run(buf, lo, pitch, shifts, lane, count, n, itemsize, wshift, top, words, scratch, t * slot,
                            block, kind, fixed)
                 lane += count
@@ -729,20 +737,12 @@ def _byte_lanes_kernel(kind: int, fixed: int, group: int):
         # ``t`` owns ``slot`` uint64 words of scratch at ``t * slot``.
         lanes = shifts.shape[0]
         per = (lanes + threads - 1) // threads
-        nd = dims.shape[0]
-        inner = dims[nd - 1]
-        pitch = dim_strides[nd - 1]
+        pitch = dim_strides[dims.shape[0] - 1]
         for t in range(t_lo, t_hi):
             lane = t * per
             last = min(lanes, lane + per)
             while lane < last:
-                j = lane % inner
-                lo = origin + j * pitch
-                rest = lane // inner
-                for d in range(nd - 2, -1, -1):
-                    lo += (rest % dims[d]) * dim_strides[d]
-                    rest //= dims[d]
-                count = min(last - lane, inner - j)
+                lo, count = _lane_row(origin, dims, dim_strides, lane, last)
                 _byte_run(buf, lo, pitch, shifts, lane, count, n, itemsize, lane_bytes, scratch, sbytes, t * slot, block,
                           masks, kind, fixed, group)
                 lane += count
