@@ -267,7 +267,7 @@ def plan(a: Any, shift: Optional[IntOrInts] = None, axis: Optional[IntOrInts] = 
     A plan depends on the array's layout (shape, strides, dtype, alignment),
     the shifts, the scratch bound and the backend's settings, never on the
     data; the call itself finds the same plan in a cache. ``str(plan)``
-    prints every step with its backend details. A masked array's plan holds
+    prints every step with its parameters. A masked array's plan holds
     the steps of its data and its mask.
 
     See Also
@@ -335,7 +335,7 @@ def _parts(a: Any) -> list:
 
 def public_plan(p: Plan) -> Plan:
     """A deep copy of ``p`` for the caller: the plan cache's own steps (and the tables in their
-    details, which later calls execute from) are never handed out."""
+    params, which later calls execute from) are never handed out."""
     return copy.deepcopy(p)
 
 

@@ -111,6 +111,8 @@ import functools
 import math
 import os
 import time
+from dataclasses import dataclass, field
+from typing import Any, Optional
 
 import numba
 import numpy as np
@@ -122,10 +124,10 @@ from . import _schedule as S
 from . import _team
 from ._arrays import host_span
 from ._tuning.cpu import current as _T
-from ._plan import Step
+from ._plan import INTERNAL, Params, Step
 
-__all__ = ["rotate_rows_inplace", "plan_rows", "roll_strided", "plan_strided", "plan_rows_details",
-           "plan_strided_details", "run_rows", "run_strided", "planner_settings"]
+__all__ = ["rotate_rows_inplace", "plan_rows", "roll_strided", "plan_strided", "plan_rows_params",
+           "plan_strided_params", "run_rows", "run_strided", "planner_settings"]
 
 def _alias_slack(tile_bytes):
     """Spare scratch bytes chain-serial keeps to place its ring (tiles of at least the tuning's ``alias_slack``).
@@ -780,7 +782,7 @@ def plan_rows(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=None
 def rotate_rows_inplace(buf: np.ndarray, rows: int, seg: int, k: int, max_scratch_bytes=None) -> None:
     """Rotate each of ``rows`` consecutive segments of ``buf`` left by ``k``, in place.
 
-    Plans with :func:`plan_rows_details` and runs that plan with :func:`run_rows`.
+    Plans with :func:`plan_rows_params` and runs that plan with :func:`run_rows`.
 
     Parameters
     ----------
@@ -797,8 +799,8 @@ def rotate_rows_inplace(buf: np.ndarray, rows: int, seg: int, k: int, max_scratc
     """
     rows, seg, k = int(rows), int(seg), int(k)
     word = buf.itemsize
-    name, scratch, moved, details = plan_rows_details(rows, seg, k, word, max_scratch_bytes)
-    run_rows(buf, Step(None, 0, rows, seg * word, k * word, word, name, scratch, moved, details=details))
+    name, scratch, moved, params = plan_rows_params(rows, seg, k, word, max_scratch_bytes)
+    run_rows(buf, Step(None, 0, rows, seg * word, k * word, word, name, scratch, moved, params=params))
 
 
 @functools.lru_cache(maxsize=512)
@@ -912,7 +914,7 @@ class _WordSpan:
 def roll_strided(a: np.ndarray, shift: int, axis, max_scratch_bytes=None) -> None:
     """``a[...] = numpy.roll(a, shift, axis)`` in place, for any strides and fixed-size dtype.
 
-    Plans with :func:`plan_strided_details` and runs that plan with :func:`run_strided`.
+    Plans with :func:`plan_strided_params` and runs that plan with :func:`run_strided`.
 
     Parameters
     ----------
@@ -930,17 +932,145 @@ def roll_strided(a: np.ndarray, shift: int, axis, max_scratch_bytes=None) -> Non
     shift = int(shift)
     if a.size == 0:
         return
-    name, scratch, moved, details = plan_strided_details(a.shape, a.strides, a.itemsize, shift, axis,
-                                                         max_scratch_bytes)
-    length = details["layout"][1]
+    name, scratch, moved, params = plan_strided_params(a.shape, a.strides, a.itemsize, shift, axis,
+                                                       max_scratch_bytes)
+    length = params.layout[1]
     run_strided(a, Step(axis, shift, a.size // length, length * a.itemsize, (length - shift) * a.itemsize,
-                        a.itemsize, name, scratch, moved, strided=True, details=details))
+                        a.itemsize, name, scratch, moved, strided=True, params=params))
 
 
 # ---------------------------------------------------------------------------
-# executable plans: the planner's decisions travel in Step.details, and the
-# runners below execute exactly those details without planning again
+# executable plans: the planner's decisions travel in Step.params (one type a
+# runner), and the runners below execute exactly those without planning again
 # ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class StridedParams(Params):
+    """``roll_strided``'s plan: ``layout`` (word, rows, row stride, columns, column stride, outer shape,
+    outer strides; strides in words), the rows' left rotation ``k``, ``mode``, the column ``batch``,
+    ``lanes`` and their scratch (words)."""
+
+    CONSTANTS = (("runner", "strided"),)
+    layout: tuple
+    k: int
+    mode: int
+    batch: int
+    lanes: int
+    lane_scratch: int
+    threads: int
+    max_scratch_bytes: Optional[int]
+
+
+@dataclass(frozen=True, eq=False)
+class RowsParams(Params):
+    """What every contiguous-rows runner reads: ``lanes``, scratch (words: all of it, and a lane's),
+    the ``tile`` (words), the schedule ``ops`` (``(kind, a, b, c, chunks)``, for the ops runners),
+    numba's thread count when planned and the caller's bound (None: the tuning's)."""
+
+    lanes: int
+    scratch_words: int
+    tile: int
+    threads: int
+    max_scratch_bytes: Optional[int]
+    lane_scratch: int
+    ops: tuple
+
+
+@dataclass(frozen=True, eq=False)
+class RowsSerialParams(RowsParams):
+    """One lane runs the ops (buffered shift, block swaps) row by row."""
+
+    CONSTANTS = (("runner", "rows-serial"),)
+
+
+@dataclass(frozen=True, eq=False)
+class RowsLanesParams(RowsParams):
+    """Many rows: each lane runs the ops on its own rows."""
+
+    CONSTANTS = (("runner", "rows"),)
+
+
+@dataclass(frozen=True, eq=False)
+class SegmentLanesParams(RowsParams):
+    """Few long rows: every lane takes a part of each row's ops."""
+
+    CONSTANTS = (("runner", "segment"),)
+
+
+@dataclass(frozen=True, eq=False)
+class SmallRowsParams(RowsParams):
+    """Short rows copied twice into a lane's scratch row, the window written back; rows over lanes."""
+
+    CONSTANTS = (("runner", "small-rows"),)
+
+
+@dataclass(frozen=True, eq=False)
+class SmallRowsSerialParams(RowsParams):
+    """``small-rows`` on one lane."""
+
+    CONSTANTS = (("runner", "small-rows-serial"),)
+
+
+@dataclass(frozen=True, eq=False)
+class WordRowsParams(RowsParams):
+    """Rows of one ``row_word``-byte word each, bit-rotated in a register; rows over lanes."""
+
+    CONSTANTS = (("runner", "word-rows"),)
+    row_word: int
+
+
+@dataclass(frozen=True, eq=False)
+class WordRowsSerialParams(WordRowsParams):
+    """``word-rows`` on one lane."""
+
+    CONSTANTS = (("runner", "word-rows-serial"),)
+
+
+@dataclass(frozen=True, eq=False)
+class ChainParams(RowsParams):
+    """The GPU's chain schedule (``rotate._schedule``): tiles of ``tile_bytes`` in chain order, the bytes
+    pre-read into ``scratch_row``-byte rows of scratch first (``table``: the plan table)."""
+
+    tile_bytes: int
+    chain_step: int
+    lane_steps: int
+    direct: bool
+    ring: int
+    pre_read_bytes: int
+    alias_slack: int
+    table: np.ndarray = field(metadata=INTERNAL)
+    scratch_row: int = field(metadata=INTERNAL)
+
+
+@dataclass(frozen=True, eq=False)
+class ChainSerialParams(ChainParams):
+    """One lane walks every row in chain order."""
+
+    CONSTANTS = (("runner", "chain-serial"),)
+
+
+@dataclass(frozen=True, eq=False)
+class ChainLanesParams(ChainParams):
+    """Each row's chain positions cut into one run a lane: pre-reads, then the lanes' walks."""
+
+    CONSTANTS = (("runner", "chain-lanes"),)
+
+
+@dataclass(frozen=True, eq=False)
+class ChainRowsParams(ChainParams):
+    """Many long rows: each lane walks its own rows, with its own pre-reads and ring."""
+
+    CONSTANTS = (("runner", "chain-rows"),)
+
+
+@dataclass(frozen=True, eq=False)
+class RowsReversalParams(RowsParams):
+    """No scratch fits the bound: the rows as a (rows x seg) word grid rolled by ``strided``'s plan
+    (three in-place reversals)."""
+
+    CONSTANTS = (("runner", "reversal"),)
+    strided: StridedParams
 
 
 @njit(cache=True)
@@ -1193,62 +1323,56 @@ def planner_settings(nbytes=None) -> tuple:
     return (threads, tuning)
 
 
-def plan_rows_details(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=None):
-    """Plan :func:`run_rows`: ``(algorithm, scratch_bytes, bytes_moved, details)``.
+def plan_rows_params(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=None):
+    """Plan :func:`run_rows`: ``(algorithm, scratch_bytes, bytes_moved, params)``.
 
-    ``details`` (for ``Step.details``) holds everything the runner reads:
-    ``runner`` (which compiled function), ``lanes``, ``lane_scratch`` and
-    ``scratch_words`` (words), ``tile`` (words), ``ops`` (the schedule, a
-    tuple of ``(kind, a, b, c, chunks)``), ``threads`` (numba's thread
-    count when planned) and ``max_scratch_bytes`` (the caller's bound, None
-    for the module's).  When the bound holds no lane's scratch the runner is
-    ``reversal``: ``strided`` then holds the :func:`plan_strided_details`
-    details of the rows as a (rows x seg) word grid, rolled by three in-place
-    reversals.
+    ``params`` (for ``Step.params``), a :class:`RowsParams` subclass a
+    runner, holds everything the runner reads.  When the bound holds no
+    lane's scratch it is :class:`RowsReversalParams`: the rows as a (rows x
+    seg) word grid, rolled by three in-place reversals.
     """
     rows, seg, k, itemsize = int(rows), int(seg), int(k), int(itemsize)
     name, scratch, moved, runner = _plan_rows(rows, seg, k, itemsize, max_scratch_bytes)
     bound = None if max_scratch_bytes is None else int(max_scratch_bytes)
     if runner[0] == "reversal":
-        _, strided_scratch, _, strided = plan_strided_details(
+        _, strided_scratch, _, strided = plan_strided_params(
             (rows, seg), (seg * itemsize, itemsize), itemsize, seg - k, 1, 0)
-        if strided_scratch or strided["mode"] != _STRIDED_REVERSAL:
+        if strided_scratch or strided.mode != _STRIDED_REVERSAL:
             raise AssertionError("internal error: the reversal fallback must need no scratch")
-        details = {"runner": "reversal", "lanes": strided["lanes"], "scratch_words": 0, "lane_scratch": 0,
-                   "tile": 0, "ops": (), "threads": strided["threads"], "max_scratch_bytes": bound,
-                   "strided": strided}
-        return name, 0, moved * itemsize, details
+        params = RowsReversalParams(lanes=strided.lanes, scratch_words=0, tile=0, threads=strided.threads,
+                                    max_scratch_bytes=bound, lane_scratch=0, ops=(), strided=strided)
+        return name, 0, moved * itemsize, params
     lanes = runner[1]
-    details = {"lanes": lanes, "scratch_words": scratch, "tile": max(1, _T().tile_bytes // itemsize),
-               "threads": usable_threads(), "max_scratch_bytes": bound}
+    common: dict[str, Any] = dict(lanes=lanes, scratch_words=scratch, tile=max(1, _T().tile_bytes // itemsize),
+                                  threads=usable_threads(), max_scratch_bytes=bound)
+    params: RowsParams
     if runner[0] in ("chain", "chain-rows"):
         _, _, tile_bytes, chain, table, scratch_row, lane_steps, direct = runner
         if runner[0] == "chain-rows":
-            name = "chain-rows"
+            kind: Any = ChainRowsParams
         else:
-            name = "chain-lanes" if lanes > 1 else "chain-serial"
-        details.update(runner=name, lane_scratch=scratch // lanes if runner[0] == "chain-rows" else scratch, ops=(),
-                       tile_bytes=tile_bytes, chain_step=chain, lane_steps=lane_steps, direct=direct,
-                       ring=_T().chain_ring,
-                       pre_read_bytes=scratch_row - 16, alias_slack=_alias_slack(tile_bytes), _table=table,
-                       _scratch_row=scratch_row)
+            kind = ChainLanesParams if lanes > 1 else ChainSerialParams
+        name = kind.CONSTANTS[0][1]
+        params = kind(**common, lane_scratch=scratch // lanes if runner[0] == "chain-rows" else scratch, ops=(),
+                      tile_bytes=tile_bytes, chain_step=chain, lane_steps=lane_steps, direct=direct,
+                      ring=_T().chain_ring, pre_read_bytes=scratch_row - 16, alias_slack=_alias_slack(tile_bytes),
+                      table=table, scratch_row=scratch_row)
     elif runner[0] == "small":
-        details.update(runner="small-rows" if lanes > 1 else "small-rows-serial", lane_scratch=runner[2], ops=())
+        params = (SmallRowsParams if lanes > 1 else SmallRowsSerialParams)(**common, lane_scratch=runner[2], ops=())
     elif runner[0] == "word":  # the buffer is re-viewed as one word of row_word bytes a row
-        details.update(runner="word-rows" if lanes > 1 else "word-rows-serial", lane_scratch=0, ops=(),
-                       row_word=seg * itemsize)
+        params = (WordRowsParams if lanes > 1 else WordRowsSerialParams)(**common, lane_scratch=0, ops=(),
+                                                                          row_word=seg * itemsize)
     else:
         ops = tuple(tuple(int(v) for v in op) for op in runner[3])
-        details["tile"] = runner[4]  # the tile shrinks to fit a tight scratch bound
+        common["tile"] = runner[4]  # the tile shrinks to fit a tight scratch bound
         fused = any(op[0] == _SWAP_SHIFT for op in ops)
         if lanes == 1 and not fused:
-            details.update(runner="rows-serial", lane_scratch=scratch)
+            params = RowsSerialParams(**common, lane_scratch=scratch, ops=ops)
         elif runner[0] == "rows":
-            details.update(runner="rows", lane_scratch=runner[2])
+            params = RowsLanesParams(**common, lane_scratch=runner[2], ops=ops)
         else:
-            details.update(runner="segment", lane_scratch=scratch)
-        details["ops"] = ops
-    return name, scratch * itemsize, moved * itemsize, details
+            params = SegmentLanesParams(**common, lane_scratch=scratch, ops=ops)
+    return name, scratch * itemsize, moved * itemsize, params
 
 
 _WORDS = {w: np.dtype(f"u{w}") for w in (1, 2, 4, 8)}
@@ -1271,106 +1395,139 @@ def word_view(a: np.ndarray, word: int) -> np.ndarray:
 # and in a forked child as they are, so they take neither the lock nor a twin.
 
 
-#: Runners of contiguous steps that other modules plan (``details["runner"]`` -> runner(buf, step)):
-#: rotate/_rows.py registers "multi-axis", so this module never imports it (no import cycle).
-STEP_RUNNERS: dict = {}
-
-
 def run_rows(buf: np.ndarray, step) -> None:
-    """Run a contiguous ``Step`` planned by :func:`plan_rows_details` on the word buffer ``buf``."""
-    d = step.details
+    """Run a contiguous ``Step`` planned by :func:`plan_rows_params` (or another module's planner that
+    registered its params type in ``ROW_RUNNERS``) on the word buffer ``buf``."""
     word = step.word_bytes
     if buf.itemsize != word:
         raise AssertionError(f"internal error: step planned for {word}-byte words, buffer has {buf.itemsize}")
-    other = STEP_RUNNERS.get(d.get("runner"))
-    if other is not None:  # several axes in one pass: rotate/_rows.py registers its runner
-        return other(buf, step)
-    rows, seg, k = step.rows, step.seg_bytes // word, step.left_bytes // word
-    runner = d["runner"]
-    if runner == "reversal":  # no scratch fits the bound: the rows as a strided grid, reversed in place
-        _run_strided_details(buf.reshape(rows, seg), d["strided"])
-        return
-    scratch = scratch_array(d["scratch_words"], buf.dtype)  # none for word rows, but allocated (and counted) alike
-    if runner in ("word-rows", "word-rows-serial"):  # each row one word, bit-rotated
-        rows_buf = buf[:rows * seg].view(_WORDS[d["row_word"]])
-        bits = 8 * d["row_word"]
-        if runner == "word-rows":
-            _team.run(_rotate_word_rows, d["lanes"], d["lanes"], rows_buf, rows, 8 * word * k, bits, d["lanes"])
-        else:
-            _rotate_word_rows_serial(rows_buf, rows, 8 * word * k, bits)
-        return
-    if runner == "chain-serial":  # byte positions: the GPU schedule's hooks
-        _chain_rows_serial(buf[:rows * seg].view(np.uint8), rows, seg * word, k * word, d["tile_bytes"],
-                           d["ring"], d["_table"], scratch.view(np.uint8), d["_scratch_row"], d["alias_slack"],
-                           d["direct"])
-        return
-    if runner == "chain-rows":  # each lane its own rows, pre-read spans and ring
-        _team.run(_chain_rows_spread, d["lanes"], d["lanes"], buf[:rows * seg].view(np.uint8), rows, seg * word,
-                  k * word, d["tile_bytes"], d["ring"], d["_table"], scratch.view(np.uint8), d["_scratch_row"],
-                  d["alias_slack"], d["lanes"], d["direct"])
-        return
-    if runner == "chain-lanes":  # lanes that share nothing: every row's pre-reads, then its lanes, no waits
-        data, n = buf[:rows * seg].view(np.uint8), seg * word
-        lanes = d["lanes"]
-        for row in range(rows):
-            _team.run(_chain_lanes_pre, lanes, lanes, data, row * n, n, d["tile_bytes"], d["_table"],
-                      scratch.view(np.uint8), d["_scratch_row"], lanes)
-            _team.run(_chain_lanes_walk, lanes, lanes, data, row * n, n, k * word, d["tile_bytes"], d["ring"],
-                      d["_table"], scratch.view(np.uint8), d["_scratch_row"], d["alias_slack"], d["lane_steps"],
-                      d["direct"])
-        return
-    lanes = d["lanes"]
-    if runner == "small-rows-serial":
-        _rotate_small_rows_serial(buf, rows, seg, k, scratch)
-    elif runner == "rows-serial":
-        _rotate_rows_serial(buf, rows, seg, _ops_array(d["ops"]), scratch, d["tile"])
-    elif runner == "small-rows":
-        _team.run(_rotate_small_rows, lanes, lanes, buf, rows, seg, k, scratch, lanes, d["lane_scratch"])
-    elif runner == "rows":
-        _team.run(_rotate_rows_lanes, lanes, lanes, buf, rows, seg, _ops_array(d["ops"]), scratch, lanes,
-                  d["lane_scratch"], d["tile"])
-    elif runner == "segment":
-        ops = _ops_array(d["ops"])
-        for r in range(rows):
-            _rotate_segment_lanes(buf, r * seg, ops, scratch, lanes, d["tile"])
+    run = ROW_RUNNERS.get(type(step.params))
+    if run is None:
+        raise AssertionError(f"internal error: no CPU runner for {type(step.params).__name__}")
+    run(buf, step, step.params)
+
+
+def _run_reversal(buf: np.ndarray, step, p: RowsReversalParams) -> None:
+    # no scratch fits the bound: the rows as a strided grid, reversed in place
+    _run_strided_params(buf.reshape(step.rows, step.seg_bytes // step.word_bytes), p.strided)
+
+
+def _rows_scratch(buf: np.ndarray, p: RowsParams) -> np.ndarray:
+    return scratch_array(p.scratch_words, buf.dtype)  # none for word rows, but allocated (and counted) alike
+
+
+def _run_word_rows(buf: np.ndarray, step, p: WordRowsParams) -> None:
+    # each row one word, bit-rotated
+    _rows_scratch(buf, p)
+    rows, word = step.rows, step.word_bytes
+    rows_buf = buf[:rows * (step.seg_bytes // word)].view(_WORDS[p.row_word])
+    bits, r = 8 * p.row_word, 8 * step.left_bytes
+    if type(p) is WordRowsParams:
+        _team.run(_rotate_word_rows, p.lanes, p.lanes, rows_buf, rows, r, bits, p.lanes)
     else:
-        raise AssertionError(f"internal error: no CPU runner {runner!r}")
+        _rotate_word_rows_serial(rows_buf, rows, r, bits)
 
 
-def plan_strided_details(shape, strides, itemsize: int, shift: int, axis, max_scratch_bytes=None):
-    """Plan :func:`run_strided`: ``(algorithm, scratch_bytes, bytes_moved, details)``.
+def _chain_bytes(buf: np.ndarray, step):
+    return buf[:step.rows * (step.seg_bytes // step.word_bytes)].view(np.uint8)
+
+
+def _run_chain_serial(buf: np.ndarray, step, p: ChainSerialParams) -> None:
+    # byte positions: the GPU schedule's hooks
+    scratch = _rows_scratch(buf, p)
+    _chain_rows_serial(_chain_bytes(buf, step), step.rows, step.seg_bytes, step.left_bytes, p.tile_bytes, p.ring,
+                       p.table, scratch.view(np.uint8), p.scratch_row, p.alias_slack, p.direct)
+
+
+def _run_chain_rows(buf: np.ndarray, step, p: ChainRowsParams) -> None:
+    # each lane its own rows, pre-read spans and ring
+    scratch = _rows_scratch(buf, p)
+    _team.run(_chain_rows_spread, p.lanes, p.lanes, _chain_bytes(buf, step), step.rows, step.seg_bytes,
+              step.left_bytes, p.tile_bytes, p.ring, p.table, scratch.view(np.uint8), p.scratch_row, p.alias_slack,
+              p.lanes, p.direct)
+
+
+def _run_chain_lanes(buf: np.ndarray, step, p: ChainLanesParams) -> None:
+    # lanes that share nothing: every row's pre-reads, then its lanes, no waits
+    scratch = _rows_scratch(buf, p).view(np.uint8)
+    data, n, lanes = _chain_bytes(buf, step), step.seg_bytes, p.lanes
+    for row in range(step.rows):
+        _team.run(_chain_lanes_pre, lanes, lanes, data, row * n, n, p.tile_bytes, p.table, scratch, p.scratch_row,
+                  lanes)
+        _team.run(_chain_lanes_walk, lanes, lanes, data, row * n, n, step.left_bytes, p.tile_bytes, p.ring, p.table,
+                  scratch, p.scratch_row, p.alias_slack, p.lane_steps, p.direct)
+
+
+def _run_small_rows(buf: np.ndarray, step, p: RowsParams) -> None:
+    scratch = _rows_scratch(buf, p)
+    rows, word = step.rows, step.word_bytes
+    seg, k = step.seg_bytes // word, step.left_bytes // word
+    if type(p) is SmallRowsSerialParams:
+        _rotate_small_rows_serial(buf, rows, seg, k, scratch)
+    else:
+        _team.run(_rotate_small_rows, p.lanes, p.lanes, buf, rows, seg, k, scratch, p.lanes, p.lane_scratch)
+
+
+def _run_ops_rows(buf: np.ndarray, step, p: RowsParams) -> None:
+    scratch = _rows_scratch(buf, p)
+    rows, seg, ops = step.rows, step.seg_bytes // step.word_bytes, _ops_array(p.ops)
+    if type(p) is RowsSerialParams:
+        _rotate_rows_serial(buf, rows, seg, ops, scratch, p.tile)
+    elif type(p) is RowsLanesParams:
+        _team.run(_rotate_rows_lanes, p.lanes, p.lanes, buf, rows, seg, ops, scratch, p.lanes, p.lane_scratch,
+                  p.tile)
+    else:
+        for r in range(rows):
+            _rotate_segment_lanes(buf, r * seg, ops, scratch, p.lanes, p.tile)
+
+
+#: The runner of each contiguous step's params type: ``run(buf, step, params)``. rotate/_rows.py
+#: registers its multi-axis runner, so this module never imports it (no import cycle).
+ROW_RUNNERS: dict = {
+    RowsReversalParams: _run_reversal,
+    WordRowsParams: _run_word_rows,
+    WordRowsSerialParams: _run_word_rows,
+    ChainSerialParams: _run_chain_serial,
+    ChainRowsParams: _run_chain_rows,
+    ChainLanesParams: _run_chain_lanes,
+    SmallRowsParams: _run_small_rows,
+    SmallRowsSerialParams: _run_small_rows,
+    RowsSerialParams: _run_ops_rows,
+    RowsLanesParams: _run_ops_rows,
+    SegmentLanesParams: _run_ops_rows,
+}
+
+
+def plan_strided_params(shape, strides, itemsize: int, shift: int, axis, max_scratch_bytes=None):
+    """Plan :func:`run_strided`: ``(algorithm, scratch_bytes, bytes_moved, params)``.
 
     ``axis`` None plans the C-order line of a view whose C order is one
-    strided line.  ``details``: ``runner`` ("strided"), ``layout`` (word,
-    rows, row stride, columns, column stride, outer shape, outer strides;
-    strides in words), ``k`` (left rotation of the rows), ``mode``, ``batch``,
-    ``lanes``, ``lane_scratch`` (words), ``threads`` and ``max_scratch_bytes``.
+    strided line.  ``params``: a :class:`StridedParams`.
     """
     axis = None if axis is None else int(axis)
     name, scratch, moved, (layout, k, mode, batch, lanes, lane_scratch) = _plan_strided(
         shape, strides, int(itemsize), int(shift), axis, max_scratch_bytes)
     word, n_rows, s, n_cols, t, outer_shape, outer_strides = layout
-    details = {"runner": "strided", "layout": (word, n_rows, s, n_cols, t, tuple(outer_shape), tuple(outer_strides)),
-               "k": k, "mode": mode, "batch": batch, "lanes": lanes, "lane_scratch": lane_scratch,
-               "threads": usable_threads(),
-               "max_scratch_bytes": None if max_scratch_bytes is None else int(max_scratch_bytes)}
-    return name, scratch, moved, details
+    params = StridedParams(layout=(word, n_rows, s, n_cols, t, tuple(outer_shape), tuple(outer_strides)), k=k,
+                           mode=mode, batch=batch, lanes=lanes, lane_scratch=lane_scratch, threads=usable_threads(),
+                           max_scratch_bytes=None if max_scratch_bytes is None else int(max_scratch_bytes))
+    return name, scratch, moved, params
 
 
 def run_strided(a: np.ndarray, step) -> None:
-    """Run a strided ``Step`` planned by :func:`plan_strided_details` on ``a`` (its shape and strides)."""
-    _run_strided_details(a, step.details)
+    """Run a strided ``Step`` planned by :func:`plan_strided_params` on ``a`` (its shape and strides)."""
+    _run_strided_params(a, step.params)
 
 
-def _run_strided_details(a: np.ndarray, d: dict) -> None:
+def _run_strided_params(a: np.ndarray, p: StridedParams) -> None:
     # The layout's word grid addresses a's elements from a's first element;
     # the span below only has to cover them (an axis=None line included).
     if a.size == 0:
         return
-    word, n_rows, s, n_cols, t, outer_shape, outer_strides = d["layout"]
+    word, n_rows, s, n_cols, t, outer_shape, outer_strides = p.layout
     address, low, high = host_span(a)
     flat = np.asarray(_WordSpan(a, low, (high - low) // word, word))
-    scratch = scratch_array(d["lanes"] * d["lane_scratch"], flat.dtype)
-    _team.run(_roll_strided_words, d["lanes"], d["lanes"], flat, (address - low) // word, n_rows, s, d["k"],
-              n_cols, t, d["batch"], np.array(outer_shape, dtype=np.int64), np.array(outer_strides, dtype=np.int64),
-              d["mode"], scratch, d["lanes"], d["lane_scratch"])
+    scratch = scratch_array(p.lanes * p.lane_scratch, flat.dtype)
+    _team.run(_roll_strided_words, p.lanes, p.lanes, flat, (address - low) // word, n_rows, s, p.k, n_cols, t,
+              p.batch, np.array(outer_shape, dtype=np.int64), np.array(outer_strides, dtype=np.int64), p.mode,
+              scratch, p.lanes, p.lane_scratch)

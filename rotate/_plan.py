@@ -11,7 +11,7 @@ validate, plan and execute.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Optional
+from typing import Any, ClassVar, Iterator, Optional
 
 import numpy as np
 
@@ -24,11 +24,57 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
                 and a.shape == b.shape and bool(np.array_equal(a, b)))
+    if isinstance(a, Params) or isinstance(b, Params):
+        return a == b
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     return bool(a == b)
+
+
+#: ``field(metadata=INTERNAL)``: a value the runner reads that ``plan()`` does not print (tables,
+#: derived sizes); ``Step.details`` names it with a leading underscore.
+INTERNAL = {"internal": True}
+
+
+@dataclass(frozen=True, eq=False)
+class Params:
+    """An algorithm's parameters: everything its runner reads, fixed when the step is planned.
+
+    Each algorithm has a frozen subclass; a backend's runners are looked up by
+    that type, so a step runs as planned and nothing is planned again.
+    ``CONSTANTS`` are the ``(name, value)`` pairs every step of the type
+    shares (the GPU's ``schedule`` name, the CPU's ``runner``), shown with the
+    fields.
+    """
+
+    CONSTANTS: ClassVar[tuple] = ()
+
+    def shown(self) -> Iterator[tuple[str, Any]]:
+        """``(name, value)`` of the constants and fields ``plan()`` prints, in order."""
+        yield from self.CONSTANTS
+        for f in fields(self):
+            if not f.metadata.get("internal"):
+                yield f.name, getattr(self, f.name)
+
+    def as_details(self) -> dict:
+        """Everything as one dict: the constants, the fields, internal ones as ``_name``."""
+        out = dict(self.CONSTANTS)
+        for f in fields(self):
+            out[("_" if f.metadata.get("internal") else "") + f.name] = getattr(self, f.name)
+        return out
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(_same(getattr(self, f.name), getattr(other, f.name)) for f in fields(self))
+
+    __hash__ = None  # type: ignore[assignment]  # tables are numpy arrays
+
+
+#: The parameters of a step whose algorithm needs none beyond the Step's own fields.
+NO_PARAMS = Params()
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,8 +101,12 @@ class Step:
         ``2 * rows * seg_bytes``.
     strided : bool
         True when the step rolls a non-contiguous host view.
-    details : dict
-        Backend specifics (GPU: tile_bytes, grid, block, schedule, ...).
+    params : Params
+        The algorithm's parameters, one frozen type per algorithm (GPU:
+        tile_bytes, grid, block, ...); the backend runs the step from them.
+    shift_copy_bytes : int
+        ``roll_rows``: bytes of host shifts copied first because they share
+        memory with the array (0 when none were).
     """
 
     axis: Optional[int]
@@ -69,7 +119,17 @@ class Step:
     scratch_bytes: int
     bytes_moved: int
     strided: bool = False
-    details: dict = field(default_factory=dict)
+    params: Params = field(default_factory=Params)
+    shift_copy_bytes: int = 0
+
+    @property
+    def details(self) -> dict:
+        """The parameters as one dict (a fresh copy): ``params.as_details()``, internal values under
+        ``_name``, and ``shift_copy_bytes`` when shifts were copied."""
+        out = self.params.as_details()
+        if self.shift_copy_bytes:
+            out["shift_copy_bytes"] = self.shift_copy_bytes
+        return out
 
     @property
     def ideal_bytes(self) -> int:
@@ -77,13 +137,13 @@ class Step:
         return 2 * self.rows * self.seg_bytes
 
     def __eq__(self, other: object) -> bool:
-        # Field by field, as a dataclass would, but tables in details compare by value (a plan handed to a
+        # Field by field, as a dataclass would, but tables in params compare by value (a plan handed to a
         # caller is a copy of the cached one: its arrays are equal, not the same objects).
         if type(other) is not Step:
             return NotImplemented
         return all(_same(getattr(self, f.name), getattr(other, f.name)) for f in fields(self))
 
-    __hash__ = None  # type: ignore[assignment]  # details is a dict: a Step was never hashable
+    __hash__ = None  # type: ignore[assignment]  # params hold tables: a Step was never hashable
 
 
 @dataclass(frozen=True)
@@ -141,8 +201,9 @@ class Plan:
 
     def _detail(self, key: str) -> Any:
         for step in self.steps:
-            if key in step.details:
-                return step.details[key]
+            details = step.details
+            if key in details:
+                return details[key]
         return None
 
     def __str__(self) -> str:
@@ -152,7 +213,9 @@ class Plan:
             f"bytes_moved={self.bytes_moved}, ideal_bytes={self.ideal_bytes})"
         ]
         for s in self.steps:
-            extra = "".join(f", {k}={v}" for k, v in s.details.items() if not k.startswith("_"))
+            extra = "".join(f", {k}={v}" for k, v in s.params.shown())
+            if s.shift_copy_bytes:
+                extra += f", shift_copy_bytes={s.shift_copy_bytes}"
             lines.append(
                 f"  step axis={s.axis} shift={s.shift}: {s.algorithm}, rows={s.rows}, "
                 f"seg_bytes={s.seg_bytes}, left_bytes={s.left_bytes}, "

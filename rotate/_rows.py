@@ -1,7 +1,7 @@
 """CPU kernels for per-lane shifts (``roll_rows``) and one-pass multi-axis rolls.
 
 Two entry points, each with a planner that decides everything before any byte
-moves (the runners execute exactly the plan's ``details``):
+moves (the runners execute exactly the plan's ``params``):
 
 * :func:`plan_lanes` / :func:`run_lanes` -- every 1-D lane of an array along
   one axis rolled by its own shift (``rotate.roll_rows``).
@@ -65,6 +65,7 @@ from __future__ import annotations
 import functools
 import math
 import sys
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
@@ -73,7 +74,7 @@ from numba.extending import overload
 from . import _cpu, _team
 from ._bytemem import HAS_BYTE_SHUFFLE, load_u64, shuffle_store16, store_u16, store_u32, store_u64
 from ._cpu import _move, _shift_serial, _swap_tiled
-from ._plan import Step
+from ._plan import Params, Step
 from ._tuning.cpu import current as _T
 from ._validate import word_view_params
 
@@ -893,6 +894,81 @@ def _merge_dims(dims, dim_strides):
     return tuple(out_dims) or (1,), tuple(out_strides) or (0,)
 
 
+@dataclass(frozen=True, eq=False)
+class LanesParams(Params):
+    """``per-lane-shift``/``-copy``/``-strided-*``: lanes of ``n`` items (``e`` words each, ``stride`` words
+    apart), one a position of ``dims``; a thread's scratch ``slot`` (words) of which ``cap`` hold a lane's
+    saved words and ``tile`` the block swaps'."""
+
+    CONSTANTS = (("runner", "lanes"),)
+    mode: int
+    word: int
+    e: int
+    n: int
+    stride: int
+    dims: tuple
+    dim_strides: tuple
+    threads: int
+    cap: int
+    slot: int
+    tile: int
+
+
+@dataclass(frozen=True, eq=False)
+class ShortLanesParams(Params):
+    """``per-lane-word-rotate``/``-small-copy``: short contiguous lanes as ``words`` words of ``word`` bytes."""
+
+    CONSTANTS = (("runner", "lanes"), ("mode", _LANE_SMALL))
+    word: int
+    words: int
+    n: int
+    itemsize: int
+    dims: tuple
+    dim_strides: tuple
+    threads: int
+    slot: int
+    block: int
+
+
+@dataclass(frozen=True, eq=False)
+class ByteLanesParams(Params):
+    """``per-lane-byte-window``: lanes of ``lane_bytes`` bytes moved as 8-byte windows at byte offsets."""
+
+    CONSTANTS = (("runner", "lanes"), ("mode", _LANE_BYTES), ("word", 1), ("window", WINDOW_BYTES))
+    lane_bytes: int
+    n: int
+    itemsize: int
+    dims: tuple
+    dim_strides: tuple
+    threads: int
+    slot: int
+    block: int
+    two_words: bool
+    shuffle: bool  # 9-16 bytes: one byte shuffle a lane where the host has one (pshufb), else two words
+    group_shuffle: bool  # back-to-back lanes of 3, 5, 6 or 7 bytes: one byte shuffle for up to five of them
+
+
+@dataclass(frozen=True, eq=False)
+class MultiAxisParams(Params):
+    """``multi-axis-cycles``: ``outer`` blocks of ``n0`` slabs of ``blk`` words, slabs moved along their cycles
+    (``s0``), each rolled inside by ``row_shifts`` and ``rshift`` on the way; ``pieces_per_cycle`` 0: whole
+    cycles a thread, else cycles cut into pieces, their seams saved first."""
+
+    CONSTANTS = (("runner", "multi-axis"),)
+    outer: int
+    n0: int
+    s0: int
+    blk: int
+    row_dims: tuple
+    row_shifts: tuple
+    rowlen: int
+    rshift: int
+    pieces_per_cycle: int
+    threads: int
+    slots: int
+    cycles: int
+
+
 def plan_lanes(shape, strides, itemsize: int, axis: int, max_scratch_bytes=None) -> Step:
     """Plan :func:`run_lanes` for the lanes of an array along ``axis`` (``shape[axis] >= 2``)."""
     word, e, n, stride, dims, dim_strides, mode = lane_layout(shape, strides, itemsize, axis)
@@ -928,10 +1004,10 @@ def plan_lanes(shape, strides, itemsize: int, axis: int, max_scratch_bytes=None)
     else:
         name = "per-lane-strided-reversal"
         moved = 4 * total
-    details = {"runner": "lanes", "mode": mode, "word": word, "e": e, "n": n, "stride": stride,
-               "dims": dims, "dim_strides": dim_strides, "threads": threads, "cap": cap, "slot": slot, "tile": tile}
+    params = LanesParams(mode=mode, word=word, e=e, n=n, stride=stride, dims=dims, dim_strides=dim_strides,
+                         threads=threads, cap=cap, slot=slot, tile=tile)
     return Step(axis, 0, lanes, n * itemsize, 0, word, name, threads * slot * word, moved, strided=mode == _LANE_STRIDED,
-                details=details)
+                params=params)
 
 
 def _plan_short_lanes(axis, n, itemsize, word, dims, dim_strides, lanes, threads, max_scratch_bytes, span):
@@ -974,10 +1050,10 @@ def _plan_short_lanes(axis, n, itemsize, word, dims, dim_strides, lanes, threads
     else:  # scratch: two copies written, one read back (the funnel reads two words per word)
         name = "per-lane-small-copy"
         moved = (5 if itemsize % lane_word == 0 else 6) * total + 2 * lanes * lane_word  # + byte shifts
-    details = {"runner": "lanes", "mode": _LANE_SMALL, "word": lane_word, "words": words, "n": n,
-               "itemsize": itemsize, "dims": dims, "dim_strides": tuple(s // lane_word for s in byte_strides),
-               "threads": threads, "slot": slot, "block": block}
-    return Step(axis, 0, lanes, lane_bytes, 0, lane_word, name, threads * slot * lane_word, moved, details=details)
+    params = ShortLanesParams(word=lane_word, words=words, n=n, itemsize=itemsize, dims=dims,
+                              dim_strides=tuple(s // lane_word for s in byte_strides), threads=threads, slot=slot,
+                              block=block)
+    return Step(axis, 0, lanes, lane_bytes, 0, lane_word, name, threads * slot * lane_word, moved, params=params)
 
 
 def _plan_byte_lanes(axis, n, itemsize, dims, byte_strides, lanes, threads, max_scratch_bytes, span):
@@ -1009,15 +1085,12 @@ def _plan_byte_lanes(axis, n, itemsize, dims, byte_strides, lanes, threads, max_
     total = lanes * lane_bytes
     # the lanes once each way, the shifts through scratch; lanes over 16 bytes: also twice into scratch and back
     moved = (2 * total + 16 * lanes) if buffered == 0 else (5 * total + 16 * lanes)
-    details = {"runner": "lanes", "mode": _LANE_BYTES, "word": 1, "window": WINDOW_BYTES, "lane_bytes": lane_bytes,
-               "n": n, "itemsize": itemsize, "dims": dims, "dim_strides": tuple(byte_strides), "threads": threads,
-               "slot": slot, "block": block, "two_words": two_words,
-               # 9-16 bytes: one byte shuffle a lane where the host has one (pshufb), else two words
-               "shuffle": HAS_BYTE_SHUFFLE and WINDOW_BYTES < lane_bytes and two_words,
-               # back-to-back lanes of 3, 5, 6 or 7 bytes: one byte shuffle for up to five of them
-               "group_shuffle": HAS_BYTE_SHUFFLE and lane_bytes in GROUP_LANES and byte_strides[-1] == lane_bytes}
-    return Step(axis, 0, lanes, lane_bytes, 0, 1, "per-lane-byte-window", threads * slot * 8, moved,
-                details=details)
+    params = ByteLanesParams(
+        lane_bytes=lane_bytes, n=n, itemsize=itemsize, dims=dims, dim_strides=tuple(byte_strides), threads=threads,
+        slot=slot, block=block, two_words=two_words,
+        shuffle=HAS_BYTE_SHUFFLE and WINDOW_BYTES < lane_bytes and two_words,
+        group_shuffle=HAS_BYTE_SHUFFLE and lane_bytes in GROUP_LANES and byte_strides[-1] == lane_bytes)
+    return Step(axis, 0, lanes, lane_bytes, 0, 1, "per-lane-byte-window", threads * slot * 8, moved, params=params)
 
 
 _NO_MASKS = np.zeros(0, np.uint8)
@@ -1031,12 +1104,12 @@ def _shuffle_masks(lane_bytes: int, grouped: bool = False) -> np.ndarray:
     return masks
 
 
-def _byte_lane_masks(details: dict) -> np.ndarray:
+def _byte_lane_masks(p: ByteLanesParams) -> np.ndarray:
     """The byte-shuffle masks a ``per-lane-byte-window`` step runs with (none: no shuffle)."""
-    if details.get("shuffle"):
-        return _shuffle_masks(details["lane_bytes"])
-    if details.get("group_shuffle"):
-        return _shuffle_masks(details["lane_bytes"], True)
+    if p.shuffle:
+        return _shuffle_masks(p.lane_bytes)
+    if p.group_shuffle:
+        return _shuffle_masks(p.lane_bytes, True)
     return _NO_MASKS
 
 
@@ -1046,26 +1119,26 @@ def run_lanes(flat: np.ndarray, origin: int, shifts: np.ndarray, step: Step) -> 
     ``shifts`` are integers of any dtype but uint64, one per lane in C order of the other axes
     (numpy.roll shifts, any value; each dtype compiles its own kernels).
     """
-    d = step.details
-    if d["mode"] == _LANE_BYTES:
-        scratch = _cpu.scratch_array(d["threads"] * d["slot"], np.dtype(np.uint64))
-        masks = _byte_lane_masks(d)
-        kernel = _byte_lanes_kernel(*_byte_kind(d["lane_bytes"], d["dim_strides"][-1], masks, d["two_words"]))
-        _team.run(kernel, d["threads"], d["threads"], flat, origin, d["lane_bytes"], np.array(d["dims"], np.int64),
-                  np.array(d["dim_strides"], np.int64), shifts, d["n"], d["itemsize"], d["threads"], scratch,
-                  scratch.view(np.uint8), d["slot"], d["block"], masks)
+    p = step.params
+    if isinstance(p, ByteLanesParams):
+        scratch = _cpu.scratch_array(p.threads * p.slot, np.dtype(np.uint64))
+        masks = _byte_lane_masks(p)
+        kernel = _byte_lanes_kernel(*_byte_kind(p.lane_bytes, p.dim_strides[-1], masks, p.two_words))
+        _team.run(kernel, p.threads, p.threads, flat, origin, p.lane_bytes, np.array(p.dims, np.int64),
+                  np.array(p.dim_strides, np.int64), shifts, p.n, p.itemsize, p.threads, scratch,
+                  scratch.view(np.uint8), p.slot, p.block, masks)
         return
-    scratch = _cpu.scratch_array(d["threads"] * d["slot"], flat.dtype)
-    if d["mode"] == _LANE_SMALL:
-        wshift = d["word"].bit_length() - 1
-        kernel = _short_lanes_kernel(*_short_kind(d["words"], d["itemsize"], wshift))
-        _team.run(kernel, d["threads"], d["threads"], flat, origin, d["words"], np.array(d["dims"], np.int64),
-                  np.array(d["dim_strides"], np.int64), shifts, d["n"], d["itemsize"], wshift, d["threads"],
-                  scratch, d["slot"], d["block"])
+    scratch = _cpu.scratch_array(p.threads * p.slot, flat.dtype)
+    if isinstance(p, ShortLanesParams):
+        wshift = p.word.bit_length() - 1
+        kernel = _short_lanes_kernel(*_short_kind(p.words, p.itemsize, wshift))
+        _team.run(kernel, p.threads, p.threads, flat, origin, p.words, np.array(p.dims, np.int64),
+                  np.array(p.dim_strides, np.int64), shifts, p.n, p.itemsize, wshift, p.threads, scratch, p.slot,
+                  p.block)
         return
-    _team.run(_lanes_kernel(d["mode"]), d["threads"], d["threads"], flat, origin, d["n"], d["stride"], d["e"],
-              np.array(d["dims"], np.int64), np.array(d["dim_strides"], np.int64), shifts, d["threads"], scratch,
-              d["slot"], d["cap"], d["tile"])
+    _team.run(_lanes_kernel(p.mode), p.threads, p.threads, flat, origin, p.n, p.stride, p.e,
+              np.array(p.dims, np.int64), np.array(p.dim_strides, np.int64), shifts, p.threads, scratch, p.slot,
+              p.cap, p.tile)
 
 
 def plan_multiaxis(info, rotations, max_scratch_bytes=None):
@@ -1119,29 +1192,28 @@ def plan_multiaxis(info, rotations, max_scratch_bytes=None):
         if slots * blk > budget_words:  # several cycles, one slot each, do not fit: walk them one thread at a time
             q, slots, threads = 0, 1, 1
     axes = tuple(axis for axis, _, _ in rotations)
-    details = {"runner": "multi-axis", "outer": outer, "n0": n0, "s0": shifts[first], "blk": blk,
-               "row_dims": row_dims, "row_shifts": row_shifts, "rowlen": rowlen, "rshift": rshift,
-               "pieces_per_cycle": q, "threads": threads, "slots": slots, "cycles": units}
+    params = MultiAxisParams(outer=outer, n0=n0, s0=shifts[first], blk=blk, row_dims=row_dims, row_shifts=row_shifts,
+                             rowlen=rowlen, rshift=rshift, pieces_per_cycle=q, threads=threads, slots=slots,
+                             cycles=units)
     moved = 2 * total + 2 * slots * blk * word if q else 2 * total + 2 * units * blk * word
     return Step(axes, tuple(s for _, _, s in rotations), outer * n0, blk * word, (rowlen - rshift) * word, word,
-                "multi-axis-cycles", slots * blk * word, moved, details=details)
+                "multi-axis-cycles", slots * blk * word, moved, params=params)
 
 
-def run_multiaxis(buf: np.ndarray, step: Step) -> None:
+def run_multiaxis(buf: np.ndarray, step: Step, p: MultiAxisParams) -> None:
     """Run a :func:`plan_multiaxis` step on the array's memory as a flat word array."""
-    d = step.details
-    scratch = _cpu.scratch_array(d["slots"] * d["blk"], buf.dtype)
-    row_dims, row_shifts = np.array(d["row_dims"], np.int64), np.array(d["row_shifts"], np.int64)
-    q, threads = d["pieces_per_cycle"], d["threads"]
+    scratch = _cpu.scratch_array(p.slots * p.blk, buf.dtype)
+    row_dims, row_shifts = np.array(p.row_dims, np.int64), np.array(p.row_shifts, np.int64)
+    q, threads = p.pieces_per_cycle, p.threads
     if q == 0:
-        _team.run(_cycles_whole, threads, threads, buf, d["outer"], d["n0"], d["s0"], d["blk"], row_dims, row_shifts,
-                  d["rowlen"], d["rshift"], threads, scratch)
+        _team.run(_cycles_whole, threads, threads, buf, p.outer, p.n0, p.s0, p.blk, row_dims, row_shifts, p.rowlen,
+                  p.rshift, threads, scratch)
         return
-    pieces = d["cycles"] * q
-    _team.run(_cycle_seams, pieces, threads, buf, d["n0"], d["s0"], d["blk"], q, scratch)
-    _team.run(_cycle_pieces, pieces, threads, buf, d["n0"], d["s0"], d["blk"], row_dims, row_shifts, d["rowlen"],
-              d["rshift"], q, scratch)
+    pieces = p.cycles * q
+    _team.run(_cycle_seams, pieces, threads, buf, p.n0, p.s0, p.blk, q, scratch)
+    _team.run(_cycle_pieces, pieces, threads, buf, p.n0, p.s0, p.blk, row_dims, row_shifts, p.rowlen, p.rshift, q,
+              scratch)
 
 
 
-_cpu.STEP_RUNNERS["multi-axis"] = run_multiaxis
+_cpu.ROW_RUNNERS[MultiAxisParams] = run_multiaxis

@@ -162,8 +162,8 @@ def plan_roll_rows(a: Any, shifts: Any, axis: SupportsIndex = -1, *,
         backend, the lane algorithm (CPU: ``per-lane-copy``,
         ``per-lane-shift``, ...; GPU: ``lane-panels``, ``lane-walks``,
         ``lane-swaps``, ...), its scratch bytes and the bytes it moves; a
-        step's ``details`` say more, e.g. ``shift_copy_bytes`` when host
-        shifts that share memory with ``a`` are copied first.
+        step's ``params`` say more (its ``shift_copy_bytes``: host shifts
+        that share memory with ``a``, copied first).
 
     Raises
     ------
@@ -420,7 +420,7 @@ def _unaliased(prepared: tuple, targets: list) -> tuple:
         return prepared
     lane_shifts = lane_shifts.copy()
     if step is not None:
-        step = dataclasses.replace(step, details={**step.details, "shift_copy_bytes": lane_shifts.nbytes})
+        step = dataclasses.replace(step, shift_copy_bytes=lane_shifts.nbytes)
     return backend, target, info, step, lane_shifts
 
 

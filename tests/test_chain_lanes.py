@@ -186,8 +186,8 @@ def test_straight_copies_stay_off_where_they_alias():
     n = 1 << 24
     for k, direct in ((n // 3, True), (4096 * 1365 + 4090, False), (n // 2 - 4, False), (n // 2 + 3, True)):
         with cpu_tuning.override(lanes=2, adapt_to_load=False):
-            name, _, _, d = _cpu.plan_rows_details(1, n, k, 1)
-        assert name == "chain-lanes" and d["direct"] == direct, (k, name, d.get("direct"))
+            name, _, _, d = _cpu.plan_rows_params(1, n, k, 1)
+        assert name == "chain-lanes" and d.direct == direct, (k, name, getattr(d, "direct", None))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -218,11 +218,11 @@ def test_chain_lanes_with_default_tiles(tune, direct, lanes, rows, seg):
     tune.cpu(lanes=lanes, min_lane_bytes=1 << 16, scratch_bytes=1 << 20, adapt_to_load=False, chain_direct=direct)
     taken = 0
     for k in (seg // 3, seg // 2 + 3, seg // 4 + 3, 2 * seg // 5 + 1, 1234567):
-        name, scratch, moved, d = _cpu.plan_rows_details(rows, seg, k, 1)
+        name, scratch, moved, d = _cpu.plan_rows_params(rows, seg, k, 1)
         if name == "chain-lanes":  # 48 tiles: a few shifts pre-read more than the bound holds
             taken += 1
-            assert d["alias_slack"] == 4096 and scratch <= 1 << 20
-            assert d["direct"] == (direct and not (_cpu._aliasing(-k) or _cpu._aliasing(seg - k))), k
+            assert d.alias_slack == 4096 and scratch <= 1 << 20
+            assert d.direct == (direct and not (_cpu._aliasing(-k) or _cpu._aliasing(seg - k))), k
         buf = np.random.default_rng(k).integers(0, 256, rows * seg, dtype=np.uint8)
         want = np.roll(buf.reshape(rows, seg), -k, axis=1).reshape(-1)
         _cpu.rotate_rows_inplace(buf, rows, seg, k)

@@ -148,13 +148,13 @@ def test_block_swaps_whose_copies_alias_take_the_chain():
         [False, True, True, False, False, True, True, False, True, False]
     seg = 1 << 16  # 16 rows of 512 KiB float64, a 256 KiB bound: block swaps, the rows spread over two lanes
     with cpu_tuning.override(lanes=2):
-        aliasing = _cpu.plan_rows_details(16, seg, seg // 2 - 1, 8, 256 << 10)
-        apart = _cpu.plan_rows_details(16, seg, seg // 2 - 3, 8, 256 << 10)
-        one_row = _cpu.plan_rows_details(1, 1 << 22, (1 << 21) - 1, 8)
+        aliasing = _cpu.plan_rows_params(16, seg, seg // 2 - 1, 8, 256 << 10)
+        apart = _cpu.plan_rows_params(16, seg, seg // 2 - 3, 8, 256 << 10)
+        one_row = _cpu.plan_rows_params(1, 1 << 22, (1 << 21) - 1, 8)
         tight = _cpu.plan_rows(16, seg, seg // 2 - 1, 8, 100 << 10)[0]  # two lanes' chains do not fit
-    assert (aliasing[0], aliasing[3]["direct"]) == ("chain-rows", False), aliasing[:3]
-    assert (apart[0], apart[3]["direct"]) == ("chain-rows", True), apart[:3]
-    assert (one_row[0], one_row[3]["direct"]) == ("chain-lanes", False), one_row[:3]
+    assert (aliasing[0], aliasing[3].direct) == ("chain-rows", False), aliasing[:3]
+    assert (apart[0], apart[3].direct) == ("chain-rows", True), apart[:3]
+    assert (one_row[0], one_row[3].direct) == ("chain-lanes", False), one_row[:3]
     assert tight == "chain-serial", tight
 
 
@@ -167,10 +167,10 @@ def test_chain_rows_spread_over_lanes(lanes, dtype):
                              adapt_to_load=False):
         taken = 0
         for k in (seg // 3, seg // 2 + 3, seg // 4 + 3, 2 * seg // 5 + 1, seg - 777):
-            name, scratch, moved, d = _cpu.plan_rows_details(rows, seg, k, np.dtype(dtype).itemsize)
+            name, scratch, moved, d = _cpu.plan_rows_params(rows, seg, k, np.dtype(dtype).itemsize)
             if name == "chain-rows":
                 taken += 1
-                assert scratch <= 2048 and d["lanes"] == lanes, (k, scratch, d["lanes"])
+                assert scratch <= 2048 and d.lanes == lanes, (k, scratch, d.lanes)
             buf = random_words(np.random.default_rng(k), rows * seg, dtype)
             expected = np.roll(buf.reshape(rows, seg), -k, axis=1).reshape(-1)
             _cpu.rotate_rows_inplace(buf, rows, seg, k)

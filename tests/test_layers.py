@@ -111,12 +111,12 @@ def test_public_modules_never_name_a_backend():
 PLANNER_MODULE_CONSTANTS = {
     "rotate/_cuda/planner.py": {"NEWEST_CAPABILITY", "SCHEDULES", "CYCLE_VARIANTS", "ONE_PASS_SCHEDULES"},
     "rotate/_cpu.py": {"_SWAP", "_SHIFT", "_SWAP_SHIFT", "_STRIDED_SHIFT", "_STRIDED_REVERSAL", "_U", "_BUSY_TTL",
-                       "_LOADAVG", "_CORES", "_WORDS", "STEP_RUNNERS"},
+                       "_LOADAVG", "_CORES", "_WORDS", "ROW_RUNNERS"},
     "rotate/_rows.py": {"SMALL_ROW_WORDS", "_LANE_ROW", "_LANE_SMALL", "_LANE_STRIDED", "_LANE_COPY", "_LANE_BYTES",
                         "WINDOW_BYTES", "_U", "_EXACT", "_CHECK_BLOCK", "GROUP_LANES", "_NO_MASKS",
                         "_SHORT_ONE_WORD", "_SHORT_WORDS", "_SHORT_FUNNEL", "_BYTE_WINDOW", "_BYTE_GROUPED",
                         "_BYTE_TWO_WORDS", "_BYTE_SHUFFLED", "_BYTE_DOUBLED"},
-    "rotate/_cuda/launch.py": {"MAX_STREAM_REFS", "MAX_CACHED_STREAMS", "MAX_DEVICE_TABLES", "RUNNERS"},
+    "rotate/_cuda/launch.py": {"MAX_STREAM_REFS", "MAX_CACHED_STREAMS", "MAX_DEVICE_TABLES", "RUNNERS", "LANE_RUNNERS"},
     "rotate/_cuda/lane_args.py": set(),
     "rotate/_backends/cpu.py": set(),
     "rotate/_backends/cuda.py": set(),
@@ -137,3 +137,36 @@ def test_planners_hold_no_tuning_of_their_own():
             names |= {t.id for t in targets if isinstance(t, ast.Name) and t.id.lstrip("_").isupper()}
         found[path] = names
     assert found == PLANNER_MODULE_CONSTANTS
+
+
+def _params_types(module) -> set:
+    from rotate._plan import Params
+
+    return {c for c in vars(module).values()
+            if isinstance(c, type) and issubclass(c, Params) and c.__module__ == module.__name__}
+
+
+def test_steps_run_from_typed_params():
+    """Issue #31, rule 2: each algorithm's parameters are a frozen dataclass, and the backends find a
+    step's runner by that type; no runner module reads a step's ``details`` dict or branches on its
+    algorithm name."""
+    from dataclasses import is_dataclass
+
+    from rotate import _cpu, _rows
+    from rotate._cuda import launch, params as gpu_params
+
+    gpu = _params_types(gpu_params)
+    cpu = _params_types(_cpu) | _params_types(_rows)
+    for kind in gpu | cpu:
+        assert is_dataclass(kind) and kind.__dataclass_params__.frozen, kind
+    concrete_gpu = {k for k in gpu if not k.__name__.startswith("_")}
+    # lane-chains runs the chain steps its params hold, through RUNNERS
+    assert concrete_gpu == set(launch.RUNNERS) | set(launch.LANE_RUNNERS) | {gpu_params.LaneChainsParams}
+    lanes = {_rows.LanesParams, _rows.ShortLanesParams, _rows.ByteLanesParams}  # rotate._rows.run_lanes
+    bases = {_cpu.RowsParams, _cpu.ChainParams}
+    assert cpu - bases - lanes - {_cpu.StridedParams} == set(_cpu.ROW_RUNNERS)  # strided: _cpu.run_strided
+    for path in ("rotate/_cuda/launch.py", "rotate/_cpu.py", "rotate/_rows.py", "rotate/_backends/cpu.py",
+                 "rotate/_backends/cuda.py"):
+        source = (ROOT / path).read_text()
+        assert ".details" not in source and "details[" not in source, f"{path} reads Step.details"
+        assert not re.search(r"""RUNNERS\[[^\]]*algorithm""", source), f"{path} looks runners up by name"

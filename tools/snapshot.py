@@ -150,9 +150,8 @@ def adapter_gpu_tuning(settings: dict, constants: dict) -> Iterator[None]:
 def adapter_step_record(step) -> dict:
     """ADAPTER (plan objects): one step as the canonical record: the public Step fields and ``details``.
 
-    Today a step's parameters are the untyped ``details`` dict. Once they are typed (issue 31, rule 2),
-    turn the params object back into the same dict here (same keys, same values), so plans compare
-    byte for byte.
+    A step's parameters are a typed params object (issue 31, rule 2); ``Step.details`` turns it back into
+    the dict the baseline recorded (same keys, same values), so plans compare byte for byte.
     """
     return {
         "axis": step.axis, "shift": step.shift, "rows": step.rows, "seg_bytes": step.seg_bytes,
@@ -177,7 +176,7 @@ def adapter_kernel_builds(step, pointer: int, host_shifts) -> list:
     i64 = ("int64",)
     algorithm = step.algorithm
     if algorithm == "chain":
-        return [("chain", list(launch._chain_config(d)), i64 * 15)]
+        return [("chain", list(launch._chain_config(step.params)), i64 * 15)]
     if algorithm == "block-swap":
         out = [("block_swap", [d["tile_bytes"], d["block"]], ("uint8[::1]",) + i64 * 6)]
         for _, sub in sorted((d.get("_final_steps") or {}).items()):
@@ -276,6 +275,8 @@ def canonical(value: Any) -> Any:
         return record
     if isinstance(value, np.dtype):
         return dtype_name(value)
+    if hasattr(value, "as_details") and hasattr(value, "CONSTANTS"):  # params inside params: as the dict they were
+        return canonical(value.as_details())
     if hasattr(value, "algorithm") and hasattr(value, "details"):  # a Step (block-swap's final chain steps)
         return {"step": canonical(adapter_step_record(value))}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

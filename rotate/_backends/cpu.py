@@ -42,9 +42,9 @@ class CpuBackend(RowBackend):
         return super().plan_steps(info, rotations, max_scratch_bytes)
 
     def plan_step(self, info, axis, shift, rows, seg_bytes, left_bytes, word, max_scratch_bytes) -> Step:
-        algorithm, scratch, moved, details = _cpu.plan_rows_details(rows, seg_bytes // word, left_bytes // word, word,
-                                                                    max_scratch_bytes)
-        return Step(axis, shift, rows, seg_bytes, left_bytes, word, algorithm, scratch, moved, details=details)
+        algorithm, scratch, moved, params = _cpu.plan_rows_params(rows, seg_bytes // word, left_bytes // word, word,
+                                                                  max_scratch_bytes)
+        return Step(axis, shift, rows, seg_bytes, left_bytes, word, algorithm, scratch, moved, params=params)
 
     def plan_noncontiguous(self, info, rotations, max_scratch_bytes):
         # axis=None rolls C order in place only where C order is one strided
@@ -60,11 +60,11 @@ class CpuBackend(RowBackend):
         steps = []
         for axis, length, s in rotations:
             axis = 0 if axis is None and info.ndim == 1 else axis  # None: the C-order line
-            algorithm, scratch, moved, details = _cpu.plan_strided_details(
+            algorithm, scratch, moved, params = _cpu.plan_strided_params(
                 info.shape, info.strides, info.itemsize, s, axis, max_scratch_bytes)
             lines = info.size // length  # the strided roll moves every line along the axis
             steps.append(Step(axis, s, lines, length * info.itemsize, (length - s) * info.itemsize,
-                              info.itemsize, algorithm, scratch, moved, strided=True, details=details))
+                              info.itemsize, algorithm, scratch, moved, strided=True, params=params))
         return tuple(steps)
 
     def plan_lanes(self, target: np.ndarray, info: ArrayInfo, shifts: Any, axis: int, max_scratch_bytes):
@@ -78,7 +78,7 @@ class CpuBackend(RowBackend):
 
     def execute_lanes(self, target: np.ndarray, info: ArrayInfo, step: Step, stream: Any, lane_shifts) -> None:
         # The lanes' span as one flat array of the step's words (strided views: from their lowest byte).
-        word = step.details["word"]
+        word = step.word_bytes
         address, low, high = host_span(target)
         flat = np.asarray(_cpu._WordSpan(target, low, (high - low) // word, word))
         _rows.run_lanes(flat, (address - low) // word, lane_shifts, step)
@@ -89,7 +89,7 @@ class CpuBackend(RowBackend):
 
     def execute(self, target: np.ndarray, info: ArrayInfo, plan, stream: Any) -> None:
         for step in plan.steps:
-            if step.strided:
+            if type(step.params) is _cpu.StridedParams:
                 _cpu.run_strided(target, step)
             else:
                 _cpu.run_rows(_cpu.word_view(target, step.word_bytes), step)
@@ -110,31 +110,31 @@ class CpuBackend(RowBackend):
         if len(plan.steps) != 1 or plan.steps[0].strided:
             return None
         step = plan.steps[0]
-        d = step.details
-        runner = d.get("runner")
+        p = step.params
+        kind = type(p)
         word = step.word_bytes
         words = _cpu._WORDS[word]
         rows, seg, k = step.rows, step.seg_bytes // word, step.left_bytes // word
         run_rows = _cpu.run_rows
-        if runner == "small-rows-serial":
-            kernel, scratch_words = _cpu._rotate_small_rows_serial, d["scratch_words"]
+        if kind is _cpu.SmallRowsSerialParams:
+            kernel, scratch_words = _cpu._rotate_small_rows_serial, p.scratch_words
 
             def run(a: np.ndarray) -> None:
                 if _cpu.run_rows is not run_rows:  # replaced (tests record and mutate the steps that run)
                     return self.execute(a, info, plan, None)
                 kernel(a.reshape(-1, order="A").view(words), rows, seg, k, _cpu.scratch_array(scratch_words, words))
-        elif runner == "rows-serial":
-            kernel, scratch_words, tile = _cpu._rotate_rows_serial, d["scratch_words"], d["tile"]
-            ops = _cpu._ops_array(d["ops"])
+        elif kind is _cpu.RowsSerialParams:
+            kernel, scratch_words, tile = _cpu._rotate_rows_serial, p.scratch_words, p.tile
+            ops = _cpu._ops_array(p.ops)
 
             def run(a: np.ndarray) -> None:
                 if _cpu.run_rows is not run_rows:
                     return self.execute(a, info, plan, None)
                 kernel(a.reshape(-1, order="A").view(words), rows, seg, ops, _cpu.scratch_array(scratch_words, words),
                        tile)
-        elif runner == "word-rows-serial":
-            kernel, scratch_words = _cpu._rotate_word_rows_serial, d["scratch_words"]
-            row_words, bits, r = _cpu._WORDS[d["row_word"]], 8 * d["row_word"], 8 * word * k
+        elif kind is _cpu.WordRowsSerialParams:
+            kernel, scratch_words = _cpu._rotate_word_rows_serial, p.scratch_words
+            row_words, bits, r = _cpu._WORDS[p.row_word], 8 * p.row_word, 8 * word * k
 
             def run(a: np.ndarray) -> None:
                 if _cpu.run_rows is not run_rows:

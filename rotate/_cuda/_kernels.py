@@ -337,7 +337,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     is pruned at compile time and the kernel is the product's.
 
     ``one_lane``: the kernel of a co-resident plan (``co_resident`` in the
-    plan's details): a block walks the one lane its first ticket gives and
+    plan's params): a block walks the one lane its first ticket gives and
     leaves, never drawing a second, since its waits may point to any lane at
     an earlier step, and a block walking two lanes would hold the second's
     first steps behind the first's last (docs/design.md, "Co-resident lanes").

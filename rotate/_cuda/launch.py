@@ -21,6 +21,7 @@ from numba import cuda
 from .. import _compile_notice
 from .. import _schedule as S
 from . import _kernels, planner
+from . import params as P
 from ._memops import SIMULATED
 
 
@@ -31,7 +32,7 @@ def execute(target: Any, info, plan, stream: Any = None) -> None:
     """
     handle = stream if type(stream) is int else resolve_stream(target, stream)
     for step in plan.steps:
-        RUNNERS[step.algorithm](target, info, step, handle)
+        RUNNERS[type(step.params)](target, info, step, handle)
 
 
 # --- streams ---------------------------------------------------------------
@@ -299,13 +300,11 @@ def _device_table_address(table: np.ndarray) -> int:
     return _device_table_entry(table)[2]
 
 
-def _chain_config(d: dict):
-    """``chain_kernel``'s arguments from a chain step's details (``block`` counts the control warps)."""
-    control_warp = bool(d.get("control_warp", False))
-    pipeline = bool(d.get("pipeline", False))
-    return (d["tile_bytes"], d["block"] - _kernels.control_threads(control_warp, pipeline), d["buffers"],
-            d.get("min_blocks", 0), control_warp, d.get("decode", "runs") == "direct", pipeline,
-            bool(d.get("bulk_store", False)), bool(d.get("co_resident", False)))
+def _chain_config(p: P.ChainParams):
+    """``chain_kernel``'s arguments from a chain step's params (``block`` counts the control warps)."""
+    control_warp, pipeline = bool(p.control_warp), bool(p.pipeline)
+    return (p.tile_bytes, p.block - _kernels.control_threads(control_warp, pipeline), p.buffers, p.min_blocks,
+            control_warp, p.decode == "direct", pipeline, bool(p.bulk_store), bool(p.co_resident))
 
 
 def _int64_cufunc(kernel, args: int):
@@ -335,18 +334,18 @@ def _address(array) -> int:
 
 def run_chain(pointer: int, target: Any, step, handle: int) -> None:
     """Launch one chain step on the rows at device address ``pointer``."""
-    d = step.details
-    if pointer % 16 != d["head0"]:  # the plan table's tile grid is the address's: never run it elsewhere
-        raise AssertionError(f"internal error: a chain plan for offset {d['head0']} from a 16-byte boundary "
+    p = step.params
+    if pointer % 16 != p.head0:  # the plan table's tile grid is the address's: never run it elsewhere
+        raise AssertionError(f"internal error: a chain plan for offset {p.head0} from a 16-byte boundary "
                              f"was given an array at offset {pointer % 16}")
     device = planner._device_id()
     entry = scratch_for(handle, device)
-    flags, pre, counters, epoch = entry.reserve(2 * step.rows * d["_m_max"], step.rows * d["_scratch_row"])
+    flags, pre, counters, epoch = entry.reserve(2 * step.rows * p.m_max, step.rows * p.scratch_row)
     if SIMULATED:
-        kernel, _ = _compiled_chain(*_chain_config(d))
+        kernel, _ = _compiled_chain(*_chain_config(p))
         data = _sim_bytes(target, step.rows * step.seg_bytes)
-        kernel[d["grid"], d["block"]](data, pre, flags, counters, _device_table(d["_table"]),
-                                      *_chain_scalars(step, pointer), epoch)
+        kernel[p.grid, p.block](data, pre, flags, counters, _device_table(p.table),
+                                *_chain_scalars(step, pointer), epoch)
         return
     prepared = _prepared.get((id(step), device, handle))
     if prepared is None or prepared[0] is not step:
@@ -358,9 +357,9 @@ def run_chain(pointer: int, target: Any, step, handle: int) -> None:
 
 
 def _chain_scalars(step, pointer: int):
-    d = step.details
-    return (step.rows, step.seg_bytes, step.left_bytes, pointer % 16, d["lane_steps"], d["_lanes_row"],
-            d["_pre_row"], d["_scratch_row"], d["_heads"])
+    p = step.params
+    return (step.rows, step.seg_bytes, step.left_bytes, pointer % 16, p.lane_steps, p.lanes_row, p.pre_row,
+            p.scratch_row, p.heads)
 
 
 #: What a launch of a cached plan needs besides the data pointer and the epoch,
@@ -371,20 +370,20 @@ _prepared: dict = {}
 def _prepare_launch(step, device: int, handle: int):
     from cuda.core import LaunchConfig, launch
 
-    d = step.details
-    _, cu_kernel = _compiled_chain(*_chain_config(d), device=device)
+    p = step.params
+    _, cu_kernel = _compiled_chain(*_chain_config(p), device=device)
     ref = core_stream(handle)
-    if d["co_resident"]:
-        if d["grid"] != d["lanes"]:
-            raise AssertionError(f"internal error: a co-resident chain plan has {d['lanes']} lanes and a grid of "
-                                 f"{d['grid']} blocks; it needs one block a lane")
-        check_co_resident(cu_kernel, d, device)
+    if p.co_resident:
+        if p.grid != p.lanes:
+            raise AssertionError(f"internal error: a co-resident chain plan has {p.lanes} lanes and a grid of "
+                                 f"{p.grid} blocks; it needs one block a lane")
+        check_co_resident(cu_kernel, p, device)
     # A co-resident plan's blocks wait on each other's later lanes: a cooperative launch makes the driver
     # start them all at once or refuse the launch (before any byte moves), never start part of them.
-    config = LaunchConfig(grid=d["grid"], block=d["block"], is_cooperative=bool(d["co_resident"]))
-    prepared = (step, launch, ref, config, cu_kernel, _device_table_address(d["_table"]),
+    config = LaunchConfig(grid=p.grid, block=p.block, is_cooperative=bool(p.co_resident))
+    prepared = (step, launch, ref, config, cu_kernel, _device_table_address(p.table),
                 (step.rows, step.seg_bytes, step.left_bytes),
-                (d["lane_steps"], d["_lanes_row"], d["_pre_row"], d["_scratch_row"], d["_heads"]))
+                (p.lane_steps, p.lanes_row, p.pre_row, p.scratch_row, p.heads))
     if len(_prepared) > 256:
         _prepared.clear()
     _prepared[(id(step), device, handle)] = prepared
@@ -393,7 +392,7 @@ def _prepare_launch(step, device: int, handle: int):
 
 
 
-def check_co_resident(cu_kernel, details: dict, device: int) -> None:
+def check_co_resident(cu_kernel, p: P.ChainParams, device: int) -> None:
     """Raise before launching if the driver would not hold every block of a co-resident plan at once.
 
     The planner counts blocks from its model of the kernel's shared memory
@@ -401,10 +400,10 @@ def check_co_resident(cu_kernel, details: dict, device: int) -> None:
     compiled kernel is what a cooperative launch checks.
     """
     sms, _ = planner.device_shape(device)
-    fit = cu_kernel.occupancy.max_active_blocks_per_multiprocessor(details["block"], 0) * sms
-    if details["grid"] > fit:
+    fit = cu_kernel.occupancy.max_active_blocks_per_multiprocessor(p.block, 0) * sms
+    if p.grid > fit:
         raise RuntimeError(
-            f"internal error: a co-resident chain plan needs {details['grid']} blocks resident at once, but the "
+            f"internal error: a co-resident chain plan needs {p.grid} blocks resident at once, but the "
             f"compiled kernel fits {fit} on this GPU; plan with rotate's GPU setting co_resident=False "
             f"(rotate._tuning.cuda.override(co_resident=False)) and report this")
 
@@ -453,20 +452,20 @@ def _launch(kernel, grid, block, handle, args):
 
 
 def _run_block_swap(target, info, step, handle) -> None:
-    d = step.details
-    kernel = _kernels.swap_kernel(d["tile_bytes"], d["block"])
-    lo, sub_n, sub_k = d["final"]
+    p = step.params
+    kernel = _kernels.swap_kernel(p.tile_bytes, p.block)
+    lo, sub_n, sub_k = p.final
     for row in range(step.rows):
         offset = row * step.seg_bytes
         data = _byte_view(target, info, offset, step.seg_bytes)
         head0 = np.int64((info.pointer + offset) % 16)
-        for a, b, m in d["swaps"]:
-            tiles = S.ceil_div(m + 15, d["tile_bytes"])
-            _launch(kernel, max(1, min(tiles, d["grid"])), d["block"], handle, (
+        for a, b, m in p.swaps:
+            tiles = S.ceil_div(m + 15, p.tile_bytes)
+            _launch(kernel, max(1, min(tiles, p.grid)), p.block, handle, (
                 data, np.int64(1), np.int64(step.seg_bytes), np.int64(a), np.int64(b), np.int64(m), head0))
         if sub_k:
             start = info.pointer + offset + lo
-            final = d["_final_steps"][start % 16]
+            final = p.final_steps[start % 16]
             run_chain(start, _SimSlice(target, offset + lo, sub_n) if SIMULATED else None, final, handle)
 
 
@@ -482,18 +481,18 @@ def _run_reversal(target, info, step, handle) -> None:
     words = _byte_view(target, info, 0, step.rows * step.seg_bytes, f"<u{word}", word)
     n, k = step.seg_bytes // word, step.left_bytes // word
     kernel = _kernels.reverse_kernel(word)
-    grid, block = step.details["grid"], step.details["block"]
+    grid, block = step.params.grid, step.params.block
     for lo, hi in ((0, k), (k, n), (0, n)):
         if hi - lo > 1:
             _launch(kernel, grid, block, handle,
                     (words, np.int64(step.rows), np.int64(n), np.int64(lo), np.int64(hi)))
 
 
-#: The runner of each schedule ``planner.SCHEDULES`` names: ``run(target, info, step, handle)``.
+#: The runner of each schedule's params type: ``run(target, info, step, handle)``.
 RUNNERS = {
-    "chain": lambda target, info, step, handle: run_chain(info.pointer, target, step, handle),
-    "block-swap": _run_block_swap,
-    "reversal": _run_reversal,
+    P.ChainParams: lambda target, info, step, handle: run_chain(info.pointer, target, step, handle),
+    P.BlockSwapParams: _run_block_swap,
+    P.ReversalParams: _run_reversal,
 }
 
 
@@ -542,34 +541,34 @@ def _launch_core(handle: int, grid: int, block: int, smem: int, kernel, *args) -
 
 def run_row_cycles(target: Any, info, step, handle: int) -> None:
     """Launch one ``row-cycles`` step (a multi-axis roll in one pass)."""
-    d = step.details
-    if info.pointer % 16 != d["head0"]:
+    p = step.params
+    if info.pointer % 16 != p.head0:
         raise AssertionError("internal error: a row-cycles plan run on an array at another 16-byte offset")
     device = planner._device_id()
-    nseg = d["segments"]
-    flags, pre, counters, epoch = scratch_for(handle, device).reserve(nseg, d["_pre_bytes"])
-    if d.get("variant") == "chunked":
+    nseg = p.segments
+    flags, pre, counters, epoch = scratch_for(handle, device).reserve(nseg, p.pre_bytes)
+    if isinstance(p, P.RowCyclesChunkedParams):
         _run_row_cycles_chunked(target, info, step, handle, device, pre, flags, counters, epoch)
         return
-    unit = d["unit_bytes"]
-    scalars = (nseg, step.seg_bytes, step.seg_bytes // unit, d["row_shift_bytes"] // unit, d["head0"], d["_slot"],
-               d["_buf_vecs"], *d["lead"], *d["lead_shifts"], epoch)
+    unit = p.unit_bytes
+    scalars = (nseg, step.seg_bytes, step.seg_bytes // unit, p.row_shift_bytes // unit, p.head0, p.slot,
+               p.buf_vecs, *p.lead, *p.lead_shifts, epoch)
     _launch_cycles(target, info, step, handle, device, (pre, flags, counters),
-                   _compiled_lanes("cycle", unit, d["block"], 21, device, runs=d.get("writer") == "runs"), scalars)
+                   _compiled_lanes("cycle", unit, p.block, 21, device, runs=p.writer == "runs"), scalars)
 
 
 def _launch_cycles(target: Any, info, step, handle: int, device: int, scratch: tuple, compiled: tuple,
                    scalars: tuple) -> None:
     """Launch a ``row-cycles`` kernel (either variant): data, scratch and the segment table, then ``scalars``."""
-    d = step.details
+    p = step.params
     kernel, cu_kernel = compiled
     if SIMULATED:
         data = _sim_bytes(target, step.rows * step.seg_bytes)
-        kernel[d["grid"], d["block"], 0, d["smem_bytes"]](data, *scratch, _device_table(d["_table"]), *scalars)
+        kernel[p.grid, p.block, 0, p.smem_bytes](data, *scratch, _device_table(p.table), *scalars)
         return
     pre_address, flags_address, counters_address = scratch_for(handle, device).addresses
-    _launch_core(handle, d["grid"], d["block"], d["smem_bytes"], cu_kernel, info.pointer, pre_address, flags_address,
-                 counters_address, _device_table_address(d["_table"]), *scalars)
+    _launch_core(handle, p.grid, p.block, p.smem_bytes, cu_kernel, info.pointer, pre_address, flags_address,
+                 counters_address, _device_table_address(p.table), *scalars)
 
 
 @_kernels.functools.lru_cache(maxsize=None)
@@ -589,90 +588,87 @@ def _compiled_cycle_stream(threads: int, ring: int, device: int):
 def _run_row_cycles_chunked(target: Any, info, step, handle: int, device: int, pre, flags, counters,
                             epoch: int) -> None:
     """Launch a ``row-cycles`` step of the ``chunked`` variant (rows too long for three row buffers)."""
-    d = step.details
-    scalars = (d["segments"], step.seg_bytes, d["row_shift_bytes"], d["head0"], d["_slot"], d["_saved_vecs"],
-               d["chunk_bytes"], d["_ring_vecs"], d["chunks_per_row"], *d["lead"], *d["lead_shifts"], epoch)
+    p = step.params
+    scalars = (p.segments, step.seg_bytes, p.row_shift_bytes, p.head0, p.slot, p.saved_vecs, p.chunk_bytes,
+               p.ring_vecs, p.chunks_per_row, *p.lead, *p.lead_shifts, epoch)
     _launch_cycles(target, info, step, handle, device, (pre, flags, counters),
-                   _compiled_cycle_stream(d["block"], d["ring"], device), scalars)
+                   _compiled_cycle_stream(p.block, p.ring, device), scalars)
 
 
-def run_lane_panels(target: Any, info, step, handle: int, shifts: Any, shift_stride: int) -> None:
-    """Launch one ``lane-panels`` step: lane ``i`` rolled by ``shifts[i * shift_stride]`` (int64, on the device)."""
-    d = step.details
-    if info.pointer % 16 != d["head0"]:
+def run_lane_panels(target: Any, info, step, handle: int, shifts: Any, shift_stride: int, p=None) -> None:
+    """Launch one ``lane-panels`` step: lane ``i`` rolled by ``shifts[i * shift_stride]`` (int64, on the device).
+    ``p``: the lane-panels params (a ``row-panels`` step's ``params.lanes``), else the step's."""
+    p = step.params if p is None else p
+    if info.pointer % 16 != p.head0:
         raise AssertionError("internal error: a lane-panels plan run on an array at another 16-byte offset")
-    if d.get("variant") == "warps":
-        _run_lane_warps(target, info, step, handle, shifts, shift_stride)
+    if isinstance(p, P.LaneWarpsParams):
+        _run_lane_warps(target, info, step, p, handle, shifts, shift_stride)
         return
-    unit = d["unit_bytes"]
-    n = d["_n"]
-    scalars = (step.rows, step.seg_bytes, n, step.word_bytes // unit, shift_stride, d["panel_rows"], d["head0"],
-               d["_buf_vecs"], d["buffers"])
-    kernel, cu_kernel = _compiled_lanes("panel", unit, d["block"], 11, planner._device_id(),
-                                        row_threads=d.get("row_threads", 0))
+    unit = p.unit_bytes
+    scalars = (step.rows, step.seg_bytes, p.n, step.word_bytes // unit, shift_stride, p.panel_rows, p.head0,
+               p.buf_vecs, p.buffers)
+    kernel, cu_kernel = _compiled_lanes("panel", unit, p.block, 11, planner._device_id(), row_threads=p.row_threads)
     if SIMULATED:
         data = _sim_bytes(target, step.rows * step.seg_bytes)
         flat = getattr(shifts, "_ary", shifts).reshape(-1)  # a 0-d array of one shift too
-        kernel[d["grid"], d["block"], 0, d["smem_bytes"]](data, flat, *scalars)
+        kernel[p.grid, p.block, 0, p.smem_bytes](data, flat, *scalars)
         return
-    _launch_core(handle, d["grid"], d["block"], d["smem_bytes"], cu_kernel, info.pointer, _address(shifts), *scalars)
+    _launch_core(handle, p.grid, p.block, p.smem_bytes, cu_kernel, info.pointer, _address(shifts), *scalars)
 
 
-def _run_lane_warps(target: Any, info, step, handle: int, shifts: Any, shift_stride: int) -> None:
+def _run_lane_warps(target: Any, info, step, p: P.LaneWarpsParams, handle: int, shifts: Any,
+                    shift_stride: int) -> None:
     """Launch a ``lane-panels`` step of the ``warps`` variant (``_lanes.warp_lane_kernel``)."""
-    d = step.details
-    scalars = (step.rows, step.seg_bytes, d["_n"], step.word_bytes, shift_stride, d["head0"], d["_slot_vecs"])
-    kernel, cu_kernel = _compiled_lanes("warps", 1, d["block"], 9, planner._device_id(), d["slots"],
-                                        d["min_blocks"], group=d["lane_threads"])
+    scalars = (step.rows, step.seg_bytes, p.n, step.word_bytes, shift_stride, p.head0, p.slot_vecs)
+    kernel, cu_kernel = _compiled_lanes("warps", 1, p.block, 9, planner._device_id(), p.slots, p.min_blocks,
+                                        group=p.lane_threads)
     if SIMULATED:
         data = _sim_bytes(target, step.rows * step.seg_bytes)
         flat = getattr(shifts, "_ary", shifts).reshape(-1)
-        kernel[d["grid"], d["block"], 0, d["smem_bytes"]](data, flat, *scalars)
+        kernel[p.grid, p.block, 0, p.smem_bytes](data, flat, *scalars)
         return
-    _launch_core(handle, d["grid"], d["block"], d["smem_bytes"], cu_kernel, info.pointer, _address(shifts), *scalars)
+    _launch_core(handle, p.grid, p.block, p.smem_bytes, cu_kernel, info.pointer, _address(shifts), *scalars)
 
 
 def run_lane_swaps(target: Any, info, step, handle: int, shifts: Any, shift_stride: int) -> None:
     """Launch one ``lane-swaps`` step: lane ``i`` rolled by ``shifts[i * shift_stride]`` (int64, on the
     device), a block per lane."""
-    d = step.details
-    if info.pointer % 16 != d["head0"]:
+    p = step.params
+    if info.pointer % 16 != p.head0:
         raise AssertionError("internal error: a lane-swaps plan run on an array at another 16-byte offset")
-    scalars = (step.rows, step.seg_bytes, d["_n"], step.word_bytes, shift_stride, d["head0"], d["save_bytes"])
-    kernel, cu_kernel = _compiled_lanes("swap", 1, d["block"], 9, planner._device_id(), d["panel_bytes"])
+    scalars = (step.rows, step.seg_bytes, p.n, step.word_bytes, shift_stride, p.head0, p.save_bytes)
+    kernel, cu_kernel = _compiled_lanes("swap", 1, p.block, 9, planner._device_id(), p.panel_bytes)
     if SIMULATED:
         data = _sim_bytes(target, step.rows * step.seg_bytes)
         flat = getattr(shifts, "_ary", shifts).reshape(-1)
-        kernel[d["grid"], d["block"], 0, d["smem_bytes"]](data, flat, *scalars)
+        kernel[p.grid, p.block, 0, p.smem_bytes](data, flat, *scalars)
         return
-    _launch_core(handle, d["grid"], d["block"], d["smem_bytes"], cu_kernel, info.pointer, _address(shifts),
-                 *scalars)
+    _launch_core(handle, p.grid, p.block, p.smem_bytes, cu_kernel, info.pointer, _address(shifts), *scalars)
 
 
 def run_lane_walks(target: Any, info, step, handle: int, shifts: Any, shift_stride: int) -> None:
     """Launch one ``lane-walks`` step: lane ``i`` rolled by ``shifts[i * shift_stride]`` (int64, on the
     device), lanes by ticket, each block with its share of scratch and the launch's pool after them."""
-    d = step.details
-    if info.pointer % 16 != d["head0"]:
+    p = step.params
+    if info.pointer % 16 != p.head0:
         raise AssertionError("internal error: a lane-walks plan run on an array at another 16-byte offset")
     device = planner._device_id()
     entry = scratch_for(handle, device)
     _, pre, counters, _ = entry.reserve(0, step.scratch_bytes)
-    scalars = (step.rows, step.seg_bytes, d["_n"], step.word_bytes, shift_stride, d["head0"], d["share_bytes"],
-               d["pool_bytes"], d["save_bytes"])
-    kernel, cu_kernel = _compiled_lanes("walk", d["tile_bytes"][1], d["block"], 13, device, d["panel_bytes"],
-                                        d["buffers"], runs=planner._t().walk_trace, group=d["max_tiles"],
-                                        min_blocks=d["min_blocks"])
+    scalars = (step.rows, step.seg_bytes, p.n, step.word_bytes, shift_stride, p.head0, p.share_bytes, p.pool_bytes,
+               p.save_bytes)
+    kernel, cu_kernel = _compiled_lanes("walk", p.tile_bytes[1], p.block, 13, device, p.panel_bytes, p.buffers,
+                                        runs=planner._t().walk_trace, group=p.max_tiles, min_blocks=p.min_blocks)
     if SIMULATED:
         data = _sim_bytes(target, step.rows * step.seg_bytes)
         flat = getattr(shifts, "_ary", shifts).reshape(-1)
-        kernel[d["grid"], d["block"], 0, d["smem_bytes"]](data, flat, pre, counters, *scalars)
+        kernel[p.grid, p.block, 0, p.smem_bytes](data, flat, pre, counters, *scalars)
         return
-    _launch_core(handle, d["grid"], d["block"], d["smem_bytes"], cu_kernel, info.pointer, _address(shifts),
+    _launch_core(handle, p.grid, p.block, p.smem_bytes, cu_kernel, info.pointer, _address(shifts),
                  entry.addresses[0], entry.addresses[2], *scalars)
 
 
-RUNNERS["row-cycles"] = run_row_cycles
+RUNNERS[P.RowCyclesParams] = RUNNERS[P.RowCyclesChunkedParams] = run_row_cycles
 
 
 @_kernels.functools.lru_cache(maxsize=None)
@@ -689,19 +685,19 @@ def _compiled_half_swaps(threads: int, vecs: int, group: int, device: int = 0):
 
 def run_half_swaps(target: Any, info, step, handle: int) -> None:
     """Launch one ``half-swaps`` step (every rolled axis by half its length: disjoint swaps of aligned runs)."""
-    d = step.details
+    p = step.params
     if info.pointer % 16:
         raise AssertionError("internal error: a half-swaps plan run on an array that is not 16-byte aligned")
-    scalars = (d["items"], step.rows, d["chunk_bytes"], d["chunks_per_half"], step.seg_bytes, step.seg_bytes // 2,
-               *d["lead"], *d["lead_shifts"])
-    kernel, cu_kernel = _compiled_half_swaps(d["block"], d["vecs"], d["group"], planner._device_id())
+    scalars = (p.items, step.rows, p.chunk_bytes, p.chunks_per_half, step.seg_bytes, step.seg_bytes // 2,
+               *p.lead, *p.lead_shifts)
+    kernel, cu_kernel = _compiled_half_swaps(p.block, p.vecs, p.group, planner._device_id())
     if SIMULATED:
-        kernel[d["grid"], d["block"]](_sim_bytes(target, step.rows * step.seg_bytes), *scalars)
+        kernel[p.grid, p.block](_sim_bytes(target, step.rows * step.seg_bytes), *scalars)
         return
-    _launch_core(handle, d["grid"], d["block"], 0, cu_kernel, info.pointer, *scalars)
+    _launch_core(handle, p.grid, p.block, 0, cu_kernel, info.pointer, *scalars)
 
 
-RUNNERS["half-swaps"] = run_half_swaps
+RUNNERS[P.HalfSwapsParams] = run_half_swaps
 
 
 @_kernels.functools.lru_cache(maxsize=None)
@@ -719,28 +715,28 @@ def _compiled_strips(threads: int, vecs: int, device: int):
 def run_row_strips(target: Any, info, step, handle: int) -> None:
     """Launch a ``row-strips`` step (after a flat pass, one strip of every row moved a row): the boundary
     rows to scratch, then the items."""
-    d = step.details
-    if info.pointer % 16 or d["pitch"] % 16:
+    p = step.params
+    if info.pointer % 16 or p.pitch % 16:
         raise AssertionError("internal error: a row-strips plan run on rows that are not 16-byte aligned")
     device = planner._device_id()
     entry = scratch_for(handle, device)
     _, pre, _, _ = entry.reserve(0, step.scratch_bytes)
-    lo, hi = d["strip"]
-    head = (d["items"], d["chunks"], d["chunk_rows"], d["rows"], d["pitch"], d["v_lo"], d["vectors"])
-    up = int(d["up"])
-    save, cu_save, move, cu_move = _compiled_strips(d["block"], d["vecs"], device)
-    save_grid = max(1, min(d["grid"], S.ceil_div(d["items"] * d["vectors"], d["block"])))
+    lo, hi = p.strip
+    head = (p.items, p.chunks, p.chunk_rows, p.rows, p.pitch, p.v_lo, p.vectors)
+    up = int(p.up)
+    save, cu_save, move, cu_move = _compiled_strips(p.block, p.vecs, device)
+    save_grid = max(1, min(p.grid, S.ceil_div(p.items * p.vectors, p.block)))
     if SIMULATED:
-        data = _sim_bytes(target, step.rows * d["rows"] * d["pitch"])
-        save[save_grid, d["block"]](data, pre, *head, up)
-        move[d["grid"], d["block"]](data, pre, *head, lo, hi, up)
+        data = _sim_bytes(target, step.rows * p.rows * p.pitch)
+        save[save_grid, p.block](data, pre, *head, up)
+        move[p.grid, p.block](data, pre, *head, lo, hi, up)
         return
     pre_address = entry.addresses[0]
-    _launch_core(handle, save_grid, d["block"], 0, cu_save, info.pointer, pre_address, *head, up)
-    _launch_core(handle, d["grid"], d["block"], 0, cu_move, info.pointer, pre_address, *head, lo, hi, up)
+    _launch_core(handle, save_grid, p.block, 0, cu_save, info.pointer, pre_address, *head, up)
+    _launch_core(handle, p.grid, p.block, 0, cu_move, info.pointer, pre_address, *head, lo, hi, up)
 
 
-RUNNERS["row-strips"] = run_row_strips
+RUNNERS[P.RowStripsParams] = run_row_strips
 
 
 _shift_scalars: collections.OrderedDict = collections.OrderedDict()
@@ -760,10 +756,11 @@ def _shift_scalar(device: int, value: int):
 
 def run_row_panels(target: Any, info, step, handle: int) -> None:
     """A ``row-panels`` step: every row rolled by the same shift through the ``lane-panels`` kernel."""
-    run_lane_panels(target, info, step, handle, _shift_scalar(planner._device_id(), step.details["_shift"]), 0)
+    p = step.params
+    run_lane_panels(target, info, step, handle, _shift_scalar(planner._device_id(), p.shift), 0, p.lanes)
 
 
-RUNNERS["row-panels"] = run_row_panels
+RUNNERS[P.RowPanelsParams] = run_row_panels
 
 
 def pointer_device(pointer: int) -> int:
@@ -780,7 +777,8 @@ def pointer_device(pointer: int) -> int:
 def run_lanes(target: Any, info, step, handle: int, host_shifts, device_shifts, stride: int) -> None:
     """Run a ``roll_rows`` step: ``lane-panels``, ``lane-swaps`` or ``lane-walks`` in one launch (shifts read
     on the device), or ``lane-chains``: the chain steps its plan holds, a launch per run of equal shifts."""
-    if step.algorithm in ("lane-panels", "lane-swaps", "lane-walks"):
+    run = LANE_RUNNERS.get(type(step.params))
+    if run is not None:
         if device_shifts is None:
             if stride == 0:  # one shift for every lane (a repeating view): upload it once
                 host_shifts = np.ascontiguousarray(host_shifts[:1])
@@ -788,16 +786,24 @@ def run_lanes(target: Any, info, step, handle: int, host_shifts, device_shifts, 
                 device_shifts = cuda.to_device(host_shifts)
             else:
                 device_shifts = cuda.to_device(host_shifts, stream=_numba_stream(handle))
-        run = {"lane-panels": run_lane_panels, "lane-swaps": run_lane_swaps, "lane-walks": run_lane_walks}[
-            step.algorithm]
         run(target, info, step, handle, device_shifts, stride)
         return
     import dataclasses
 
     n = step.seg_bytes // step.word_bytes
-    for lane, end, sub in step.details["runs"]:  # one chain launch per run of lanes with the same shift
+    for lane, end, sub in step.params.runs:  # one chain launch per run of lanes with the same shift
         pointer = info.pointer + lane * step.seg_bytes
         lane_info = dataclasses.replace(info, shape=(end - lane, n), strides=(step.seg_bytes, step.word_bytes),
                                         pointer=pointer)
         lane_target = _SimSlice(target, lane * step.seg_bytes, (end - lane) * step.seg_bytes) if SIMULATED else target
-        RUNNERS[sub.algorithm](lane_target, lane_info, sub, handle)
+        RUNNERS[type(sub.params)](lane_target, lane_info, sub, handle)
+
+
+#: The runners of the ``roll_rows`` steps that read the shifts on the device, by params type (a
+#: ``lane-chains`` step runs the chain steps its plan holds instead).
+LANE_RUNNERS = {
+    P.LanePanelsParams: run_lane_panels,
+    P.LaneWarpsParams: run_lane_panels,
+    P.LaneSwapsParams: run_lane_swaps,
+    P.LaneWalksParams: run_lane_walks,
+}

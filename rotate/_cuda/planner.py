@@ -18,6 +18,7 @@ from .. import _schedule as S
 from .._plan import Step
 from .._tuning import cuda as tuning
 from . import _kernels
+from . import params as P
 from ._memops import SIMULATED
 
 NEWEST_CAPABILITY = (99, 0)
@@ -403,8 +404,8 @@ def default_cap(rows: int, seg: int) -> int:
 #: The GPU schedules in order of preference: ``(name, plan)``, where
 #: ``plan(axis, shift, rows, seg, left, word, pointer, cap)`` returns a Step
 #: or None when the schedule cannot take the problem within ``cap`` bytes of
-#: scratch. ``launch.RUNNERS`` holds the runner of each name; the last
-#: schedule takes every problem.
+#: scratch. ``launch.RUNNERS`` holds the runner of each step's params type
+#: (``rotate/_cuda/params.py``); the last schedule takes every problem.
 SCHEDULES: list = []
 
 
@@ -439,32 +440,29 @@ def _chain_step(axis, shift, rows, seg, left, word, head0, cap) -> Optional[Step
             algorithm="chain",
             scratch_bytes=pre_bytes + 8 * rows * cfg["m_max"] + 64,
             bytes_moved=2 * rows * seg + 2 * pre_bytes,
-            details={
-                "schedule": "chain",
-                "tile_bytes": cfg["tile_bytes"],
-                "block": chain_threads() + _kernels.control_threads(cfg["control_warp"], chain_pipeline()),
-                "control_warp": cfg["control_warp"],
-                "pipeline": chain_pipeline(),
-                "bulk_store": chain_pipeline() and bool(_t().chain_bulk_store),
-                "decode": _chain_decode(),
-                "buffers": cfg["buffers"],
-                "min_blocks": cfg["min_blocks"],
-                "grid": min(cfg["grid"], rows * cfg["lanes_row"]),
-                "chain_step": cfg["chain"],
-                "lane_steps": cfg["lane_steps"],
-                "lanes": rows * cfg["lanes_row"],
-                "pre_read_bytes": pre_bytes,
-                "head0": head0,
-                # False: every wait is on an earlier (lane, step), any residency finishes; True: waits
-                # on earlier (step, lane) keys, one block a lane, launched cooperatively (all resident).
-                "co_resident": cfg["co_resident"],
-                "_table": cfg["table"],
-                "_scratch_row": cfg["scratch_row"],
-                "_heads": len(cfg["heads"]),
-                "_lanes_row": cfg["lanes_row"],
-                "_m_max": cfg["m_max"],
-                "_pre_row": pre_tickets_per_row(cfg["table"], seg, cfg["tile_bytes"]),
-            },
+            params=P.ChainParams(
+                tile_bytes=cfg["tile_bytes"],
+                block=chain_threads() + _kernels.control_threads(cfg["control_warp"], chain_pipeline()),
+                control_warp=cfg["control_warp"],
+                pipeline=chain_pipeline(),
+                bulk_store=chain_pipeline() and bool(_t().chain_bulk_store),
+                decode=_chain_decode(),
+                buffers=cfg["buffers"],
+                min_blocks=cfg["min_blocks"],
+                grid=min(cfg["grid"], rows * cfg["lanes_row"]),
+                chain_step=cfg["chain"],
+                lane_steps=cfg["lane_steps"],
+                lanes=rows * cfg["lanes_row"],
+                pre_read_bytes=pre_bytes,
+                head0=head0,
+                co_resident=cfg["co_resident"],
+                table=cfg["table"],
+                scratch_row=cfg["scratch_row"],
+                heads=len(cfg["heads"]),
+                lanes_row=cfg["lanes_row"],
+                m_max=cfg["m_max"],
+                pre_row=pre_tickets_per_row(cfg["table"], seg, cfg["tile_bytes"]),
+            ),
         )
     return None
 
@@ -494,15 +492,15 @@ def _plan_block_swap(axis, shift, rows, seg, left, word, pointer, cap) -> Option
                 algorithm="block-swap",
                 scratch_bytes=max((f.scratch_bytes for f in finals.values()), default=0),
                 bytes_moved=rows * moved,
-                details={
-                    "tile_bytes": _t().tile_bytes,
-                    "block": _t().threads or _t().default_threads,
-                    "grid": sms * 3,
-                    "swaps": tuple(swaps),
-                    "final": (lo, sub_n, sub_k),
-                    "_final_steps": finals,
-                    "reason": f"the chain schedule's pre-reads exceed max_scratch_bytes={cap}",
-                },
+                params=P.BlockSwapParams(
+                    tile_bytes=_t().tile_bytes,
+                    block=_t().threads or _t().default_threads,
+                    grid=sms * 3,
+                    swaps=tuple(swaps),
+                    final=(lo, sub_n, sub_k),
+                    final_steps=finals,
+                    reason=f"the chain schedule's pre-reads exceed max_scratch_bytes={cap}",
+                ),
             )
     return None
 
@@ -517,11 +515,11 @@ def _plan_reversal(axis, shift, rows, seg, left, word, pointer, cap) -> Step:
         algorithm="reversal",
         scratch_bytes=0,
         bytes_moved=4 * rows * seg,
-        details={
-            "block": 256,
-            "grid": max(1, min(S.ceil_div(half_pairs, 256), device_shape(_device_id())[0] * 8)),
-            "reason": f"the chain schedule's pre-reads exceed max_scratch_bytes={cap}",
-        },
+        params=P.ReversalParams(
+            block=256,
+            grid=max(1, min(S.ceil_div(half_pairs, 256), device_shape(_device_id())[0] * 8)),
+            reason=f"the chain schedule's pre-reads exceed max_scratch_bytes={cap}",
+        ),
     )
 
 
@@ -538,8 +536,8 @@ def _plan_row_panels(axis, shift, rows, seg, left, word, pointer, cap) -> Option
     step = plan_lane_panels(axis, rows, seg // word, word, pointer)
     if step is None:
         return None
-    details = dict(step.details, schedule="row-panels", _shift=(seg - left) // word)
-    return dataclasses.replace(step, shift=shift, left_bytes=left, algorithm="row-panels", details=details)
+    params = P.RowPanelsParams(step.params, (seg - left) // word)
+    return dataclasses.replace(step, shift=shift, left_bytes=left, algorithm="row-panels", params=params)
 
 
 def _plan_half_swap_schedule(axis, shift, rows, seg, left, word, pointer, cap) -> Optional[Step]:
@@ -618,18 +616,17 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
         if row_threads < 1 or threads % row_threads:
             raise ValueError(f"GPU setting row_threads must divide the block's {threads} threads, got "
                              f"{row_threads!r}; use a power of two up to {threads}, or None")
-    return _lane_panels_step(axis, rows, n, itemsize, block=threads, grid=max(1, min(grid, panels)),
-                             panel_rows=panel_rows, buffers=buffers, writer=writer, row_threads=row_threads,
-                             unit_bytes=unit, smem_bytes=smem, head0=head0,
-                             _buf_vecs=L.buffer_vecs(panel_rows * seg))
+    return _lane_panels_step(axis, rows, n, itemsize, P.LanePanelsParams(
+        block=threads, grid=max(1, min(grid, panels)), panel_rows=panel_rows, buffers=buffers, writer=writer,
+        row_threads=row_threads, unit_bytes=unit, smem_bytes=smem, head0=head0,
+        buf_vecs=L.buffer_vecs(panel_rows * seg), n=n))
 
 
-def _lane_panels_step(axis: int, rows: int, n: int, itemsize: int, **details) -> Step:
+def _lane_panels_step(axis: int, rows: int, n: int, itemsize: int, params) -> Step:
     """A ``lane-panels`` step (either variant): every lane read once and written once, no scratch; lanes
     are disjoint, so no block waits for another."""
     return Step(axis, 0, rows, n * itemsize, 0, itemsize, algorithm="lane-panels", scratch_bytes=0,
-                bytes_moved=2 * rows * n * itemsize,
-                details={"schedule": "lane-panels", **details, "co_resident": False, "_n": n})
+                bytes_moved=2 * rows * n * itemsize, params=params)
 
 
 
@@ -677,10 +674,9 @@ def _plan_lane_warps(axis: int, rows: int, n: int, itemsize: int, head0: int) ->
     sms, _ = device_shape(_device_id())
     registers = 65536 // (threads * min_blocks) if min_blocks else _t().run_registers
     grid = _t().grid or sms * _blocks_for_smem(smem, threads, registers)
-    return _lane_panels_step(axis, rows, n, itemsize, variant="warps", block=threads,
-                             grid=max(1, min(grid, S.ceil_div(rows, groups))), slots=slots, min_blocks=min_blocks,
-                             lane_threads=group, writer="runs", smem_bytes=smem, head0=head0,
-                             _slot_vecs=L.warp_slot_vecs(seg))
+    return _lane_panels_step(axis, rows, n, itemsize, P.LaneWarpsParams(
+        block=threads, grid=max(1, min(grid, S.ceil_div(rows, groups))), slots=slots, min_blocks=min_blocks,
+        lane_threads=group, writer="runs", smem_bytes=smem, head0=head0, slot_vecs=L.warp_slot_vecs(seg), n=n))
 
 
 def group_threads(threads: int, panel_rows: int) -> int:
@@ -786,12 +782,12 @@ def walk_traffic(step: Step, shifts) -> tuple:
     The plan itself reports a bound; benchmarks and tests take the exact count here. Exact while the pool
     holds every lane over its share; once it runs short, which lanes take block swaps depends on the
     order blocks reach it (counted here in lane order, the order of the tickets)."""
-    d = step.details
-    if step.algorithm != "lane-walks":
+    p = step.params
+    if not isinstance(p, P.LaneWalksParams):
         raise ValueError(f"walk_traffic takes a lane-walks step, got {step.algorithm!r}")
-    moved, walked = _walk_traffic_compiled()(np.asarray(shifts, np.int64).reshape(-1), d["_n"], step.word_bytes,
-                                             d["head0"], d["tile_bytes"][1], d["max_tiles"], d["buffers"] - 1,
-                                             d["share_bytes"], d["pool_bytes"], d["save_bytes"])
+    moved, walked = _walk_traffic_compiled()(np.asarray(shifts, np.int64).reshape(-1), p.n, step.word_bytes,
+                                             p.head0, p.tile_bytes[1], p.max_tiles, p.buffers - 1,
+                                             p.share_bytes, p.pool_bytes, p.save_bytes)
     return int(moved), int(walked)
 
 
@@ -857,28 +853,21 @@ def plan_lane_walks(axis: int, rows: int, n: int, itemsize: int, pointer: int,
         algorithm="lane-walks",
         scratch_bytes=grid * share + pool,
         bytes_moved=4 * rows * seg,
-        details={
-            "schedule": "lane-walks",
-            "block": threads,
-            "grid": grid,
-            "smem_bytes": smem,
-            "tile_bytes": (tile_lo, tile_hi),
-            "buffers": buffers,
-            "max_tiles": max_tiles,
-            "min_blocks": int(min_blocks or 1),
-            "share_bytes": share,
-            "pool_bytes": pool,
-            "save_bytes": save,
-            "panel_bytes": panel,
-            "head0": pointer % 16,
-            "launches": 1,
-            "bytes_moved_is_bound": True,
-            "co_resident": False,  # a block rotates whole lanes by itself: no block waits for another
-            "reason": "lanes longer than a block's shared memory: a block walks each of its lanes in chain "
-                      "order (one pass), pre-reading into its share of scratch or, over it, the launch's "
-                      "pool; block swaps for a lane whose pre-reads fit neither",
-            "_n": n,
-        },
+        params=P.LaneWalksParams(
+            block=threads,
+            grid=grid,
+            smem_bytes=smem,
+            tile_bytes=(tile_lo, tile_hi),
+            buffers=buffers,
+            max_tiles=max_tiles,
+            min_blocks=int(min_blocks or 1),
+            share_bytes=share,
+            pool_bytes=pool,
+            save_bytes=save,
+            panel_bytes=panel,
+            head0=pointer % 16,
+            n=n,
+        ),
     )
 
 
@@ -953,22 +942,21 @@ def plan_lane_swaps(axis: int, rows: int, n: int, itemsize: int, pointer: int, h
         algorithm="lane-swaps",
         scratch_bytes=0,
         bytes_moved=moved,
-        details={
-            "schedule": "lane-swaps",
-            "block": threads,
-            "grid": max(1, min(grid, rows)),
-            "smem_bytes": smem,
-            "panel_bytes": panel,
-            "save_bytes": save,
-            "head0": pointer % 16,
-            "launches": 1,
-            "bytes_moved_is_bound": bound,
-            "co_resident": False,  # a block rotates whole lanes by itself: no block waits for another
-            "reason": "lanes longer than a block's shared memory: a block per lane, shifts read on the device "
-                      "(no synchronisation); lane-chains only for at most "
-                      f"{_t().max_chain_lanes} lanes of {_t().min_chain_lane_bytes >> 20} MiB or more with host shifts",
-            "_n": n,
-        },
+        params=P.LaneSwapsParams(
+            block=threads,
+            grid=max(1, min(grid, rows)),
+            smem_bytes=smem,
+            panel_bytes=panel,
+            save_bytes=save,
+            head0=pointer % 16,
+            launches=1,
+            bytes_moved_is_bound=bound,
+            co_resident=False,  # a block rotates whole lanes by itself: no block waits for another
+            reason="lanes longer than a block's shared memory: a block per lane, shifts read on the device "
+                   "(no synchronisation); lane-chains only for at most "
+                   f"{_t().max_chain_lanes} lanes of {_t().min_chain_lane_bytes >> 20} MiB or more with host shifts",
+            n=n,
+        ),
     )
 
 
@@ -976,7 +964,7 @@ def plan_lane_chains(axis: int, rows: int, n: int, itemsize: int, pointer: int,
                      max_scratch_bytes: Optional[int], host_shifts) -> Step:
     """``roll_rows`` of a few huge lanes with host shifts: one chain launch per run of lanes with equal
     shifts, each spread over the whole GPU (see MAX_CHAIN_LANES). Every run's chain step is planned here,
-    from the shifts (``details["runs"]``: first lane, end lane, Step); the launcher runs them as given."""
+    from the shifts (``params.runs``: first lane, end lane, Step); the launcher runs them as given."""
     seg = n * itemsize
     shifts = np.asarray(host_shifts, np.int64) % n
     runs = []
@@ -997,16 +985,15 @@ def plan_lane_chains(axis: int, rows: int, n: int, itemsize: int, pointer: int,
         scratch_bytes=max((sub.scratch_bytes for _, _, sub in runs), default=0),
         # lanes rolled by 0 are counted as read and written once, as every roll_rows plan counts them
         bytes_moved=sum(sub.bytes_moved for _, _, sub in runs) + 2 * seg * (rows - sum(e - b for b, e, _ in runs)),
-        details={
-            "schedule": "lane-chains",
-            "max_scratch_bytes": max_scratch_bytes,
-            "launches": len(runs),
-            "runs": tuple(runs),
-            "head0": pointer % 16,
-            "reason": f"at most {_t().max_chain_lanes} lanes of {_t().min_chain_lane_bytes >> 20} MiB or more, shifts on the "
-                      f"host: one chain launch per run of equal shifts uses the whole GPU, where lane-swaps "
-                      f"would give each lane one block",
-        },
+        params=P.LaneChainsParams(
+            max_scratch_bytes=max_scratch_bytes,
+            launches=len(runs),
+            runs=tuple(runs),
+            head0=pointer % 16,
+            reason=f"at most {_t().max_chain_lanes} lanes of {_t().min_chain_lane_bytes >> 20} MiB or more, shifts "
+                   f"on the host: one chain launch per run of equal shifts uses the whole GPU, where lane-swaps "
+                   f"would give each lane one block",
+        ),
     )
 
 
@@ -1162,22 +1149,20 @@ def plan_row_strips(batches: int, rows: int, seg: int, lo: int, hi: int, up: boo
         algorithm="row-strips",
         scratch_bytes=items * slot,
         bytes_moved=2 * batches * rows * slot + 2 * items * slot,
-        details={
-            "schedule": "row-strips",
-            "block": threads,
-            "grid": max(1, min(blocks, items)),
-            "vecs": vecs,
-            "items": items,
-            "chunks": chunks,
-            "chunk_rows": chunk_rows,
-            "rows": rows,
-            "pitch": seg,
-            "strip": (lo, hi),
-            "up": up,
-            "v_lo": v_lo,
-            "vectors": nv,
-            "co_resident": False,  # no block waits for another
-        },
+        params=P.RowStripsParams(
+            block=threads,
+            grid=max(1, min(blocks, items)),
+            vecs=vecs,
+            items=items,
+            chunks=chunks,
+            chunk_rows=chunk_rows,
+            rows=rows,
+            pitch=seg,
+            strip=(lo, hi),
+            up=up,
+            v_lo=v_lo,
+            vectors=nv,
+        ),
     )
 
 
@@ -1227,20 +1212,18 @@ def plan_half_swaps(lead, lead_shifts, rows: int, seg: int, row_shift: int, word
         algorithm="half-swaps",
         scratch_bytes=0,
         bytes_moved=2 * rows * seg,
-        details={
-            "schedule": "half-swaps",
-            "block": threads,
-            "grid": max(1, min(grid, items)),
-            "vecs": vecs,
-            "group": group,
-            "rows_per_item": rows_per_item,
-            "chunk_bytes": chunk,
-            "items": items,
-            "chunks_per_half": chunks_per_half,
-            "lead": dims,
-            "lead_shifts": halves,
-            "co_resident": False,  # no block waits for another
-        },
+        params=P.HalfSwapsParams(
+            block=threads,
+            grid=max(1, min(grid, items)),
+            vecs=vecs,
+            group=group,
+            rows_per_item=rows_per_item,
+            chunk_bytes=chunk,
+            items=items,
+            chunks_per_half=chunks_per_half,
+            lead=dims,
+            lead_shifts=halves,
+        ),
     )
 
 
@@ -1250,8 +1233,8 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
 
     ``c_shifts`` maps C-order axes to shifts in ``(0, length)``. The axes up
     to the last rolled one index rows; the last rolled axis and everything
-    after it form a row, rolled while it moves. Two kernels (``details
-    ["variant"]``): ``three-rows`` (``cycle_kernel``: a saved first row and
+    after it form a row, rolled while it moves. Two kernels (two params
+    types): ``three-rows`` (``cycle_kernel``: a saved first row and
     two staging buffers a block, rows up to about 75 KiB) and, where three
     rows do not fit, ``chunked`` (``cycle_stream_kernel``: the saved first
     row and a ring of chunks; rows up to about 200 KiB keep first rows in
@@ -1325,36 +1308,35 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
         grid = T.grid or sms * blocks
     dims = (1,) * (L.MAX_LEAD - len(lead)) + tuple(lead)
     shifts = (0,) * (L.MAX_LEAD - len(offs)) + tuple(offs)
-    details = {
-        "schedule": "row-cycles",
-        "variant": "three-rows" if stream is None else "chunked",
-        "block": threads,
-        "grid": max(1, min(grid, 2 * nseg)),
-        "segments": nseg,
-        "cut_segments": cut,
-        "pre_read_rows": pre_reads,
-        "piece_rows": piece,
-        "smem_bytes": smem,
-        "blocks_per_sm": blocks,
-        "first_rows": "shared memory" if first_rows_in_smem else "scratch",
-        "head0": head0,
-        "lead": dims,
-        "lead_shifts": shifts,
-        "row_shift_bytes": c_shifts[last] * block,
-        "co_resident": False,  # every wait is on an earlier ticket (a pre-read)
-        "_table": table,
-        "_slot": slot,
-        "_pre_bytes": pre_bytes,
-    }
+    common = dict(
+        block=threads,
+        grid=max(1, min(grid, 2 * nseg)),
+        segments=nseg,
+        cut_segments=cut,
+        pre_read_rows=pre_reads,
+        piece_rows=piece,
+        smem_bytes=smem,
+        blocks_per_sm=blocks,
+        first_rows="shared memory" if first_rows_in_smem else "scratch",
+        head0=head0,
+        lead=dims,
+        lead_shifts=shifts,
+        row_shift_bytes=c_shifts[last] * block,
+        co_resident=False,  # every wait is on an earlier ticket (a pre-read)
+        table=table,
+        slot=slot,
+        pre_bytes=pre_bytes,
+    )
     if stream is None:
-        details.update(unit_bytes=unit, writer=writer, _buf_vecs=L.buffer_vecs(seg))
+        params = P.RowCyclesParams(**common, unit_bytes=unit, writer=writer, buf_vecs=L.buffer_vecs(seg))
     else:
-        details.update(chunk_bytes=chunk, ring=ring, chunks_per_row=L.chunks_per_row(seg, chunk),
-                       _ring_vecs=L.chunk_vecs(chunk), _saved_vecs=L.buffer_vecs(seg) if first_rows_in_smem else 0)
+        params = P.RowCyclesChunkedParams(
+            **common, chunk_bytes=chunk, ring=ring, chunks_per_row=L.chunks_per_row(seg, chunk),
+            ring_vecs=L.chunk_vecs(chunk), saved_vecs=L.buffer_vecs(seg) if first_rows_in_smem else 0)
     return Step(
         None, 0, rows, seg, 0, itemsize,
         algorithm="row-cycles",
         scratch_bytes=pre_bytes + 4 * nseg + table.nbytes + 64,
         bytes_moved=2 * rows * seg + 2 * pre_reads * seg,
-        details=details,
+        params=params,
     )
