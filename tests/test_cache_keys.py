@@ -598,3 +598,25 @@ def test_gpu_lane_chains_follow_the_planners_tuning(device, tune):
     fresh = device.planner.plan_step(None, shift, 1, 1 << 20, (1 << 20) - shift, 1, 0, None)
     assert fresh.algorithm != "chain"
     assert signature(after.steps[0].details["runs"][0][2]) == signature(fresh)
+
+
+def test_gpu_lane_chains_plan_each_run_once(device, tune):
+    """Host shifts are planned on every roll_rows call, and a huge lane's chain step takes seconds to plan:
+    a repeated call takes the run step planned before (the same object, so its prepared launch and device
+    table are reused too) while the problem, policy and device are the same, and plans again when one
+    differs. (``plan_roll_rows`` hands out copies, so identity is checked on the planner's steps.)"""
+    planner = device.planner
+
+    def runs(shifts):
+        step = planner.plan_long_lanes(1, 3, 1 << 20, 1, 0, None, np.array(shifts, np.int64))
+        assert step.algorithm == "lane-chains"
+        return step.params.runs
+
+    tune.cuda(min_chain_lane_bytes=0)
+    first, second = runs([5, 5, -7]), runs([5, 5, -7])
+    assert [r[:2] for r in first] == [(0, 2), (2, 3)]
+    assert all(a[2] is b[2] for a, b in zip(first, second))
+    assert [r[:2] for r in runs([5, 6, -7])] == [(0, 1), (1, 2), (2, 3)]
+    assert runs([5, 6, -7])[0][2] is not first[0][2]  # one lane, not two: another problem
+    tune.cuda(min_scratch=0)
+    assert not any(a[2] is b[2] for a, b in zip(first, runs([5, 5, -7])))

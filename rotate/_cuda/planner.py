@@ -6,6 +6,7 @@ says is what runs.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 from typing import Optional
@@ -960,6 +961,28 @@ def plan_lane_swaps(axis: int, rows: int, n: int, itemsize: int, pointer: int, h
     )
 
 
+#: lane-chains' run steps by sub-problem: host shifts are planned on every roll_rows call (they are read per
+#: call, not part of a cached plan's key), and a huge lane's chain step costs 0.2-3 s to plan (plan tables
+#: of 1-6 GiB lanes), which a repeated call would otherwise pay each time.
+_chain_runs: collections.OrderedDict = collections.OrderedDict()
+MAX_CHAIN_RUNS = 64
+
+
+def _chain_run(s: int, lanes: int, n: int, itemsize: int, head: int, max_scratch_bytes: Optional[int]) -> Step:
+    """``plan_step`` for ``lanes`` lanes of ``n`` items at 16-byte offset ``head``, rolled by ``s``: the one
+    planned before for the same problem, policy and device, else a new one."""
+    device = _device_id()
+    key = (s, lanes, n, itemsize, head, max_scratch_bytes, _t(), device, device_shape(device))
+    step = _chain_runs.get(key)
+    if step is None:
+        seg = n * itemsize
+        step = _chain_runs[key] = plan_step(None, s, lanes, seg, (n - s) * itemsize, itemsize, head,
+                                            max_scratch_bytes)
+        while len(_chain_runs) > MAX_CHAIN_RUNS:
+            _chain_runs.popitem(last=False)
+    return step
+
+
 def plan_lane_chains(axis: int, rows: int, n: int, itemsize: int, pointer: int,
                      max_scratch_bytes: Optional[int], host_shifts) -> Step:
     """``roll_rows`` of a few huge lanes with host shifts: one chain launch per run of lanes with equal
@@ -975,9 +998,8 @@ def plan_lane_chains(axis: int, rows: int, n: int, itemsize: int, pointer: int,
             end += 1
         s = int(shifts[lane])
         if s:
-            sub = plan_step(None, s, end - lane, seg, (n - s) * itemsize, itemsize, (pointer + lane * seg) % 16,
-                            max_scratch_bytes)
-            runs.append((lane, end, sub))
+            runs.append((lane, end, _chain_run(s, end - lane, n, itemsize, (pointer + lane * seg) % 16,
+                                               max_scratch_bytes)))
         lane = end
     return Step(
         axis, 0, rows, seg, 0, itemsize,
