@@ -636,9 +636,11 @@ def run_gpu(cases, args, log, progress, budget, results, save):
 
     from rotate import bench
 
+    from _harness import timing
+
     lib, cupy, torch = gpu_libraries()
     stream = cuda.default_stream()  # the legacy default stream: CuPy's and torch's default too
-    timers = (*bench._whole_call_timers(cuda, stream, args.calls), bench._events_timer(cuda, stream))
+    timers = (*timing.whole_call_timers(cuda, stream, args.calls), timing.events_timer(cuda, stream))
 
     def free():
         lib.free()
@@ -670,7 +672,8 @@ def gpu_case(record, args, lib, cupy, torch, cuda, stream, timers, free) -> None
     """One case on the GPU: memcpy of its bytes, the check, rotate and the peers timed three ways (its
     arrays are this frame's locals, freed when it returns or raises)."""
     import rotate
-    from rotate import bench
+
+    from _harness import timing
 
     b2b, _, device = timers
     nb = record["nbytes"]
@@ -692,9 +695,9 @@ def gpu_case(record, args, lib, cupy, torch, cuda, stream, timers, free) -> None
             return {"ms": probe, "sync_ms": probe, "device_ms": probe,
                     "reduced": f"one synchronised call: the full timing would take about "
                                f"{probe * full_calls / 1e3:.0f} s"}
-        return bench._time_all_ways(fn, timers, args.repeat)
+        return timing.time_all_ways(fn, timers, args.repeat)
 
-    copy, keep = bench._memcpy(cuda, nb, stream)
+    copy, keep = timing.memcpy(cuda, nb, stream)
     record["memcpy_ms"] = device(copy, args.repeat)
     record["memcpy_call_ms"] = b2b(copy, args.repeat)
     del copy, keep
@@ -729,10 +732,10 @@ def gpu_case(record, args, lib, cupy, torch, cuda, stream, timers, free) -> None
 
 def with_pct(times: dict, memcpy_ms: float) -> dict:
     """rotate/bench.py's percentages of memcpy, with a reduced timing's note kept."""
-    from rotate import bench
+    from _harness import timing
 
     note = {k: v for k, v in times.items() if k == "reduced"}
-    return {**bench._with_pct({k: v for k, v in times.items() if k != "reduced"}, memcpy_ms), **note}
+    return {**timing.with_pct({k: v for k, v in times.items() if k != "reduced"}, memcpy_ms), **note}
 
 
 def _device_free_bytes(lib) -> int:
