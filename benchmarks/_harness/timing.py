@@ -16,8 +16,24 @@ from __future__ import annotations
 
 from rotate import bench as _bench
 
-whole_call_timers = _bench._whole_call_timers
-events_timer = _bench._events_timer
-memcpy = _bench._memcpy
-time_all_ways = _bench._time_all_ways
-with_pct = _bench._with_pct
+# Looked up at each call, so a test that stubs rotate.bench's helper stubs the benchmarks' too.
+
+
+def whole_call_timers(cuda, stream, calls: int = 20):
+    return _bench._whole_call_timers(cuda, stream, calls)
+
+
+def events_timer(cuda, stream):
+    return _bench._events_timer(cuda, stream)
+
+
+def memcpy(cuda, nbytes: int, stream):
+    return _bench._memcpy(cuda, nbytes, stream)
+
+
+def time_all_ways(fn, timers, repeat: int) -> dict:
+    return _bench._time_all_ways(fn, timers, repeat)
+
+
+def with_pct(times: dict, memcpy_ms: float) -> dict:
+    return _bench._with_pct(times, memcpy_ms)
