@@ -1,8 +1,7 @@
 """Where do a kernel's warps stall, by instruction, opcode and stall reason?
 
-Backs: the stall summaries docs/design.md and docs/performance.md cite:
-docs/results/ncu-chain-4082604-summary.txt and ncu-pipeline-2007fe3-long-shifts-summary.txt (this script made
-them from ncu_target.py's profiles).
+Backs: the stall summaries docs/design.md and docs/performance.md cite, of ncu_target.py's profiles by opcode
+and stall reason: docs/results/ncu-chain-4082604-summary.txt and ncu-pipeline-2007fe3-long-shifts-summary.txt.
 
 Summarise an Nsight Compute source-counter report: where the warps' samples are.
 
