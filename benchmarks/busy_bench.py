@@ -30,7 +30,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import numba  # noqa: E402
 
 import rotate  # noqa: E402
-from rotate import _provenance  # noqa: E402
+from _harness import provenance  # noqa: E402
 
 
 def _spin(stop) -> None:
@@ -100,7 +100,7 @@ def main(argv=None) -> None:
         for p in procs:
             p.join(5)
     worst = max(r["default_over_one"] for r in busy)
-    result = {"benchmark": "busy_bench", "environment": _provenance.environment(), "threads": threads,
+    result = {"benchmark": "busy_bench", "environment": provenance.environment(), "threads": threads,
               "cores": cores, "background_processes": args.load, "load_average_start": start_load,
               "load_average_end": os.getloadavg(), "quiet_ok": start_load[0] <= 0.5 * cores,
               "quiet": quiet, "busy": busy, "worst_busy_default_over_one": worst, "gate": 1.5,

@@ -32,7 +32,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 import rotate  # noqa: E402
-from rotate import _provenance, bench_env  # noqa: E402
+from rotate import bench_env  # noqa: E402
+from _harness import provenance  # noqa: E402
 
 GATE = 1.2
 CPU_CASES = [
@@ -109,7 +110,7 @@ def main(argv=None) -> int:
     load = bench_env.LoadGate.from_args(args, "benchmarks/call_overhead.py")
     cpu = cpu_rows(args.number, args.repeats)
     gpu = [] if args.no_gpu else gpu_rows(max(200, args.number // 4), args.repeats)
-    result = {"benchmark": "call_overhead", "environment": _provenance.environment(gpu=bool(gpu)),
+    result = {"benchmark": "call_overhead", "environment": provenance.environment(gpu=bool(gpu)),
               "number": args.number, "repeats": args.repeats, "cpu": cpu, "gpu": gpu}
     load.finish(result)
     if args.json:

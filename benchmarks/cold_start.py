@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from rotate import bench_env  # noqa: E402  (a busy machine is refused: compile times are CPU timings)
-from rotate._provenance import environment  # noqa: E402  (the commit, versions and load, as every result records)
+from _harness.provenance import environment  # noqa: E402  (the commit, versions and load, as every result records)
 
 SCENARIOS = {
     "small": "rotate.roll(np.arange(10), 3)",

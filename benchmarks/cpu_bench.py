@@ -1,15 +1,16 @@
-"""Benchmark the CPU backend (rotate._cpu) against memcpy, numpy.roll and std::rotate.
+"""Benchmark the CPU backend's row kernel against memcpy, numpy.roll and std::rotate.
 
 For 256 MiB of uint8 and of float64 and numpy.roll shifts
 {1, 3, 4097, n//3, n//2 + 3, n - 1} (n in elements) it times, as medians of
 ``--repeats`` runs, printed as markdown tables:
 
-* ``rotate``     -- ``rotate._cpu.rotate_rows_inplace`` on the array's words
+* ``rotate``     -- the row kernel ``rotate.roll`` runs, on the array's words
+                    (``_harness/cpu_kernel.py``: timed without the call's dispatch)
                     (float64 travels as uint64, as the API layer sends it);
 * ``copyto``     -- ``np.copyto`` of the same bytes into another array, the
                     single-threaded memcpy "speed of light";
 * ``np.roll``    -- ``np.copyto(a, np.roll(a, shift))``, numpy's roll made in place;
-* ``std::rotate``-- benchmarks/std_rotate.cpp built with ``g++ -O3`` (measured
+* ``std::rotate``-- benchmarks/_harness/std_rotate.cpp built with ``g++ -O3`` (measured
                     once per run of this script; ``--no-cxx`` skips it).
 
 GB/s counts read + write bytes (2 x the array).  Also times two many-rows
@@ -17,7 +18,7 @@ cases.  Before every timed run ``--flush-mib`` (default 1024) MiB are written
 to evict the array from the last-level cache, for all contenders alike.
 
 Run: ``.venv/bin/python benchmarks/cpu_bench.py [--threads N] [--mib 256] [--flush-mib 1024] [--json out.json]``
-(docs/results/cpu-bench.json is this script's ``--json`` output; ``benchmarks/tables.py`` builds the
+(docs/results/cpu-bench.json is this script's ``--json`` output; ``tools/tables.py`` builds the
 docs' CPU tables from it). A line on stderr gives the case, i of N, and the time left. A machine whose
 1-minute load average is over 0.5 per core at the start is refused (exit status 3; ``--allow-busy``
 runs anyway and marks the result unusable for the docs, ``--max-load`` changes the threshold), and the
@@ -45,8 +46,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import numba  # noqa: E402
 
-from rotate import _cpu, _provenance, bench_env  # noqa: E402
+from rotate import bench_env  # noqa: E402
 from rotate.bench import Progress  # noqa: E402
+from _harness import cpu_kernel, provenance  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -77,7 +79,7 @@ def median_seconds(fn, repeats: int) -> float:
 def build_std_rotate() -> pathlib.Path:
     """Compile std_rotate.cpp (g++ -O3) into a temporary directory; return the binary."""
     out = pathlib.Path(tempfile.mkdtemp(prefix="std_rotate_")) / "std_rotate"
-    subprocess.run(["g++", "-O3", "-o", str(out), str(HERE / "std_rotate.cpp")], check=True)
+    subprocess.run(["g++", "-O3", "-o", str(out), str(HERE / "_harness" / "std_rotate.cpp")], check=True)
     return out
 
 
@@ -113,12 +115,12 @@ def bench_dtype(dtype, nbytes: int, repeats: int, cxx_binary, check: bool, progr
         k = n - shift  # roll right by shift == rotate left by n - shift
         if check:
             expected = np.roll(a, shift)
-            _cpu.rotate_rows_inplace(words, 1, n, k)
+            cpu_kernel.rotate_rows_inplace(words, 1, n, k)
             assert np.array_equal(a, expected), f"wrong result at shift {shift}"
             del expected
-        ours = median_seconds(lambda: _cpu.rotate_rows_inplace(words, 1, n, k), repeats)
+        ours = median_seconds(lambda: cpu_kernel.rotate_rows_inplace(words, 1, n, k), repeats)
         roll = median_seconds(lambda: np.copyto(a, np.roll(a, shift)), max(3, repeats // 2))
-        algorithm, scratch, moved = _cpu.plan_rows(1, n, k, words.itemsize)
+        algorithm, scratch, moved = cpu_kernel.plan_rows(1, n, k, words.itemsize)
         rows.append(dict(shift=shift, algorithm=algorithm, scratch=scratch, traffic=moved / (2 * nbytes),
                          ours=ours, copy=copy_s, roll=roll, cxx=cxx.get(shift)))
     return n, rows
@@ -138,12 +140,12 @@ def bench_many_rows(repeats: int, progress):
         words = a.reshape(-1).view(np.dtype("u%d" % a.itemsize))
         k = seg - shift
         expected = np.roll(a, shift, axis=1)
-        _cpu.rotate_rows_inplace(words, rows, seg, k)
+        cpu_kernel.rotate_rows_inplace(words, rows, seg, k)
         assert np.array_equal(a, expected)
-        ours = median_seconds(lambda: _cpu.rotate_rows_inplace(words, rows, seg, k), repeats)
+        ours = median_seconds(lambda: cpu_kernel.rotate_rows_inplace(words, rows, seg, k), repeats)
         copy_s = median_seconds(lambda: np.copyto(other, a), repeats)
         roll = median_seconds(lambda: np.copyto(a, np.roll(a, shift, axis=1)), max(3, repeats // 2))
-        algorithm, _, _ = _cpu.plan_rows(rows, seg, k, words.itemsize)
+        algorithm, _, _ = cpu_kernel.plan_rows(rows, seg, k, words.itemsize)
         out.append(dict(case=f"{shape} {np.dtype(dtype).name}, axis 1, shift {shift}", algorithm=algorithm,
                         ours=ours, copy=copy_s, roll=roll, nbytes=a.nbytes))
     return out
@@ -183,7 +185,7 @@ def main(argv=None) -> int:
     progress = Progress([nbytes] * 2 * len(shifts_for(2)) + [64 << 20] * len(MANY_ROWS),
                         enabled=not args.no_progress)
     log = progress.log(print)
-    raw = {"benchmark": "cpu_bench", "environment": _provenance.environment(), "arguments": vars(args),
+    raw = {"benchmark": "cpu_bench", "environment": provenance.environment(), "arguments": vars(args),
            "nbytes": nbytes, "dtypes": {}, "many_rows": []}
     for dtype in (np.uint8, np.float64):
         n, rows = bench_dtype(dtype, nbytes, args.repeats, cxx_binary, not args.no_check, progress)

@@ -67,8 +67,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+for _path in (ROOT, ROOT / "benchmarks"):  # the checkout's rotate; _harness/ however this file is loaded
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 OPS = ("roll", "roll-axes", "roll_rows", "fftshift", "ifftshift")
@@ -636,9 +637,11 @@ def run_gpu(cases, args, log, progress, budget, results, save):
 
     from rotate import bench
 
+    from _harness import timing
+
     lib, cupy, torch = gpu_libraries()
     stream = cuda.default_stream()  # the legacy default stream: CuPy's and torch's default too
-    timers = (*bench._whole_call_timers(cuda, stream, args.calls), bench._events_timer(cuda, stream))
+    timers = (*timing.whole_call_timers(cuda, stream, args.calls), timing.events_timer(cuda, stream))
 
     def free():
         lib.free()
@@ -670,7 +673,8 @@ def gpu_case(record, args, lib, cupy, torch, cuda, stream, timers, free) -> None
     """One case on the GPU: memcpy of its bytes, the check, rotate and the peers timed three ways (its
     arrays are this frame's locals, freed when it returns or raises)."""
     import rotate
-    from rotate import bench
+
+    from _harness import timing
 
     b2b, _, device = timers
     nb = record["nbytes"]
@@ -692,9 +696,9 @@ def gpu_case(record, args, lib, cupy, torch, cuda, stream, timers, free) -> None
             return {"ms": probe, "sync_ms": probe, "device_ms": probe,
                     "reduced": f"one synchronised call: the full timing would take about "
                                f"{probe * full_calls / 1e3:.0f} s"}
-        return bench._time_all_ways(fn, timers, args.repeat)
+        return timing.time_all_ways(fn, timers, args.repeat)
 
-    copy, keep = bench._memcpy(cuda, nb, stream)
+    copy, keep = timing.memcpy(cuda, nb, stream)
     record["memcpy_ms"] = device(copy, args.repeat)
     record["memcpy_call_ms"] = b2b(copy, args.repeat)
     del copy, keep
@@ -729,10 +733,10 @@ def gpu_case(record, args, lib, cupy, torch, cuda, stream, timers, free) -> None
 
 def with_pct(times: dict, memcpy_ms: float) -> dict:
     """rotate/bench.py's percentages of memcpy, with a reduced timing's note kept."""
-    from rotate import bench
+    from _harness import timing
 
     note = {k: v for k, v in times.items() if k == "reduced"}
-    return {**bench._with_pct({k: v for k, v in times.items() if k != "reduced"}, memcpy_ms), **note}
+    return {**timing.with_pct({k: v for k, v in times.items() if k != "reduced"}, memcpy_ms), **note}
 
 
 def _device_free_bytes(lib) -> int:

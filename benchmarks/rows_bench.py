@@ -202,7 +202,7 @@ def main(argv=None) -> int:
     if not args.docs_only:
         import numba
 
-        from rotate import _provenance
+        from _harness import provenance
 
         load = bench_env.LoadGate.from_args(args, "benchmarks/rows_bench.py")
 
@@ -211,7 +211,7 @@ def main(argv=None) -> int:
             _flush_buffer = np.zeros(args.flush_mib << 20, np.uint8)
         if args.threads:
             numba.set_num_threads(args.threads)
-        data = {"benchmark": "rows_bench", "environment": _provenance.environment(), "mib": args.mib,
+        data = {"benchmark": "rows_bench", "environment": provenance.environment(), "mib": args.mib,
                 "repeats": args.repeats, "flush_mib": args.flush_mib, "threads": numba.get_num_threads(),
                 "rows": []}
         for function, shape, dtype, case in cases(args.mib << 20):

@@ -27,7 +27,6 @@ import pathlib
 import sys
 
 import numpy as np
-from rotate._tuning import cuda as cuda_tuning
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -96,16 +95,12 @@ def main(argv=None) -> int:
     parser.add_argument("--max-scratch", type=int, default=None,
                         help="max_scratch_bytes for the multi-axis roll cases (default: the library's bound)")
     args = parser.parse_args(argv)
-    import ast
-
-    from rotate._cuda import planner
+    from _harness import knobs
 
     forced = {k: v for k, v in (("cycle_variant", args.cycle_variant), ("cycle_chunk_bytes", args.cycle_chunk),
                                 ("cycle_ring", args.cycle_ring)) if v is not None}
-    for item in args.set:
-        key, _, value = item.partition("=")
-        forced[key] = ast.literal_eval(value)
-    with cuda_tuning.override(**forced):
+    forced.update(knobs.parse_settings(args.set))
+    with knobs.gpu_override(**forced):
         return _run(args)
 
 
@@ -115,20 +110,20 @@ def _run(args) -> int:
     from numba import cuda
 
     import rotate
-    from rotate import bench
-    from rotate._provenance import environment
+    from _harness import timing
+    from _harness.provenance import environment
 
     try:
         import cupy
     except ImportError:
         cupy = None
     stream = cuda.default_stream()
-    timers = (*bench._whole_call_timers(cuda, stream), bench._events_timer(cuda, stream))
+    timers = (*timing.whole_call_timers(cuda, stream), timing.events_timer(cuda, stream))
     rows = []
     chosen = [int(i) for i in args.only.split(",") if i] or range(len(CASES))
     for index in chosen:
         try:
-            rows.append(_case(index, args, torch, cuda, cupy, rotate, bench, timers, stream))
+            rows.append(_case(index, args, torch, cuda, cupy, rotate, timing, timers, stream))
         except Exception as exc:  # one failing case must not lose the others' numbers
             print(f"[{index}] {CASES[index]}: {type(exc).__name__}: {exc}", flush=True)
             rows.append({"case": index, "error": f"{type(exc).__name__}: {exc}"})
@@ -140,7 +135,7 @@ def _run(args) -> int:
     return 0 if all(r.get("correct") for r in rows) else 1
 
 
-def _case(index, args, torch, cuda, cupy, rotate, bench, timers, stream):
+def _case(index, args, torch, cuda, cupy, rotate, timing, timers, stream):
     function, shape, dtype, extra = CASES[index]
     tdtype = getattr(torch, dtype)
     nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
@@ -150,7 +145,7 @@ def _case(index, args, torch, cuda, cupy, rotate, bench, timers, stream):
     else:
         x = torch.rand(shape, dtype=tdtype, device="cuda", generator=gen)
     original = x.clone()
-    copy, _keep = bench._memcpy(cuda, nbytes, stream)
+    copy, _keep = timing.memcpy(cuda, nbytes, stream)
     memcpy_ms = timers[2](copy, args.repeat)
     peers = {}
     if function == "roll_rows":
@@ -190,11 +185,11 @@ def _case(index, args, torch, cuda, cupy, rotate, bench, timers, stream):
     plan_traffic = {}
     if function == "roll_rows" and plan.steps and plan.steps[0].details.get("bytes_moved_is_bound"):
         # The plan's traffic is a bound; the exact count replays the kernel's decisions on the host.
-        from rotate._cuda import planner as gpu_planner
+        from _harness import knobs
 
         host = shifts.cpu().numpy()
         if plan.algorithm == "lane-walks":
-            moved, walked = gpu_planner.walk_traffic(plan.steps[0], host)
+            moved, walked = knobs.walk_traffic(plan.steps[0], host)
             plan_traffic = {"traffic_exact_over_2n": moved / (2 * nbytes), "lanes_walked": walked}
         else:
             exact = rotate.plan_roll_rows(x, host)
@@ -208,14 +203,14 @@ def _case(index, args, torch, cuda, cupy, rotate, bench, timers, stream):
               "details": {k: v for k, v in plan.steps[0].details.items() if not k.startswith("_")
                           and isinstance(v, (int, float, str, bool))} if plan.steps else {}}
     # Rolling back and forth keeps the data meaningful; every call moves every byte either way.
-    result.update(bench._with_pct(bench._time_all_ways(call, timers, args.repeat), memcpy_ms))
+    result.update(timing.with_pct(timing.time_all_ways(call, timers, args.repeat), memcpy_ms))
     result["peers"] = {}
     result["knobs"] = {k: v for k, v in (x.partition("=")[::2] for x in args.set)}
     if args.max_scratch is not None:
         result["knobs"]["max_scratch_bytes"] = str(args.max_scratch)
     for name, peer in ({} if args.no_peers else peers).items():
         try:
-            result["peers"][name] = bench._with_pct(bench._time_all_ways(peer, timers, args.repeat), memcpy_ms)
+            result["peers"][name] = timing.with_pct(timing.time_all_ways(peer, timers, args.repeat), memcpy_ms)
         except Exception as exc:  # out of memory for the gather's index or output
             result["peers"][name] = {"error": f"{type(exc).__name__}: {str(exc)[:120]}"}
         torch.cuda.empty_cache()

@@ -30,7 +30,7 @@ def main(argv=None) -> int:
     from numba import cuda
 
     import rotate
-    from rotate._provenance import environment
+    from _harness.provenance import environment
 
     libs = ["numba"]
     try:

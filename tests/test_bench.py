@@ -161,7 +161,7 @@ def test_gpu_only_options_are_refused_on_the_cpu(flag, capsys):
 # --- plots from committed results (no GPU) -------------------------------------------------------------
 
 def _tables():
-    spec = importlib.util.spec_from_file_location("tables", ROOT / "benchmarks" / "tables.py")
+    spec = importlib.util.spec_from_file_location("tables", ROOT / "tools" / "tables.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

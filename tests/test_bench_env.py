@@ -154,7 +154,7 @@ def test_load_problem_of_older_files():
 
 @pytest.mark.parametrize("script", ["benchmarks/call_overhead.py", "benchmarks/cpu_bench.py",
                                     "benchmarks/rows_bench.py", "benchmarks/cold_start.py",
-                                    "benchmarks/cpu_aliasing.py", "benchmarks/rows_shift_dtypes.py"])
+                                    "benchmarks/probes/cpu_aliasing.py", "benchmarks/probes/rows_shift_dtypes.py"])
 def test_benchmarks_take_the_gate(script, tmp_path):
     """Each CPU benchmark that writes results refuses a busy machine before it measures or writes anything
     (here: a threshold no machine meets)."""

@@ -124,7 +124,7 @@ def test_co_resident_kernel_draws_one_lane_and_keeps_its_registers(monkeypatch, 
 
 
 def test_traced_kernel_is_a_separate_build_and_the_default_has_no_timers(monkeypatch, pipeline_ptx):
-    """``trace`` (benchmarks/chain_trace.py): the address is baked into a kernel of its own, which reads
+    """``trace`` (benchmarks/probes/chain_trace.py): the address is baked into a kernel of its own, which reads
     %globaltimer, %clock64 and %smid and still fits its launch bounds; the default kernel reads none."""
     from rotate._cuda import planner
 
@@ -315,19 +315,18 @@ def test_chunked_cycle_kernel_compiles(monkeypatch, ring, threads):
 
 
 def test_walk_pre_bytes_compiles_for_the_device(monkeypatch):
-    """The closed-form count of a long lane's pre-read bytes (``_schedule.walk_pre_bytes``), called from a
-    kernel that ranks tile sizes a block a lane (benchmarks/walk_rank_gpu.py): it compiles for sm_90 as a
-    device function, with no local memory."""
-    import importlib.util
-    from pathlib import Path
+    """The closed-form count of a long lane's pre-read bytes (``_schedule.walk_pre_bytes``) compiles for
+    sm_90 as a device function, with no local memory: a block a lane counts both chain steps of a tile."""
+    from rotate import _schedule as S
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "walk_rank_gpu.py"
-    spec = importlib.util.spec_from_file_location("walk_rank_gpu", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+
+    def kernel(lefts, n, tile, out):
+        k = lefts[cuda.blockIdx.x]
+        q = k // tile
+        out[cuda.blockIdx.x] = min(S.walk_pre_bytes(n, k, 0, tile, max(1, q)), S.walk_pre_bytes(n, k, 0, tile, q + 1))
+
     array = types.int64[::1]
-    sig = (array, types.int64, types.int64, types.int64, types.int64, array, array)
-    text, _ = cuda.compile_ptx(module.rank_kernel().py_func, sig, cc=(9, 0))
+    text, _ = cuda.compile_ptx(kernel, (array, types.int64, types.int64, array), cc=(9, 0))
     assert "div.s64" in text or "rem.s64" in text  # the floor sums and chain positions divide
     assert "ld.local" not in text and "st.local" not in text

@@ -1,4 +1,4 @@
-"""The single-lane chain walk that benchmarks/long_lane_walks.py sizes, run on the CPU (no GPU needed).
+"""The single-lane chain walk that benchmarks/probes/long_lane_walks.py sizes, run on the CPU (no GPU needed).
 
 The walk is the candidate one-pass schedule for ``roll_rows`` lanes longer
 than a block's shared memory (docs/perf-notes.md, "Long lanes in one pass"):

@@ -1,4 +1,4 @@
-"""benchmarks/tables.py builds the docs' numbers from the committed JSON in docs/results/.
+"""tools/tables.py builds the docs' numbers from the committed JSON in docs/results/.
 
 Runs on the CPU: the script must run on the committed data, and the
 committed README.md and docs/performance.md must be exactly what it
@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_tables():
-    spec = importlib.util.spec_from_file_location("tables", ROOT / "benchmarks" / "tables.py")
+    spec = importlib.util.spec_from_file_location("tables", ROOT / "tools" / "tables.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -31,7 +31,7 @@ def test_tables_script_runs_on_the_committed_results():
 def test_committed_docs_match_their_data():
     tables = load_tables()
     stale = [path for path, text in tables.regenerate().items() if (ROOT / path).read_text() != text]
-    assert not stale, f"{stale} differ from docs/results/: run python benchmarks/tables.py and commit"
+    assert not stale, f"{stale} differ from docs/results/: run python tools/tables.py and commit"
     assert tables.main(["--check"]) == 0
 
 

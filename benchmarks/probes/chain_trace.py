@@ -1,4 +1,9 @@
-"""Where a chain launch's time goes, block by block (GPU; a diagnostic, not a benchmark of record).
+"""Where does a chain launch's time go, block by block: pre-reads, waits, the slowest lane's tail?
+
+Backs: `cuda.co_resident_even_slack`, `PRE_GROUP_VECS`, `PRE_GROUP_MAX` (docs/tuning.md, "GPU: co-resident
+chains", "GPU: pre-reads"), from docs/results/chain-trace-*.json.
+
+Where a chain launch's time goes, block by block (GPU; a diagnostic, not a benchmark of record).
 
 Runs the planner's chain plan for each shift twice: as the product runs it
 (device time, CUDA events, median of ``--repeat``), then with
@@ -10,7 +15,7 @@ waiting for copies to land, for other lanes' readers, for the block's own
 ring, for the writes, for the decoder (``_kernels.TRACE_FIELDS``).
 The traced launch is checked against ``numpy.roll``.
 
-    python benchmarks/chain_trace.py --sizes 1G,4G --shifts rand0,rand1,n/3 --json trace.json
+    python benchmarks/probes/chain_trace.py --sizes 1G,4G --shifts rand0,rand1,n/3 --json trace.json
 
 Per launch it prints the kernel's span, the pre-read phase, the spread of
 the blocks' end times, the share of each producer's loop cycles spent in

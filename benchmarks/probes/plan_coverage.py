@@ -1,4 +1,11 @@
-"""Which GPU schedule the planner picks for random shifts, and how many bytes it moves (no GPU needed).
+"""Under which scratch bound does the GPU planner take random shifts in one chain pass?
+
+Backs: `cuda.scratch_fraction` (docs/tuning.md, "GPU: scratch bound") and the flat pass's reach
+(`cuda.flat_strip_fraction`), from docs/results/plan-coverage-h200-shape.json,
+plan-coverage-223199e-h200-shape.json and plan-probes-h200-shape.json; README.md's random-shift numbers
+(tools/tables.py).
+
+Which GPU schedule the planner picks for random shifts, and how many bytes it moves (no GPU needed).
 
 The GPU benchmarks time structured shifts (1, 3, 4097, 1 MiB + 5, n/4 + 3,
 n/3, n/2 + 1, n - 7). This plans seeded random shifts of 1-D arrays as well,
@@ -9,8 +16,8 @@ schedule, bytes moved against the ideal 2N and scratch, with the smallest
 bound under which the chain takes the shift in one pass. The CPU's plans
 for 256 MiB arrays (``cpu_rows``: this machine's thread count) come after.
 
-    python benchmarks/plan_coverage.py --json docs/results/plan-coverage-h200-shape.json
-    python benchmarks/plan_coverage.py --probes --json docs/results/plan-probes-h200-shape.json
+    python benchmarks/probes/plan_coverage.py --json docs/results/plan-coverage-h200-shape.json
+    python benchmarks/probes/plan_coverage.py --probes --json docs/results/plan-probes-h200-shape.json
 
 ``--probes`` records instead what docs/perf-notes.md quotes about the
 levers: ``flat_strips``' plans for the multi-axis cases of
@@ -47,7 +54,7 @@ def plan_one(planner, n_bytes: int, itemsize: int, shift_items: int, cap):
 
 def probes(planner, seed: int) -> dict:
     """The ``--probes`` records (see the module docstring)."""
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # benchmarks/: the product benchmark's cases
     from rows_gpu_bench import CASES
 
     flat = []
@@ -98,7 +105,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--probes", action="store_true", help="the levers' records instead (module docstring)")
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
     from rotate._cuda import planner
     from rotate._provenance import environment
 

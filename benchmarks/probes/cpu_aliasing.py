@@ -1,7 +1,11 @@
-"""4 KiB aliasing on this CPU: the measurements behind chain-serial's ring placement and the
+"""Does 4 KiB aliasing between the ring and the row (or a swap's copies) slow the CPU chain and block swaps?
+
+Backs: `cpu.alias_slack` (docs/tuning.md, "CPU: the chain"), from docs/results/cpu-aliasing.json.
+
+4 KiB aliasing on this CPU: the measurements behind chain-serial's ring placement and the
 block-swap rule (``rotate._cpu._ring_offset``, ``_ops_alias``; docs/perf-notes.md).
 
-    .venv/bin/python benchmarks/cpu_aliasing.py --json docs/results/cpu-aliasing.json
+    .venv/bin/python benchmarks/probes/cpu_aliasing.py --json docs/results/cpu-aliasing.json
 
 1. ``copy``: a 16 KiB copy (in cache) with its destination ``d`` bytes after its source
    modulo 4096, ns a byte (best of 20 x 200 copies).
@@ -113,7 +117,7 @@ def main():
     parser.add_argument("--json", default="docs/results/cpu-aliasing.json")
     bench_env.add_arguments(parser)  # a busy machine is refused (exit status 3), or marked with --allow-busy
     args = parser.parse_args()
-    load = bench_env.LoadGate.from_args(args, "benchmarks/cpu_aliasing.py")
+    load = bench_env.LoadGate.from_args(args, "benchmarks/probes/cpu_aliasing.py")
     result = dict(benchmark="cpu_aliasing", environment=environment(), copy=copy_sweep(), ring=ring_sweep(),
                   rolls=rolls())
     with open(args.json, "w") as handle:

@@ -1,6 +1,11 @@
-"""Rolls of the last axis of many short rows (1 GiB), against cupy.roll, checked byte for byte (GPU).
+"""Do many short rows of a one-axis roll run faster as row-panels than through the chain?
 
-    python benchmarks/short_rows_bench.py out.json
+Backs: the row-panels rule (docs/tuning.md, "GPU: lane-panels", the paragraph on short rows), from
+docs/results/small-rows-32a60ab-h200.json.
+
+Rolls of the last axis of many short rows (1 GiB), against cupy.roll, checked byte for byte (GPU).
+
+    python benchmarks/probes/short_rows_bench.py out.json
 
 Device time, % of a memcpy of the same bytes in the same run. Result:
 docs/results/small-rows-32a60ab-h200.json.

@@ -1,6 +1,11 @@
-"""Force one chain tile size and ring: which wins for each gate shift (1 GiB uint8, GPU).
+"""Which chain tile size and ring wins for each gate shift, and what does an item cost beyond its bytes?
 
-    python benchmarks/chain_tiles.py 3,n-7,1MiB+5,n/4+3,n/3,n/2+1 out.json
+Backs: `cuda.item_cost_bytes` (docs/tuning.md, "GPU: the chain kernel"), from
+docs/results/chain-tiles-describe-ahead-h200.json.
+
+Force one chain tile size and ring: which wins for each gate shift (1 GiB uint8, GPU).
+
+    python benchmarks/probes/chain_tiles.py 3,n-7,1MiB+5,n/4+3,n/3,n/2+1 out.json
 
 The planner's layout is filtered to one (tile, buffers) at a time; each
 configuration is checked against cupy.roll before it is timed. Result:

@@ -1,7 +1,12 @@
-"""Summarise an Nsight Compute source-counter report: where the warps' samples are.
+"""Where do a kernel's warps stall, by instruction, opcode and stall reason?
+
+Backs: the stall summaries docs/design.md and docs/performance.md cite, of ncu_target.py's profiles by opcode
+and stall reason: docs/results/ncu-chain-4082604-summary.txt and ncu-pipeline-2007fe3-long-shifts-summary.txt.
+
+Summarise an Nsight Compute source-counter report: where the warps' samples are.
 
     ncu -i rep.ncu-rep --page source --csv --print-source sass > rep.csv
-    python benchmarks/ncu_summary.py rep.csv [top]
+    python benchmarks/probes/ncu_summary.py rep.csv [top]
 
 Prints the total of warp samples, the instructions holding the most samples
 (with their execution counts; a spin loop's branch names the mbarrier wait or

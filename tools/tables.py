@@ -7,7 +7,7 @@ Each generated block sits between marker comments::
     <!-- /table -->
 
 (``<!-- numbers:NAME -->`` ... ``<!-- /numbers -->`` in README.md). Run
-``python benchmarks/tables.py`` after committing a result file; ``--check``
+``python tools/tables.py`` after committing a result file; ``--check``
 exits 1 when a document is out of date (tests/test_tables.py runs it).
 docs/results/MANIFEST.md lists every result file, the commit it measured,
 the question it answers and the document citing it (tests/test_docs.py).
@@ -80,7 +80,7 @@ def load_quiet(name: str):
 
 def not_quoted(name: str, command: str) -> str:
     return (f"`docs/results/{name}` is not quoted: {NOT_QUOTED[name]}. Re-measure on a quiet machine: "
-            f"`{command}`, then `python benchmarks/tables.py`.")
+            f"`{command}`, then `python tools/tables.py`.")
 
 
 def _num(value, fmt: str, missing: str = "n/a") -> str:
@@ -98,7 +98,7 @@ def size_label(size: int) -> str:
 
 E2E_MISSING = ("No end-to-end GPU run is committed yet. On the GPU machine: "
                "`python -m rotate.bench --json docs/results/gpu-e2e-<commit>-h200.json`, then "
-               "`python benchmarks/tables.py`.")
+               "`python tools/tables.py`.")
 
 
 def gpu_small_table(data, source: str = "gpu-e2e-quick-h200.json") -> str:
@@ -530,7 +530,7 @@ QUICK_RUN = "gpu-e2e-quick-h200.json"
 #: The newest run of benchmarks/rows_gpu_bench.py (roll_rows, fftshift, multi-axis rolls): performance.md's
 #: gpu-rows table and the README's rows sentence.
 ROWS_RUN = "gpu-rows-65d666e-h200.json"
-#: Random 1-D shifts planned for the H200's shape (benchmarks/plan_coverage.py; no timing).
+#: Random 1-D shifts planned for the H200's shape (benchmarks/probes/plan_coverage.py; no timing).
 PLAN_COVERAGE_RUN = "plan-coverage-h200-shape.json"
 #: Random 1-D shifts timed as users time them (rotate.bench --shifts randS), peers beside.
 RANDOM_RUN = "random-shifts-8e6fe2a-h200.json"
@@ -737,9 +737,9 @@ def main(argv=None) -> int:
     if args.check:
         if stale or missing:
             if stale:
-                print(f"out of date (run python benchmarks/tables.py): {', '.join(stale)}")
+                print(f"out of date (run python tools/tables.py): {', '.join(stale)}")
             if missing:
-                print(f"plots missing (run python benchmarks/tables.py --plots): {', '.join(missing)}")
+                print(f"plots missing (run python tools/tables.py --plots): {', '.join(missing)}")
             return 1
         print("documents match docs/results/")
     else:

@@ -1,4 +1,8 @@
-"""How fast can any kernel stream through memory in place? (needs CuPy and a GPU)
+"""How fast can any kernel stream through memory in place, against a copy?
+
+Backs: docs/performance.md's in-place ceiling, from docs/results/inplace-ceiling-h200.log.
+
+How fast can any kernel stream through memory in place? (needs CuPy and a GPU)
 
 Times, with CUDA events (medians), at the sizes given in MiB:
   memcpy        torch/cupy device-to-device copy (the project's reference)
@@ -8,7 +12,7 @@ Times, with CUDA events (medians), at the sizes given in MiB:
 and prints each as % of memcpy, to tell the memcpy ceiling from the
 in-place one.
 
-    python benchmarks/inplace_ceiling.py [1024 4096]
+    python benchmarks/probes/inplace_ceiling.py [1024 4096]
 """
 
 import statistics

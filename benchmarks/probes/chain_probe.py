@@ -1,6 +1,11 @@
-"""Chain kernel probe on a GPU: configurations (tile, ring, lane length) and per-call host time.
+"""Which chain configuration (tile, ring, lane length) runs fastest, and what does a small call cost the host?
 
-``python benchmarks/chain_probe.py --json out.json``. Device time of
+Backs: `rotate._cuda._kernels.ENTRY_BATCH` and the lanes of a chain step (docs/tuning.md, "GPU: the chain
+kernel"), from docs/results/chain-probe-5-b342780.json and chain-probe-7-describe-ahead.json.
+
+Chain kernel probe on a GPU: configurations (tile, ring, lane length) and per-call host time.
+
+``python benchmarks/probes/chain_probe.py --json out.json``. Device time of
 ``rotate.roll`` for the gate's shifts with each configuration forced through
 ``rotate._cuda.planner.override``, as % of a device-to-device memcpy in the
 same run; then host microseconds per call on 4 KiB arrays (rotate on numba,

@@ -1,4 +1,9 @@
-"""The host cost of launching the chain kernel, by launch method (issue #8's launch floor).
+"""What does launching the chain kernel cost the host, by launch method?
+
+Backs: the cached `cuda.core` Stream of every launch (docs/tuning.md, "GPU: host path"), from
+docs/results/launch-floor-h200.json.
+
+The host cost of launching the chain kernel, by launch method (issue #8's launch floor).
 
 ``cuda.core.launch`` with a foreign stream object (the ``__cuda_stream__``
 protocol) measured 8.2 us a call with prepared arguments, more than
@@ -6,7 +11,7 @@ protocol) measured 8.2 us a call with prepared arguments, more than
 and arguments four ways, so the call path can use the cheapest one that
 works:
 
-    python benchmarks/launch_floor.py [--json out.json]
+    python benchmarks/probes/launch_floor.py [--json out.json]
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
+import pathlib
 import sys
 
 import numpy as np
@@ -32,7 +38,7 @@ def main(argv=None) -> int:
     from rotate._cuda import launch as L
     from rotate._cuda import planner
 
-    sys.path.insert(0, "benchmarks")
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # the sibling probe host_path.py
     from host_path import per_call_us
 
     a = cuda.to_device(np.arange(1024, dtype=np.float32))

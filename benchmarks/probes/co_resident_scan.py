@@ -1,4 +1,9 @@
-"""Co-resident chain plans on random shifts: the lane-length scan's reach against speed (GPU).
+"""How far must the co-resident lane-length scan go for random shifts to fit the scratch bound in one pass?
+
+Backs: `cuda.co_resident_scan`, `cuda.co_resident_near` (docs/tuning.md, "GPU: co-resident chains"), from
+docs/results/co-resident-scan-1g-h200.log.
+
+Co-resident chain plans on random shifts: the lane-length scan's reach against speed (GPU).
 
 A co-resident plan (docs/design.md, "Co-resident lanes") gives every lane a
 block of its own. The planner scans lane lengths from the shortest that fits
@@ -10,7 +15,7 @@ This times each scan width on seeded random shifts (``rotate.bench``'s
 back to back, one at a time, device only), against a memcpy in the same run,
 and checks every result against ``cupy.roll`` once.
 
-Run (GPU): ``python benchmarks/co_resident_scan.py --json docs/results/co-resident-scan-h200.json``
+Run (GPU): ``python benchmarks/probes/co_resident_scan.py --json docs/results/co-resident-scan-h200.json``
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import sys
 
 import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 

@@ -1,7 +1,12 @@
-"""CPU: the chain (chain-serial on one lane, chain-lanes on several) against the block swaps it replaces,
+"""Does the CPU chain beat the block swaps it replaces, and with which tile and ring?
+
+Backs: `cpu.chain_tile_bytes`, `cpu.chain_ring`, `cpu.chain_item_bytes` (docs/tuning.md, "CPU: the chain"),
+from docs/results/cpu-chain-ab-1thread.log and cpu-chain-ab-2thread.log.
+
+CPU: the chain (chain-serial on one lane, chain-lanes on several) against the block swaps it replaces,
 alternating, against np.copyto on one thread (medians).
 
-    python benchmarks/cpu_chain_ab.py [threads] [--mib 256] [--repeats 5] [--shifts n/3,rand0] [--dtypes uint8]
+    python benchmarks/probes/cpu_chain_ab.py [threads] [--mib 256] [--repeats 5] [--shifts n/3,rand0] [--dtypes uint8]
 
 Each repetition flushes 1 GiB, then times np.copyto on one thread and, for each dtype and shift (issue
 #36's gate set by default: 1, 4097, n-1, n/3, n/2+3, n/4+3, 2n/5+1, rand0, rand1), the block-swap plan

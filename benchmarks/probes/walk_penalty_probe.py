@@ -1,4 +1,9 @@
-"""How ``lane-walks``' choice would change with a softer penalty for pre-reads over a block's share (CPU only).
+"""How many lanes does lane-walks' pool turn away, and would a softer penalty over the share choose better?
+
+Backs: `cuda.walk_pool` (docs/tuning.md, "GPU: lane-walks"), from docs/results/walk-penalty-probe.json and
+walk-penalty-probe-share-sixth.json.
+
+How ``lane-walks``' choice would change with a softer penalty for pre-reads over a block's share (CPU only).
 
 The kernel's choice (``rotate._schedule.walk_pick_cost``) adds the lane's
 length to a candidate whose estimated pre-reads exceed the block's share,
@@ -11,8 +16,8 @@ This replays both rules (with the planner's share, or ``--share``) for seeded ra
 order as ``planner.walk_traffic`` does, and reports the tiles a lane walks,
 its pre-reads, and the lanes the pool turns away (block swaps).
 
-    python benchmarks/walk_penalty_probe.py --json docs/results/walk-penalty-probe.json
-    python benchmarks/walk_penalty_probe.py --share 0.1667 --json docs/results/walk-penalty-probe-share-sixth.json
+    python benchmarks/probes/walk_penalty_probe.py --json docs/results/walk-penalty-probe.json
+    python benchmarks/probes/walk_penalty_probe.py --share 0.1667 --json docs/results/walk-penalty-probe-share-sixth.json
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import sys
 
 import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 # (lane bytes, item size, lanes): the H200 runs' shapes.

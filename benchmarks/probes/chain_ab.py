@@ -1,6 +1,12 @@
-"""Time chain rolls of one rotate tree, for A/B runs of two trees in one device session (GPU).
+"""Which chain kernel knobs (variant, decode, tile, ring, pre-read tickets, sector phase) win in an A/B run?
 
-    PYTHONPATH=<tree> python benchmarks/chain_ab.py LABEL uint8:3,uint8:1MiB+5,float64:n/3 [size] \\
+Backs: `cuda.default_chain_variant`, `cuda.pipeline_threads`, `cuda.chain_decode`, `cuda.tile_bytes`,
+`cuda.buffers`, `SECTOR_BYTES`, `PRE_SMALL_VECS`, `PRE_TICKET_ENTRIES` (docs/tuning.md, "GPU: the chain
+kernel", "GPU: pre-reads"), from docs/results/chain-ab-*.jsonl.
+
+Time chain rolls of one rotate tree, for A/B runs of two trees in one device session (GPU).
+
+    PYTHONPATH=<tree> python benchmarks/probes/chain_ab.py LABEL uint8:3,uint8:1MiB+5,float64:n/3 [size] \\
         [--force T:B,...] [--variant single|control-warp|pipeline|auto] [--decode runs|direct]
         [--set knob=value,...] > out.jsonl
 

@@ -1,4 +1,8 @@
-"""Long lanes in one pass: what a block walking its own lane in chain order would pre-read (no GPU needed).
+"""How many bytes must a block walking a whole long lane pre-read, for random shifts?
+
+Backs: lane-walks' sizing (docs/tuning.md, "GPU: lane-walks"), from docs/results/long-lane-walks-probe.json.
+
+Long lanes in one pass: what a block walking its own lane in chain order would pre-read (no GPU needed).
 
 ``roll_rows`` of lanes longer than a block's shared memory (about 226 KiB)
 takes ``lane-swaps``: a block per lane, Gries-Mills block swaps until the
@@ -24,7 +28,7 @@ for the largest pre-read one launch's lanes would need), and the traffic of
 ``lane-swaps`` for the same shifts (``swap_traffic`` at the
 default saved side, 80 KiB on an H200), all over the ideal 2N.
 
-    python benchmarks/long_lane_walks.py --json docs/results/long-lane-walks-probe.json
+    python benchmarks/probes/long_lane_walks.py --json docs/results/long-lane-walks-probe.json
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ import sys
 
 import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 

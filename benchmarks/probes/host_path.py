@@ -1,4 +1,9 @@
-"""Where a small GPU roll spends its host time: each stage of the call path timed on its own.
+"""Where does a small GPU roll spend its host time, stage by stage (issue #8's 20 us a call)?
+
+Backs: docs/performance.md's host work per call (the tuning objects left it unchanged), from
+docs/results/host-path-tuning-h200.json.
+
+Where a small GPU roll spends its host time: each stage of the call path timed on its own.
 
 Issue #8 asks for <= 20 us of host work per call. ``python -m rotate.bench
 --profile`` gives cProfile's shares (which inflate cheap calls); this times
@@ -6,7 +11,7 @@ each stage of ``rotate.roll`` the way the call runs it, without a profiler,
 for numba, CuPy and torch arrays of 4 KiB, and a bare ``cuda.core`` launch of
 the same kernel as the floor:
 
-    python benchmarks/host_path.py [--json out.json]
+    python benchmarks/probes/host_path.py [--json out.json]
 
 Every number is the median over rounds of the mean of ``number`` calls, in
 microseconds of host time: the device is synchronised after each round,

@@ -1,4 +1,9 @@
-"""roll_rows on the CPU with shifts of different integer dtypes: int64 against int32 and int16.
+"""Do narrower shift dtypes speed CPU roll_rows of short lanes?
+
+Backs: shift arrays taken in any integer dtype as given (docs/tuning.md, "CPU: `roll_rows` lanes"), from
+docs/results/cpu-rows-shift-dtypes.json.
+
+roll_rows on the CPU with shifts of different integer dtypes: int64 against int32 and int16.
 
 The CPU kernels take int32 shifts as given (narrower ones widened to int32),
 so for lanes of a few bytes, where an int64 shift per lane outweighs the lane,
@@ -7,7 +12,7 @@ shift values in every row of the table; times are medians of ``--repeats``
 runs, each after writing ``--flush-mib`` MiB (as benchmarks/rows_bench.py),
 and ``np.copyto`` of the same bytes is timed alongside.
 
-Run: ``python benchmarks/rows_shift_dtypes.py [--mib 256] [--json docs/results/cpu-rows-shift-dtypes.json]``
+Run: ``python benchmarks/probes/rows_shift_dtypes.py [--mib 256] [--json docs/results/cpu-rows-shift-dtypes.json]``
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import sys
 
 import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -36,7 +41,7 @@ def main(argv=None) -> int:
 
     bench_env.add_arguments(parser)  # a busy machine is refused (exit status 3), or marked with --allow-busy
     args = parser.parse_args(argv)
-    load = bench_env.LoadGate.from_args(args, "benchmarks/rows_shift_dtypes.py")
+    load = bench_env.LoadGate.from_args(args, "benchmarks/probes/rows_shift_dtypes.py")
 
     import rotate
     from rotate import _provenance

@@ -1,11 +1,16 @@
-"""Sweep the GPU rows kernels' size knobs on a few cases of benchmarks/rows_gpu_bench.py.
+"""Which panel and saved-side sizes suit lane-panels and lane-swaps?
+
+Backs: `cuda.default_panel_bytes` (docs/tuning.md, "GPU: lane-panels"), from
+docs/results/rows-knobs-h200.json.
+
+Sweep the GPU rows kernels' size knobs on a few cases of benchmarks/rows_gpu_bench.py.
 
 The knobs: ``lane-panels``' panel bytes (``rotate._cuda._lanes.PANEL_BYTES``,
 read when a plan is made, so each value runs in its own process) and
 ``lane-swaps``' panel and saved-side bytes (planner settings). Every run
 checks its result against numpy like the benchmark does:
 
-    python benchmarks/rows_knobs.py [--json out.json]
+    python benchmarks/probes/rows_knobs.py [--json out.json]
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ def main(argv=None) -> int:
         code = (
             "import json, sys, tempfile; sys.path.insert(0, 'benchmarks')\n"
             "import rows_gpu_bench\n"
-            "from rotate._cuda import planner\n"
+            "from rotate._tuning import cuda as cuda_tuning\n"
             "path = tempfile.mktemp(suffix='.json')\n"
             f"with cuda_tuning.override(swap_panel_bytes={panel}, swap_save_bytes={save}):\n"
             f"    rows_gpu_bench.main(['--only', '{SWAP_CASE}', '--repeat', '5', '--json', path])\n"

@@ -1,4 +1,9 @@
-"""Where a ``lane-walks`` block's time goes, phase by phase (H200; needs torch).
+"""Where does a lane-walks block's time go, phase by phase?
+
+Backs: `cuda.walk_share_one_lane`, `cuda.walk_pool`, `WALK_CHUNKS`, `WALK_BUFFERS`, `WALK_ITEM_BYTES`
+(docs/tuning.md, "GPU: lane-walks"), from docs/results/walk-trace-*.json.
+
+Where a ``lane-walks`` block's time goes, phase by phase (H200; needs torch).
 
 ``rotate._cuda._lanes.walk_kernel(trace=address)`` has thread 0 of every
 block add up the nanoseconds of each phase of each lane it takes (choosing
@@ -9,8 +14,8 @@ on lanes of 4 MiB (1 GiB of uint8, 4 GiB of float32), timed without the
 trace first (3 calls between CUDA events), then once with it, and writes
 per walked lane means and the blocks' totals (mean, 90th percentile, max).
 
-    python benchmarks/walk_trace.py --json docs/results/walk-trace-<commit>-h200.json [--set walk_pool_bytes=0]
-    python benchmarks/walk_trace.py --case 2048,131072,float32 --set long_lanes="'walks'"   # other lanes
+    python benchmarks/probes/walk_trace.py --json docs/results/walk-trace-<commit>-h200.json [--set walk_pool_bytes=0]
+    python benchmarks/probes/walk_trace.py --case 2048,131072,float32 --set long_lanes="'walks'"   # other lanes
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import sys
 import numpy as np
 from rotate._tuning import cuda as cuda_tuning
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 CASES = (((256, 1 << 22), "uint8"), ((1024, 1 << 20), "float32"))

@@ -1,12 +1,17 @@
-"""A minimal target for Nsight Compute: roll 1 GiB of uint8 by 3 (or a gate shift label), a few times.
+"""Where does the chain kernel lose its last points to memcpy (an Nsight Compute profile of one roll)?
 
-    python benchmarks/ncu_target.py [size_bytes [shift_label]] [knob=value ...]
+Backs: the profiles behind docs/results/ncu-chain-4082604-summary.txt and
+ncu-pipeline-2007fe3-long-shifts-summary.txt (docs/design.md, docs/performance.md).
+
+A minimal target for Nsight Compute: roll 1 GiB of uint8 by 3 (or a gate shift label), a few times.
+
+    python benchmarks/probes/ncu_target.py [size_bytes [shift_label]] [knob=value ...]
 
 ``knob=value`` arguments override planner settings (``chain_decode=direct``),
 so a profile can be taken of a configuration that is not the default.
 
     ncu --clock-control none --launch-skip 1 --launch-count 1 --section SpeedOfLight \
-        --section WarpStateStats python benchmarks/ncu_target.py
+        --section WarpStateStats python benchmarks/probes/ncu_target.py
 """
 
 import sys

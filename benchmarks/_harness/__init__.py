@@ -1,0 +1,15 @@
+"""What the product benchmarks in benchmarks/ share, and the few private reads they need, each with its why.
+
+The product benchmarks (benchmarks/*.py) call the public API only: ``rotate``, ``rotate.distributed``,
+``waveops``, ``rotate.bench`` and ``rotate.bench_env``; tests/test_benchmarks_layout.py checks their import
+graph. Where one needs something the package keeps private, it reads it here, never from ``rotate._*``:
+
+* ``provenance``: the environment block every result file records (commit, versions, knobs, load);
+* ``timing``: the CUDA timers ``python -m rotate.bench`` times with, so every GPU number is taken alike;
+* ``knobs``: GPU tuning overrides for A/B runs (``--set``) and the exact traffic of a lane-walks plan;
+* ``cpu_kernel``: the CPU row kernel cpu_bench.py times without the call's dispatch;
+* ``std_rotate.cpp``: the C++ reference cpu_bench.py builds.
+
+A benchmark run as a script (``python benchmarks/x.py``) has benchmarks/ on ``sys.path`` and imports
+``from _harness import provenance``.
+"""

@@ -1,0 +1,23 @@
+"""The CPU row kernel that cpu_bench.py times, and its plan.
+
+Why private: cpu_bench.py times the kernel a 1-D or many-rows roll runs (``rotate.roll`` of the same
+array runs it on the array's words) without the call's dispatch, as docs/results/cpu-bench.json and
+cpu-bench-1thread.json were measured (docs/perf-cpu.md, "Benchmark"); ``python -m rotate.bench --cpu``
+times the whole public call.
+"""
+
+from __future__ import annotations
+
+
+def rotate_rows_inplace(words, rows: int, seg: int, k: int) -> None:
+    """Rotate each of ``rows`` rows of ``seg`` words of ``words`` left by ``k``, in place."""
+    from rotate import _cpu
+
+    _cpu.rotate_rows_inplace(words, rows, seg, k)
+
+
+def plan_rows(rows: int, seg: int, k: int, word_bytes: int) -> tuple:
+    """(algorithm, scratch bytes, bytes moved) the kernel's planner gives that call."""
+    from rotate import _cpu
+
+    return _cpu.plan_rows(rows, seg, k, word_bytes)
