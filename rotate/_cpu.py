@@ -583,7 +583,7 @@ def _aliasing(distance_bytes: int) -> bool:
     """Whether a forward copy whose destination lies ``distance_bytes`` after its source suffers 4 KiB
     aliasing: destination 1-15 bytes ahead of the source modulo 4096 made a 16 KiB copy 7-8x slower on
     this host (each load waits for a store it does not depend on); 0 and 16 or more did not
-    (``benchmarks/cpu_aliasing.py``)."""
+    (``benchmarks/probes/cpu_aliasing.py``)."""
     return 1 <= distance_bytes % 4096 <= 15
 
 
@@ -1099,7 +1099,7 @@ def _ring_offset(row_address, ring_address, k):
     differ by a few bytes modulo 4096 makes each load wait for stores it
     does not depend on (4 KiB aliasing): float64 n/2 + 3 took 58-90 ms
     instead of 21-25 with the row 0-16 bytes past the ring modulo 4096
-    (256 MiB, one thread; ``benchmarks/cpu_aliasing.py``). The write-back stores at ``row - ring`` (mod
+    (256 MiB, one thread; ``benchmarks/probes/cpu_aliasing.py``). The write-back stores at ``row - ring`` (mod
     4096) from its loads, the read-in at ``ring - row - k``; both sum to
     ``-k``, so put the first half a page (or a quarter) from both.
     """

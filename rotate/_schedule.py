@@ -731,7 +731,7 @@ PRE_TICKET_ENTRIES = 256
 #: dependent round trips to memory whatever it copies: with one span a
 #: ticket, random shifts' 1,000-5,700 spans of 2-16 KiB held every block
 #: in the pre-read phase for 8-52 us of a 0.6 ms launch
-#: (benchmarks/chain_trace.py).
+#: (benchmarks/probes/chain_trace.py).
 PRE_GROUP_VECS = 2048
 PRE_GROUP_MAX = 32
 

@@ -89,7 +89,7 @@ ITEM_END, ITEM_WRITTEN_BY_WARPS, ITEM_STORED_IN_BULK = -1, 0, 1
 G_TILE, G_SRC, G_DST, G_VECS, G_START = range(5)
 G_FIELDS = 5
 # ``chain_kernel(pipeline=True, trace=address)``: the int64 fields each block records
-# (benchmarks/chain_trace.py). ``t_`` are %globaltimer ns (one clock for every SM); the rest are
+# (benchmarks/probes/chain_trace.py). ``t_`` are %globaltimer ns (one clock for every SM); the rest are
 # %clock64 cycles summed over the block's items: the producer's (``P_``: waiting for its copies to
 # land, for other lanes' readers, for its ring, for the data warps' writes, for the decoder; issuing
 # copies), data thread 0's (``W_``: waiting for "loaded" and "cleared"; writing) and the decoder's.
@@ -333,7 +333,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
 
     ``trace`` (pipelined kernel, GPU only): 0, or the device address of
     ``len(TRACE_FIELDS)`` int64 a block, where each block records where its
-    time went (benchmarks/chain_trace.py). A diagnostic: with 0 every timer
+    time went (benchmarks/probes/chain_trace.py). A diagnostic: with 0 every timer
     is pruned at compile time and the kernel is the product's.
 
     ``one_lane``: the kernel of a co-resident plan (``co_resident`` in the
@@ -429,7 +429,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     data_barrier = named_barrier(1, threads)
     jit_options = {} if SIMULATED else {"launch_bounds": bounds}
     if not SIMULATED and os.environ.get("ROTATE_LINEINFO") == "1":
-        jit_options["lineinfo"] = True  # Nsight Compute's source view (benchmarks/ncu_target.py)
+        jit_options["lineinfo"] = True  # Nsight Compute's source view (benchmarks/probes/ncu_target.py)
     write_moved = _write_moved(threads, write_iters, spare_vector=True)  # buffer_vecs leaves spare vectors
     copy_vectors = _copy_vectors(threads)
 

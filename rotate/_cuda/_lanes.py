@@ -815,7 +815,7 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
         raise ValueError(f"walk_kernel needs whole warps (or fewer threads), got {threads}")
     jit_options = {} if SIMULATED else {"launch_bounds": (threads, min_blocks) if min_blocks > 1 else threads}
     if not SIMULATED and os.environ.get("ROTATE_LINEINFO") == "1":
-        jit_options["lineinfo"] = True  # Nsight Compute's source view (benchmarks/ncu_rows_target.py)
+        jit_options["lineinfo"] = True  # Nsight Compute's source view (benchmarks/probes/ncu_target.py)
 
     @cuda.jit(device=True)
     def add_trace(address, record, field, value):

@@ -219,7 +219,7 @@ else:
 
         return read_register
 
-    # Timers for ``chain_kernel(trace=...)`` (benchmarks/chain_trace.py): %globaltimer is one clock for
+    # Timers for ``chain_kernel(trace=...)`` (benchmarks/probes/chain_trace.py): %globaltimer is one clock for
     # every SM (ns, coarse steps), %clock64 this SM's cycles (fine, not comparable across SMs).
     global_timer = _special_register("%globaltimer")
     sm_clock = _special_register("%clock64")
