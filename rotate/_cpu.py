@@ -658,6 +658,15 @@ def _chain_builders(n: int, tuning):
     return S.layout_free_lanes, S.free_pre_bytes
 
 
+def compile_chain_builders() -> None:
+    """Compile the chain planner's table builders (``rotate.warmup``): rows too long to interpret need them."""
+    layout, pre_bytes, _ = S.compiled_free_builders()
+    n, tile_bytes, ring = 1 << 16, 1 << 12, int(_T().chain_ring)
+    m_max = S.max_tiles(n, tile_bytes)
+    pre_bytes(n, n // 3, 0, tile_bytes, 1, m_max, ring, 0)
+    layout(n, n // 3, 0, tile_bytes, 1, m_max, ring, np.zeros(S.table_stride(m_max), np.int64), 0)
+
+
 def _count_interpreted(layout, began: float) -> None:
     if layout is S.layout_free_lanes:
         _interpreted[0] += time.perf_counter() - began
