@@ -649,7 +649,7 @@ def _chain_builders(n: int, tuning):
     """``(layout, pre_bytes)`` for ``_plan_chain``: compiled if already compiled in this process, if the
     interpreter would take long (many tiles), or once this process has interpreted ``_INTERPRET_SECONDS``;
     else the uncompiled functions (same results: the integers stay far below 2**63 there)."""
-    layout, pre_bytes, _ = S.compiled_free_builders()
+    layout, pre_bytes = S.compiled_free_builders()
     if pre_bytes.signatures or _interpreted[0] >= _INTERPRET_SECONDS:
         return layout, pre_bytes
     tiles = sum(S.tile_count(n, 0, int(t)) for t in tuning.chain_tile_bytes if 16 <= int(t) < n)
@@ -660,7 +660,7 @@ def _chain_builders(n: int, tuning):
 
 def compile_chain_builders() -> None:
     """Compile the chain planner's table builders (``rotate.warmup``): rows too long to interpret need them."""
-    layout, pre_bytes, _ = S.compiled_free_builders()
+    layout, pre_bytes = S.compiled_free_builders()
     n, tile_bytes, ring = 1 << 16, 1 << 12, int(_T().chain_ring)
     m_max = S.max_tiles(n, tile_bytes)
     pre_bytes(n, n // 3, 0, tile_bytes, 1, m_max, ring, 0)
