@@ -638,9 +638,9 @@ def _plan_rows(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=Non
 
 
 # The chain planner's table builders, interpreted (the same Python functions, uncompiled) while that is
-# cheap: compiling them costs ~2.5 s on a fresh install (issue #32); interpreted, a 32 MiB row plans in
-# 0.1-45 ms (compiled: 0.5 ms at most), 256 MiB in 140-250 ms (compiled 2.5-4 ms).
-_INTERPRET_TILES = 1 << 16  # at most this many tiles times tries (rows up to ~64 MiB) are interpreted
+# cheap: compiling them costs ~2.5 s on a fresh install (issue #32); interpreted, a random shift's plan
+# takes 30-70 ms at 64 MiB, 80-190 ms at 256 MiB (compiled: 0.5 ms, 2.5-4 ms); 1 GiB up to 4.7 s.
+_INTERPRET_TILES = 1 << 18  # at most this many tiles times tries (rows up to ~256 MiB) are interpreted
 _INTERPRET_SECONDS = 1.0  # a process that has interpreted this long compiles: the compile then pays off
 _interpreted = [0.0]
 
