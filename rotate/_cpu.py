@@ -639,6 +639,41 @@ def _plan_rows(rows: int, seg: int, k: int, itemsize: int, max_scratch_bytes=Non
     return "reversal", 0, moved // itemsize, ("reversal",)
 
 
+# The chain planner's table builders, interpreted (the same Python functions, uncompiled) while that is
+# cheap: compiling them costs ~2.5 s on a fresh install (issue #32); interpreted, a random shift's plan
+# takes 30-70 ms at 64 MiB, 80-190 ms at 256 MiB (compiled: 0.5 ms, 2.5-4 ms); 1 GiB up to 4.7 s.
+_INTERPRET_TILES = 1 << 18  # at most this many tiles times tries (rows up to ~256 MiB) are interpreted
+_INTERPRET_SECONDS = 1.0  # a process that has interpreted this long compiles: the compile then pays off
+_interpreted = [0.0]
+
+
+def _chain_builders(n: int, tuning):
+    """``(layout, pre_bytes)`` for ``_plan_chain``: compiled if already compiled in this process, if the
+    interpreter would take long (many tiles), or once this process has interpreted ``_INTERPRET_SECONDS``;
+    else the uncompiled functions (same results: the integers stay far below 2**63 there)."""
+    layout, pre_bytes = S.compiled_free_builders()
+    if pre_bytes.signatures or _interpreted[0] >= _INTERPRET_SECONDS:
+        return layout, pre_bytes
+    tiles = sum(S.tile_count(n, 0, int(t)) for t in tuning.chain_tile_bytes if 16 <= int(t) < n)
+    if tiles * (2 + max(0, int(tuning.chain_tries))) > _INTERPRET_TILES:
+        return layout, pre_bytes
+    return S.layout_free_lanes, S.free_pre_bytes
+
+
+def compile_chain_builders() -> None:
+    """Compile the chain planner's table builders (``rotate.warmup``): rows too long to interpret need them."""
+    layout, pre_bytes = S.compiled_free_builders()
+    n, tile_bytes, ring = 1 << 16, 1 << 12, int(_T().chain_ring)
+    m_max = S.max_tiles(n, tile_bytes)
+    pre_bytes(n, n // 3, 0, tile_bytes, 1, m_max, ring, 0)
+    layout(n, n // 3, 0, tile_bytes, 1, m_max, ring, np.zeros(S.table_stride(m_max), np.int64), 0)
+
+
+def _count_interpreted(layout, began: float) -> None:
+    if layout is S.layout_free_lanes:
+        _interpreted[0] += time.perf_counter() - began
+
+
 def _plan_chain(rows: int, n: int, k: int, budget: int, lanes: int):
     """The chain schedule for rows of ``n`` bytes rotated left by ``k`` bytes on ``lanes`` lanes, or None.
 
@@ -653,9 +688,11 @@ def _plan_chain(rows: int, n: int, k: int, budget: int, lanes: int):
     ``chain_item_bytes`` an item (ties: the larger tile), whose pre-reads and
     rings fit ``budget``. Returns ``(scratch_bytes, bytes_moved, runner)``.
     """
-    layout, pre_bytes, chains = S.compiled_free_builders()
     tuning = _T()
+    layout, pre_bytes = _chain_builders(n, tuning)
+    chains = S.lattice_chains  # a few dozen lattice points: interpreted, never compiled
     ring = tuning.chain_ring
+    began = time.perf_counter()
     best = None
     for tile_bytes in sorted({int(t) for t in tuning.chain_tile_bytes}, reverse=True):
         if tile_bytes < 16 or tile_bytes % 16 or tile_bytes >= n:
@@ -681,11 +718,13 @@ def _plan_chain(rows: int, n: int, k: int, budget: int, lanes: int):
             if best is None or key < best[0]:
                 best = (key, tile_bytes, int(chain), lane_steps, used)
     if best is None:
+        _count_interpreted(layout, began)
         return None
     _, tile_bytes, chain, lane_steps, used = best
     m_max = S.max_tiles(n, tile_bytes)
     table = np.zeros(S.table_stride(m_max), np.int64)
     scratch_row = layout(n, k, 0, tile_bytes, chain, lane_steps, ring, table, 0)
+    _count_interpreted(layout, began)
     if scratch_row < 0:
         return None
     scratch_row = S.align_up(scratch_row) + 16  # spans are over-copied to 16-byte multiples

@@ -1361,8 +1361,9 @@ def lattice_chains(n, k, head, tile_bytes, ring, out):
 
 @functools.lru_cache(maxsize=1)
 def compiled_free_builders():
-    """``(layout, pre_bytes, chains)``: ``layout_free_lanes``, ``free_pre_bytes`` and ``lattice_chains``
-    compiled for the CPU (``@njit``): the CPU planner's ``chain-lanes`` tables and choice."""
+    """``(layout, pre_bytes)``: ``layout_free_lanes`` and ``free_pre_bytes`` compiled for the CPU (``@njit``):
+    the CPU planner's ``chain-lanes`` tables and choice for rows too long to interpret (``lattice_chains``,
+    a few dozen lattice points, is always interpreted)."""
     from numba import njit
 
     @njit(cache=True)
@@ -1373,11 +1374,7 @@ def compiled_free_builders():
     def pre_bytes(n, k, head, tile_bytes, chain, lane_steps, ring, limit):
         return free_pre_bytes(n, k, head, tile_bytes, chain, lane_steps, ring, limit)
 
-    @njit(cache=True)
-    def chains(n, k, head, tile_bytes, ring, out):
-        return lattice_chains(n, k, head, tile_bytes, ring, out)
-
-    return layout, pre_bytes, chains
+    return layout, pre_bytes
 
 
 @functools.lru_cache(maxsize=1)

@@ -151,7 +151,8 @@ def test_free_classify_pre_reads_every_other_lanes_reader():
 def test_lattice_chains_find_short_vectors():
     """Random shifts: a lattice step pre-reads far less than q or q + 1 (about sqrt(n T) a boundary);
     structured shifts keep q or q + 1 first."""
-    layout, pre_bytes, chains = S.compiled_free_builders()
+    _, pre_bytes = S.compiled_free_builders()
+    chains = S.lattice_chains  # the planner interprets it
     n, tile = 1 << 28, 16 << 10
     m = S.tile_count(n, 0, tile)
     better = 0
@@ -167,6 +168,24 @@ def test_lattice_chains_find_short_vectors():
     out = np.zeros(8, np.int64)
     count = chains(n, n // 3, 0, tile, 4, out)
     assert list(out[:2]) == [(n // 3) // tile, (n // 3) // tile + 1]
+
+
+def test_interpreted_and_compiled_builders_plan_alike(monkeypatch):
+    """The planner interprets its table builders for short rows and compiles them for long ones (cold first
+    calls, issue #32): both make the same plan, table included."""
+    rng = np.random.default_rng(7)
+    cases = [(1 << 25, (1 << 25) // 3, 1), (1 << 24, (1 << 23) + 4097, 2), (3 << 20, 1 << 20, 1)]
+    cases += [(int(n), int(rng.integers(1, n)), int(lanes)) for n, lanes in ((1 << 25, 1), (5 << 22, 2))]
+    for n, k, lanes in cases:
+        plans = []
+        for builders in ((S.layout_free_lanes, S.free_pre_bytes), S.compiled_free_builders()):
+            monkeypatch.setattr(_cpu, "_chain_builders", lambda n, tuning: builders)
+            plans.append(_cpu._plan_chain(1, n, k, 8 << 20, lanes))
+        assert (plans[0] is None) == (plans[1] is None), (n, k)
+        if plans[0] is not None:
+            assert plans[0][:2] == plans[1][:2] and plans[0][2][:4] == plans[1][2][:4], (n, k)
+            assert plans[0][2][5:] == plans[1][2][5:], (n, k)
+            assert np.array_equal(plans[0][2][4], plans[1][2][4]), (n, k)
 
 
 # --- through the public API ---------------------------------------------------------------------------

@@ -112,7 +112,8 @@ PLANNER_MODULE_CONSTANTS = {
     "rotate/_cuda/planner.py": {"NEWEST_CAPABILITY", "SCHEDULES", "CYCLE_VARIANTS", "ONE_PASS_SCHEDULES",
                                 "MAX_CHAIN_RUNS"},
     "rotate/_cpu.py": {"_SWAP", "_SHIFT", "_SWAP_SHIFT", "_STRIDED_SHIFT", "_STRIDED_REVERSAL", "_U", "_BUSY_TTL",
-                       "_LOADAVG", "_CORES", "_WORDS", "ROW_RUNNERS"},
+                       "_LOADAVG", "_CORES", "_WORDS", "ROW_RUNNERS",
+                       "_INTERPRET_TILES", "_INTERPRET_SECONDS"},  # interpreted or compiled: the same plan
     "rotate/_rows.py": {"SMALL_ROW_WORDS", "_LANE_ROW", "_LANE_SMALL", "_LANE_STRIDED", "_LANE_COPY", "_LANE_BYTES",
                         "WINDOW_BYTES", "_U", "_EXACT", "_CHECK_BLOCK", "GROUP_LANES", "_NO_MASKS",
                         "_SHORT_ONE_WORD", "_SHORT_WORDS", "_SHORT_FUNNEL", "_BYTE_WINDOW", "_BYTE_GROUPED",

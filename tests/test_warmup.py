@@ -161,6 +161,8 @@ def dispatchers():
                     found[name + "." + key] = value
     for index, value in enumerate(_schedule.compiled_table_builders()):
         found["table_builders." + str(index)] = value
+    for index, value in enumerate(_schedule.compiled_free_builders()):
+        found["free_builders." + str(index)] = value
     for key, value in _rows.built_kernels.items():  # the kernels a kind of lane's factory built
         found["built." + repr(key)] = value
     return found
