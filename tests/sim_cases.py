@@ -156,6 +156,28 @@ def check_block_swap_rows_at_every_offset():
     assert "block-swap" in seen, seen
 
 
+def check_row_lanes():
+    """Rolls of many rows that neither the chain (no scratch for its pre-reads) nor block swaps (more rows
+    than max_swap_rows) take: the roll_rows kernels with one shift for every row, where reversal ran before
+    (row-panels; row-walks and row-swaps for rows past the lanes' shared memory), at 16-byte offsets 0 and
+    5, against numpy.roll, bytes."""
+    from rows_cases import LONG_LANE_SETTINGS, NO_SCRATCH_WALK_SETTINGS
+
+    seen = set()
+    for settings, shape, dtype, shift, axis in ((dict(max_swap_rows=2), (6, 203), "uint8", 77, 1),
+                                                (dict(max_swap_rows=2), (3, 4, 70), "int16", (-2, 31), (0, 2)),
+                                                (dict(max_swap_rows=2, **NO_SCRATCH_WALK_SETTINGS), (5, 300),
+                                                 "uint8", 113, 1),
+                                                (dict(max_swap_rows=2, **LONG_LANE_SETTINGS), (4, 150), "uint16",
+                                                 -61, -1)):
+        runner = CudaRunner(tile_bytes=64, threads=4, grid=3, lane_threads=8, **settings)
+        for offset in (0, 5):
+            plan = check_roll_case(runner, Case(shape, dtype, shift, axis, offset=offset, max_scratch=0,
+                                                seed=len(seen) + offset))
+            seen.update(step.algorithm for step in plan.steps)
+    assert {"row-panels", "row-walks", "row-swaps"} <= seen and "reversal" not in seen, seen
+
+
 def check_rows_fixed():
     """roll_rows (lane-panels), multi-axis roll and fftshift (row-cycles): the shared table."""
     from rows_cases import FIXED_ROWS_CASES, CudaRowsRunner, check_rows_case
@@ -487,7 +509,7 @@ GROUPS = {
                   "check_rows_long_lanes_random", "check_rows_lane_walks"),
     "rows": ("check_rows_fixed", "check_rows_run_writer", "check_rows_lane_warps", "check_rows_flat_strips",
              "check_rows_chunked", "check_rows_chunked_picked_where_three_rows_do_not_fit", "check_rows_random"),
-    "flat": ("check_write_moved", "check_fallback", "check_block_swap_rows_at_every_offset", "check_block_swap",
+    "flat": ("check_write_moved", "check_fallback", "check_row_lanes", "check_block_swap_rows_at_every_offset", "check_block_swap",
              "check_fixed", "check_fixed_single_kernel", "check_bulk_stores", "check_sector_split",
              "check_random"),
 }

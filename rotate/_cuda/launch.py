@@ -630,10 +630,10 @@ def _run_lane_warps(target: Any, info, step, p: P.LaneWarpsParams, handle: int, 
     _launch_core(handle, p.grid, p.block, p.smem_bytes, cu_kernel, info.pointer, _address(shifts), *scalars)
 
 
-def run_lane_swaps(target: Any, info, step, handle: int, shifts: Any, shift_stride: int) -> None:
+def run_lane_swaps(target: Any, info, step, handle: int, shifts: Any, shift_stride: int, p=None) -> None:
     """Launch one ``lane-swaps`` step: lane ``i`` rolled by ``shifts[i * shift_stride]`` (int64, on the
-    device), a block per lane."""
-    p = step.params
+    device), a block per lane (``p``: a ``row-swaps`` step's ``params.lanes``, else the step's)."""
+    p = step.params if p is None else p
     if info.pointer % 16 != p.head0:
         raise AssertionError("internal error: a lane-swaps plan run on an array at another 16-byte offset")
     scalars = (step.rows, step.seg_bytes, p.n, step.word_bytes, shift_stride, p.head0, p.save_bytes)
@@ -646,10 +646,11 @@ def run_lane_swaps(target: Any, info, step, handle: int, shifts: Any, shift_stri
     _launch_core(handle, p.grid, p.block, p.smem_bytes, cu_kernel, info.pointer, _address(shifts), *scalars)
 
 
-def run_lane_walks(target: Any, info, step, handle: int, shifts: Any, shift_stride: int) -> None:
+def run_lane_walks(target: Any, info, step, handle: int, shifts: Any, shift_stride: int, p=None) -> None:
     """Launch one ``lane-walks`` step: lane ``i`` rolled by ``shifts[i * shift_stride]`` (int64, on the
-    device), lanes by ticket, each block with its share of scratch and the launch's pool after them."""
-    p = step.params
+    device), lanes by ticket, each block with its share of scratch and the launch's pool after them
+    (``p``: a ``row-walks`` step's ``params.lanes``, else the step's)."""
+    p = step.params if p is None else p
     if info.pointer % 16 != p.head0:
         raise AssertionError("internal error: a lane-walks plan run on an array at another 16-byte offset")
     device = planner._device_id()
@@ -754,13 +755,15 @@ def _shift_scalar(device: int, value: int):
     return array
 
 
-def run_row_panels(target: Any, info, step, handle: int) -> None:
-    """A ``row-panels`` step: every row rolled by the same shift through the ``lane-panels`` kernel."""
+def run_row_lanes(target: Any, info, step, handle: int) -> None:
+    """A ``row-panels``, ``row-walks`` or ``row-swaps`` step: every row rolled by the same shift through the
+    ``roll_rows`` kernel its params hold."""
     p = step.params
-    run_lane_panels(target, info, step, handle, _shift_scalar(planner._device_id(), p.shift), 0, p.lanes)
+    LANE_RUNNERS[type(p.lanes)](target, info, step, handle, _shift_scalar(planner._device_id(), p.shift), 0,
+                                p.lanes)
 
 
-RUNNERS[P.RowPanelsParams] = run_row_panels
+RUNNERS[P.RowLanesParams] = run_row_lanes
 
 
 def pointer_device(pointer: int) -> int:

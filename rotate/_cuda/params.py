@@ -109,20 +109,27 @@ class LaneWarpsParams(Params):
 
 
 @dataclass(frozen=True, eq=False)
-class RowPanelsParams(Params):
-    """``row-panels``: every row rolled by one shift through the ``lane-panels`` kernel (either variant)."""
+class RowLanesParams(Params):
+    """``row-panels``, ``row-walks`` or ``row-swaps``: every row rolled by one shift through a ``roll_rows``
+    kernel (``lanes``: its params, the shift read from a one-element device array)."""
 
-    lanes: Union[LanePanelsParams, LaneWarpsParams]
+    lanes: Union[LanePanelsParams, LaneWarpsParams, "LaneWalksParams", "LaneSwapsParams"]
     shift: int = _internal()  # in items, numpy.roll's direction
 
+    @property
+    def schedule(self) -> str:
+        if isinstance(self.lanes, (LanePanelsParams, LaneWarpsParams)):
+            return "row-panels"
+        return "row-walks" if isinstance(self.lanes, LaneWalksParams) else "row-swaps"
+
     def shown(self):
-        yield ("schedule", "row-panels")
+        yield ("schedule", self.schedule)
         for name, value in self.lanes.shown():
             if name != "schedule":
                 yield name, value
 
     def as_details(self) -> dict:
-        return {**self.lanes.as_details(), "schedule": "row-panels", "_shift": self.shift}
+        return {**self.lanes.as_details(), "schedule": self.schedule, "_shift": self.shift}
 
 
 @dataclass(frozen=True, eq=False)
@@ -262,5 +269,5 @@ class RowCyclesChunkedParams(_RowCyclesParams):
 
 
 __all__ = ["ChainParams", "BlockSwapParams", "ReversalParams", "LanePanelsParams", "LaneWarpsParams",
-           "RowPanelsParams", "HalfSwapsParams", "RowStripsParams", "LaneWalksParams", "LaneSwapsParams",
+           "RowLanesParams", "HalfSwapsParams", "RowStripsParams", "LaneWalksParams", "LaneSwapsParams",
            "LaneChainsParams", "RowCyclesParams", "RowCyclesChunkedParams"]
