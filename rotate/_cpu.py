@@ -1060,14 +1060,15 @@ class WordRowsParams(RowsParams):
 
 
 @dataclass(frozen=True, eq=False)
-class WordRowsSerialParams(WordRowsParams):
+class WordRowsSerialParams(RowsParams):
     """``word-rows`` on one lane."""
 
     CONSTANTS = (("runner", "word-rows-serial"),)
+    row_word: int
 
 
 @dataclass(frozen=True, eq=False)
-class ChainParams(RowsParams):
+class RowsChainParams(RowsParams):
     """The GPU's chain schedule (``rotate._schedule``): tiles of ``tile_bytes`` in chain order, the bytes
     pre-read into ``scratch_row``-byte rows of scratch first (``table``: the plan table)."""
 
@@ -1083,21 +1084,21 @@ class ChainParams(RowsParams):
 
 
 @dataclass(frozen=True, eq=False)
-class ChainSerialParams(ChainParams):
+class ChainSerialParams(RowsChainParams):
     """One lane walks every row in chain order."""
 
     CONSTANTS = (("runner", "chain-serial"),)
 
 
 @dataclass(frozen=True, eq=False)
-class ChainLanesParams(ChainParams):
+class ChainLanesParams(RowsChainParams):
     """Each row's chain positions cut into one run a lane: pre-reads, then the lanes' walks."""
 
     CONSTANTS = (("runner", "chain-lanes"),)
 
 
 @dataclass(frozen=True, eq=False)
-class ChainRowsParams(ChainParams):
+class ChainRowsParams(RowsChainParams):
     """Many long rows: each lane walks its own rows, with its own pre-reads and ring."""
 
     CONSTANTS = (("runner", "chain-rows"),)
@@ -1391,7 +1392,7 @@ def plan_rows_params(rows: int, seg: int, k: int, itemsize: int, max_scratch_byt
             kind: Any = ChainRowsParams
         else:
             kind = ChainLanesParams if lanes > 1 else ChainSerialParams
-        name = kind.CONSTANTS[0][1]
+        name = dict(kind.CONSTANTS)["runner"]
         params = kind(**common, lane_scratch=scratch // lanes if runner[0] == "chain-rows" else scratch, ops=(),
                       tile_bytes=tile_bytes, chain_step=chain, lane_steps=lane_steps, direct=direct,
                       ring=_T().chain_ring, pre_read_bytes=scratch_row - 16, alias_slack=_alias_slack(tile_bytes),
@@ -1455,12 +1456,12 @@ def _rows_scratch(buf: np.ndarray, p: RowsParams) -> np.ndarray:
     return scratch_array(p.scratch_words, buf.dtype)  # none for word rows, but allocated (and counted) alike
 
 
-def _run_word_rows(buf: np.ndarray, step, p: WordRowsParams) -> None:
+def _run_word_rows(buf: np.ndarray, step, p) -> None:
     # each row one word, bit-rotated
     _rows_scratch(buf, p)
     rows, word = step.rows, step.word_bytes
     rows_buf = buf[:rows * (step.seg_bytes // word)].view(_WORDS[p.row_word])
-    bits, r = 8 * p.row_word, 8 * step.left_bytes
+    bits, r = 8 * p.row_word, 8 * word * (step.left_bytes // word)
     if type(p) is WordRowsParams:
         _team.run(_rotate_word_rows, p.lanes, p.lanes, rows_buf, rows, r, bits, p.lanes)
     else:

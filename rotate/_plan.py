@@ -10,6 +10,7 @@ validate, plan and execute.
 
 from __future__ import annotations
 
+import types
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Iterator, Optional
 
@@ -35,7 +36,7 @@ def _same(a: Any, b: Any) -> bool:
 
 #: ``field(metadata=INTERNAL)``: a value the runner reads that ``plan()`` does not print (tables,
 #: derived sizes); ``Step.details`` names it with a leading underscore.
-INTERNAL = {"internal": True}
+INTERNAL = types.MappingProxyType({"internal": True})
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,17 +53,19 @@ class Params:
     CONSTANTS: ClassVar[tuple] = ()
 
     def shown(self) -> Iterator[tuple[str, Any]]:
-        """``(name, value)`` of the constants and fields ``plan()`` prints, in order."""
+        """``(name, value)`` of the constants and fields ``plan()`` prints, in order (params inside
+        params as their dicts)."""
         yield from self.CONSTANTS
         for f in fields(self):
             if not f.metadata.get("internal"):
-                yield f.name, getattr(self, f.name)
+                yield f.name, _as_value(getattr(self, f.name))
 
     def as_details(self) -> dict:
-        """Everything as one dict: the constants, the fields, internal ones as ``_name``."""
+        """Everything as one dict: the constants, the fields, internal ones as ``_name``, params inside
+        params as their dicts."""
         out = dict(self.CONSTANTS)
         for f in fields(self):
-            out[("_" if f.metadata.get("internal") else "") + f.name] = getattr(self, f.name)
+            out[("_" if f.metadata.get("internal") else "") + f.name] = _as_value(getattr(self, f.name))
         return out
 
     def __eq__(self, other: object) -> bool:
@@ -73,8 +76,8 @@ class Params:
     __hash__ = None  # type: ignore[assignment]  # tables are numpy arrays
 
 
-#: The parameters of a step whose algorithm needs none beyond the Step's own fields.
-NO_PARAMS = Params()
+def _as_value(value: Any) -> Any:
+    return value.as_details() if isinstance(value, Params) else value
 
 
 @dataclass(frozen=True, eq=False)

@@ -162,8 +162,8 @@ def plan_roll_rows(a: Any, shifts: Any, axis: SupportsIndex = -1, *,
         backend, the lane algorithm (CPU: ``per-lane-copy``,
         ``per-lane-shift``, ...; GPU: ``lane-panels``, ``lane-walks``,
         ``lane-swaps``, ...), its scratch bytes and the bytes it moves; a
-        step's ``params`` say more (its ``shift_copy_bytes``: host shifts
-        that share memory with ``a``, copied first).
+        step's ``params`` say more, and its ``shift_copy_bytes`` counts host
+        shifts that share memory with ``a``, copied first.
 
     Raises
     ------

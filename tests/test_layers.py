@@ -165,7 +165,7 @@ def test_steps_run_from_typed_params():
     # lane-chains runs the chain steps its params hold, through RUNNERS
     assert concrete_gpu == set(launch.RUNNERS) | set(launch.LANE_RUNNERS) | {gpu_params.LaneChainsParams}
     lanes = {_rows.LanesParams, _rows.ShortLanesParams, _rows.ByteLanesParams}  # rotate._rows.run_lanes
-    bases = {_cpu.RowsParams, _cpu.ChainParams}
+    bases = {_cpu.RowsParams, _cpu.RowsChainParams}
     assert cpu - bases - lanes - {_cpu.StridedParams} == set(_cpu.ROW_RUNNERS)  # strided: _cpu.run_strided
     for path in ("rotate/_cuda/launch.py", "rotate/_cpu.py", "rotate/_rows.py", "rotate/_backends/cpu.py",
                  "rotate/_backends/cuda.py"):

@@ -3,6 +3,7 @@ tensors, plans handed to callers, and argument forms numpy.roll takes."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tracemalloc
 
@@ -117,10 +118,10 @@ def test_plan_details_changed_by_the_caller_do_not_change_later_calls():
     n = 1_000_003
     a = np.random.default_rng(3).integers(0, 256, n, dtype=np.uint8)
     p = rotate.plan(a, n // 3, max_scratch_bytes=300_000)
-    d = p.steps[0].details
-    assert "_table" in d
-    d.pop("_table")  # made the next roll raise KeyError
-    d["ops"] = ((0, 0, 0, 0, 0),)  # made it silently wrong
+    params = p.steps[0].params
+    assert "_table" in p.steps[0].details
+    params.table[:] = 0  # the caller's copy: a shared table made later calls silently wrong
+    object.__setattr__(params, "ops", ((0, 0, 0, 0, 0),))  # frozen, but not proof against this
     want = np.roll(a, n // 3)
     rotate.roll(a, n // 3, max_scratch_bytes=300_000)
     assert a.tobytes() == want.tobytes()
@@ -131,7 +132,8 @@ def test_plan_roll_rows_details_changed_by_the_caller_do_not_change_later_calls(
     a = np.random.default_rng(4).random((300, 40))
     shifts = np.arange(300)
     p = rotate.plan_roll_rows(a, shifts)
-    p.steps[0].details.clear()
+    for f in dataclasses.fields(p.steps[0].params):
+        object.__setattr__(p.steps[0].params, f.name, 0)  # the caller's copy, not the cached plan's
     want = lanes_rolled(a, shifts)
     rotate.roll_rows(a, shifts)
     assert a.tobytes() == want.tobytes()

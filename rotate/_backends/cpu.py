@@ -107,7 +107,7 @@ class CpuBackend(RowBackend):
         """
         if not plan.steps:
             return _nothing
-        if len(plan.steps) != 1 or plan.steps[0].strided:
+        if len(plan.steps) != 1 or type(plan.steps[0].params) is _cpu.StridedParams:
             return None
         step = plan.steps[0]
         p = step.params

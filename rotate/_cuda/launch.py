@@ -595,7 +595,7 @@ def _run_row_cycles_chunked(target: Any, info, step, handle: int, device: int, p
                    _compiled_cycle_stream(p.block, p.ring, device), scalars)
 
 
-def run_lane_panels(target: Any, info, step, handle: int, shifts: Any, shift_stride: int, p=None) -> None:
+def run_lane_panels(target: Any, info, step, handle: int, shifts: Any, shift_stride: int, p: Any = None) -> None:
     """Launch one ``lane-panels`` step: lane ``i`` rolled by ``shifts[i * shift_stride]`` (int64, on the device).
     ``p``: the lane-panels params (a ``row-panels`` step's ``params.lanes``), else the step's."""
     p = step.params if p is None else p
@@ -630,7 +630,7 @@ def _run_lane_warps(target: Any, info, step, p: P.LaneWarpsParams, handle: int, 
     _launch_core(handle, p.grid, p.block, p.smem_bytes, cu_kernel, info.pointer, _address(shifts), *scalars)
 
 
-def run_lane_swaps(target: Any, info, step, handle: int, shifts: Any, shift_stride: int, p=None) -> None:
+def run_lane_swaps(target: Any, info, step, handle: int, shifts: Any, shift_stride: int, p: Any = None) -> None:
     """Launch one ``lane-swaps`` step: lane ``i`` rolled by ``shifts[i * shift_stride]`` (int64, on the
     device), a block per lane (``p``: a ``row-swaps`` step's ``params.lanes``, else the step's)."""
     p = step.params if p is None else p
@@ -646,7 +646,7 @@ def run_lane_swaps(target: Any, info, step, handle: int, shifts: Any, shift_stri
     _launch_core(handle, p.grid, p.block, p.smem_bytes, cu_kernel, info.pointer, _address(shifts), *scalars)
 
 
-def run_lane_walks(target: Any, info, step, handle: int, shifts: Any, shift_stride: int, p=None) -> None:
+def run_lane_walks(target: Any, info, step, handle: int, shifts: Any, shift_stride: int, p: Any = None) -> None:
     """Launch one ``lane-walks`` step: lane ``i`` rolled by ``shifts[i * shift_stride]`` (int64, on the
     device), lanes by ticket, each block with its share of scratch and the launch's pool after them
     (``p``: a ``row-walks`` step's ``params.lanes``, else the step's)."""

@@ -992,16 +992,19 @@ def plan_lane_swaps(axis: int, rows: int, n: int, itemsize: int, pointer: int, h
 #: call, not part of a cached plan's key), and a huge lane's chain step costs 0.2-3 s to plan (plan tables
 #: of 1-6 GiB lanes), which a repeated call would otherwise pay each time.
 _chain_runs: collections.OrderedDict = collections.OrderedDict()
-MAX_CHAIN_RUNS = 64
+MAX_CHAIN_RUNS = 16  # a 6 GiB lane's step holds about 8 MB of plan table
 
 
 def _chain_run(s: int, lanes: int, n: int, itemsize: int, head: int, max_scratch_bytes: Optional[int]) -> Step:
     """``plan_step`` for ``lanes`` lanes of ``n`` items at 16-byte offset ``head``, rolled by ``s``: the one
     planned before for the same problem, policy and device, else a new one."""
     device = _device_id()
-    key = (s, lanes, n, itemsize, head, max_scratch_bytes, _t(), device, device_shape(device))
+    key = (s, lanes, n, itemsize, head, max_scratch_bytes, _t(), device, device_shape(device),
+           device_capability(device), cooperative_launch())
     step = _chain_runs.get(key)
-    if step is None:
+    if step is not None:
+        _chain_runs.move_to_end(key)
+    else:
         seg = n * itemsize
         step = _chain_runs[key] = plan_step(None, s, lanes, seg, (n - s) * itemsize, itemsize, head,
                                             max_scratch_bytes)
