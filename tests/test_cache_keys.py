@@ -607,8 +607,8 @@ def test_gpu_lane_chains_plan_each_run_once(device, tune):
     differs. (``plan_roll_rows`` hands out copies, so identity is checked on the planner's steps.)"""
     planner = device.planner
 
-    def runs(shifts):
-        step = planner.plan_long_lanes(1, 3, 1 << 20, 1, 0, None, np.array(shifts, np.int64))
+    def runs(shifts, bound=None):
+        step = planner.plan_long_lanes(1, 3, 1 << 20, 1, 0, bound, np.array(shifts, np.int64))
         assert step.algorithm == "lane-chains"
         return step.params.runs
 
@@ -618,5 +618,7 @@ def test_gpu_lane_chains_plan_each_run_once(device, tune):
     assert all(a[2] is b[2] for a, b in zip(first, second))
     assert [r[:2] for r in runs([5, 6, -7])] == [(0, 1), (1, 2), (2, 3)]
     assert runs([5, 6, -7])[0][2] is not first[0][2]  # one lane, not two: another problem
+    bounded = runs([5, 5, -7], bound=4096)  # another scratch bound: planned again, within it
+    assert bounded[0][2] is not first[0][2] and bounded[0][2].scratch_bytes <= 4096
     tune.cuda(min_scratch=0)
     assert not any(a[2] is b[2] for a, b in zip(first, runs([5, 5, -7])))

@@ -476,6 +476,27 @@ def test_gpu_default_scratch_is_the_larger_of_one_percent_and_the_floor(gpu_plan
     assert capped.algorithm != "chain" and capped.scratch_bytes <= 1 << 20
 
 
+def test_gpu_rows_the_chain_and_block_swaps_decline_take_the_lane_kernels(gpu_planner):
+    """Many long rows whose chain pre-reads pass the bound and whose count passes max_swap_rows: every row
+    through a roll_rows kernel by one shift, in numpy.roll's direction (params.shift, items), within the
+    bound; one row still takes reversal (there is no lane to spread)."""
+    from rotate._cuda import params as P
+
+    rows, word = 100, 4
+    for seg, kind, algorithm in ((20_000, P.LanePanelsParams, "row-panels"),
+                                 (1 << 20, (P.LaneWalksParams, P.LaneSwapsParams), ("row-walks", "row-swaps"))):
+        n = seg // word
+        for s in (1, n // 3, n - 7):
+            left = (n - s) * word
+            step = gpu_planner.plan_step(1, s, rows, seg, left, word, 0, 0)
+            assert isinstance(step.params, P.RowLanesParams) and isinstance(step.params.lanes, kind), step
+            assert step.algorithm in algorithm and step.details["schedule"] == step.algorithm
+            assert step.params.shift == s and step.scratch_bytes == 0, step
+            assert (step.shift, step.left_bytes, step.rows, step.seg_bytes) == (s, left, rows, seg)
+    one = gpu_planner.plan_step(None, 12345, 1, 1 << 20, (1 << 20) - 12345 * 4, 4, 0, 0)
+    assert one.algorithm in ("reversal", "block-swap"), one
+
+
 @pytest.mark.parametrize("capability", [(8, 0), (8, 9), (9, 0), (10, 0)])
 def test_gpu_pipelined_kernel_only_where_bulk_copies_exist(gpu_planner, monkeypatch, capability):
     """The default chain kernel needs sm_90's bulk copies: an older GPU plans the "auto" variants, and

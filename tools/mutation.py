@@ -94,6 +94,16 @@ MUTANTS = [
     ("gpu-scratch-cap-min", "rotate/_cuda/planner.py",
      "    return max(rows * seg // _t().scratch_fraction, _t().min_scratch)",
      "    return min(rows * seg // _t().scratch_fraction, _t().min_scratch)"),
+    # Rows the chain and block swaps decline run through the roll_rows kernels (row-lanes), in numpy.roll's
+    # direction; lane-chains' run steps are reused only for the same problem and bound.
+    ("row-lanes-shift-left", "rotate/_cuda/planner.py",
+     "    params = P.RowLanesParams(lane_step.params, (seg - left) // word)",
+     "    params = P.RowLanesParams(lane_step.params, left // word)"),
+    ("row-lanes-after-reversal", "rotate/_cuda/planner.py",
+     'register_schedule("row-lanes", _plan_row_lanes)\nregister_schedule("reversal", _plan_reversal)',
+     'register_schedule("reversal", _plan_reversal)\nregister_schedule("row-lanes", _plan_row_lanes)'),
+    ("chain-runs-key-drops-scratch-bound", "rotate/_cuda/planner.py",
+     "    key = (s, lanes, n, itemsize, head, max_scratch_bytes, _t(),", "    key = (s, lanes, n, itemsize, head, _t(),"),
     ("struct-gaps-moved", "rotate/_arrays.py",
      "    return dtype.names is not None and field_byte_ranges(dtype) != [(0, dtype.itemsize)]",
      "    return False"),
