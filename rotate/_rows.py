@@ -703,7 +703,12 @@ def _byte_run_for(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes,
 
     def doubled(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, sbytes, s0, block, masks, kind,
                 fixed, group):
-        _doubled_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, sbytes, s0, block)
+        # Always true (_byte_kind sends only lanes of 8 bytes or more here), but LLVM cannot know it: the
+        # parfor kernel's branch chain told it (lane_bytes < 8 went elsewhere), and without the range its
+        # word loops took an 8x-unrolled form with a remainder loop and more spills: lanes of 17-41 B ran
+        # 1.12-1.18x slower than at 3a01d42 (issue #36), as fast again with this test.
+        if lane_bytes >= 8:
+            _doubled_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, sbytes, s0, block)
     return doubled
 
 
