@@ -1276,6 +1276,37 @@ def free_pre_bytes(n, k, head, tile_bytes, chain, lane_steps, ring, limit):
 
 
 @register_jitable
+def free_ring_bytes(n, k, head, tile_bytes, chain, lane_steps, ring, samples):
+    """Bytes of one row ``free_classify`` marks ``RING``, estimated from ``samples`` tiles (low-discrepancy:
+    tile ``i * s mod m``, ``s`` the odd step near ``0.618 m`` coprime to ``m``; every tile when ``m <=
+    samples``). The CPU walk copies those bytes row -> ring -> row, two copies more than a direct one."""
+    m = tile_count(n, head, tile_bytes)
+    p = chain_step(m, chain)
+    g, length, inv = chain_shape(m, p)
+    count = m if m <= samples else samples
+    s = 1
+    if count < m:
+        s = (m * 618) // 1000 | 1
+        while gcd(s, m) != 1:
+            s += 2
+    ring_bytes = 0
+    seen = 0
+    for i in range(count):
+        w = (i * s) % m
+        x0, x1 = tile_dest(n, head, tile_bytes, w)
+        z = x0
+        while z < x1:
+            reader, run_end = reader_run(n, k, head, tile_bytes, z, x1)
+            if free_classify(m, g, length, inv, lane_steps, ring, reader, w) == RING:
+                ring_bytes += run_end - z
+            z = run_end
+        seen += x1 - x0
+    if seen == 0:
+        return 0
+    return ring_bytes * n // seen
+
+
+@register_jitable
 def _lattice_reduce(ax, ay, bx, by):
     """Lagrange-Gauss reduction of the basis ``(ax, ay), (bx, by)``: the shortest vector first."""
     if ax * ax + ay * ay > bx * bx + by * by:

@@ -170,6 +170,51 @@ def test_lattice_chains_find_short_vectors():
     assert list(out[:2]) == [(n // 3) // tile, (n // 3) // tile + 1]
 
 
+def _ring_bytes_exact(n, k, tile, chain, lane_steps, ring):
+    """Every tile's readers classified (``free_classify``): the bytes ``free_ring_bytes`` estimates."""
+    m = S.tile_count(n, 0, tile)
+    g, length, inv = S.chain_shape(m, S.chain_step(m, chain))
+    total = 0
+    for w in range(m):
+        x0, x1 = S.tile_dest(n, 0, tile, w)
+        z = x0
+        while z < x1:
+            reader, end = S.reader_run(n, k, 0, tile, z, x1)
+            total += (end - z) * (S.free_classify(m, g, length, inv, lane_steps, ring, reader, w) == S.RING)
+            z = end
+    return total
+
+
+@pytest.mark.parametrize("n,k,tile,chain,lanes", [
+    (1 << 22, (1 << 22) // 3, 1 << 12, 341, 1), (1 << 22, (1 << 22) // 3, 1 << 12, 683, 1),
+    (1 << 22, (1 << 21) + 3, 1 << 12, 512, 2), (5 << 20, 1234577, 1 << 12, 301, 1),
+    (3 << 16, 70001, 1 << 12, 17, 1),  # 48 tiles: fewer than the samples, counted exactly
+])
+def test_free_ring_bytes_estimates_the_ring(n, k, tile, chain, lanes):
+    """The sampled estimate of the bytes kept in the ring is within 1/32 of the row of the exact count,
+    and exact where the row has no more tiles than samples."""
+    m = S.tile_count(n, 0, tile)
+    lane_steps = -(-m // lanes)
+    exact = _ring_bytes_exact(n, k, tile, chain, lane_steps, 4)
+    estimate = S.free_ring_bytes(n, k, 0, tile, chain, lane_steps, 4, 64)
+    assert abs(estimate - exact) <= n // 32, (estimate, exact)
+    if m <= 64:
+        assert estimate == exact
+
+
+def test_chain_planner_charges_the_ring():
+    """A random shift whose least pre-reading chain step keeps nearly the whole row in the ring (uint8,
+    256 MiB, one lane: 96% of the bytes, 1.66x copyto) takes a step that keeps almost none there (1.09x)."""
+    n, k = 1 << 28, 127076851
+    tuning = cpu_tuning.CpuTuning()
+    plan = _cpu._plan_chain(1, n, k, tuning.scratch_bytes, 1)
+    tile, chain, lane_steps = plan[2][2], plan[2][3], plan[2][6]
+    assert S.free_ring_bytes(n, k, 0, tile, chain, lane_steps, 4, 256) < n // 20, (tile, chain)
+    with cpu_tuning.override(chain_ring_byte_cost=0):  # pre-reads alone: the ring-heavy step
+        blind = _cpu._plan_chain(1, n, k, tuning.scratch_bytes, 1)
+    assert S.free_ring_bytes(n, k, 0, blind[2][2], blind[2][3], blind[2][6], 4, 256) > n // 2
+
+
 def test_interpreted_and_compiled_builders_plan_alike(monkeypatch):
     """The planner interprets its table builders for short rows and compiles them for long ones (cold first
     calls, issue #32): both make the same plan, table included."""

@@ -33,6 +33,8 @@ SETTINGS = [
     ("chain_tile_bytes", [(16 << 10,), (4096,), (128 << 10, 32 << 10)]),
     ("chain_tries", [0, 1, 24]),
     ("chain_item_bytes", [0, 1 << 20]),
+    ("chain_ring_byte_cost", [0, 64]),
+    ("chain_ring_samples", [1, 4096]),
     ("chain_direct", [False]),
     ("tile_bytes", [64, 4096, 1 << 20]),
     ("small_row_bytes", [0, 16, 4096]),

@@ -42,6 +42,11 @@ class CpuTuning(Policy):
     #: pre-read byte: a smaller tile pre-reads less but walks more items (16 KiB tiles cost about
     #: 0.5 us an item more than 64 KiB ones on one thread, docs/tuning.md).
     chain_item_bytes: int = 8192
+    #: What the chain planner charges a byte its walk keeps in the ring (read ahead of its writer in the
+    #: lane: copied row -> ring -> row, two in-cache copies more than a straight one), in bytes of traffic
+    #: against three a pre-read byte; ``chain_ring_samples`` tiles estimate those bytes a candidate.
+    chain_ring_byte_cost: int = 1
+    chain_ring_samples: int = 64
     #: The chain copies a piece whose writer comes later in its lane straight from the row when it writes
     #: the item, not through the ring (unless those copies would alias at 4 KiB): one copy, not two.
     chain_direct: bool = True
