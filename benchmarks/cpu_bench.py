@@ -1,11 +1,12 @@
 """Benchmark the CPU backend's row kernel against memcpy, numpy.roll and std::rotate.
 
 For 256 MiB of uint8 and of float64 and numpy.roll shifts
-{1, 3, 4097, n//3, n//2 + 3, n - 1} (n in elements) it times, as medians of
+{1, 3, 4097, n//3, n//2 + 3, n - 1} (n in elements), plus ``--random-shifts`` uniform ones
+(``--seed``, recorded in the JSON's arguments), it times, as medians of
 ``--repeats`` runs, printed as markdown tables:
 
 * ``rotate``     -- the row kernel ``rotate.roll`` runs, on the array's words
-                    (``_harness/cpu_kernel.py``: timed without the call's dispatch)
+                    (``_harness/cpu_kernel.py``: planned once, timed without the call's dispatch)
                     (float64 travels as uint64, as the API layer sends it);
 * ``copyto``     -- ``np.copyto`` of the same bytes into another array, the
                     single-threaded memcpy "speed of light";
@@ -94,13 +95,15 @@ def std_rotate_seconds(binary: pathlib.Path, kind: str, n: int, shifts, repeats:
     return result
 
 
-def shifts_for(n: int) -> list:
-    return [1, 3, 4097, n // 3, n // 2 + 3, n - 1]
+def shifts_for(n: int, random_shifts: int = 0, seed: int = 0) -> list:
+    """The fixed shifts, then ``random_shifts`` drawn uniformly from [1, n) with ``seed``."""
+    drawn = np.random.default_rng(seed).integers(1, n, random_shifts).tolist() if random_shifts else []
+    return [1, 3, 4097, n // 3, n // 2 + 3, n - 1] + [int(s) for s in drawn]
 
 
-def bench_dtype(dtype, nbytes: int, repeats: int, cxx_binary, check: bool, progress):
+def bench_dtype(dtype, nbytes: int, repeats: int, cxx_binary, check: bool, progress, random_shifts=0, seed=0):
     n = nbytes // np.dtype(dtype).itemsize
-    shifts = shifts_for(n)
+    shifts = shifts_for(n, random_shifts, seed)
     rng = np.random.default_rng(1)
     a = rng.integers(1, 250, n, dtype=np.uint8).astype(dtype)  # never zero
     other = np.empty_like(a)
@@ -118,7 +121,7 @@ def bench_dtype(dtype, nbytes: int, repeats: int, cxx_binary, check: bool, progr
             cpu_kernel.rotate_rows_inplace(words, 1, n, k)
             assert np.array_equal(a, expected), f"wrong result at shift {shift}"
             del expected
-        ours = median_seconds(lambda: cpu_kernel.rotate_rows_inplace(words, 1, n, k), repeats)
+        ours = median_seconds(cpu_kernel.planned(words, 1, n, k), repeats)
         roll = median_seconds(lambda: np.copyto(a, np.roll(a, shift)), max(3, repeats // 2))
         algorithm, scratch, moved = cpu_kernel.plan_rows(1, n, k, words.itemsize)
         rows.append(dict(shift=shift, algorithm=algorithm, scratch=scratch, traffic=moved / (2 * nbytes),
@@ -166,6 +169,8 @@ def main(argv=None) -> int:
                         help="MiB written between timed runs to evict the array from cache (0: off)")
     parser.add_argument("--json", help="write the raw results (and commit, versions, knobs) here")
     parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    parser.add_argument("--random-shifts", type=int, default=0, help="also this many uniform random shifts")
+    parser.add_argument("--seed", type=int, default=None, help="their seed (default: a fresh one, recorded)")
     bench_env.add_arguments(parser)
     args = parser.parse_args(argv)
     load = bench_env.LoadGate.from_args(args, "benchmarks/cpu_bench.py")
@@ -175,6 +180,8 @@ def main(argv=None) -> int:
     if args.threads:
         numba.set_num_threads(args.threads)
     nbytes = args.mib << 20
+    if args.seed is None:
+        args.seed = int(np.random.SeedSequence().entropy % (1 << 32))
     cxx_binary = None if args.no_cxx else build_std_rotate()
 
     print(f"numba {numba.__version__}, numpy {np.__version__}, threading layer "
@@ -182,13 +189,14 @@ def main(argv=None) -> int:
           f"{os.cpu_count()} cpus, {args.mib} MiB, median of {args.repeats}")
     gate_ok = True
     # A many-rows case moves 64 MiB; the 1-D cases the whole array.
-    progress = Progress([nbytes] * 2 * len(shifts_for(2)) + [64 << 20] * len(MANY_ROWS),
+    progress = Progress([nbytes] * 2 * len(shifts_for(1 << 20, args.random_shifts)) + [64 << 20] * len(MANY_ROWS),
                         enabled=not args.no_progress)
     log = progress.log(print)
     raw = {"benchmark": "cpu_bench", "environment": provenance.environment(), "arguments": vars(args),
            "nbytes": nbytes, "dtypes": {}, "many_rows": []}
     for dtype in (np.uint8, np.float64):
-        n, rows = bench_dtype(dtype, nbytes, args.repeats, cxx_binary, not args.no_check, progress)
+        n, rows = bench_dtype(dtype, nbytes, args.repeats, cxx_binary, not args.no_check, progress,
+                              args.random_shifts, args.seed)
         raw["dtypes"][np.dtype(dtype).name] = {"n": n, "rows": rows}
         log(f"\n## {np.dtype(dtype).name}, n = {n}\n")
         log("| shift | algorithm | traffic / 2N | ms | GB/s | vs copyto | vs np.roll | vs std::rotate | gate |")

@@ -245,10 +245,11 @@ def _shifts(n, itemsize, tile_bytes):
 
 
 def test_straight_copies_stay_off_where_they_alias():
-    """A straight row-to-row copy 1-15 bytes ahead modulo 4096 would alias: such shifts copy through the
-    placed ring."""
+    """A straight row-to-row copy 1-31 bytes ahead modulo 4096 would alias (16-31: 3.6x copyto streaming
+    from memory): such shifts copy through the placed ring."""
     n = 1 << 24
-    for k, direct in ((n // 3, True), (4096 * 1365 + 4090, False), (n // 2 - 4, False), (n // 2 + 3, True)):
+    for k, direct in ((n // 3, True), (4096 * 1365 + 4090, False), (n // 2 - 4, False), (n // 2 + 3, True),
+                      (n // 2 - 24, False), (n // 2 - 31, False), (n // 2 - 32, True)):
         with cpu_tuning.override(lanes=2, adapt_to_load=False):
             name, _, _, d = _cpu.plan_rows_params(1, n, k, 1)
         assert name == "chain-lanes" and d.direct == direct, (k, name, getattr(d, "direct", None))
