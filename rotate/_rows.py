@@ -277,7 +277,7 @@ def _lanes_in_one_word(buf, lo, pitch, shifts, first, count, n, item_bits, top):
             _rotate_in_words(buf, lo + start * pitch, pitch, shifts, first + start, m, n, inv, item_bits, top, False)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _byte_shifts(scratch, at, shifts, first, m, n, inv, itemsize):
     """``scratch[at:at+m]`` = each lane's roll in bytes (below ``small_lane_bytes``: fits any word)."""
     if _all_within(shifts, first, m, n):  # |s| < n (lags within a lane): one add, no quotient
