@@ -1146,6 +1146,20 @@ def run_lanes(flat: np.ndarray, origin: int, shifts: np.ndarray, step: Step) -> 
               p.cap, p.tile)
 
 
+def register_axis(info, rotations):
+    """The innermost rotation of a multi-axis roll of a contiguous array when rolling its axis alone is a
+    roll of rows of at most 16 bytes (words, or ``small-rows-registers``), else None."""
+    if len(rotations) < 2 or rotations[0][0] is None or not (info.c_contiguous or info.f_contiguous):
+        return None
+    if info.c_contiguous:
+        inner = max(rotations, key=lambda r: r[0])
+        row = math.prod(info.shape[inner[0]:])
+    else:
+        inner = min(rotations, key=lambda r: r[0])
+        row = math.prod(info.shape[:inner[0] + 1])
+    return inner if row * info.itemsize <= 16 else None
+
+
 def plan_multiaxis(info, rotations, max_scratch_bytes=None):
     """One Step rolling every axis of ``rotations`` in one pass, or None when it cannot.
 

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 
+import rotate
 from rotate import _cpu
 from rotate._tuning import cpu as cpu_tuning
 
@@ -142,18 +143,21 @@ def test_chain_serial_ring_is_placed_away_from_4k_aliasing(row, ring, k):
 def test_block_swaps_whose_copies_alias_take_the_chain():
     """float64 rolled by n/2 + 1 swaps halves 8 bytes apart modulo 4096 (1.6-2.0x copyto on two threads,
     measured). Every such plan now takes the chain, whose straight copies would alias the same way: they
-    go through the placed ring there (``direct`` off), and stay straight at n/2 + 3 (24 bytes apart).
+    go through the placed ring there (``direct`` off), as at n/2 + 3 (24 bytes apart: 3.2x copyto straight,
+    one thread), and stay straight at n/2 + 5 (40 bytes apart).
     Where the chain of each lane's rows does not fit, one lane walks the rows (chain-serial)."""
     assert [_cpu._aliasing(d) for d in (0, 1, 15, 16, 4096, 4097, 4111, 4112, -4081, -8)] == \
         [False, True, True, False, False, True, True, False, True, False]
     seg = 1 << 16  # 16 rows of 512 KiB float64, a 256 KiB bound: block swaps, the rows spread over two lanes
     with cpu_tuning.override(lanes=2):
         aliasing = _cpu.plan_rows_params(16, seg, seg // 2 - 1, 8, 256 << 10)
-        apart = _cpu.plan_rows_params(16, seg, seg // 2 - 3, 8, 256 << 10)
+        apart = _cpu.plan_rows_params(16, seg, seg // 2 - 5, 8, 256 << 10)
+        near = _cpu.plan_rows_params(16, seg, seg // 2 - 3, 8, 256 << 10)
         one_row = _cpu.plan_rows_params(1, 1 << 22, (1 << 21) - 1, 8)
         tight = _cpu.plan_rows(16, seg, seg // 2 - 1, 8, 100 << 10)[0]  # two lanes' chains do not fit
     assert (aliasing[0], aliasing[3].direct) == ("chain-rows", False), aliasing[:3]
     assert (apart[0], apart[3].direct) == ("chain-rows", True), apart[:3]
+    assert (near[0], near[3].direct) == ("chain-rows", False), near[:3]
     assert (one_row[0], one_row[3].direct) == ("chain-lanes", False), one_row[:3]
     assert tight == "chain-serial", tight
 
@@ -218,6 +222,27 @@ def test_many_small_rows(rows, seg, data, dtype, lanes):
         check_many_rows(rows, seg, k, dtype, setup)
 
 
+@pytest.mark.parametrize("row_bytes", [3, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 16])
+@pytest.mark.parametrize("lanes", [1, 2, 3])
+def test_rows_rotated_in_registers(row_bytes, lanes):
+    """Rows of 3-16 bytes (not words) take ``small-rows-registers`` where the span holds an 8-byte window:
+    every item size dividing the row, every shift, row counts whose last rows read the window that ends
+    the span, 1-3 lanes; bytes against numpy.roll."""
+    for itemsize in (1, 2, 4, 8):
+        if row_bytes % itemsize or row_bytes // itemsize < 2:
+            continue
+        dtype, seg = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[itemsize], row_bytes // itemsize
+        for rows in sorted({-(-8 // row_bytes), 2, 3, 5, 97}):
+            with tiny_budget(1 << 20, 64, lanes, small_row_bytes=256) as setup:
+                for k in range(1, seg):
+                    want = "small-rows-registers" if rows * row_bytes >= 8 else "small-rows-copy"  # a window
+                    assert _cpu.plan_rows(rows, seg, k, itemsize)[0] == want
+                    buf = random_words(np.random.default_rng(rows * 1000 + seg), rows * seg, dtype)
+                    expected = np.roll(buf.reshape(rows, seg), -k, axis=1).ravel()
+                    _cpu.rotate_rows_inplace(buf, rows, seg, k)
+                    assert buf.tobytes() == expected.tobytes(), (setup, rows, seg, k, np.dtype(dtype).name)
+
+
 def check_many_rows(rows, seg, k, dtype, setup):
     buf = random_words(np.random.default_rng(rows * 1000 + seg), rows * seg, dtype)
     expected = np.roll(buf.reshape(rows, seg), -k, axis=1).ravel()
@@ -251,6 +276,8 @@ def test_plan_rows_is_bounded_and_consistent():
             assert 2 * n <= moved <= 6 * n, (name, moved)
     assert _cpu.plan_rows(1, 100, 50, 8)[0] == "buffered-shift"
     assert _cpu.plan_rows(10**6, 8, 3, 8)[0] == "small-rows-copy"
+    assert _cpu.plan_rows(10**6, 2, 1, 8)[0] == "small-rows-registers"  # 16-byte rows: two words
+    assert _cpu.plan_rows(10**6, 8, 1, 2)[0] == "small-rows-registers"
     assert _cpu.plan_rows(1, 1 << 25, 1 << 24, 8)[0] == "block-swap"
     # A half rotation is a single swap: 4 array words + 2 tile words per swapped word.
     assert _cpu.plan_rows(1, 1 << 25, 1 << 24, 8)[2] == 6 * (1 << 24) * 8
@@ -337,3 +364,22 @@ def test_plan_strided_bounded():
         name, scratch, moved = _cpu.plan_strided(shape, strides, 8, shift, 0)
         assert scratch <= cpu_tuning.current().scratch_bytes
         assert moved >= 2 * 8 * (1 << 24)
+
+
+@pytest.mark.parametrize("shape, dtype, shift, axes, order", [
+    ((37, 29, 8), np.float16, (-13, 19, 5), (0, 1, 2), "C"),
+    ((50, 3, 5), np.uint8, (7, 2), (0, 1), "C"),        # the inner rolled axis is not the last: rows of 15 B
+    ((6, 40, 7), np.uint16, (3, -2, 4), (0, 1, 2), "C"),
+    ((8, 37, 29), np.float16, (5, -13, 19), (0, 1, 2), "F"),
+    ((9, 4, 4, 3), np.uint8, (2, 1, 3, 1), (0, 1, 2, 3), "C"),  # 12 B rows; then 48 B rows stay in the pass
+])
+def test_multi_axis_roll_with_short_inner_rows(shape, dtype, shift, axes, order):
+    """A multi-axis roll whose innermost rolled axis makes rows of at most 16 bytes rolls those rows in a
+    pass of their own (in registers) and the other axes in one pass; bytes against numpy.roll."""
+    a = np.asarray(np.random.default_rng(3).integers(0, 1 << 15, shape), dtype=dtype, order=order)
+    want = np.roll(a, shift, axes)
+    plan = rotate.plan(a, shift, axes)
+    assert plan.steps[-1].algorithm in ("small-rows-registers", "small-rows-word-rotate"), plan.algorithm
+    assert len(plan.steps) >= 2
+    rotate.roll(a, shift, axes)
+    assert a.tobytes(order="A") == want.tobytes(order="A")

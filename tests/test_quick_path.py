@@ -151,6 +151,8 @@ def test_quick_rotate_equals_full_path_and_numpy(dtype, n, data):
     ("f8", (4096,), 3, None, "rows-serial"),
     ("f8", (100, 100), 3, 1, "rows-serial"),
     ("u1", (16, 8), 3, 1, "word-rows-serial"),
+    ("u1", (16, 5), 2, 1, "register-rows"),
+    ("u2", (16, 7), 3, 1, "register-rows"),
 ])
 def test_direct_kernel_runners_are_covered(host_calls, dtype, shape, shift, axis, runner):
     """The runners the executable calls directly (not through ``_cpu.run_rows``): one case each, so a change

@@ -33,7 +33,7 @@ ROOT = HERE.parent
 as_strided = np.lib.stride_tricks.as_strided
 
 KNOWN_CPU_ALGORITHMS = {
-    "small-rows-copy", "small-rows-word-rotate", "buffered-shift", "block-swap", "block-swap+buffered-shift",
+    "small-rows-copy", "small-rows-word-rotate", "small-rows-registers", "buffered-shift", "block-swap", "block-swap+buffered-shift",
     "block-swap+fused-shift", "reversal", "strided-buffered-shift", "strided-reversal",
     "chain-serial", "chain-lanes", "chain-rows",  # the chain schedule (issue #36)
     "multi-axis-cycles",  # several axes in one pass (rotate._rows)
