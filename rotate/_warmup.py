@@ -233,6 +233,10 @@ def _cpu_fftshift(dtype: np.dtype) -> None:
     fftshift(np.zeros(n, dtype))
     for shape in ((6, 8), (4, 6, 5), (64, max(2, n // 64)), (max(2, n // 8), 8)):
         fftshift(np.zeros(shape, dtype))
+    # Innermost rows of at most 16 bytes take a pass of their own (small-rows kernels), few rows and many.
+    for length in range(2, max(2, 16 // dtype.itemsize) + 1):
+        for rows in (6, max(6, n // length)):
+            fftshift(np.zeros((rows, length), dtype))
     # Rolls over several axes where fewer cycles than threads are walked: each cycle cut into pieces.
     roll(np.zeros((max(2, n // 8), 8), dtype), (1, 3), axis=(0, 1))
 
