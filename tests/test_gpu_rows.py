@@ -31,7 +31,8 @@ pytestmark = pytest.mark.gpu
 RUNNER = CudaRowsRunner()
 SMALL_ROWS = CudaRowsRunner(min_cycle_row=16)  # row-cycles on short rows too
 # Even fftshifts and narrow-strip rolls through row-cycles, as before half-swaps and flat_strips.
-NO_HALF_SWAPS = CudaRowsRunner(half_swaps=False, flat_strips=False)
+# row-cycles whatever its walks (cycle_min_walk_share 0): these cases check the kernels, not the choice.
+NO_HALF_SWAPS = CudaRowsRunner(half_swaps=False, flat_strips=False, cycle_min_walk_share=0.0)
 # lane-panels' panel kernel with its run writer on every lane (the warps variant takes 1-8 KiB by default).
 RUN_WRITER = CudaRowsRunner(lane_writer="runs", lane_warps=False)
 # lane-panels' warps variant (default for 1-8 KiB lanes) on every lane it fits: two slots a warp, and 5;

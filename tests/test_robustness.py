@@ -842,7 +842,7 @@ def test_gpu_row_cycles_variant_follows_the_row_length(gpu_planner):
     """Issue #9's long rows: three row buffers up to ~75 KiB rows (the measured kernel stays the default),
     the chunked kernel with the first row in shared memory beyond (the 16384 x 16384 complex64 fftshift: one
     pass, 2N), first rows in scratch where a row exceeds a block, per-axis passes where those exceed the
-    scratch bound; every choice within a block's shared memory."""
+    scratch bound or leave too few walks to load the GPU; every choice within a block's shared memory."""
     plan = gpu_planner.plan_row_cycles
 
     def run(shape, shifts, item=8, **settings):
@@ -865,7 +865,9 @@ def test_gpu_row_cycles_variant_follows_the_row_length(gpu_planner):
     rolled = run((16384, 16384), {0: 1001, 1: 77})  # one long cycle: cut, pre-reads within the bound
     assert rolled.details["variant"] == "chunked" and 0 < rolled.details["pre_read_rows"] == rolled.details["segments"]
     assert rolled.details["_pre_bytes"] <= gpu_planner.default_cap(16384, 16384 * 8)
-    huge = run((4096, 65536), {0: 1, 1: 32768})  # 512 KiB rows: no saved row in a block
+    # 512 KiB rows: no saved row in a block; the bound leaves few walks, so by default one pass per axis
+    assert run((4096, 65536), {0: 1, 1: 32768}) is None
+    huge = run((4096, 65536), {0: 1, 1: 32768}, cycle_min_walk_share=0.0)
     assert (huge.details["variant"], huge.details["first_rows"]) == ("chunked", "scratch")
     assert huge.details["blocks_per_sm"] == 1 and huge.details["ring"] >= 3  # few walks: deep rings
     assert run((4096, 65536), {0: 2048, 1: 32768}) is None  # 2048 first rows of 512 KiB exceed the bound

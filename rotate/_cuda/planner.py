@@ -1343,6 +1343,7 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     slot = S.align_up(seg + 32)
     cap = default_cap(rows, seg) if cap is None else cap
     piece = max(4, S.ceil_div(rows, 2 * grid))
+    grown = False  # segments merged to fit the table or the scratch bound (not for want of rows)
     while True:
         table = L.segment_table(tuple(lead), tuple(offs), piece)
         nseg = len(table) // 3
@@ -1354,6 +1355,9 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
         if piece >= rows:
             return None
         piece *= 2
+        grown = True
+    if variant is None and grown and nseg < T.cycle_min_walk_share * sms:
+        return None  # the bound left too few walks to load the GPU: one pass per axis moves the bytes faster
     if stream is not None and nseg < sms * blocks:  # fewer walks than blocks: deeper rings, fewer blocks
         stream = _cycle_stream_config(seg, limit, first_rows_in_smem, S.ceil_div(nseg, sms))
         chunk, ring, smem, threads, blocks = stream

@@ -169,6 +169,11 @@ class CudaTuning(Policy):
     #: Cycle-kernel tables above this many segments, or rows shorter than ``min_cycle_row``: one pass per axis.
     max_segments: int = 1 << 17
     min_cycle_row: int = 2048
+    #: row-cycles declines (one pass per axis instead) where merging segments to fit the scratch bound
+    #: left it fewer walks than this share of the SMs: each walk is one block, and with first rows
+    #: pre-read a row a walk, megabyte rows under a 1% bound left 1-42 walks for 132 SMs (0.8-26% of
+    #: memcpy; 2.3-47% without row-cycles, one case 15.5 -> 11.7%: docs/results/cycle-walks-h200.json).
+    cycle_min_walk_share: float = 0.5
     #: Rows from this length swap through the chunked row-cycles kernel by default (measured at 64 KiB).
     min_chunked_swap_row: int = 64 * 1024
     #: The chunked variant's chunk sizes and ring depths, and the bytes staged ahead per SM it aims for
