@@ -15,7 +15,9 @@ whose 1-minute load average is over 0.5 per core at the start is refused, exit
 status 3, unless ``--allow-busy``, which marks the result unusable for the docs).
 Exit status 1 when the CPU gate is missed and ``--gate`` is given.
 
-Run: ``python benchmarks/call_overhead.py [--json docs/results/cpu-call-overhead.json] [--gate]``
+Run: ``python benchmarks/call_overhead.py [--json docs/results/cpu-call-overhead.json] [--gate] [--plot out.png]``;
+``--from RUN.json --plot out.png`` draws an earlier run's file (microseconds a call, rotate beside the
+peers) without measuring anything.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import numpy as np  # noqa: E402
 
 import rotate  # noqa: E402
 from rotate import bench_env  # noqa: E402
-from _harness import provenance  # noqa: E402
+from _harness import plots, provenance  # noqa: E402
 
 GATE = 1.2
 CPU_CASES = [
@@ -98,6 +100,38 @@ def gpu_rows(number: int, repeats: int, nbytes: int = 4096, log=print) -> list:
     return small_arrays(nbytes, number, repeats, log)
 
 
+#: GPU rows (rotate.bench.small_arrays' cases) as (array kind, contender): rotate.roll and the library's roll.
+GPU_PAIRS = {"rotate.roll (numba array)": ("numba array", "rotate.roll"),
+             "rotate.roll (torch tensor)": ("torch tensor", "rotate.roll"),
+             "rotate.roll (cupy array)": ("CuPy array", "rotate.roll"),
+             "torch.roll": ("torch tensor", "the array library's roll"),
+             "cupy.roll": ("CuPy array", "the array library's roll")}
+LAUNCH_FLOOR = "torch x.add_(1) (a launch floor)"
+
+
+def plot(result: dict, path, source="this run") -> dict:
+    """Microseconds a call: rotate.roll beside np.roll per CPU case, and on the GPU (where the file has
+    GPU rows) beside torch.roll / cupy.roll per array kind, torch's add_ as the launch floor's line."""
+    cpu = result.get("cpu") or []
+    panels = [plots.Panel("CPU (numpy arrays)", [r["case"].replace(", ", "\n") for r in cpu],
+                          {"rotate.roll": [r["rotate_us"] for r in cpu], "np.roll": [r["np_roll_us"] for r in cpu]},
+                          "microseconds a call (median)")]
+    gpu = [r for r in result.get("gpu") or [] if r["case"] in GPU_PAIRS]
+    if gpu:
+        kinds = list(dict.fromkeys(GPU_PAIRS[r["case"]][0] for r in gpu))
+        series = {"rotate.roll": [None] * len(kinds), "the array library's roll": [None] * len(kinds)}
+        for r in gpu:
+            kind, who = GPU_PAIRS[r["case"]]
+            series[who][kinds.index(kind)] = r.get("us_per_call")  # None where it failed (an error row)
+        floor = [r["us_per_call"] for r in result["gpu"] if r["case"] == LAUNCH_FLOOR and "us_per_call" in r]
+        panels.append(plots.Panel(f"GPU ({plots.size_label(gpu[0]['bytes'])} arrays)", kinds, series,
+                                  "microseconds a call (host, back to back)",
+                                  [(floor[0], "torch x.add_(1): a kernel launch")] if floor else []))
+    return plots.bars(panels, path, sources=[plots.source(source, result)],
+                      title=f"benchmarks/call_overhead.py: the cost of a call on a small array (median of "
+                            f"{result.get('repeats')} rounds of {result.get('number')} calls; lower is better)")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--number", type=int, default=2000, help="calls per round")
@@ -105,8 +139,12 @@ def main(argv=None) -> int:
     parser.add_argument("--no-gpu", action="store_true")
     parser.add_argument("--json", help="write results here")
     parser.add_argument("--gate", action="store_true", help="exit 1 when a CPU case exceeds the gate")
+    plots.add_arguments(parser)
     bench_env.add_arguments(parser)
     args = parser.parse_args(argv)
+    replotted = plots.replot(args, parser, plot, "call_overhead")
+    if replotted is not None:
+        return replotted
     load = bench_env.LoadGate.from_args(args, "benchmarks/call_overhead.py")
     cpu = cpu_rows(args.number, args.repeats)
     gpu = [] if args.no_gpu else gpu_rows(max(200, args.number // 4), args.repeats)
@@ -115,6 +153,7 @@ def main(argv=None) -> int:
     load.finish(result)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+    plots.write(args, plot, result)
     missed = [r["case"] for r in cpu if r["ratio"] > GATE]
     print(f"CPU gate (<= {GATE}x np.roll): " + ("met" if not missed else f"MISSED for {missed}"))
     return load.status() or (1 if (missed and args.gate) else 0)

@@ -10,6 +10,8 @@ caller's time.
     .venv/bin/python benchmarks/cold_start.py                      # every scenario, top-level compiles
     .venv/bin/python benchmarks/cold_start.py --only small,rows --nested --json out.json
     .venv/bin/python benchmarks/cold_start.py --warmup float32     # rotate.warmup's compiles instead
+    .venv/bin/python benchmarks/cold_start.py --only small --plot out.png   # and a plot against the 2 s bound
+    .venv/bin/python benchmarks/cold_start.py --from docs/results/cold-start-cpu.json --plot out.png
 
 A busy machine is refused (``rotate/bench_env.py``: exit status 3 when the 1-minute load average is over
 0.5 per core; ``--allow-busy`` runs and marks the result unusable for the docs).
@@ -29,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from rotate import bench_env  # noqa: E402  (a busy machine is refused: compile times are CPU timings)
 from _harness.provenance import environment  # noqa: E402  (the commit, versions and load, as every result records)
+from _harness import plots  # noqa: E402  (--plot, --from: the drawing every benchmark shares)
 
 SCENARIOS = {
     "small": "rotate.roll(np.arange(10), 3)",
@@ -84,14 +87,36 @@ def run(code: str, cache: str) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+#: Issue #32's bound on a cold first call.
+BOUND_SECONDS = 2.0
+
+
+def plot(record: dict, path, source="this run") -> dict:
+    """Seconds of each scenario's first call, cold (empty cache) beside cached, and issue #32's 2 s line."""
+    names = list(record["scenarios"])
+    series = {"first call, empty numba cache (compiles)": [record["scenarios"][n]["cold"]["first_call"]
+                                                          for n in names],
+              "first call, cache filled (loads from disk)": [record["scenarios"][n]["warm"]["first_call"]
+                                                             for n in names]}
+    panels = plots.split("first calls", names, series, "seconds (wall clock, fresh process)", most=6,
+                         xlabel="scenario (benchmarks/cold_start.py)")
+    return plots.bars(panels, path, references=[(BOUND_SECONDS, f"issue #32 bound ({BOUND_SECONDS:g} s)")],
+                      title="benchmarks/cold_start.py: the first call's time in a fresh process (import "
+                            "not included)", sources=[plots.source(source, record)])
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="comma-separated scenario names (default: all): " + ", ".join(SCENARIOS))
     parser.add_argument("--warmup", help="instead: rotate.warmup(dtypes=THESE) cold, e.g. float32,float64")
     parser.add_argument("--nested", action="store_true", help="also list the compiles inside a compile")
     parser.add_argument("--json", help="write every record here")
+    plots.add_arguments(parser)
     bench_env.add_arguments(parser)
     args = parser.parse_args(argv)
+    replotted = plots.replot(args, parser, plot, "cold_start")
+    if replotted is not None:
+        return replotted
     load = bench_env.LoadGate.from_args(args, "benchmarks/cold_start.py")
     if args.warmup:
         chosen = {f"warmup-{args.warmup}": f"rotate.warmup(dtypes={args.warmup.split(',')!r}, gpu=False)"}
@@ -115,13 +140,12 @@ def main(argv=None) -> int:
         for r in sorted(cold["compiles"], key=lambda r: r["start"]):  # callers before their callees
             if r["depth"] == 0 or args.nested:
                 print(f"  {'  ' * r['depth']}{r['seconds']:6.2f} s  {r['name']}  {r['args'][:100]}", flush=True)
+    end_load = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+    record = load.finish({"benchmark": "cold_start", "environment": start_env, "load_average_end": end_load,
+                          "argv": sys.argv[1:], "scenarios": out})
     if args.json:
-        end_load = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
-        record = {"benchmark": "cold_start", "environment": start_env, "load_average_end": end_load,
-                  "argv": sys.argv[1:], "scenarios": out}
-        Path(args.json).write_text(json.dumps(load.finish(record), indent=1))
-    else:
-        load.finish()
+        Path(args.json).write_text(json.dumps(record, indent=1))
+    plots.write(args, plot, record)
     return load.status()
 
 

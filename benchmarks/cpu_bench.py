@@ -18,9 +18,11 @@ GB/s counts read + write bytes (2 x the array).  Also times two many-rows
 cases.  Before every timed run ``--flush-mib`` (default 1024) MiB are written
 to evict the array from the last-level cache, for all contenders alike.
 
-Run: ``.venv/bin/python benchmarks/cpu_bench.py [--threads N] [--mib 256] [--flush-mib 1024] [--json out.json]``
-(docs/results/cpu-bench.json is this script's ``--json`` output; ``tools/tables.py`` builds the
-docs' CPU tables from it). A line on stderr gives the case, i of N, and the time left. A machine whose
+Run: ``.venv/bin/python benchmarks/cpu_bench.py [--threads N] [--mib 256] [--flush-mib 1024]
+[--json out.json] [--plot out.png]`` (docs/results/cpu-bench.json is this script's ``--json`` output;
+``tools/tables.py`` builds the docs' CPU tables from it). ``--plot`` draws the times as ratios of
+np.copyto's, a panel per dtype; ``--from RUN.json --plot out.png`` draws an earlier run's file without
+measuring anything. A line on stderr gives the case, i of N, and the time left. A machine whose
 1-minute load average is over 0.5 per core at the start is refused (exit status 3; ``--allow-busy``
 runs anyway and marks the result unusable for the docs, ``--max-load`` changes the threshold), and the
 load at the end is checked too (``rotate/bench_env.py``).
@@ -49,7 +51,7 @@ import numba  # noqa: E402
 
 from rotate import bench_env  # noqa: E402
 from rotate.bench import Progress  # noqa: E402
-from _harness import cpu_kernel, provenance  # noqa: E402
+from _harness import cpu_kernel, plots, provenance  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -158,6 +160,43 @@ def gbps(nbytes: int, seconds: float) -> float:
     return 2 * nbytes / seconds / 1e9
 
 
+#: The fixed shifts' labels, in shifts_for's order; the shifts after them are random.
+SHIFT_LABELS = ["1", "3", "4097", "n/3", "n/2+3", "n-1"]
+
+
+def plot(raw: dict, path, source="this run") -> dict:
+    """Time as a ratio of np.copyto's (lower is better), rotate beside np.roll and std::rotate: a panel per
+    dtype (its random shifts in a second one) and one of the many-rows cases; np.copyto's line at 1."""
+    panels = []
+    for dtype, block in raw["dtypes"].items():
+        rows = block["rows"]
+        labels = [SHIFT_LABELS[i] if i < len(SHIFT_LABELS) else f"random {i - len(SHIFT_LABELS) + 1}"
+                  for i in range(len(rows))]
+        series = {"rotate (in place)": [r["ours"] / r["copy"] for r in rows],
+                  "np.roll + copy back": [r["roll"] / r["copy"] for r in rows]}
+        if any(r.get("cxx") for r in rows):
+            series["std::rotate (g++ -O3)"] = [r["cxx"] / r["copy"] if r.get("cxx") else None for r in rows]
+        fixed = min(len(rows), len(SHIFT_LABELS))
+        for title, part in ((f"{dtype}, n = {block['n']}", slice(0, fixed)),
+                            (f"{dtype}, random shifts", slice(fixed, None))):
+            panels.append(plots.Panel(title, labels[part], {k: v[part] for k, v in series.items()},
+                                      "time / np.copyto's time (lower is better)", xlabel="shift (elements)"))
+    many = raw.get("many_rows") or []
+    panels.append(plots.Panel(
+        "many rows (axis 1)", [r["case"].replace(", axis 1, ", "\n") for r in many],
+        {"rotate (in place)": [r["ours"] / r["copy"] for r in many],
+         "np.roll + copy back": [r["roll"] / r["copy"] for r in many]}, "time / np.copyto's time (lower is better)",
+        xlabel="shape, dtype, shift"))
+    arguments = raw.get("arguments", {})
+    threads, flush = arguments.get("threads"), arguments.get("flush_mib")
+    return plots.bars(panels, path, log=True, references=[(1.0, "np.copyto (memcpy), one thread")],
+                      title=f"benchmarks/cpu_bench.py: {plots.size_label(raw['nbytes'])} arrays, "
+                            f"{f'{threads} numba threads' if threads else 'all numba threads'}; time against "
+                            f"np.copyto's (median of {arguments.get('repeats')}, "
+                            f"{f'{flush} MiB written before each run' if flush else 'no cache flush'})",
+                      sources=[plots.source(source, raw)])
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mib", type=int, default=256, help="array size in MiB (default 256)")
@@ -171,8 +210,12 @@ def main(argv=None) -> int:
     parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     parser.add_argument("--random-shifts", type=int, default=0, help="also this many uniform random shifts")
     parser.add_argument("--seed", type=int, default=None, help="their seed (default: a fresh one, recorded)")
+    plots.add_arguments(parser)
     bench_env.add_arguments(parser)
     args = parser.parse_args(argv)
+    replotted = plots.replot(args, parser, plot, "cpu_bench")
+    if replotted is not None:
+        return replotted
     load = bench_env.LoadGate.from_args(args, "benchmarks/cpu_bench.py")
     global _flush_buffer
     if args.flush_mib:
@@ -230,6 +273,7 @@ def main(argv=None) -> int:
     load.finish(raw)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(raw, indent=1) + "\n")
+    plots.write(args, plot, raw)
     return load.status()
 
 

@@ -26,7 +26,11 @@ average is over 0.5 per core (exit status 3; ``--allow-busy`` runs and marks
 the result unusable, ``--max-load`` changes the threshold), and the load at
 the end is checked too.
 
-Run: ``python benchmarks/rows_bench.py [--mib 256] [--repeats 7] [--threads N]``
+``--plot out.png`` draws the run (or, with ``--docs-only``, the ``--json`` file) as ratios of np.copyto's
+time; ``--from RUN.json --plot out.png`` draws an earlier run's file and neither measures nor touches
+the docs.
+
+Run: ``python benchmarks/rows_bench.py [--mib 256] [--repeats 7] [--threads N] [--plot out.png]``
 """
 
 from __future__ import annotations
@@ -42,6 +46,9 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(1, str(ROOT / "benchmarks"))  # _harness, also where this file is loaded by path (tests/test_rows.py)
+
+from _harness import plots  # noqa: E402  (--plot, --from: the drawing every benchmark shares)
 
 DEFAULT_JSON = ROOT / "docs" / "results" / "cpu-rows-bench.json"
 DOC = ROOT / "docs" / "perf-cpu.md"
@@ -186,6 +193,28 @@ def render_docs(text: str, data) -> str:
     return pattern.sub(lambda m: m.group(1) + table(data) + m.group(2), text, count=1)
 
 
+def plot(data: dict, path, source="this run") -> dict:
+    """Time as a ratio of np.copyto's (lower is better), rotate beside its out-of-place peer, a panel per
+    function (roll_rows' many cases over several); np.copyto's line at 1 and the gate's at 2."""
+    panels = []
+    for function in dict.fromkeys(r["function"] for r in data["rows"]):
+        rows = [r for r in data["rows"] if r["function"] == function]
+        labels = [r["case"].replace("rows of ", "").replace("-byte", " B").replace(" (", "\n(") + "\n" + r["dtype"]
+                  for r in rows]
+        series = {"rotate (in place)": [r["ms"] / r["copyto_ms"] for r in rows]}
+        for peer in dict.fromkeys(r["peer"] for r in rows):
+            series[peer] = [r["peer_ms"] / r["copyto_ms"] if r["peer"] == peer else None for r in rows]
+        for panel in plots.split(function, labels, series, "time / np.copyto's time (lower is better)", most=7,
+                                 xlabel="row length, dtype" if function == "roll_rows" else "case, dtype"):
+            if function != "roll":  # the gate is roll_rows' and fftshift's
+                panel.references.append((GATE, f"the gate: {GATE:g}x np.copyto's time"))
+            panels.append(panel)
+    return plots.bars(panels, path, log=True, references=[(1.0, "np.copyto (memcpy), same bytes")],
+                      title=f"benchmarks/rows_bench.py: {data.get('mib')} MiB arrays, {data.get('threads')} numba "
+                            f"threads; time against np.copyto's (median of {data.get('repeats')}, cache flushed)",
+                      sources=[plots.source(source, data)])
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mib", type=int, default=256)
@@ -193,11 +222,16 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--flush-mib", type=int, default=1024)
     parser.add_argument("--json", default=str(DEFAULT_JSON))
-    parser.add_argument("--docs-only", action="store_true", help="regenerate docs/perf-cpu.md from --json only")
+    parser.add_argument("--docs-only", action="store_true", help="regenerate docs/perf-cpu.md from --json only "
+                                                                   "(and --plot it)")
+    plots.add_arguments(parser)
     from rotate import bench_env
 
     bench_env.add_arguments(parser)
     args = parser.parse_args(argv)
+    replotted = plots.replot(args, parser, plot, "rows_bench")  # --from: neither measures nor touches the docs
+    if replotted is not None:
+        return replotted
     status = 0
     if not args.docs_only:
         import numba
@@ -229,6 +263,7 @@ def main(argv=None) -> int:
     else:
         print(f"docs/perf-cpu.md left as it is: the results went to {args.json}, not {DEFAULT_JSON}")
     print(table(data))
+    plots.write(args, plot, data)
     return status
 
 

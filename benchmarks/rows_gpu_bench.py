@@ -12,7 +12,9 @@ same run (rotate/bench.py's timers). Peers timed the same way, out of place:
 * multi-axis ``roll``: ``torch.roll``, ``cupy.roll`` over the same axes.
 
 Every rotate result is checked against the peer's once. Writes JSON with the
-commit, versions and knobs (``--json``).
+commit, versions and knobs (``--json``) and a plot (``--plot out.png``: % of memcpy, rotate beside the
+peers, a panel per function); ``--from RUN.json --plot out.png`` draws an earlier run's file on any
+machine, no GPU needed. Without a usable GPU (and torch with CUDA) a run exits with status 1 and says why.
 
 Run (GPU): ``python benchmarks/rows_gpu_bench.py --json docs/results/gpu-rows-h200.json``; ``--only 15,16,17``
 runs issue #9's long rows; ``--cycle-variant chunked --only 8,9,10`` measures the chunked row-cycles kernel
@@ -30,6 +32,8 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from _harness import plots  # noqa: E402  (--plot, --from: the drawing every benchmark shares)
 
 GIB = 1 << 30
 
@@ -80,8 +84,56 @@ CASES = [
 ]
 
 
+def _label(case: dict) -> str:
+    """A case on the plot's x axis: its lanes (roll_rows) or shape (and shifts), then its size and dtype."""
+    shape = tuple(case["shape"])
+    size = f"{plots.size_label(case['nbytes'])} {case['dtype']}"
+    if case["function"] == "roll_rows":
+        return f"{plots.size_label(shape[-1] * np.dtype(case['dtype']).itemsize)}\n{size}"
+    shifts = f" by {tuple(case['args'][0])}" if case.get("args") else ""
+    return f"{shape}{shifts}\n{size}"
+
+
+def plot(data: dict, path, source="this run") -> dict:
+    """The whole call as % of memcpy, rotate beside its out-of-place peers, a panel per function (roll_rows'
+    many cases over several); memcpy's line at 100% and the in-place ceiling's where the file records one."""
+    cases = [c for c in data["cases"] if "error" not in c]
+    panels = []
+    for function in dict.fromkeys(c["function"] for c in cases):
+        mine = [c for c in cases if c["function"] == function]
+        series = {"rotate (in place)": [c["pct_memcpy"] for c in mine]}
+        for peer in dict.fromkeys(name for c in mine for name in c.get("peers", {})):
+            series[f"{peer} (out of place)"] = [c.get("peers", {}).get(peer, {}).get("pct_memcpy") for c in mine]
+        panels += plots.split(function, [_label(c) for c in mine], series,
+                              "% of a device-to-device memcpy\n(whole call, back to back)", most=6,
+                              xlabel="lane length, array size, dtype" if function == "roll_rows"
+                              else "shape (shifts), array size, dtype")
+    ceiling = data.get("in_place_ceiling_pct")
+    references = [(100.0, "memcpy (100%)" if ceiling else "memcpy (100%); no in-place ceiling recorded in this file")]
+    if ceiling:
+        references.append((float(ceiling), f"in-place ceiling ({float(ceiling):.0f}%)"))
+    return plots.bars(panels, path, references=references, sources=[plots.source(source, data)],
+                      title="benchmarks/rows_gpu_bench.py: roll_rows, fftshift and multi-axis rolls on the GPU, as % "
+                            f"of memcpy's speed (higher is better; median of {data.get('repeat')})")
+
+
+def gpu_missing():
+    """Why this machine cannot run the benchmark (no usable CUDA GPU, or no torch with CUDA), or None."""
+    from rotate import bench
+
+    if not bench.gpu_available():
+        return "no usable CUDA GPU here (numba-cuda missing, the simulator, or no device)"
+    try:
+        import torch
+    except ImportError:
+        return "torch is not installed: the benchmark's arrays and peers are torch's (pip install torch)"
+    if not torch.cuda.is_available():
+        return "torch has no CUDA here (a CPU build?): the benchmark's arrays and peers are torch's"
+    return None
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json")
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--only", default="", help="comma-separated case indices")
@@ -94,7 +146,16 @@ def main(argv=None) -> int:
     parser.add_argument("--no-peers", action="store_true", help="time rotate only (knob sweeps)")
     parser.add_argument("--max-scratch", type=int, default=None,
                         help="max_scratch_bytes for the multi-axis roll cases (default: the library's bound)")
+    plots.add_arguments(parser)
     args = parser.parse_args(argv)
+    replotted = plots.replot(args, parser, plot, "rows_gpu_bench")
+    if replotted is not None:
+        return replotted
+    missing = gpu_missing()
+    if missing:
+        print(f"rows_gpu_bench.py times the GPU only: {missing}. On any machine, --from RUN.json --plot out.png "
+              f"draws an earlier run (e.g. docs/results/gpu-rows-65d666e-h200.json)", file=sys.stderr)
+        return 1
     from _harness import knobs
 
     forced = {k: v for k, v in (("cycle_variant", args.cycle_variant), ("cycle_chunk_bytes", args.cycle_chunk),
@@ -120,6 +181,11 @@ def _run(args) -> int:
     stream = cuda.default_stream()
     timers = (*timing.whole_call_timers(cuda, stream), timing.events_timer(cuda, stream))
     rows = []
+
+    def document():
+        return {"benchmark": "rows_gpu_bench", "environment": environment(gpu=True), "repeat": args.repeat,
+                "cases": rows}
+
     chosen = [int(i) for i in args.only.split(",") if i] or range(len(CASES))
     for index in chosen:
         try:
@@ -129,9 +195,8 @@ def _run(args) -> int:
             rows.append({"case": index, "error": f"{type(exc).__name__}: {exc}"})
         torch.cuda.empty_cache()
         if args.json:
-            pathlib.Path(args.json).write_text(json.dumps(
-                {"benchmark": "rows_gpu_bench", "environment": environment(gpu=True), "repeat": args.repeat,
-                 "cases": rows}, indent=1, default=str))
+            pathlib.Path(args.json).write_text(json.dumps(document(), indent=1, default=str))
+    plots.write(args, plot, document())
     return 0 if all(r.get("correct") for r in rows) else 1
 
 

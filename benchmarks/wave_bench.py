@@ -31,6 +31,8 @@ Usage::
     python benchmarks/wave_bench.py --json out.json # and writes the rows
     python benchmarks/wave_bench.py --quick         # small sizes, a smoke test
     python benchmarks/wave_bench.py --cpu           # the CPU software wave on a GPU machine
+    python benchmarks/wave_bench.py --plot out.png  # and a plot: each bench's rate, waveops beside the others
+    python benchmarks/wave_bench.py --from docs/results/wave-bench-h200.json --plot out.png  # measure nothing
 """
 
 import argparse
@@ -52,6 +54,9 @@ except ImportError:
     import waveops
 
 from rotate.bench import Progress  # noqa: E402
+
+sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))  # _harness, also when run through runpy
+from _harness import plots, provenance  # noqa: E402
 
 try:
     from numba import cuda
@@ -374,6 +379,31 @@ def print_table(rows):
               f"{rate:>16} {ratio:7.3f}  {'ok' if check else 'MISMATCH'}")
 
 
+#: Each bench's rate: (row key, axis label).
+RATES = {"shuffle chain": ("Gshfl_per_s", "G shuffles/s (higher is better)"),
+         "3-point stencil": ("GB_per_s", "GB/s, a read and a write a point (higher is better)"),
+         "software wave": ("Glanes_per_s", "G lanes/s (higher is better)")}
+
+
+def plot(data: dict, path, source="this run") -> dict:
+    """Each bench's rate (shuffles, bytes or lanes a second), waveops beside the hand-written or numpy way
+    doing the same work, a panel per bench; waveops first (blue), as rotate is in every plot."""
+    rows, panels = data["rows"], []
+    for bench in dict.fromkeys(r["bench"] for r in rows):
+        mine = [r for r in rows if r["bench"] == bench]
+        key, label = RATES.get(bench, ("ms", "ms a call (lower is better)"))
+        cases = list(dict.fromkeys(r["case"] for r in mine))
+        impls = sorted(dict.fromkeys(r["impl"] for r in mine), key=lambda name: not name.startswith("waveops"))
+        rate = {(r["case"], r["impl"]): r.get(key) for r in mine}
+        series = {impl: [rate.get((case, impl)) for case in cases] for impl in impls}
+        panels += plots.split(bench, [c.replace(" (", "\n(") for c in cases], series, label, most=8)
+    meta = data.get("meta", {})
+    what = "the CPU software wave" if meta.get("mode") == "cpu" else "GPU"
+    return plots.bars(panels, path, sources=[plots.source(source, data)],
+                      title=f"benchmarks/wave_bench.py: waveops.rotate ({what}) against the same work done another "
+                            f"way; median of {meta.get('reps')} rounds of {meta.get('inner')} calls")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description="waveops.rotate microbenchmarks (GPU, or the CPU software wave)")
     p.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
@@ -383,7 +413,11 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
     p.add_argument("--cpu", action="store_true", help="the CPU software wave, even where a GPU is present")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    plots.add_arguments(p)
     args = p.parse_args(argv)
+    replotted = plots.replot(args, p, plot, "wave_bench")
+    if replotted is not None:
+        return replotted
     gpu = not args.cpu and waveops.cuda_available()
     if not gpu and not args.cpu:
         print("wave_bench: no usable CUDA GPU (numba-cuda and a GPU needed for waveops.rotate): timing the "
@@ -413,20 +447,23 @@ def main(argv=None):
     progress.finish()
     print(heading)
     print_table(rows)
+    import numba
+
+    meta = {
+        **device,
+        "mode": "gpu" if gpu else "cpu",
+        "numba": numba.__version__,
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+        "reps": args.reps, "warmup": args.warmup, "inner": args.inner,
+        "quick": args.quick,
+    }
+    doc = {"meta": meta, "environment": provenance.environment(gpu=gpu), "rows": rows}
     if args.json:
-        import numba
-        meta = {
-            **device,
-            "mode": "gpu" if gpu else "cpu",
-            "numba": numba.__version__,
-            "numpy": np.__version__,
-            "python": platform.python_version(),
-            "reps": args.reps, "warmup": args.warmup, "inner": args.inner,
-            "quick": args.quick,
-        }
         with open(args.json, "w") as f:
-            json.dump({"meta": meta, "rows": rows}, f, indent=2)
+            json.dump(doc, f, indent=2)
         print(f"wrote {args.json}")
+    plots.write(args, plot, doc)
     bad = [r for r in rows if not r.get("bit_identical_to_raw", True) or not r.get("matches_numpy", True)
            or not r.get("bit_identical_to_numpy", True)]
     return 1 if bad else 0

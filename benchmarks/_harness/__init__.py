@@ -9,6 +9,8 @@ graph. Where one needs something the package keeps private, it reads it here, ne
 * ``knobs``: GPU tuning overrides for A/B runs (``--set``) and the exact traffic of a lane-walks plan;
 * ``cpu_kernel``: the CPU row kernel cpu_bench.py times without the call's dispatch;
 * ``std_rotate.cpp``: the C++ reference cpu_bench.py builds.
+* ``plots``: the PNG every benchmark draws (``--plot``) and redraws from a result (``--from``); nothing
+  private, only shared.
 
 A benchmark run as a script (``python benchmarks/x.py``) has benchmarks/ on ``sys.path`` and imports
 ``from _harness import provenance``.
