@@ -13,7 +13,8 @@ np.roll alternate and the ratio is the median of the per-round ratios. Writes JS
 commit, versions, knobs and the load check (``rotate/bench_env.py``: a machine
 whose 1-minute load average is over 0.5 per core at the start is refused, exit
 status 3, unless ``--allow-busy``, which marks the result unusable for the docs).
-Exit status 1 when the CPU gate is missed and ``--gate`` is given.
+Exit status 1 when the CPU gate is missed and ``--gate`` is given. A line on stderr gives the case, i of
+N, and the time left (``--no-progress``: none).
 
 Run: ``python benchmarks/call_overhead.py [--json docs/results/cpu-call-overhead.json] [--gate] [--plot out.png]``;
 ``--from RUN.json --plot out.png`` draws an earlier run's file (microseconds a call, rotate beside the
@@ -35,6 +36,7 @@ import numpy as np  # noqa: E402
 
 import rotate  # noqa: E402
 from rotate import bench_env  # noqa: E402
+from rotate.bench import Progress  # noqa: E402
 from _harness import plots, provenance  # noqa: E402
 
 GATE = 1.2
@@ -43,6 +45,30 @@ CPU_CASES = [
     ("4096 float64", (4096,), 3, None),
     ("100x100 float64, axis 1", (100, 100), 3, 1),
 ]
+
+
+#: The GPU rows' array (bytes) and how many cases rotate.bench.small_arrays times on it.
+GPU_BYTES, GPU_CASES = 4096, 6
+#: A call's fixed cost in the progress estimate, as bytes of array (Python and dispatch; a launch on the GPU).
+CALL_BYTES, GPU_CALL_BYTES = 16 << 10, 64 << 10
+
+
+def gpu_number(number: int) -> int:
+    """Calls per round on the GPU (each costs more than a CPU call: a launch)."""
+    return max(200, number // 4)
+
+
+def weights(number: int, repeats: int, gpu: bool) -> list:
+    """The progress line's cases and their expected cost: each CPU case's calls (rotate.roll and np.roll,
+    warm-ups included) times its array's bytes plus a call's fixed part; then, with ``gpu``, one case for
+    the GPU rows together (``GPU_CASES`` of them), the same way."""
+    out = []
+    for _, shape, _, _ in CPU_CASES:
+        nbytes = 8 * int(np.prod(shape))
+        out.append(2 * repeats * (number + max(10, number // 10)) * (nbytes + CALL_BYTES))
+    if gpu:
+        out.append(GPU_CASES * (20 + repeats * gpu_number(number)) * (GPU_BYTES + GPU_CALL_BYTES))
+    return out
 
 
 def per_call_us(fn, number: int, repeats: int, sync=None) -> float:
@@ -61,9 +87,11 @@ def per_call_us(fn, number: int, repeats: int, sync=None) -> float:
     return statistics.median(rounds)
 
 
-def cpu_rows(number: int, repeats: int, log=print) -> list:
+def cpu_rows(number: int, repeats: int, log=print, progress=None) -> list:
     rows = []
     for label, shape, shift, axis in CPU_CASES:
+        if progress is not None:
+            progress.step(label)
         a = np.random.default_rng(0).random(shape)
         b = a.copy()
         rotate.roll(a, shift, axis=axis)
@@ -85,15 +113,20 @@ def cpu_rows(number: int, repeats: int, log=print) -> list:
     return rows
 
 
-def gpu_rows(number: int, repeats: int, nbytes: int = 4096, log=print) -> list:
-    """rotate.roll on numba, CuPy and torch arrays vs torch.roll / cupy.roll (rotate.bench.small_arrays)."""
+def gpu_usable() -> bool:
+    """Whether numba-cuda finds a device (not the simulator): the GPU rows run only then."""
     try:
         from numba import cuda
         from numba.core import config
 
-        if config.ENABLE_CUDASIM or not cuda.is_available():
-            return []
+        return not config.ENABLE_CUDASIM and cuda.is_available()
     except Exception:
+        return False
+
+
+def gpu_rows(number: int, repeats: int, nbytes: int = GPU_BYTES, log=print) -> list:
+    """rotate.roll on numba, CuPy and torch arrays vs torch.roll / cupy.roll (rotate.bench.small_arrays)."""
+    if not gpu_usable():
         return []
     from rotate.bench import small_arrays
 
@@ -139,6 +172,7 @@ def main(argv=None) -> int:
     parser.add_argument("--no-gpu", action="store_true")
     parser.add_argument("--json", help="write results here")
     parser.add_argument("--gate", action="store_true", help="exit 1 when a CPU case exceeds the gate")
+    parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     plots.add_arguments(parser)
     bench_env.add_arguments(parser)
     args = parser.parse_args(argv)
@@ -146,8 +180,15 @@ def main(argv=None) -> int:
     if replotted is not None:
         return replotted
     load = bench_env.LoadGate.from_args(args, "benchmarks/call_overhead.py")
-    cpu = cpu_rows(args.number, args.repeats)
-    gpu = [] if args.no_gpu else gpu_rows(max(200, args.number // 4), args.repeats)
+    on_gpu = not args.no_gpu and gpu_usable()
+    progress = Progress(weights(args.number, args.repeats, on_gpu), enabled=not args.no_progress)
+    log = progress.log(print)
+    cpu = cpu_rows(args.number, args.repeats, log, progress)
+    gpu = []
+    if on_gpu:
+        progress.step(f"GPU, {GPU_CASES} cases on {GPU_BYTES} bytes")
+        gpu = gpu_rows(gpu_number(args.number), args.repeats, log=log)
+    progress.finish()
     result = {"benchmark": "call_overhead", "environment": provenance.environment(gpu=bool(gpu)),
               "number": args.number, "repeats": args.repeats, "cpu": cpu, "gpu": gpu}
     load.finish(result)

@@ -14,7 +14,8 @@ caller's time.
     .venv/bin/python benchmarks/cold_start.py --from docs/results/cold-start-cpu.json --plot out.png
 
 A busy machine is refused (``rotate/bench_env.py``: exit status 3 when the 1-minute load average is over
-0.5 per core; ``--allow-busy`` runs and marks the result unusable for the docs).
+0.5 per core; ``--allow-busy`` runs and marks the result unusable for the docs). A line on stderr gives the
+scenario, i of N, and the time left (``--no-progress``: none).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from rotate import bench_env  # noqa: E402  (a busy machine is refused: compile times are CPU timings)
+from rotate.bench import Progress  # noqa: E402  (the progress line every benchmark shows)
 from _harness.provenance import environment  # noqa: E402  (the commit, versions and load, as every result records)
 from _harness import plots  # noqa: E402  (--plot, --from: the drawing every benchmark shares)
 
@@ -111,6 +113,7 @@ def main(argv=None) -> int:
     parser.add_argument("--warmup", help="instead: rotate.warmup(dtypes=THESE) cold, e.g. float32,float64")
     parser.add_argument("--nested", action="store_true", help="also list the compiles inside a compile")
     parser.add_argument("--json", help="write every record here")
+    parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     plots.add_arguments(parser)
     bench_env.add_arguments(parser)
     args = parser.parse_args(argv)
@@ -128,18 +131,24 @@ def main(argv=None) -> int:
         chosen = {name: SCENARIOS[name] for name in names}
     out = {}
     start_env = environment()
+    # A case is a scenario's two fresh processes (cold, then warm); the scenarios cost about the same (numba
+    # compiling, starting up), so each weighs 1.
+    progress = Progress([1] * len(chosen), enabled=not args.no_progress)
+    log = progress.log(print)
     for name, code in chosen.items():
+        progress.step(f"{name}, cold and warm")
         with tempfile.TemporaryDirectory(prefix="numba-cache-") as cache:
             cold, warm = run(code, cache), run(code, cache)
         out[name] = {"code": code, "cold": cold, "warm": warm}
         top = [r for r in cold["compiles"] if r["depth"] == 0]
-        print(f"{name}: first call {cold['first_call']:.2f} s cold ({sum(r['seconds'] for r in top):.2f} s "
-              f"compiling, {len(top)} top-level compiles of {len(cold['compiles'])}), {warm['first_call']:.2f} s "
-              f"with the cache filled ({len(warm['compiles'])} compiles); import rotate {cold['import_rotate']:.2f} s",
-              flush=True)
+        log(f"{name}: first call {cold['first_call']:.2f} s cold ({sum(r['seconds'] for r in top):.2f} s "
+            f"compiling, {len(top)} top-level compiles of {len(cold['compiles'])}), {warm['first_call']:.2f} s "
+            f"with the cache filled ({len(warm['compiles'])} compiles); import rotate {cold['import_rotate']:.2f} s",
+            flush=True)
         for r in sorted(cold["compiles"], key=lambda r: r["start"]):  # callers before their callees
             if r["depth"] == 0 or args.nested:
-                print(f"  {'  ' * r['depth']}{r['seconds']:6.2f} s  {r['name']}  {r['args'][:100]}", flush=True)
+                log(f"  {'  ' * r['depth']}{r['seconds']:6.2f} s  {r['name']}  {r['args'][:100]}", flush=True)
+    progress.finish()
     end_load = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     record = load.finish({"benchmark": "cold_start", "environment": start_env, "load_average_end": end_load,
                           "argv": sys.argv[1:], "scenarios": out})

@@ -26,11 +26,15 @@ average is over 0.5 per core (exit status 3; ``--allow-busy`` runs and marks
 the result unusable, ``--max-load`` changes the threshold), and the load at
 the end is checked too.
 
+A line on stderr gives the case, i of N, and the time left (``--no-progress``: none).
+
 ``--plot out.png`` draws the run (or, with ``--docs-only``, the ``--json`` file) as ratios of np.copyto's
 time; ``--from RUN.json --plot out.png`` draws an earlier run's file and neither measures nor touches
 the docs.
 
 Run: ``python benchmarks/rows_bench.py [--mib 256] [--repeats 7] [--threads N] [--plot out.png]``
+(``--mib 1 --repeats 1 --flush-mib 0 --json out.json`` for a short run that leaves the docs alone; ``--only 0,19,20``
+times some of the cases, by their index in ``cases()``, and needs ``--json`` elsewhere than the docs' file).
 """
 
 from __future__ import annotations
@@ -79,7 +83,8 @@ def median_ms(fn, repeats: int, setup=None) -> float:
 
 
 def cases(nbytes: int):
-    """(function, shape, dtype, description). Shapes hold ``nbytes`` (or a little less for odd sides)."""
+    """(function, shape, dtype, description). Shapes hold ``nbytes`` (or a little less for odd sides), except
+    that a ``roll_rows`` case has at least one row: below 4 MiB its 4 MiB rows make one row of 4 MiB."""
     f32, c64 = np.dtype(np.float32), np.dtype(np.complex64)
     out = []
     # Short rows: every item size of the gate's question (1, 2, 4, 8, 16 bytes), rows of 4 B to 256 B,
@@ -92,9 +97,9 @@ def cases(nbytes: int):
         dtype = np.dtype(dtype)
         row_bytes = n * dtype.itemsize
         what = f" ({n} x {dtype.itemsize}-byte structs)" if dtype.kind == "V" else ""
-        out.append(("roll_rows", (nbytes // row_bytes, n), dtype, f"rows of {row_bytes} B{what}"))
+        out.append(("roll_rows", (max(1, nbytes // row_bytes), n), dtype, f"rows of {row_bytes} B{what}"))
     for row_bytes in (4096, 32768, 4 << 20):
-        out.append(("roll_rows", (nbytes // row_bytes, row_bytes // 4), f32, f"rows of {row_bytes} B"))
+        out.append(("roll_rows", (max(1, nbytes // row_bytes), row_bytes // 4), f32, f"rows of {row_bytes} B"))
     side = int((nbytes // 8 // 2) ** 0.5)
     out.append(("fftshift", (2 * side, side), c64, "2-D, even sides"))
     out.append(("fftshift", (2 * side - 1, side + 1), c64, "2-D, odd sides"))
@@ -102,6 +107,17 @@ def cases(nbytes: int):
     out.append(("fftshift", (4 * cube, cube, cube), c64, "3-D"))
     out.append(("roll", (2 * side, side), c64, "2 axes, shifts (1001, 77)"))
     return out
+
+
+#: A case's fixed cost in the progress estimate, as bytes of array (calls, the check, numba's dispatch).
+CASE_OVERHEAD_BYTES = 1 << 20
+
+
+def weights(case_list, flush_mib: int) -> list:
+    """The progress line's expected cost of each case: its array's bytes, the ``--flush-mib`` buffer written
+    before each of its timed runs, and a fixed part."""
+    return [int(np.prod(shape)) * np.dtype(dtype).itemsize + (flush_mib << 20) + CASE_OVERHEAD_BYTES
+            for _, shape, dtype, _ in case_list]
 
 
 def same(a, b) -> bool:
@@ -217,11 +233,14 @@ def plot(data: dict, path, source="this run") -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mib", type=int, default=256)
+    parser.add_argument("--mib", type=int, default=256, help="array size in MiB (default 256; at least 1)")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--flush-mib", type=int, default=1024)
     parser.add_argument("--json", default=str(DEFAULT_JSON))
+    parser.add_argument("--only", default="", help="comma-separated case indices (default: every case); "
+                                                   "needs --json elsewhere than the docs' file")
+    parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     parser.add_argument("--docs-only", action="store_true", help="regenerate docs/perf-cpu.md from --json only "
                                                                    "(and --plot it)")
     plots.add_arguments(parser)
@@ -232,6 +251,15 @@ def main(argv=None) -> int:
     replotted = plots.replot(args, parser, plot, "rows_bench")  # --from: neither measures nor touches the docs
     if replotted is not None:
         return replotted
+    if args.mib < 1:
+        parser.error("--mib: at least 1")
+    every = cases(args.mib << 20)
+    try:
+        chosen = [every[int(i)] for i in args.only.split(",") if i] or every
+    except (ValueError, IndexError):
+        parser.error(f"--only: comma-separated case indices from 0 to {len(every) - 1}")
+    if args.only and not args.docs_only and pathlib.Path(args.json).resolve() == DEFAULT_JSON.resolve():
+        parser.error("--only times some of the cases: give --json elsewhere than the docs' file")
     status = 0
     if not args.docs_only:
         import numba
@@ -248,12 +276,18 @@ def main(argv=None) -> int:
         data = {"benchmark": "rows_bench", "environment": provenance.environment(), "mib": args.mib,
                 "repeats": args.repeats, "flush_mib": args.flush_mib, "threads": numba.get_num_threads(),
                 "rows": []}
-        for function, shape, dtype, case in cases(args.mib << 20):
+        from rotate.bench import Progress
+
+        progress = Progress(weights(chosen, args.flush_mib), enabled=not args.no_progress)
+        log = progress.log(print)
+        for function, shape, dtype, case in chosen:
+            progress.step(f"{function} {case}, {dtype.name if dtype.kind != 'V' else f'V{dtype.itemsize}'}")
             row = run_case(function, shape, dtype, args.repeats)
             row["case"] = case
             data["rows"].append(row)
-            print(f"{function:9s} {str(shape):22s} {case:26s} {row['algorithm']:24s} {row['ms']:7.1f} ms "
-                  f"{row['vs_copyto']:5.2f}x copyto  {row['peer']} {row['peer_ms']:.1f} ms", flush=True)
+            log(f"{function:9s} {str(shape):22s} {case:26s} {row['algorithm']:24s} {row['ms']:7.1f} ms "
+                f"{row['vs_copyto']:5.2f}x copyto  {row['peer']} {row['peer_ms']:.1f} ms", flush=True)
+        progress.finish()
         load.finish(data)
         status = load.status()
         pathlib.Path(args.json).write_text(json.dumps(data, indent=1) + "\n")

@@ -15,6 +15,7 @@ Every rotate result is checked against the peer's once. Writes JSON with the
 commit, versions and knobs (``--json``) and a plot (``--plot out.png``: % of memcpy, rotate beside the
 peers, a panel per function); ``--from RUN.json --plot out.png`` draws an earlier run's file on any
 machine, no GPU needed. Without a usable GPU (and torch with CUDA) a run exits with status 1 and says why.
+A line on stderr gives the case, i of N, and the time left (``--no-progress``: none).
 
 Run (GPU): ``python benchmarks/rows_gpu_bench.py --json docs/results/gpu-rows-h200.json``; ``--only 15,16,17``
 runs issue #9's long rows; ``--cycle-variant chunked --only 8,9,10`` measures the chunked row-cycles kernel
@@ -84,6 +85,30 @@ CASES = [
 ]
 
 
+#: A case's fixed cost in the progress estimate, as bytes of array (compiles, calls, the check; as rotate.bench's).
+CASE_OVERHEAD_BYTES = 64 << 20
+
+
+def case_bytes(index: int) -> int:
+    _, shape, dtype, _ = CASES[index]
+    return int(np.prod(shape)) * np.dtype(dtype).itemsize
+
+
+def weights(chosen) -> list:
+    """The progress line's expected cost of each chosen case: its array's bytes plus a fixed part (rotate and
+    each peer timed three ways, every one on the same bytes)."""
+    return [case_bytes(index) + CASE_OVERHEAD_BYTES for index in chosen]
+
+
+def chosen_cases(only: str) -> list:
+    """The case indices ``--only`` names (every case when it is empty); ValueError for one that is not a case."""
+    chosen = [int(i) for i in only.split(",") if i] or list(range(len(CASES)))
+    bad = [i for i in chosen if not 0 <= i < len(CASES)]
+    if bad:
+        raise ValueError(f"no case {bad[0]}: the cases are 0 to {len(CASES) - 1}")
+    return chosen
+
+
 def _label(case: dict) -> str:
     """A case on the plot's x axis: its lanes (roll_rows) or shape (and shifts), then its size and dtype."""
     shape = tuple(case["shape"])
@@ -146,11 +171,16 @@ def main(argv=None) -> int:
     parser.add_argument("--no-peers", action="store_true", help="time rotate only (knob sweeps)")
     parser.add_argument("--max-scratch", type=int, default=None,
                         help="max_scratch_bytes for the multi-axis roll cases (default: the library's bound)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     plots.add_arguments(parser)
     args = parser.parse_args(argv)
     replotted = plots.replot(args, parser, plot, "rows_gpu_bench")
     if replotted is not None:
         return replotted
+    try:
+        args.chosen = chosen_cases(args.only)
+    except ValueError as exc:
+        parser.error(f"--only: {exc}")
     missing = gpu_missing()
     if missing:
         print(f"rows_gpu_bench.py times the GPU only: {missing}. On any machine, --from RUN.json --plot out.png "
@@ -171,6 +201,7 @@ def _run(args) -> int:
     from numba import cuda
 
     import rotate
+    from rotate.bench import Progress
     from _harness import timing
     from _harness.provenance import environment
 
@@ -186,21 +217,25 @@ def _run(args) -> int:
         return {"benchmark": "rows_gpu_bench", "environment": environment(gpu=True), "repeat": args.repeat,
                 "cases": rows}
 
-    chosen = [int(i) for i in args.only.split(",") if i] or range(len(CASES))
-    for index in chosen:
+    progress = Progress(weights(args.chosen), enabled=not args.no_progress)
+    log = progress.log(print)
+    for index in args.chosen:
+        function, shape, dtype, _ = CASES[index]
+        progress.step(f"case {index}, {function} {shape} {dtype}")
         try:
-            rows.append(_case(index, args, torch, cuda, cupy, rotate, timing, timers, stream))
+            rows.append(_case(index, args, torch, cuda, cupy, rotate, timing, timers, stream, log))
         except Exception as exc:  # one failing case must not lose the others' numbers
-            print(f"[{index}] {CASES[index]}: {type(exc).__name__}: {exc}", flush=True)
+            log(f"[{index}] {CASES[index]}: {type(exc).__name__}: {exc}", flush=True)
             rows.append({"case": index, "error": f"{type(exc).__name__}: {exc}"})
         torch.cuda.empty_cache()
         if args.json:
             pathlib.Path(args.json).write_text(json.dumps(document(), indent=1, default=str))
+    progress.finish()
     plots.write(args, plot, document())
     return 0 if all(r.get("correct") for r in rows) else 1
 
 
-def _case(index, args, torch, cuda, cupy, rotate, timing, timers, stream):
+def _case(index, args, torch, cuda, cupy, rotate, timing, timers, stream, log=print):
     function, shape, dtype, extra = CASES[index]
     tdtype = getattr(torch, dtype)
     nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
@@ -283,10 +318,10 @@ def _case(index, args, torch, cuda, cupy, rotate, timing, timers, stream):
             cupy.get_default_memory_pool().free_all_blocks()
     peer_text = ", ".join(f"{k} {v.get('pct_memcpy', float('nan')):.0f}%" for k, v in result["peers"].items())
     variant = plan.steps[0].details.get("variant") if plan.steps else None
-    print(f"[{index}] {function} {shape} {dtype}: {plan.algorithm}{f' ({variant})' if variant else ''} "
-          f"correct={correct} whole "
-          f"{result['pct_memcpy']:.1f}% (sync {result['sync_pct_memcpy']:.1f}%) device "
-          f"{result['device_pct_memcpy']:.1f}% of memcpy ({memcpy_ms:.3f} ms); peers: {peer_text}", flush=True)
+    log(f"[{index}] {function} {shape} {dtype}: {plan.algorithm}{f' ({variant})' if variant else ''} "
+        f"correct={correct} whole "
+        f"{result['pct_memcpy']:.1f}% (sync {result['sync_pct_memcpy']:.1f}%) device "
+        f"{result['device_pct_memcpy']:.1f}% of memcpy ({memcpy_ms:.3f} ms); peers: {peer_text}", flush=True)
     return result  # the arrays go with this frame; the caller empties the cache
 
 

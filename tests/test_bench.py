@@ -242,3 +242,146 @@ def test_rows_gpu_bench_without_a_gpu_says_why_and_how_to_plot_instead(tmp_path)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "rows_gpu_bench.py times the GPU only: no usable CUDA GPU" in r.stderr and "--from RUN.json" in r.stderr
     assert "Traceback" not in r.stderr and not (tmp_path / "out.json").exists()
+
+
+# --- the progress line of call_overhead.py, cold_start.py, rows_bench.py and rows_gpu_bench.py ---------
+
+def _script(name, monkeypatch):
+    """benchmarks/NAME.py loaded as its script runs (benchmarks/ on sys.path, for _harness)."""
+    monkeypatch.syspath_prepend(str(ROOT))
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run_script(name, args, tmp_path):
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), *args], capture_output=True,
+                          text=True, env=ENV, cwd=tmp_path, timeout=300)
+
+
+def _progress_lines(stderr):
+    return [line for line in stderr.splitlines() if line.startswith("[")]
+
+
+def test_call_overhead_shows_its_progress_and_no_progress_silences_it(tmp_path):
+    quick = ["--no-gpu", "--number", "20", "--repeats", "2", "--allow-busy"]
+    r = _run_script("call_overhead", quick, tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = _progress_lines(r.stderr)
+    assert lines[0].startswith("[1/3] 10 float64: ") and lines[2].startswith("[3/3] 100x100 float64, axis 1: ")
+    assert " left" in lines[1] and lines[-1].startswith("[3/3] done in")
+    assert "ratio" in r.stdout and "[" not in r.stdout  # the results stay on stdout, the progress on stderr
+    r = _run_script("call_overhead", [*quick, "--no-progress"], tmp_path)
+    assert r.returncode == 0 and not _progress_lines(r.stderr), r.stderr[-3000:]
+
+
+def test_call_overhead_weighs_its_cases_by_calls_and_bytes(monkeypatch):
+    bench = _script("call_overhead", monkeypatch)
+    cpu = bench.weights(2000, 15, gpu=False)
+    assert len(cpu) == len(bench.CPU_CASES) and cpu[0] < cpu[1] < cpu[2]  # 10, 4096, 100x100 float64
+    assert bench.weights(20, 15, gpu=False)[0] < cpu[0]  # fewer calls, less time
+    assert bench.weights(2000, 15, gpu=True)[:3] == cpu and len(bench.weights(2000, 15, gpu=True)) == 4
+
+
+def test_cold_start_shows_a_scenario_a_case(tmp_path):
+    """One real scenario (two fresh processes compiling one small roll: a few seconds)."""
+    r = _run_script("cold_start", ["--only", "small", "--allow-busy"], tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert _progress_lines(r.stderr)[0].startswith("[1/1] small, cold and warm: ")
+    assert _progress_lines(r.stderr)[-1].startswith("[1/1] done in") and "small: first call" in r.stdout
+
+
+def test_cold_start_progress_counts_the_scenarios_and_no_progress_silences_it(monkeypatch, capsys):
+    """The wiring, without the fresh processes: each scenario one case of N, the time left after the first."""
+    bench = _script("cold_start", monkeypatch)
+    ran = []
+
+    def run(code, cache):
+        ran.append(code)
+        return {"import_numba": 0.1, "import_rotate": 0.1, "first_call": 0.5,
+                "compiles": [{"name": "f", "args": "()", "seconds": 0.4, "depth": 0, "start": 0.0}]}
+
+    monkeypatch.setattr(bench, "run", run)
+    assert bench.main(["--only", "small,rows,strided", "--allow-busy"]) in (0, bench.bench_env.BUSY_STATUS)
+    out, err = capsys.readouterr()
+    lines = _progress_lines(err)
+    assert [line.split(":")[0] for line in lines] == ["[1/3] small, cold and warm", "[2/3] rows, cold and warm",
+                                                      "[3/3] strided, cold and warm"] + [lines[-1].split(":")[0]]
+    assert lines[-1].startswith("[3/3] done in") and " left" in lines[2]
+    assert len(ran) == 6 and out.count("first call 0.50 s cold") == 3
+    bench.main(["--only", "small,rows", "--allow-busy", "--no-progress"])
+    out, err = capsys.readouterr()
+    assert not _progress_lines(err) and out.count("first call 0.50 s cold") == 2
+
+
+def test_rows_bench_small_sizes_run_and_show_their_progress(tmp_path):
+    """--mib below 4 used to give the 4 MiB rows case no row at all (a ZeroDivisionError in its traffic):
+    now it has one. Three cases (--only) keep the run short on a cold numba cache."""
+    quick = ["--mib", "1", "--only", "0,19,20", "--repeats", "1", "--flush-mib", "0", "--allow-busy"]
+    r = _run_script("rows_bench", [*quick, "--json", "r.json"], tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = _progress_lines(r.stderr)
+    assert lines[0].startswith("[1/3] roll_rows rows of 4 B, uint8: ")
+    assert lines[1].startswith("[2/3] roll_rows rows of 4194304 B, float32: ")
+    assert lines[2].startswith("[3/3] fftshift 2-D, even sides, complex64: ") and " left" in lines[2]
+    assert lines[-1].startswith("[3/3] done in")
+    rows = json.loads((tmp_path / "r.json").read_text())["rows"]
+    assert [r["shape"] for r in rows] == [[262144, 4], [1, 1 << 20], [512, 256]]
+    assert "docs/perf-cpu.md left as it is" in r.stdout
+    r = _run_script("rows_bench", [*quick, "--json", "r.json", "--no-progress"], tmp_path)
+    assert r.returncode == 0 and not _progress_lines(r.stderr), r.stderr[-3000:]
+
+
+def test_rows_bench_cases_hold_a_row_at_every_size_and_bad_arguments_are_refused(monkeypatch, tmp_path, capsys):
+    bench = _script("rows_bench", monkeypatch)
+    for mib in (1, 2, 3, 4, 256):
+        cases = bench.cases(mib << 20)
+        assert len(cases) == 24 and all(min(shape) >= 1 for _, shape, _, _ in cases), mib
+        assert len(bench.weights(cases, 0)) == 24
+    assert bench.weights(bench.cases(1 << 20), 0)[0] == (1 << 20) + bench.CASE_OVERHEAD_BYTES
+    elsewhere = ["--json", str(tmp_path / "x.json")]
+    for args, message in ((["--mib", "0", *elsewhere], "--mib: at least 1"),
+                          (["--only", "24", *elsewhere], "--only: comma-separated case indices from 0 to 23"),
+                          (["--only", "1"], "give --json elsewhere")):  # a partial run must not become the docs'
+        with pytest.raises(SystemExit) as exc:
+            bench.main([*args, "--allow-busy"])
+        assert exc.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_rows_gpu_bench_progress_wiring_without_a_gpu(monkeypatch, capsys):
+    """The case loop with the GPU's parts stubbed: a case a step, a failing case still counted, --no-progress
+    silent, and a case --only does not know refused before anything runs."""
+    cuda = pytest.importorskip("numba.cuda")
+    bench = _script("rows_gpu_bench", monkeypatch)
+    from _harness import timing
+
+    monkeypatch.setattr(timing, "whole_call_timers", lambda cuda, stream: (None, None))
+    monkeypatch.setattr(timing, "events_timer", lambda cuda, stream: None)
+    monkeypatch.setattr(cuda, "default_stream", lambda: None)
+    monkeypatch.setitem(sys.modules, "torch", type(sys)("torch"))
+    sys.modules["torch"].cuda = type(sys)("torch.cuda")
+    sys.modules["torch"].cuda.empty_cache = lambda: None
+    monkeypatch.setattr(bench, "gpu_missing", lambda: None)
+
+    def case(index, args, *rest):
+        rest[-1](f"[{index}] timed")  # the log the progress line keeps clear of
+        if index == 2:
+            raise RuntimeError("out of memory")
+        return {"case": index, "correct": True}
+
+    monkeypatch.setattr(bench, "_case", case)
+    assert bench.main(["--only", "0,1,2"]) == 1  # the failed case
+    out, err = capsys.readouterr()
+    lines = _progress_lines(err)
+    assert lines[0].startswith("[1/3] case 0, roll_rows (262144, 1024) float32: ")
+    assert lines[2].startswith("[3/3] case 2, roll_rows (16384, 16384) float32: ") and " left" in lines[2]
+    assert lines[-1].startswith("[3/3] done in") and "[2] ('roll_rows'" in out and "RuntimeError" in out
+    assert bench.main(["--only", "0", "--no-progress"]) == 0
+    assert not _progress_lines(capsys.readouterr().err)
+    assert bench.weights([0, 8]) == [(1 << 30) + bench.CASE_OVERHEAD_BYTES, (512 << 20) + bench.CASE_OVERHEAD_BYTES]
+    with pytest.raises(SystemExit) as exc:
+        bench.main(["--only", str(len(bench.CASES))])
+    assert exc.value.code == 2 and "--only: no case" in capsys.readouterr().err
