@@ -678,6 +678,17 @@ def funnel(lo, hi, byte_shift):
 
 
 @register_jitable
+def byte_mask(lo, hi):
+    """The little-endian 8-byte mask of bytes ``[lo, hi)`` (clamped to ``[0, 8]``) of a 64-bit word."""
+    lo = min(max(lo, 0), 8)
+    hi = min(max(hi, lo), 8)
+    full = uint64(0xFFFFFFFFFFFFFFFF)
+    upper = full if hi == 8 else (uint64(1) << uint64(8 * hi)) - uint64(1)
+    lower = full if lo == 8 else (uint64(1) << uint64(8 * lo)) - uint64(1)
+    return upper & ~lower
+
+
+@register_jitable
 def window5(word_shift, a0, a1, a2, a3, b0, b1, b2, b3):
     """Words ``word_shift .. word_shift + 4`` of the 8-word window ``a0..a3, b0..b3``.
 

@@ -347,6 +347,33 @@ def check_rows_flat_strips():
     assert {(up, many) for _, up, many in seen} >= {(True, True), (False, True), (True, False)}, seen
 
 
+def check_rows_window_writer():
+    """lane-panels' window writer (each whole vector from the one to four source runs it covers; lanes of
+    16 bytes to 2 KiB by default) forced onto every lane length, below 16 bytes too (a vector over many
+    lanes): lanes of two items to 40 bytes of every item size at every 16-byte offset, lane shifts on both sides
+    of a vector edge, and random cases, panels of one lane and of several, grids of 1 and 3 blocks."""
+    from rows_cases import CudaRowsRunner, RowsCase, check_rows_case, rows_cases
+
+    for i, (item, n) in enumerate((item, n) for item in (1, 2, 4, 8, 16) for n in range(2, 41 // item + 1)):
+        dtype = {1: "uint8", 2: "uint16", 4: "float32", 8: "float64", 16: "complex128"}[item]
+        rows = 5 + i % 4
+        shifts = tuple((3 * r + i) % (2 * n + 1) - n for r in range(rows))
+        case = RowsCase("roll_rows", (rows, n), dtype, shifts, -1, offset=(7 * i) % 16, seed=i)
+        runner = CudaRowsRunner(lane_threads=32, grid=(1, 3)[i % 2], lane_writer="windows",
+                                panel_bytes=(16, 200)[i % 3 == 0])
+        plan = check_rows_case(runner, case)
+        assert plan.algorithm == "lane-panels" and plan.steps[0].details["writer"] == "windows", plan
+
+    @settings(deadline=None, max_examples=EXAMPLES // 4, database=None)
+    @given(data=st.data(), grid=st.integers(1, 3), panel=st.sampled_from([48, 256, 1000]))
+    def random_cases(data, grid, panel):
+        case = data.draw(rows_cases(max_bytes=800).filter(lambda c: c.function == "roll_rows"))
+        runner = CudaRowsRunner(lane_threads=32, grid=grid, lane_writer="windows", panel_bytes=panel)
+        check_rows_case(runner, case)
+
+    random_cases()
+
+
 def check_rows_run_writer():
     """lane-panels' run writer (each lane as two runs through ``_write_moved``, lanes of 2 KiB and more
     by default) forced onto short lanes: every other fixed roll_rows case and random ones, groups of 4
@@ -507,7 +534,7 @@ def check_rare_arguments():
 GROUPS = {
     "rows-long": ("check_rows_8_mod_16", "check_rare_arguments", "check_rows_long_lanes",
                   "check_rows_long_lanes_random", "check_rows_lane_walks"),
-    "rows": ("check_rows_fixed", "check_rows_run_writer", "check_rows_lane_warps", "check_rows_flat_strips",
+    "rows": ("check_rows_fixed", "check_rows_run_writer", "check_rows_window_writer", "check_rows_lane_warps", "check_rows_flat_strips",
              "check_rows_chunked", "check_rows_chunked_picked_where_three_rows_do_not_fit", "check_rows_random"),
     "flat": ("check_write_moved", "check_fallback", "check_row_lanes", "check_block_swap_rows_at_every_offset", "check_block_swap",
              "check_fixed", "check_fixed_single_kernel", "check_bulk_stores", "check_sector_split",

@@ -175,6 +175,19 @@ def test_lane_kernels_compile_for_every_unit(monkeypatch, which, unit):
         assert "ld.acquire.gpu.global.u32" in text and "atom.global.add.u64" in text
 
 
+@pytest.mark.parametrize("unit", [1, 2, 4, 8, 16])
+def test_panel_window_writer_compiles_to_realigned_vector_loads(monkeypatch, unit):
+    """lane-panels' window writer (lanes of 16 bytes to 2 KiB): 128-bit shared loads (two windows a run),
+    128-bit global stores, and no local memory (its runs' words stay in registers)."""
+    from rotate._cuda import _lanes
+
+    monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
+    kernel = _lanes.panel_kernel(unit, 256, 0, True)
+    text, _ = cuda.compile_ptx(kernel.py_func, (types.int64,) * 11, cc=(9, 0), launch_bounds=256)
+    assert "st.global.v4.u32" in text and text.count("ld.shared.v4.u32") >= 2
+    assert "ld.local" not in text and "st.local" not in text
+
+
 @pytest.mark.parametrize("unit", [1, 4, 16])
 @pytest.mark.parametrize("row_threads", [32, 256])
 def test_panel_run_writer_compiles_to_straight_vector_loops(monkeypatch, unit, row_threads):

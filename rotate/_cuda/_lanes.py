@@ -60,7 +60,7 @@ from numba.extending import register_jitable
 from .. import _schedule as S
 from .._tuning.cuda import HOPPER as _HOPPER
 from .._rowperm import MAX_LEAD, source_row  # noqa: F401  (re-exported: the emulator and tests use L.source_row)
-from ._kernels import _write_moved, block_ticket, leave_launch, store_realigned, wait_copies_left
+from ._kernels import _write_moved, block_ticket, leave_launch, load_realigned, store_realigned, wait_copies_left
 from ._memops import (SIMULATED, atomic_add_u64, commit_copies, copies_waiter, copy16_async, global_timer, load16,
                       load16_shared, load_acquire, load_i64, store16, store8, store_relaxed, store_u64, sync_warp)
 
@@ -81,9 +81,14 @@ def buffer_vecs(nbytes: int) -> int:
     return (nbytes + 15 + 15) // 16 + 1
 
 
-def panel_smem_bytes(panel_bytes: int, panel_rows: int, buffers: int = 2) -> int:
-    """Dynamic shared memory of the panel kernel: its staging buffers and their shift tables."""
-    return buffers * (16 * buffer_vecs(panel_bytes) + 4 * panel_rows)
+#: The panel kernel's padding for the window writer: a vector before its buffers, two after its shift tables.
+PAD_BYTES = 48
+
+
+def panel_smem_bytes(panel_bytes: int, panel_rows: int, buffers: int = 2, windows: bool = False) -> int:
+    """Dynamic shared memory of the panel kernel: its staging buffers and their shift tables (padded for
+    the window writer)."""
+    return buffers * (16 * buffer_vecs(panel_bytes) + 4 * panel_rows) + (PAD_BYTES if windows else 0)
 
 
 def swap_smem_bytes(panel_bytes: int, save_bytes: int) -> int:
@@ -179,8 +184,14 @@ def _cut(starts, lengths, order, piece):
 
 
 @functools.lru_cache(maxsize=None)
-def _movers(unit: int, threads: int):
-    """Device functions moving units of ``unit`` bytes: staging and the gathering write."""
+def _movers(unit: int, threads: int, windows: bool = False):
+    """Device functions moving units of ``unit`` bytes: staging and the gathering write.
+
+    ``windows``: ``gather_write`` builds each whole destination vector from the source runs it covers (a
+    lane's bytes up to its shift and from it, at most two lanes: one to four runs), a realigned 16-byte
+    shared load and a byte mask a run, instead of a lookup a unit. It reads up to a vector before the
+    staged bytes and two past them: the panel kernel pads its shared memory for it (``PAD_BYTES``).
+    """
     shift_bits = log2_unit(unit)
     units_per_vec = 16 // unit
 
@@ -208,6 +219,36 @@ def _movers(unit: int, threads: int):
         return j
 
     @cuda.jit(device=True)
+    def window_write(sm32, buf_byte, dst, pos, rho, p, seg, shift_row, shifts_word):
+        """Store ``dst[pos:pos + 16]``, destination byte ``p`` of staged row ``rho`` on, run by run."""
+        m0 = uint64(0)
+        m1 = uint64(0)
+        b = int64(0)
+        while b < 16:
+            s = (int64(sm32[shifts_word + rho]) if shifts_word >= 0 else shift_row) << shift_bits  # bytes
+            if p >= s:  # destination bytes [s, seg) come from [0, seg - s), [0, s) from [seg - s, seg)
+                src = p - s
+                end = seg
+            else:
+                src = p - s + seg
+                end = s
+            length = min(16 - b, end - p)
+            d = buf_byte + rho * seg + src - b  # shared byte whose window puts the run at bytes [b, b + length)
+            r = d & 15
+            u0, u1, u2, u3 = load_realigned(sm32, (d - r) >> 2, r)
+            lo = S.byte_mask(b, b + length)
+            hi = S.byte_mask(b - 8, b + length - 8)
+            m0 |= ((uint64(u1) << uint64(32)) | uint64(u0)) & lo
+            m1 |= ((uint64(u3) << uint64(32)) | uint64(u2)) & hi
+            b += length
+            p += length
+            if p == seg:
+                p = int64(0)
+                rho += 1
+        store16(dst, pos, uint32(m0 & uint64(0xFFFFFFFF)), uint32(m0 >> uint64(32)),
+                uint32(m1 & uint64(0xFFFFFFFF)), uint32(m1 >> uint64(32)))
+
+    @cuda.jit(device=True)
     def gather_write(sm8, sm16, sm32, buf_byte, dst, dst_pos, dst_head, nbytes, seg, n_units, shift_row,
                      shifts_word, tid):
         """Write bytes ``[dst_pos, dst_pos + nbytes)`` of ``dst`` (rows of ``seg`` bytes) from the
@@ -221,6 +262,9 @@ def _movers(unit: int, threads: int):
             if q >= 0 and q + 16 <= nbytes:
                 rho = int64(0) if nbytes <= seg else int64(uint32(q) // uint32(seg))  # a panel < 4 GiB
                 p = q - rho * seg
+                if windows:
+                    window_write(sm32, buf_byte, dst, v_lo + 16 * v, rho, p, seg, shift_row, shifts_word)
+                    continue
                 # Rows of at least FAST_GATHER_ROW bytes: the vector lies in one row (is its source one
                 # run too?). Shorter rows leave a warp's vectors in rows of different shifts, whose
                 # realignment branches would diverge: those take the unit-by-unit gather.
@@ -333,7 +377,7 @@ def _run_writer(unit: int, threads: int, row_threads: int):
 
 
 @functools.lru_cache(maxsize=None)
-def panel_kernel(unit: int, threads: int = THREADS, row_threads: int = 0):
+def panel_kernel(unit: int, threads: int = THREADS, row_threads: int = 0, windows: bool = False):
     """``kernel(data, shifts, rows, seg, n, m, shift_stride, panel_rows, head0, buf_vecs, buffers)``.
 
     Rolls each of ``rows`` lanes of ``seg`` bytes (``n`` items of ``m`` units
@@ -343,9 +387,12 @@ def panel_kernel(unit: int, threads: int = THREADS, row_threads: int = 0):
     lane too long for two). ``row_threads``: 0 writes with ``gather_write``
     (each destination unit looks up its source: short lanes), else lanes are
     written as runs by groups of that many threads (``_run_writer``).
-    Launch with ``panel_smem_bytes`` of dynamic shared memory.
+    ``windows`` (with ``row_threads`` 0): ``gather_write`` builds whole vectors run by run (``_movers``),
+    the buffers a vector past the start of shared memory. Launch with ``panel_smem_bytes`` of dynamic
+    shared memory.
     """
-    stage, gather_write = _movers(unit, threads)
+    stage, gather_write = _movers(unit, threads, windows)
+    lead = 1 if windows else 0  # vectors before the first buffer
     write_runs = _run_writer(unit, threads, row_threads or threads)
     jit_options = {} if SIMULATED else {"launch_bounds": threads}
 
@@ -363,13 +410,13 @@ def panel_kernel(unit: int, threads: int = THREADS, row_threads: int = 0):
         tid = cuda.threadIdx.x
         panels = (rows + panel_rows - 1) // panel_rows
         n_units = n * m
-        shift_words = 4 * buffers * buf_vecs  # the shift tables follow the buffers
+        shift_words = 4 * (lead + buffers * buf_vecs)  # the shift tables follow the buffers
         panel = int64(cuda.blockIdx.x)
         if panel < panels:
             row0 = panel * panel_rows
             count = min(panel_rows, rows - row0)
             load_shifts(sm32, shift_words, shifts, row0, count, n, m, shift_stride, tid)
-            stage(sm32, 0, data, row0 * seg, (head0 + row0 * seg) & 15, count * seg, tid)
+            stage(sm32, lead, data, row0 * seg, (head0 + row0 * seg) & 15, count * seg, tid)
         buf = 0
         while panel < panels:
             following = panel + cuda.gridDim.x
@@ -380,7 +427,7 @@ def panel_kernel(unit: int, threads: int = THREADS, row_threads: int = 0):
                     count1 = min(panel_rows, rows - row1)
                     load_shifts(sm32, shift_words + other * panel_rows, shifts, row1, count1, n, m, shift_stride,
                                 tid)
-                    stage(sm32, other * buf_vecs, data, row1 * seg, (head0 + row1 * seg) & 15, count1 * seg, tid)
+                    stage(sm32, lead + other * buf_vecs, data, row1 * seg, (head0 + row1 * seg) & 15, count1 * seg, tid)
                 else:
                     commit_copies()
                 wait_but_one()
@@ -392,16 +439,16 @@ def panel_kernel(unit: int, threads: int = THREADS, row_threads: int = 0):
             lo = row0 * seg
             head = (head0 + lo) & 15
             if row_threads:
-                write_runs(sm32, buf * buf_vecs, data, lo, head, count, seg, shift_words + buf * panel_rows, tid)
+                write_runs(sm32, lead + buf * buf_vecs, data, lo, head, count, seg, shift_words + buf * panel_rows, tid)
             else:
-                gather_write(sm8, sm16, sm32, 16 * buf * buf_vecs + head, data, lo, head, count * seg, seg,
+                gather_write(sm8, sm16, sm32, 16 * (lead + buf * buf_vecs) + head, data, lo, head, count * seg, seg,
                              n_units, int64(0), int64(shift_words + buf * panel_rows), tid)
             cuda.syncthreads()  # the buffer is staged again
             if buffers == 1 and following < panels:
                 row1 = following * panel_rows
                 count1 = min(panel_rows, rows - row1)
                 load_shifts(sm32, shift_words, shifts, row1, count1, n, m, shift_stride, tid)
-                stage(sm32, 0, data, row1 * seg, (head0 + row1 * seg) & 15, count1 * seg, tid)
+                stage(sm32, lead, data, row1 * seg, (head0 + row1 * seg) & 15, count1 * seg, tid)
             panel = following
             buf = other
 

@@ -510,7 +510,8 @@ def _set_dynamic_smem(cufunc) -> None:
 
 @_kernels.functools.lru_cache(maxsize=None)
 def _compiled_lanes(which: str, unit: int, threads: int, args: int, device: int, panel_bytes: int = 0,
-                    row_threads: int = 0, runs: bool = False, group: int = 32, min_blocks: int = 1):
+                    row_threads: int = 0, runs: bool = False, group: int = 32, min_blocks: int = 1,
+                    windows: bool = False):
     """A kernel of rotate/_cuda/_lanes.py compiled for int64 arguments, its cuda.core handle,
     allowed the most dynamic shared memory a block can have (on ``device``). ``which``: "panel",
     "cycle" (built per ``unit``) or "swap" (per ``panel_bytes``)."""
@@ -523,7 +524,7 @@ def _compiled_lanes(which: str, unit: int, threads: int, args: int, device: int,
     elif which == "warps":  # panel_bytes: the slots a group has; row_threads: the launch bound's blocks an SM
         kernel = _lanes.warp_lane_kernel(threads, panel_bytes, row_threads, group)
     elif which == "panel":
-        kernel = _lanes.panel_kernel(unit, threads, row_threads)
+        kernel = _lanes.panel_kernel(unit, threads, row_threads, windows)
     else:
         kernel = _lanes.cycle_kernel(unit, threads, runs)
     if SIMULATED:
@@ -607,7 +608,8 @@ def run_lane_panels(target: Any, info, step, handle: int, shifts: Any, shift_str
     unit = p.unit_bytes
     scalars = (step.rows, step.seg_bytes, p.n, step.word_bytes // unit, shift_stride, p.panel_rows, p.head0,
                p.buf_vecs, p.buffers)
-    kernel, cu_kernel = _compiled_lanes("panel", unit, p.block, 11, planner._device_id(), row_threads=p.row_threads)
+    kernel, cu_kernel = _compiled_lanes("panel", unit, p.block, 11, planner._device_id(), row_threads=p.row_threads,
+                                        windows=p.writer == "windows")
     if SIMULATED:
         data = _sim_bytes(target, step.rows * step.seg_bytes)
         flat = getattr(shifts, "_ary", shifts).reshape(-1)  # a 0-d array of one shift too

@@ -593,8 +593,8 @@ def lane_unit(itemsize: int, head0: int) -> int:
 def _lane_writer(default: str) -> str:
     """the tuning's ``lane_writer``, checked, or ``default`` when it is None."""
     writer = _t().lane_writer or default
-    if writer not in ("runs", "gather"):
-        raise ValueError(f"GPU setting lane_writer must be 'runs', 'gather' or None, got {writer!r}")
+    if writer not in ("runs", "gather", "windows"):
+        raise ValueError(f"GPU setting lane_writer must be 'runs', 'gather', 'windows' or None, got {writer!r}")
     return writer
 
 
@@ -617,7 +617,8 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
     seg = n * itemsize
     head0 = pointer % 16
     unit = lane_unit(itemsize, head0)
-    writer = _lane_writer("runs" if seg >= L.FAST_GATHER_ROW else "gather")
+    short = "windows" if seg >= 16 and unit <= T.max_window_unit else "gather"
+    writer = _lane_writer("runs" if seg >= L.FAST_GATHER_ROW else short)
     if writer == "runs" or T.lane_writer is None:  # the warps variant writes runs
         step = _plan_lane_warps(axis, rows, n, itemsize, head0)
         if step is not None:
@@ -628,9 +629,10 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
     panel_bytes = T.panel_bytes or (T.run_panel_bytes if writer == "runs" else T.default_panel_bytes)
     panel_rows = max(1, min(T.max_panel_rows, panel_bytes // seg, rows))
     for buffers in (2, 1):  # two panels in flight per block if a lane allows, else one
-        while panel_rows > 1 and L.panel_smem_bytes(panel_rows * seg, panel_rows, buffers) > T.max_lane_smem:
+        windows = writer == "windows"
+        while panel_rows > 1 and L.panel_smem_bytes(panel_rows * seg, panel_rows, buffers, windows) > T.max_lane_smem:
             panel_rows //= 2
-        smem = L.panel_smem_bytes(panel_rows * seg, panel_rows, buffers)
+        smem = L.panel_smem_bytes(panel_rows * seg, panel_rows, buffers, windows)
         if smem <= T.max_lane_smem:
             break
     else:
@@ -1320,6 +1322,8 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     swaps_aligned = (head0 == 0 and seg >= T.min_chunked_swap_row and (c_shifts[last] * block) % 16 == 0
                      and all((2 * s) % n == 0 for n, s in zip(lead, offs)))
     writer = _lane_writer("runs")
+    if writer == "windows":  # the cycle kernel has no window writer
+        writer = "gather"
     if variant in (None, "three-rows") and L.cycle_smem_bytes(seg) <= limit and \
             not (variant is None and swaps_aligned):
         smem = L.cycle_smem_bytes(seg)

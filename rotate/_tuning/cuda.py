@@ -103,9 +103,14 @@ class CudaTuning(Policy):
     run_cycle_threads: int = 256
     #: Threads a group writing one lane has; None: group_threads.
     row_threads: Optional[int] = None
-    #: "runs" (each lane as two runs through the chain kernel's realigning loops) or "gather" (each
-    #: destination unit looks its source up); None: runs for lanes of 2 KiB and more, and row-cycles.
+    #: "runs" (each lane as two runs through the chain kernel's realigning loops), "gather" (each
+    #: destination unit looks its source up) or "windows" (each destination vector built from the one to
+    #: four source runs it covers); None: runs for lanes of 2 KiB and more and row-cycles, windows for
+    #: lanes of 16 bytes to 2 KiB moved in units of at most ``max_window_unit`` bytes, gather elsewhere.
     lane_writer: Optional[str] = None
+    #: 1: byte lanes of 16 B-1 KiB ran 1.2-2.6x faster with windows than with the gather's 16 lookups a
+    #: vector; lanes of 2-16-byte units 1.1-2.5x slower (docs/results/lane-writer-h200.json).
+    max_window_unit: int = 1
     #: The warps variant (a warp, or a group of 16, 8 or 4 threads, stages and writes one lane at a time)
     #: for lanes of ``warp_lane_min_bytes`` to ``warp_lane_bytes``: at 2, 4 and 8 KiB 19%, 7-9% and 3%
     #: faster than the panel kernel; from 1 KiB with quarter-warp lanes 16% faster than the gather
