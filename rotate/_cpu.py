@@ -437,15 +437,80 @@ def _shl128(hi, lo, s):
     return lo << (s - _U(64)), _U(0)
 
 
+@njit(cache=True, inline="always")
+def _rotated_chunk(buf, at, row_bytes, p, wrap, lo_shift, hi_shift):
+    """Bytes ``p .. p + 7`` (mod ``row_bytes``) of the row at ``at``, from loads within the row only: the
+    8 bytes at ``p``, or where they wrap (``wrap``) the window ending the row shifted down by ``lo_shift``
+    bits and the row's first 8 bytes shifted up by ``hi_shift``."""
+    if wrap:
+        return (load_u64(buf, _U(at + row_bytes - 8)) >> lo_shift) | (load_u64(buf, _U(at)) << hi_shift)
+    return load_u64(buf, _U(at + p))
+
+
+@njit(cache=True)
+def _register_rows_run64(buf, r0, r1, row_bytes, b):
+    """``_register_rows_run`` for rows of 33-64 bytes: eight 8-byte chunks of the rotated row (at 0, 8, ...
+    48, each at most 8 before the end, overlapping where the row is shorter), all loaded before any store."""
+    e = row_bytes - 8
+    o4, o5, o6 = min(32, e), min(40, e), min(48, e)
+    p0, p1, p2, p3 = b % row_bytes, (8 + b) % row_bytes, (16 + b) % row_bytes, (24 + b) % row_bytes
+    p4, p5, p6, p7 = (o4 + b) % row_bytes, (o5 + b) % row_bytes, (o6 + b) % row_bytes, (e + b) % row_bytes
+    w0, w1, w2, w3 = p0 > e, p1 > e, p2 > e, p3 > e
+    w4, w5, w6, w7 = p4 > e, p5 > e, p6 > e, p7 > e
+    for r in range(r0, r1):
+        at = r * row_bytes
+        v0 = _rotated_chunk(buf, at, row_bytes, p0, w0, _U(8 * (p0 - e)), _U(8 * (row_bytes - p0)))
+        v1 = _rotated_chunk(buf, at, row_bytes, p1, w1, _U(8 * (p1 - e)), _U(8 * (row_bytes - p1)))
+        v2 = _rotated_chunk(buf, at, row_bytes, p2, w2, _U(8 * (p2 - e)), _U(8 * (row_bytes - p2)))
+        v3 = _rotated_chunk(buf, at, row_bytes, p3, w3, _U(8 * (p3 - e)), _U(8 * (row_bytes - p3)))
+        v4 = _rotated_chunk(buf, at, row_bytes, p4, w4, _U(8 * (p4 - e)), _U(8 * (row_bytes - p4)))
+        v5 = _rotated_chunk(buf, at, row_bytes, p5, w5, _U(8 * (p5 - e)), _U(8 * (row_bytes - p5)))
+        v6 = _rotated_chunk(buf, at, row_bytes, p6, w6, _U(8 * (p6 - e)), _U(8 * (row_bytes - p6)))
+        v7 = _rotated_chunk(buf, at, row_bytes, p7, w7, _U(8 * (p7 - e)), _U(8 * (row_bytes - p7)))
+        store_u64(buf, _U(at), v0)
+        store_u64(buf, _U(at + 8), v1)
+        store_u64(buf, _U(at + 16), v2)
+        store_u64(buf, _U(at + 24), v3)
+        store_u64(buf, _U(at + o4), v4)
+        store_u64(buf, _U(at + o5), v5)
+        store_u64(buf, _U(at + o6), v6)
+        store_u64(buf, _U(at + e), v7)
+
+
 @njit(cache=True)
 def _register_rows_run(buf, r0, r1, row_bytes, b):
-    """Rows ``r0..r1-1`` of ``row_bytes`` (3-16) bytes of ``buf`` (bytes), each rotated left by ``b`` bytes
+    """Rows ``r0..r1-1`` of ``row_bytes`` (3-64) bytes of ``buf`` (bytes), each rotated left by ``b`` bytes
     in registers: the row read as one little-endian integer is rotated right by ``8 b`` bits.
 
     Rows of up to 8 bytes are read as the 8-byte window at the row (the last few rows: the window that
-    ends the span) and written back as two overlapping stores of their own bytes only; longer rows as
-    their first and last 8 bytes. Loop-invariant shift counts: no per-row branch but the span's end.
+    ends the span) and written back as two overlapping stores of their own bytes only; rows of 9-16 bytes
+    as their first and last 8 bytes; rows of 17-32 bytes as four 8-byte chunks of the rotated row (at 0,
+    8, 16 and 8 before the end, overlapping where the row is shorter), each loaded whole or, where its
+    source wraps, from two loads; rows of 33-64 bytes as eight (``_register_rows_run64``). Loop-invariant
+    shift counts: no per-row branch but the span's end.
     """
+    if row_bytes > 32:
+        _register_rows_run64(buf, r0, r1, row_bytes, b)
+        return
+    if row_bytes > 16:
+        o2 = min(16, row_bytes - 8)
+        p0 = b % row_bytes
+        p1 = (8 + b) % row_bytes
+        p2 = (o2 + b) % row_bytes
+        p3 = (row_bytes - 8 + b) % row_bytes
+        w0, w1, w2, w3 = p0 + 8 > row_bytes, p1 + 8 > row_bytes, p2 + 8 > row_bytes, p3 + 8 > row_bytes
+        e = row_bytes - 8  # the window ending the row starts here
+        for r in range(r0, r1):
+            at = r * row_bytes
+            v0 = _rotated_chunk(buf, at, row_bytes, p0, w0, _U(8 * (p0 - e)), _U(8 * (row_bytes - p0)))
+            v1 = _rotated_chunk(buf, at, row_bytes, p1, w1, _U(8 * (p1 - e)), _U(8 * (row_bytes - p1)))
+            v2 = _rotated_chunk(buf, at, row_bytes, p2, w2, _U(8 * (p2 - e)), _U(8 * (row_bytes - p2)))
+            v3 = _rotated_chunk(buf, at, row_bytes, p3, w3, _U(8 * (p3 - e)), _U(8 * (row_bytes - p3)))
+            store_u64(buf, _U(at), v0)
+            store_u64(buf, _U(at + 8), v1)
+            store_u64(buf, _U(at + o2), v2)
+            store_u64(buf, _U(at + e), v3)
+        return
     s = _U(8 * b)
     w = _U(8 * row_bytes)
     t = w - s
@@ -484,7 +549,7 @@ def _register_rows_run(buf, r0, r1, row_bytes, b):
 
 @njit(cache=True, nogil=True)
 def _rotate_register_rows(buf, rows, row_bytes, b, lanes, l_lo, l_hi):
-    """Rows of 3-16 bytes (not 4 or 8) rotated in registers (``_register_rows_run``); rows over lanes."""
+    """Rows of 3-64 bytes (not 4 or 8) rotated in registers (``_register_rows_run``); rows over lanes."""
     per = (rows + lanes - 1) // lanes
     for lane in range(l_lo, l_hi):
         _register_rows_run(buf, lane * per, min(rows, (lane + 1) * per), row_bytes, b)
@@ -833,8 +898,8 @@ def _plan_rows_lanes(rows: int, seg: int, k: int, itemsize: int, budget: int, ma
         lanes = _lanes(total_bytes, rows, max_lanes)
         if seg * itemsize in (2, 4, 8):  # the row is one machine word: rotate it in a register
             return "small-rows-word-rotate", 0, 2 * rows * seg, ("word", lanes)
-        if 3 <= seg * itemsize <= 16 and rows * seg * itemsize >= 8 and sys.byteorder == "little":
-            # Rows of up to two words: rotated in registers, no scratch (a row's copies through a scratch
+        if 3 <= seg * itemsize <= 64 and rows * seg * itemsize >= 8 and sys.byteorder == "little":
+            # Rows of up to eight words: rotated in registers, no scratch (a row's copies through a scratch
             # row took 2.9-7.4x np.copyto for rows of 10-19 bytes, one thread).
             return "small-rows-registers", 0, 2 * rows * seg, ("registers", lanes)
         # Lanes' scratch rows 128 bytes apart: sharing a cache line between
@@ -1145,7 +1210,7 @@ class SmallRowsSerialParams(RowsParams):
 
 @dataclass(frozen=True, eq=False)
 class RegisterRowsParams(RowsParams):
-    """Rows of 3-16 bytes (``row_bytes``; not 4 or 8) rotated in registers, no scratch; rows over lanes
+    """Rows of 3-64 bytes (``row_bytes``; not 4 or 8) rotated in registers, no scratch; rows over lanes
     (one lane: called directly, no team)."""
 
     CONSTANTS = (("runner", "register-rows"),)

@@ -1148,7 +1148,7 @@ def run_lanes(flat: np.ndarray, origin: int, shifts: np.ndarray, step: Step) -> 
 
 def register_axis(info, rotations):
     """The innermost rotation of a multi-axis roll of a contiguous array when rolling its axis alone is a
-    roll of rows of at most 16 bytes (words, or ``small-rows-registers``), else None."""
+    roll of rows of at most ``split_inner_row_bytes`` (the tuning's) bytes, else None."""
     if len(rotations) < 2 or rotations[0][0] is None or not (info.c_contiguous or info.f_contiguous):
         return None
     if info.c_contiguous:
@@ -1157,7 +1157,7 @@ def register_axis(info, rotations):
     else:
         inner = min(rotations, key=lambda r: r[0])
         row = math.prod(info.shape[:inner[0] + 1])
-    return inner if row * info.itemsize <= 16 else None
+    return inner if row * info.itemsize <= _T().split_inner_row_bytes else None
 
 
 def plan_multiaxis(info, rotations, max_scratch_bytes=None):

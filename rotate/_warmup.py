@@ -233,8 +233,13 @@ def _cpu_fftshift(dtype: np.dtype) -> None:
     fftshift(np.zeros(n, dtype))
     for shape in ((6, 8), (4, 6, 5), (64, max(2, n // 64)), (max(2, n // 8), 8)):
         fftshift(np.zeros(shape, dtype))
-    # Innermost rows of at most 16 bytes take a pass of their own (small-rows kernels), few rows and many.
-    for length in range(2, max(2, 16 // dtype.itemsize) + 1):
+    # Innermost rows of at most split_inner_row_bytes take a pass of their own (small-rows kernels: a word,
+    # up to 8 bytes, 9-16, 17-32 and 33-64 bytes in registers), few rows and many.
+    split = _cpu_tuning.current().split_inner_row_bytes
+    for row_bytes in (2, 3, 4, 8, 12, 24, 40):
+        length = row_bytes // dtype.itemsize
+        if row_bytes % dtype.itemsize or length < 2 or row_bytes > split:
+            continue
         for rows in (6, max(6, n // length)):
             fftshift(np.zeros((rows, length), dtype))
     # Rolls over several axes where fewer cycles than threads are walked: each cycle cut into pieces.

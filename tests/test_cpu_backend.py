@@ -222,12 +222,13 @@ def test_many_small_rows(rows, seg, data, dtype, lanes):
         check_many_rows(rows, seg, k, dtype, setup)
 
 
-@pytest.mark.parametrize("row_bytes", [3, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 16])
+@pytest.mark.parametrize("row_bytes", [3, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 19, 20, 23, 24, 25, 31, 32, 33,
+                                       40, 41, 47, 48, 55, 56, 57, 63, 64])
 @pytest.mark.parametrize("lanes", [1, 2, 3])
 def test_rows_rotated_in_registers(row_bytes, lanes):
-    """Rows of 3-16 bytes (not words) take ``small-rows-registers`` where the span holds an 8-byte window:
-    every item size dividing the row, every shift, row counts whose last rows read the window that ends
-    the span, 1-3 lanes; bytes against numpy.roll."""
+    """Rows of 3-64 bytes (not words) take ``small-rows-registers`` where the span holds an 8-byte window:
+    every item size dividing the row, every shift (rows of 17-64 bytes: every chunk wrapping or not),
+    row counts whose last rows read the window that ends the span, 1-3 lanes; bytes against numpy.roll."""
     for itemsize in (1, 2, 4, 8):
         if row_bytes % itemsize or row_bytes // itemsize < 2:
             continue
@@ -275,7 +276,7 @@ def test_plan_rows_is_bounded_and_consistent():
             assert scratch <= cpu_tuning.current().scratch_bytes
             assert 2 * n <= moved <= 6 * n, (name, moved)
     assert _cpu.plan_rows(1, 100, 50, 8)[0] == "buffered-shift"
-    assert _cpu.plan_rows(10**6, 8, 3, 8)[0] == "small-rows-copy"
+    assert _cpu.plan_rows(10**6, 9, 3, 8)[0] == "small-rows-copy"  # 72-byte rows
     assert _cpu.plan_rows(10**6, 2, 1, 8)[0] == "small-rows-registers"  # 16-byte rows: two words
     assert _cpu.plan_rows(10**6, 8, 1, 2)[0] == "small-rows-registers"
     assert _cpu.plan_rows(1, 1 << 25, 1 << 24, 8)[0] == "block-swap"
@@ -371,11 +372,14 @@ def test_plan_strided_bounded():
     ((50, 3, 5), np.uint8, (7, 2), (0, 1), "C"),        # the inner rolled axis is not the last: rows of 15 B
     ((6, 40, 7), np.uint16, (3, -2, 4), (0, 1, 2), "C"),
     ((8, 37, 29), np.float16, (5, -13, 19), (0, 1, 2), "F"),
-    ((9, 4, 4, 3), np.uint8, (2, 1, 3, 1), (0, 1, 2, 3), "C"),  # 12 B rows; then 48 B rows stay in the pass
+    ((9, 4, 4, 3), np.uint8, (2, 1, 3, 1), (0, 1, 2, 3), "C"),  # 3 B rows, then 12 and 48 B rows: a pass each
+    ((300, 7, 40), np.uint8, (101, 3, 17), (0, 1, 2), "C"),    # 40 B rows (eight words in registers)
+    ((50, 9, 3), np.complex64, (7, 4, 1), (0, 1, 2), "C"),     # 24 B rows (four words)
 ])
 def test_multi_axis_roll_with_short_inner_rows(shape, dtype, shift, axes, order):
-    """A multi-axis roll whose innermost rolled axis makes rows of at most 16 bytes rolls those rows in a
-    pass of their own (in registers) and the other axes in one pass; bytes against numpy.roll."""
+    """A multi-axis roll whose innermost rolled axis makes rows of at most ``split_inner_row_bytes`` (64)
+    rolls those rows in a pass of their own (in registers) and the other axes after; bytes against
+    numpy.roll."""
     a = np.asarray(np.random.default_rng(3).integers(0, 1 << 15, shape), dtype=dtype, order=order)
     want = np.roll(a, shift, axes)
     plan = rotate.plan(a, shift, axes)

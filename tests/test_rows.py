@@ -533,12 +533,12 @@ def test_multi_axis_roll_is_one_pass_and_equals_numpy(layout, dtype, seed, lanes
     moving = [ax for ax, s in zip(axes, shifts) if s % a.shape[ax]]
     # Padded structured dtypes roll field by field (strided views), one pass per axis.
     if len(moving) >= 2 and view_kind == "whole" and not (a.dtype.names and _arrays.has_gaps(a.dtype)):
-        # One pass; an innermost rolled axis whose rows are at most 16 bytes takes a pass of its own.
+        # One pass; an innermost rolled axis of short rows (split_inner_row_bytes) takes a pass of its own.
         inner = max(moving, key=lambda ax: ax % a.ndim) if a.flags.c_contiguous else \
             min(moving, key=lambda ax: ax % a.ndim)
         ax = inner % a.ndim
         row = np.prod(a.shape[ax:] if a.flags.c_contiguous else a.shape[:ax + 1]) * a.itemsize
-        if row <= 16:
+        if row <= cpu_tuning.current().split_inner_row_bytes:
             assert p.steps[-1].algorithm.startswith("small-rows-"), str(p)
         else:
             assert len(p.steps) == 1 and p.algorithm == "multi-axis-cycles", str(p)
