@@ -261,7 +261,7 @@ def fftshift(a: ArrayT, axes: Axes = None, *, stream: Any = None,
     >>> rotate.fftshift(x)
     array([[5, 3, 4],
            [2, 0, 1]])
-    >>> rotate.plan(x, (1, 1), axis=(0, 1)).algorithm
+    >>> rotate.plan(np.zeros((100, 100)), (50, 50), axis=(0, 1)).algorithm  # every axis in one pass
     'multi-axis-cycles'
     """
     axes, shape = _fft_axes(a, axes)  # tuples: a repeated call takes roll's cached plan
