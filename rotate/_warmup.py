@@ -29,7 +29,7 @@ FUNCTIONS = ("roll", "roll_rows", "fftshift")
 DEFAULT_DTYPES = ("float32", "float64")
 #: Lane and row lengths the calls take: every word width a short row or lane moves in (8, 4, 2 bytes, one word
 #: a row, byte windows) for items of 1-16 bytes.
-_SHORT = (2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 16, 17, 32)
+_SHORT = (2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 16, 17, 32, 33)
 
 
 def warmup(dtypes: Iterable[Any] = DEFAULT_DTYPES, *, functions: Iterable[str] = FUNCTIONS,

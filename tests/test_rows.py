@@ -70,8 +70,8 @@ def build(seed, base_shape, dtype, order, view_kind):
 
 
 @contextlib.contextmanager
-def tunables(lanes=None, poison_scratch=True, allocated=None):
-    """Force ``lanes`` threads of work on tiny arrays; poison and count scratch."""
+def tunables(lanes=None, poison_scratch=True, allocated=None, **tuning):
+    """Force ``lanes`` threads of work on tiny arrays; poison and count scratch; other CPU tuning fields."""
     saved = _cpu.scratch_array
 
     def scratch_array(words, dtype):
@@ -79,7 +79,7 @@ def tunables(lanes=None, poison_scratch=True, allocated=None):
             allocated.append(words * np.dtype(dtype).itemsize)
         return np.full(words * np.dtype(dtype).itemsize, POISON, np.uint8).view(dtype)
 
-    fields = dict(lanes=lanes, min_lane_bytes=1) if lanes else {}
+    fields = dict(dict(lanes=lanes, min_lane_bytes=1) if lanes else {}, **tuning)
     try:
         with cpu_tuning.override(**fields):
             if poison_scratch:
@@ -368,6 +368,36 @@ def test_three_to_seven_byte_lanes_in_groups_with_and_without_the_byte_shuffle(m
     assert grouped >= (11 if shuffle else 0), grouped
 
 
+@pytest.mark.parametrize("registers", [64, 16])
+@pytest.mark.parametrize("lane_bytes,dtype", [(17, np.uint8), (19, np.uint8), (26, np.uint16), (31, np.uint8),
+                                             (33, np.uint8), (41, np.uint8), (46, np.uint16), (49, np.uint8),
+                                             (57, np.uint8), (63, np.uint8), (65, np.uint8)])
+def test_seventeen_to_sixty_four_byte_lanes_in_registers(lane_bytes, dtype, registers):
+    """Byte-window lanes of 17-64 bytes are built as four (17-32) or five to eight (33-64) words in
+    registers (``register_lane_bytes``, 64), longer ones and all with the field at 16 doubled through
+    scratch; every shift of a lane length, back-to-back and strided lanes, 1-3 threads, against
+    numpy.roll, the bytes between strided lanes untouched."""
+    n = lane_bytes // np.dtype(dtype).itemsize
+    rng = np.random.default_rng(lane_bytes)
+    for shape, columns in (((3 * n, n), slice(None)), ((40, n + 3), slice(None, n)), ((2, 5, n), slice(None))):
+        for lanes in (1, 2, 3):
+            base = rng.integers(1, 200, shape).astype(dtype)
+            a = base[..., columns]
+            untouched = base.copy()
+            shifts = np.resize(np.arange(-n, 2 * n), a.shape[:-1])
+            expected = np.array([np.roll(lane, s) for lane, s in zip(a.reshape(-1, n), shifts.reshape(-1))])
+            with tunables(lanes, register_lane_bytes=registers):
+                plan = rotate.plan_roll_rows(a, shifts)
+                assert rotate.roll_rows(a, shifts) is a
+            assert np.array_equal(a.reshape(-1, n), expected), str(plan)
+            gaps = np.ones(shape, bool)
+            gaps[..., columns] = False
+            assert np.array_equal(base[gaps], untouched[gaps])
+            step = plan.steps[0]
+            assert step.algorithm == "per-lane-byte-window", str(plan)
+            assert step.details["registers"] == (lane_bytes <= registers), str(plan)
+
+
 @pytest.mark.parametrize("lane_bytes,dtype", [(3, np.uint8), (5, np.uint8), (6, np.uint16), (7, np.uint8),
                                              (9, np.uint8), (10, np.uint16), (15, np.uint8), (33, np.uint8)])
 def test_byte_lanes_with_every_shift_within_a_lane_length(lane_bytes, dtype):
@@ -469,8 +499,9 @@ def test_roll_rows_takes_narrow_integer_shifts(dtype, n, shift_dtype):
     (np.uint8, 3, 8, "per-lane-byte-window"),  # one reduced shift (8 bytes) a thread
     (np.uint8, 3, 7, "per-lane-small-copy"),  # byte windows need 8; two copies of 3 bytes and a shift fit
     (np.uint8, 3, 6, "per-lane-copy"),
-    (np.uint8, 17, 104, "per-lane-byte-window"),  # a shift and two doubled 17-byte lanes (2 * 40 bytes) a thread
-    (np.uint8, 17, 103, "per-lane-small-copy"),
+    (np.uint8, 17, 8, "per-lane-byte-window"),  # lanes of 17-64 bytes in registers: one reduced shift a thread
+    (np.uint8, 65, 296, "per-lane-byte-window"),  # a shift and two doubled 65-byte lanes (2 * 144 bytes) a thread
+    (np.uint8, 65, 295, "per-lane-small-copy"),
 ])
 def test_short_lanes_within_a_scratch_budget(dtype, n, budget, algorithm):
     rng = np.random.default_rng(n)
