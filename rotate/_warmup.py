@@ -242,8 +242,10 @@ def _cpu_fftshift(dtype: np.dtype) -> None:
             continue
         for rows in (6, max(6, n // length)):
             fftshift(np.zeros((rows, length), dtype))
-    # Rolls over several axes where fewer cycles than threads are walked: each cycle cut into pieces.
-    roll(np.zeros((max(2, n // 8), 8), dtype), (1, 3), axis=(0, 1))
+    # Rolls over several axes where fewer cycles than threads are walked: each cycle cut into pieces (rows
+    # longer than split_inner_row_bytes, which stay in the one pass).
+    length = max(8, (2 * _cpu_tuning.current().split_inner_row_bytes) // dtype.itemsize)
+    roll(np.zeros((max(2, n // length), length), dtype), (1, 3), axis=(0, 1))
 
 
 def _cpu_roll_rows(dtype: np.dtype) -> None:

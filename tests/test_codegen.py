@@ -182,10 +182,13 @@ def test_panel_window_writer_compiles_to_realigned_vector_loads(monkeypatch, uni
     from rotate._cuda import _lanes
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
-    kernel = _lanes.panel_kernel(unit, 256, 0, True)
-    text, _ = cuda.compile_ptx(kernel.py_func, (types.int64,) * 11, cc=(9, 0), launch_bounds=256)
+    text, gather = (cuda.compile_ptx(_lanes.panel_kernel(unit, 256, 0, windows).py_func, (types.int64,) * 11,
+                                     cc=(9, 0), launch_bounds=256)[0] for windows in (True, False))
     assert "st.global.v4.u32" in text and text.count("ld.shared.v4.u32") >= 2
     assert "ld.local" not in text and "st.local" not in text
+    assert text != gather  # the flag reaches the writer
+    if unit == 1:  # no byte-by-byte gather left but the panel's partial vectors
+        assert text.count("ld.shared.u8") < gather.count("ld.shared.u8")
 
 
 @pytest.mark.parametrize("unit", [1, 4, 16])

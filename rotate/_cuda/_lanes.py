@@ -81,7 +81,9 @@ def buffer_vecs(nbytes: int) -> int:
     return (nbytes + 15 + 15) // 16 + 1
 
 
-#: The panel kernel's padding for the window writer: a vector before its buffers, two after its shift tables.
+#: The panel kernel's padding for the window writer: a vector before its buffers (a window starts up to 16
+#: bytes before a buffer's staged bytes), and 32 bytes after its shift tables as a margin only (a window
+#: ends within its buffer's spare vector).
 PAD_BYTES = 48
 
 
@@ -190,7 +192,8 @@ def _movers(unit: int, threads: int, windows: bool = False):
     ``windows``: ``gather_write`` builds each whole destination vector from the source runs it covers (a
     lane's bytes up to its shift and from it, at most two lanes: one to four runs), a realigned 16-byte
     shared load and a byte mask a run, instead of a lookup a unit. It reads up to a vector before the
-    staged bytes and two past them: the panel kernel pads its shared memory for it (``PAD_BYTES``).
+    staged bytes (the panel kernel pads its shared memory for it, ``PAD_BYTES``) and up to the end of the
+    buffer's spare vector after them.
     """
     shift_bits = log2_unit(unit)
     units_per_vec = 16 // unit
