@@ -1222,8 +1222,11 @@ def run_lanes(flat: np.ndarray, origin: int, shifts: np.ndarray, step: Step) -> 
 
 def register_axis(info, rotations):
     """The innermost rotation of a multi-axis roll of a contiguous array when rolling its axis alone is a
-    roll of rows of at most ``split_inner_row_bytes`` (the tuning's) bytes, else None."""
+    roll of rows of at most ``split_inner_row_bytes`` (the tuning's) bytes on an array of at least
+    ``split_min_bytes``, else None."""
     if len(rotations) < 2 or rotations[0][0] is None or not (info.c_contiguous or info.f_contiguous):
+        return None
+    if math.prod(info.shape) * info.itemsize < _T().split_min_bytes:
         return None
     if info.c_contiguous:
         inner = max(rotations, key=lambda r: r[0])

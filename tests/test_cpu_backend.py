@@ -378,12 +378,14 @@ def test_plan_strided_bounded():
 ])
 def test_multi_axis_roll_with_short_inner_rows(shape, dtype, shift, axes, order):
     """A multi-axis roll whose innermost rolled axis makes rows of at most ``split_inner_row_bytes`` (64)
-    rolls those rows in a pass of their own (in registers) and the other axes after; bytes against
-    numpy.roll."""
+    rolls those rows in a pass of their own (in registers) and the other axes after, on arrays of at least
+    ``split_min_bytes`` (lowered here; below it, one pass); bytes against numpy.roll."""
     a = np.asarray(np.random.default_rng(3).integers(0, 1 << 15, shape), dtype=dtype, order=order)
     want = np.roll(a, shift, axes)
-    plan = rotate.plan(a, shift, axes)
-    assert plan.steps[-1].algorithm in ("small-rows-registers", "small-rows-word-rotate"), plan.algorithm
-    assert len(plan.steps) >= 2
-    rotate.roll(a, shift, axes)
+    assert len(rotate.plan(a.copy(order="K"), shift, axes).steps) == 1  # small: one pass, one kernel
+    with cpu_tuning.override(split_min_bytes=0):
+        plan = rotate.plan(a, shift, axes)
+        assert plan.steps[-1].algorithm in ("small-rows-registers", "small-rows-word-rotate"), plan.algorithm
+        assert len(plan.steps) >= 2
+        rotate.roll(a, shift, axes)
     assert a.tobytes(order="A") == want.tobytes(order="A")

@@ -569,7 +569,7 @@ def test_multi_axis_roll_is_one_pass_and_equals_numpy(layout, dtype, seed, lanes
             min(moving, key=lambda ax: ax % a.ndim)
         ax = inner % a.ndim
         row = np.prod(a.shape[ax:] if a.flags.c_contiguous else a.shape[:ax + 1]) * a.itemsize
-        if row <= cpu_tuning.current().split_inner_row_bytes:
+        if row <= cpu_tuning.current().split_inner_row_bytes and a.nbytes >= cpu_tuning.current().split_min_bytes:
             assert p.steps[-1].algorithm.startswith("small-rows-"), str(p)
         else:
             assert len(p.steps) == 1 and p.algorithm == "multi-axis-cycles", str(p)

@@ -48,6 +48,7 @@ SETTINGS = [
     ("small_lane_bytes", [0, 8, 4096]),
     ("register_lane_bytes", [0, 16, 32, 1 << 20]),
     ("split_inner_row_bytes", [0, 16, 1 << 20]),
+    ("split_min_bytes", [0, 1 << 30]),
 ]
 
 
@@ -65,7 +66,7 @@ def _calls():
     out.append(("rows float64 axis 1", rows, lambda a: rotate.roll(a, 333, axis=1), np.roll(rows, 333, axis=1)))
     out.append(("multi-axis float64", rows, lambda a: rotate.roll(a, (7, -250), axis=(0, 1)),
                 np.roll(rows, (7, -250), axis=(0, 1))))
-    short = rng.integers(0, 256, (2000, 7, 5), dtype=np.uint8)  # inner rows of 5 and 35 bytes
+    short = rng.integers(0, 256, (30000, 7, 5), dtype=np.uint8)  # inner rows of 5 and 35 bytes, over 1 MiB
     out.append(("multi-axis uint8 short rows", short, lambda a: rotate.roll(a, (3, 2, 1), axis=(0, 1, 2)),
                 np.roll(short, (3, 2, 1), axis=(0, 1, 2))))
     for lane_bytes in (2, 3, 5, 8, 9, 12, 16, 17, 24, 31, 40, 200, 3000):

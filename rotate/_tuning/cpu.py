@@ -71,6 +71,9 @@ class CpuTuning(Policy):
     #: many bytes (``small-rows-registers``) takes that axis in a pass of its own: the one pass would cut
     #: every such row into pieces of a few bytes (docs/tuning.md, "CPU: multi-axis rolls").
     split_inner_row_bytes: int = 64
+    #: ... on arrays of at least this many bytes: below it the one pass takes microseconds, and a second
+    #: pass only adds a kernel for a first call to compile (a (3, 4) fftshift's first call 1.2 -> 2.2 s).
+    split_min_bytes: int = 1 << 20
 
     def __post_init__(self) -> None:
         self._seal()
