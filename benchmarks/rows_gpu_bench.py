@@ -82,6 +82,13 @@ CASES = [
     ("roll_rows", (1024, 1 << 18), "float32", None),    # lanes of 1 MiB, 1 GiB (lane-swaps since af6e334)
     ("roll_rows", (512, 1 << 19), "float32", None),     # lanes of 2 MiB, 1 GiB
     ("roll_rows", (2048, 1 << 17), "float32", None),    # lanes of 512 KiB, 1 GiB
+    # Lanes along a strided axis (extra: the axis): columns of C arrays, column-panels.
+    ("roll_rows", (1024, 262144), "float32", 0),        # columns of 1024 items, 1 GiB
+    ("roll_rows", (4096, 65536), "float32", 0),         # columns of 4096 items, 1 GiB
+    ("roll_rows", (65536, 4096), "float32", 0),         # columns of 65536 items, 1 GiB (staged in scratch)
+    ("roll_rows", (512, 512, 1024), "float32", 1),      # a middle axis, 1 GiB
+    ("roll_rows", (8191, 32771), "uint8", 0),           # odd sides, 1-byte items, 256 MiB
+    ("roll_rows", (2000, 65536), "complex64", 0),       # 8-byte items, 1 GB
 ]
 
 
@@ -114,7 +121,9 @@ def _label(case: dict) -> str:
     shape = tuple(case["shape"])
     size = f"{plots.size_label(case['nbytes'])} {case['dtype']}"
     if case["function"] == "roll_rows":
-        return f"{plots.size_label(shape[-1] * np.dtype(case['dtype']).itemsize)}\n{size}"
+        axis = case["args"][0] if case.get("args") else len(shape) - 1
+        along = "" if axis == len(shape) - 1 else f" (axis {axis})"
+        return f"{plots.size_label(shape[axis] * np.dtype(case['dtype']).itemsize)}{along}\n{size}"
     shifts = f" by {tuple(case['args'][0])}" if case.get("args") else ""
     return f"{shape}{shifts}\n{size}"
 
@@ -249,16 +258,20 @@ def _case(index, args, torch, cuda, cupy, rotate, timing, timers, stream, log=pr
     memcpy_ms = timers[2](copy, args.repeat)
     peers = {}
     if function == "roll_rows":
-        n = shape[-1]
-        shifts = torch.randint(-n, n, shape[:-1], device="cuda", dtype=torch.int64, generator=gen)
-        idx = (torch.arange(n, device="cuda") - shifts[:, None]) % n
-        call = lambda: rotate.roll_rows(x, shifts)  # noqa: E731
-        plan = rotate.plan_roll_rows(x, shifts)
-        peers["torch.gather"] = lambda: torch.gather(x, 1, idx)
-        want = torch.gather(original, 1, idx)
+        axis = len(shape) - 1 if extra is None else extra
+        n = shape[axis]
+        shifts = torch.randint(-n, n, shape[:axis] + shape[axis + 1:], device="cuda", dtype=torch.int64,
+                               generator=gen)
+        along = [1] * len(shape)
+        along[axis] = n
+        idx = (torch.arange(n, device="cuda").reshape(along) - shifts.unsqueeze(axis)) % n
+        call = lambda: rotate.roll_rows(x, shifts, axis)  # noqa: E731
+        plan = rotate.plan_roll_rows(x, shifts, axis)
+        peers["torch.gather"] = lambda: torch.gather(x, axis, idx)
+        want = torch.gather(original, axis, idx)
         if cupy is not None:
             cx, cidx = cupy.asarray(x), cupy.asarray(idx)
-            peers["cupy.take_along_axis"] = lambda: cupy.take_along_axis(cx, cidx, 1)
+            peers["cupy.take_along_axis"] = lambda: cupy.take_along_axis(cx, cidx, axis)
     elif function == "fftshift":
         call = lambda: rotate.fftshift(x)  # noqa: E731
         plan = rotate.plan(x, [s // 2 for s in shape], tuple(range(len(shape))))
@@ -292,11 +305,12 @@ def _case(index, args, torch, cuda, cupy, rotate, timing, timers, stream, log=pr
             moved, walked = knobs.walk_traffic(plan.steps[0], host)
             plan_traffic = {"traffic_exact_over_2n": moved / (2 * nbytes), "lanes_walked": walked}
         else:
-            exact = rotate.plan_roll_rows(x, host)
+            exact = rotate.plan_roll_rows(x, host, axis)
             if exact.algorithm == plan.algorithm:
                 plan_traffic = {"traffic_exact_over_2n": exact.bytes_moved / (2 * nbytes)}
     result = {"function": function, "shape": list(shape), "dtype": dtype, "nbytes": nbytes,
-              "args": None if extra is None else [list(extra[0]), list(extra[1])],
+              "args": None if extra is None else [extra] if function == "roll_rows" else [list(extra[0]),
+                                                                                         list(extra[1])],
               "algorithm": plan.algorithm, "scratch_bytes": plan.scratch_bytes,
               "traffic_over_2n": plan.bytes_moved / (2 * nbytes), "correct": correct,
               "memcpy_ms": memcpy_ms, **plan_traffic,

@@ -44,12 +44,15 @@ def roll_rows(a: ArrayT, shifts: Any, axis: SupportsIndex = -1, *, stream: Any =
     ----------
     a : array
         A writeable numpy array (or PyTorch CPU tensor), any fixed-size dtype,
-        C- or F-contiguous or a strided view; or a CUDA device array (numba,
-        CuPy, PyTorch, anything with ``__cuda_array_interface__`` or DLPack)
-        whose lanes are contiguous: ``axis`` the last axis of a C-contiguous
-        array or the first of an F-contiguous one (one launch: ``lane-panels``;
-        beyond a block's shared memory ``lane-walks``, one pass, for lanes of
-        2-24 MiB, else ``lane-swaps``).
+        C- or F-contiguous or a strided view; or a C- or F-contiguous CUDA
+        device array (numba, CuPy, PyTorch, anything with
+        ``__cuda_array_interface__`` or DLPack), along any axis. Lanes
+        contiguous in memory (``axis`` the last axis of a C-contiguous array
+        or the first of an F-contiguous one) take one launch of
+        ``lane-panels``; beyond a block's shared memory ``lane-walks``, one
+        pass, for lanes of 2-24 MiB, else ``lane-swaps``. Lanes along any
+        other axis are columns of rows and take one launch of
+        ``column-panels``: each block rolls a strip of every lane's rows.
     shifts : int or array of ints
         One shift per lane: an integer array (or a scalar, or a list of
         Python ints of any size) that broadcasts to ``a.shape`` without
@@ -85,7 +88,8 @@ def roll_rows(a: ArrayT, shifts: Any, axis: SupportsIndex = -1, *, stream: Any =
         dtypes, ``stream=`` with a host array.
     ValueError
         ``shifts`` whose shape does not broadcast to ``a.shape`` without
-        ``axis``; a read-only ``a``; GPU lanes that are not contiguous; GPU
+        ``axis``; a read-only ``a``; a GPU array that is neither C- nor
+        F-contiguous; GPU
         ``shifts`` on another device or inside ``a``'s memory; a torch
         tensor that requires grad.
     RuntimeError
@@ -100,9 +104,8 @@ def roll_rows(a: ArrayT, shifts: Any, axis: SupportsIndex = -1, *, stream: Any =
     % n, axis=1)`` gives, without the index array (8 bytes per element) or the
     second array. On the CPU, a ``shifts`` array of any integer dtype is read
     as it is: int32 shifts are half the bytes of int64 ones, which matters
-    when lanes are a few bytes long. On the GPU, lanes must be contiguous and
-    device ``shifts`` are read on the device, so the host never waits for
-    them. :func:`plan_roll_rows` says which algorithm a call takes.
+    when lanes are a few bytes long. On the GPU, device ``shifts`` are read on
+    the device, so the host never waits for them. :func:`plan_roll_rows` says which algorithm a call takes.
 
     See Also
     --------
@@ -161,7 +164,7 @@ def plan_roll_rows(a: Any, shifts: Any, axis: SupportsIndex = -1, *,
         One step per array the call moves (none when nothing moves): the
         backend, the lane algorithm (CPU: ``per-lane-copy``,
         ``per-lane-shift``, ...; GPU: ``lane-panels``, ``lane-walks``,
-        ``lane-swaps``, ...), its scratch bytes and the bytes it moves; a
+        ``lane-swaps``, ``column-panels``, ...), its scratch bytes and the bytes it moves; a
         step's ``params`` say more, and its ``shift_copy_bytes`` counts host
         shifts that share memory with ``a``, copied first.
 

@@ -168,8 +168,8 @@ class CudaRowsRunner:
         shifts = None
         if case.function == "roll_rows":
             shifts = case.shift_array()
-            if case.device_shifts:
-                shifts = cuda.to_device(shifts)
+            if case.device_shifts:  # in the lanes' memory order, as the GPU reads them
+                shifts = cuda.to_device(np.asfortranarray(shifts) if case.order == "F" else shifts)
         poison_launch_scratch()
         with cuda_tuning.override(**self.settings):
             out, plan = call(case, view, shifts)
@@ -220,6 +220,53 @@ def _freeze(value):
 
 
 FIXED_ROWS_CASES = _fixed()
+
+
+def _columns() -> list:
+    """``roll_rows`` along an axis that is not contiguous in memory (GPU: ``column-panels``): axis 0 and a
+    middle axis of C arrays, the last and a middle axis of F arrays, item sizes 1-16 (3: structured), bases
+    0, 1, 3 and 8 bytes past an aligned address, shifts beyond the length and negative, host and device
+    shifts, one shift for every lane."""
+    out = []
+    rng = np.random.default_rng(11)
+    for dtype in ("uint8", "int16", "V3", "float32", "float64", "complex128"):
+        for shape, axis, order, offset in (((9, 6), 0, "C", 0), ((9, 6), 0, "C", 3), ((4, 5, 3), 1, "C", 8),
+                                           ((6, 4, 5), 1, "F", 1), ((5, 7), 1, "F", 0), ((3, 2, 17), 0, "C", 4)):
+            lanes = shape[:axis] + shape[axis + 1:]
+            n = shape[axis]
+            shifts = _freeze(rng.integers(-3 * n, 3 * n, size=lanes).tolist())
+            out.append(RowsCase("roll_rows", shape, dtype, shifts, axis, offset, seed=len(out), order=order,
+                                device_shifts=len(out) % 3 == 1))
+        out.append(RowsCase("roll_rows", (8, 5), dtype, -3, 0, 2, seed=len(out)))  # one shift for every lane
+    return out
+
+
+#: roll_rows along strided axes (the GPU's ``column-panels``), on every backend.
+COLUMN_CASES = _columns()
+
+
+@st.composite
+def column_cases(draw, max_bytes=3000):
+    """Random ``roll_rows`` along an axis that is not contiguous: C or F arrays of 2-3 axes, item sizes
+    1-16 (odd ones structured), any base offset, shifts from -3n to 3n."""
+    dtype = draw(st.sampled_from(["uint8", "int16", "V3", "float32", "V6", "float64", "V12", "complex128"]))
+    item = np.dtype(dtype).itemsize
+    ndim = draw(st.integers(2, 3))
+    order = draw(st.sampled_from("CF"))
+    budget = max(1, max_bytes // item)
+    shape = []
+    for _ in range(ndim):
+        shape.append(draw(st.integers(1, max(1, min(40, budget)))))
+        budget = max(1, budget // shape[-1])
+    # Any axis but the one whose lanes are contiguous (the last of C, the first of F).
+    axis = draw(st.integers(0, ndim - 2)) if order == "C" else draw(st.integers(1, ndim - 1))
+    lanes = tuple(shape[:axis] + shape[axis + 1:])
+    n = shape[axis]
+    shifts = draw(st.lists(st.integers(-3 * n - 2, 3 * n + 2), min_size=int(np.prod(lanes)),
+                           max_size=int(np.prod(lanes))))
+    return RowsCase("roll_rows", tuple(shape), dtype, _freeze(np.asarray(shifts, np.int64).reshape(lanes).tolist()),
+                    axis, draw(st.sampled_from([0, 1, 2, 3, 4, 8, 12])), draw(st.integers(0, 2**31)), order=order,
+                    device_shifts=draw(st.booleans()))
 
 
 #: Planner settings that send every lane to ``lane-swaps`` (``lane-panels``' shared memory limit

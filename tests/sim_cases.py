@@ -531,9 +531,54 @@ def check_rare_arguments():
 
 #: Every check, in groups of about equal time (3-4 minutes each on 2 cores); tests/test_cuda_sim.py runs
 #: each group in its own interpreter (the simulator must be on before numba.cuda is imported).
+def check_rows_columns():
+    """roll_rows along strided axes (column-panels): the shared column table with strips in shared memory
+    (grids of one block and more) and staged in scratch (shared memory shrunk below a strip's rows), strips
+    a few bytes wide and blocks of 32 threads, random cases under random strip and block sizes; a GPU array
+    that is neither C- nor F-contiguous, and a scratch bound below one staged strip, refused with nothing
+    moved."""
+    import rotate
+    from rows_cases import COLUMN_CASES, CudaRowsRunner, check_rows_case, column_cases
+
+    seen = set()
+    for i, case in enumerate(COLUMN_CASES):
+        staged = i % 3 == 2
+        settings_ = dict(grid=(1, None)[i % 2], column_threads=(32, 256)[i % 2])
+        if staged:
+            settings_.update(column_smem_bytes=1, column_staged_strip_bytes=(8, 16)[i % 2])
+        plan = check_rows_case(CudaRowsRunner(**settings_), case)
+        details = plan.steps[0].details
+        assert plan.algorithm == "column-panels" and details["staged"] == staged, plan
+        seen.add((details["word_bytes"], details["unit_bytes"]))
+    assert {(1, 1), (8, 8), (8, 4), (2, 2)} <= seen, seen
+
+    @settings(deadline=None, max_examples=EXAMPLES // 4, database=None)
+    @given(case=column_cases(max_bytes=1500), threads=st.sampled_from([32, 64, 256]),
+           strip=st.sampled_from([8, 32, 256]), smem=st.sampled_from([16, 512, 40960]))
+    def random_cases(case, threads, strip, smem):
+        check_rows_case(CudaRowsRunner(column_threads=threads, column_strip_bytes=strip, column_min_strip_bytes=8,
+                                       column_smem_bytes=smem, column_staged_strip_bytes=strip), case)
+
+    random_cases()
+
+    host = np.arange(48, dtype=np.float32).reshape(6, 8)
+    a = cuda.to_device(host)
+    for bad, message in ((lambda: rotate.roll_rows(a[:, ::2], [1, 2, 3, 4], axis=0), "C- or F-contiguous"),
+                         (lambda: rotate.roll_rows(a, list(range(8)), axis=0, max_scratch_bytes=8),
+                          "max_scratch_bytes")):
+        try:
+            with rotate._tuning.cuda.override(column_smem_bytes=16):
+                bad()
+        except ValueError as exc:
+            assert message in str(exc), exc
+        else:
+            raise AssertionError(f"no error for {message}")
+        assert (a.copy_to_host() == host).all()
+
+
 GROUPS = {
     "rows-long": ("check_rows_8_mod_16", "check_rare_arguments", "check_rows_long_lanes",
-                  "check_rows_long_lanes_random", "check_rows_lane_walks"),
+                  "check_rows_long_lanes_random", "check_rows_lane_walks", "check_rows_columns"),
     "rows": ("check_rows_fixed", "check_rows_run_writer", "check_rows_window_writer", "check_rows_lane_warps", "check_rows_flat_strips",
              "check_rows_chunked", "check_rows_chunked_picked_where_three_rows_do_not_fit", "check_rows_random"),
     "flat": ("check_write_moved", "check_fallback", "check_row_lanes", "check_block_swap_rows_at_every_offset", "check_block_swap",

@@ -346,3 +346,24 @@ def test_walk_pre_bytes_compiles_for_the_device(monkeypatch):
     text, _ = cuda.compile_ptx(kernel, (array, types.int64, types.int64, array), cc=(9, 0))
     assert "div.s64" in text or "rem.s64" in text  # the floor sums and chain positions divide
     assert "ld.local" not in text and "st.local" not in text
+
+
+@pytest.mark.parametrize("word,unit", [(8, 8), (8, 1), (4, 2), (1, 1)])
+@pytest.mark.parametrize("staged", [False, True])
+def test_column_kernels_keep_their_loads_in_registers(monkeypatch, word, unit, staged):
+    """column-panels (roll_rows along a strided axis): the words a thread loads ahead stay in registers (no
+    local memory), rows move as ``word``-byte global loads and stores, the panel in shared memory unless
+    staged."""
+    from rotate._cuda import _columns
+
+    monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
+    kernel = (_columns.staged_kernel if staged else _columns.panel_kernel)(word, unit, 256, 4)
+    wtype, utype = getattr(types, f"uint{8 * word}"), getattr(types, f"uint{8 * unit}")
+    arrays = (wtype[::1],) + ((utype[::1],) if staged else ()) + (types.int64[::1],)
+    text, _ = cuda.compile_ptx(kernel.py_func, arrays + (types.int64,) * (8 if staged else 7), cc=(9, 0),
+                               launch_bounds=256)
+    assert "ld.local" not in text and "st.local" not in text
+    bits = 8 * word
+    assert re.search(rf"ld\.global(\.nc)?\.(u|b){bits}\b", text) and re.search(rf"st\.global\.(u|b){bits}\b", text)
+    if staged:  # the slot moves units: loaded and stored unit-wide
+        assert re.search(rf"st\.global\.(u|b){8 * unit}\b", text) and re.search(rf"ld\.global\.(u|b){8 * unit}\b", text)

@@ -19,10 +19,11 @@ if config.ENABLE_CUDASIM or not cuda.is_available():
 import numpy as np  # noqa: E402
 
 import rotate  # noqa: E402
-from rows_cases import (BIG_ROWS_CASES, CHUNKED_ROWS_CASES, CHUNKED_RUNS, FIXED_ROWS_CASES,  # noqa: E402
+from rows_cases import (BIG_ROWS_CASES, CHUNKED_ROWS_CASES, CHUNKED_RUNS, COLUMN_CASES, FIXED_ROWS_CASES,  # noqa: E402
                         FLAT_STRIP_CASES, LONG_LANE_CASES, LONG_LANE_SETTINGS, NO_SCRATCH_WALK_SETTINGS,
                         POOL_WALK_SETTINGS, TIGHT_POOL_WALK_SETTINGS, WALK_SETTINGS, CudaRowsRunner, RowsCase,
-                        check_pool_filled, check_rows_case, launch_scratch_state, long_lane_cases, rows_cases,
+                        check_pool_filled, check_rows_case, column_cases, launch_scratch_state, long_lane_cases,
+                        rows_cases,
                         walk_pool_bytes)
 from rotate._tuning import cuda as cuda_tuning  # noqa: E402
 
@@ -60,6 +61,52 @@ def test_fixed_rows_cases(case):
         for runner in WARPS:
             plan = check_rows_case(runner, case)
             assert plan.steps[0].seg_bytes < 16 or plan.steps[0].details.get("variant") in ("warps", None), plan
+
+
+# column-panels with its strips staged in scratch (shared memory too small for a strip's rows).
+STAGED_COLUMNS = CudaRowsRunner(column_smem_bytes=1)
+
+
+@pytest.mark.parametrize("case", COLUMN_CASES, ids=repr)
+def test_column_cases(case):
+    """roll_rows along strided axes: column-panels, strips in shared memory and staged in scratch."""
+    for runner, staged in ((RUNNER, False), (STAGED_COLUMNS, True)):
+        plan = check_rows_case(runner, case)
+        assert plan.algorithm == "column-panels" and plan.steps[0].details["staged"] == staged, plan
+
+
+@settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(case=column_cases(max_bytes=1 << 16), staged=st.booleans())
+def test_random_column_cases(case, staged):
+    check_rows_case(STAGED_COLUMNS if staged else RUNNER, case)
+
+
+@pytest.mark.parametrize("shape,dtype,axis,order", [
+    ((4096, 8192), "float32", 0, "C"),      # 4 KiB lanes of 32 KiB rows: strips in shared memory
+    ((3001, 2, 4099), "uint8", 0, "C"),     # odd sides, 1-byte items
+    ((100003, 48), "float64", 0, "C"),      # lanes of 800 KB: staged in scratch
+    ((64, 4097, 33), "complex128", 1, "C"),  # a middle axis, 16-byte items
+    ((8192, 1000), "float32", 1, "F"),      # the last axis of an F array
+])
+def test_large_column_cases(shape, dtype, axis, order):
+    lanes = shape[:axis] + shape[axis + 1:]
+    shifts = np.random.default_rng(5).integers(-2 * shape[axis], 2 * shape[axis], size=lanes)
+    case = RowsCase("roll_rows", shape, dtype, 0, axis, 8, order=order)  # its array(); the shifts are these
+    check_column_case_fast(case, shifts)
+
+
+def check_column_case_fast(case, shifts):
+    """A large column case checked against numpy's take_along_axis (the per-lane loop of the shared body
+    is too slow for millions of lanes)."""
+    a_host = case.array()
+    d = cuda.to_device(a_host)
+    rotate.roll_rows(d, shifts, case.axis)
+    n = case.shape[case.axis]
+    index = (np.expand_dims(np.arange(n), tuple(i for i in range(len(case.shape)) if i != case.axis))
+             - np.expand_dims(shifts, case.axis)) % n
+    want = np.take_along_axis(a_host.view(f"V{a_host.dtype.itemsize}"), index, case.axis)
+    got = d.copy_to_host()
+    assert got.view(want.dtype).tobytes() == want.tobytes(), rotate.plan_roll_rows(d, shifts, case.axis)
 
 
 @settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow])

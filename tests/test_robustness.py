@@ -668,6 +668,7 @@ def test_gpu_lane_walks_default_scratch_is_what_the_readme_says(gpu_planner):
         assert capped.scratch_bytes <= 8 << 20
 
 
+@pytest.mark.slow  # 8 s of planning on 2 cores
 def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
     """Lanes from 1 MiB take lane-walks by default (one launch, one pass, two blocks an SM, a share of
     scratch a block); shorter ones lane-swaps; the plan reports a bound on bytes moved, and
@@ -940,7 +941,10 @@ PROCESS_SCRIPT = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.parametrize("mode", ["fork", "threads", "pool-fork", "spawn", "forkserver"])
+# fork and threads in the fast suite; pools and fresh interpreters (seconds each) under -m slow.
+@pytest.mark.parametrize("mode", ["fork", "threads", pytest.param("pool-fork", marks=pytest.mark.slow),
+                                  pytest.param("spawn", marks=pytest.mark.slow),
+                                  pytest.param("forkserver", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("layer", _layers())
 def test_processes_and_threads_under_each_threading_layer(layer, mode, tmp_path):
     if mode in ("fork", "pool-fork", "forkserver") and not hasattr(os, "fork"):

@@ -213,7 +213,13 @@ def short_lane_array(seed, outer, n, dtype, layout):
     return raw, view(raw), view
 
 
-@pytest.mark.parametrize("dtype, n", [(d, n) for d in SHORT_DTYPES for n in SHORT_NS if d.itemsize * n <= 256],
+# The fast suite takes every item size and layout at these lengths (the shortest, a byte-window edge, a
+# power of two, 31 and 49); the other lengths run under -m slow.
+FAST_SHORT_NS = (2, 3, 8, 31, 49)
+
+
+@pytest.mark.parametrize("dtype, n", [pytest.param(d, n, marks=() if n in FAST_SHORT_NS else pytest.mark.slow)
+                                      for d in SHORT_DTYPES for n in SHORT_NS if d.itemsize * n <= 256],
                          ids=lambda v: str(v))
 @pytest.mark.parametrize("outer, layout, axis", SHORT_LAYOUTS, ids=[f"{o}-{lay}" for o, lay, _ in SHORT_LAYOUTS])
 def test_short_lanes_match_numpy_roll_for_every_item_size(dtype, n, outer, layout, axis):
@@ -710,11 +716,18 @@ def test_rows_bench_results_written_elsewhere_leave_the_tracked_docs_alone(tmp_p
 
 # --- the shared rows table (tests/rows_cases.py), also run by the simulator and the GPU ---
 
-from rows_cases import BIG_ROWS_CASES, CHUNKED_ROWS_CASES, FIXED_ROWS_CASES, LONG_LANE_CASES, rows_cases  # noqa: E402
+from rows_cases import (BIG_ROWS_CASES, CHUNKED_ROWS_CASES, COLUMN_CASES, FIXED_ROWS_CASES, LONG_LANE_CASES,  # noqa: E402
+                        rows_cases)
 
 
 @pytest.mark.parametrize("case", [c for c in FIXED_ROWS_CASES if not c.device_shifts], ids=repr)
 def test_shared_rows_cases_cpu(case):
+    check_rows_case(_CPU_ROWS, case)
+
+
+@pytest.mark.parametrize("case", COLUMN_CASES, ids=repr)
+def test_column_rows_cases_cpu(case):
+    """The GPU's column table (roll_rows along strided axes: column-panels there) on the CPU."""
     check_rows_case(_CPU_ROWS, case)
 
 

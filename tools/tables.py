@@ -19,6 +19,8 @@ Sources (the constants below name the runs)
 * ``QUICK_RUN`` -- host work per call on 4 KiB arrays (``gpu-small``).
 * ``PLAN_COVERAGE_RUN``, ``RANDOM_RUN`` -- random 1-D shifts (``gpu-random``).
 * ``ROWS_RUN`` -- ``benchmarks/rows_gpu_bench.py`` (``gpu-rows``, ``gpu-rows-summary``).
+* ``COLUMNS_RUN`` -- ``benchmarks/rows_gpu_bench.py --only 36,37,38,39,40,41``: roll_rows along
+  strided axes (``gpu-rows-columns``).
 * ``dist-h200x2.json`` -- ``benchmarks/dist_bench.py`` (``dist``).
 * ``cpu-bench.json`` -- ``benchmarks/cpu_bench.py --json`` (``cpu-bench``).
 * ``cpu-call-overhead.json`` -- ``benchmarks/call_overhead.py --json``
@@ -146,7 +148,10 @@ def gpu_rows_table(data, name="gpu-rows-h200.json") -> str:
         if "error" in r:
             lines.append(f"| case {r.get('case')} | | | | failed: {r['error'][:60]} | | | | | | |")
             continue
-        call = r["function"] + (f" {tuple(r['args'][0])}, axes {tuple(r['args'][1])}" if r.get("args") else "")
+        if r["function"] == "roll_rows":  # args: the axis, where it is not the last
+            call = "roll_rows" + (f", axis {r['args'][0]}" if r.get("args") else "")
+        else:
+            call = r["function"] + (f" {tuple(r['args'][0])}, axes {tuple(r['args'][1])}" if r.get("args") else "")
         peers = {k: v for k, v in r["peers"].items() if "ms" in v}
         peer_text = ", ".join(f"{k} {_pct(v)}" for k, v in r["peers"].items())
         best = min(peers, key=lambda k: peers[k]["ms"]) if peers else None
@@ -534,6 +539,8 @@ QUICK_RUN = "gpu-e2e-quick-h200.json"
 #: The newest run of benchmarks/rows_gpu_bench.py (roll_rows, fftshift, multi-axis rolls): performance.md's
 #: gpu-rows table and the README's rows sentence.
 ROWS_RUN = "gpu-rows-65d666e-h200.json"
+#: roll_rows along strided axes (column-panels): rows_gpu_bench.py --only 36,37,38,39,40,41.
+COLUMNS_RUN = "gpu-rows-columns-h200.json"
 #: Random 1-D shifts planned for the H200's shape (benchmarks/probes/plan_coverage.py; no timing).
 PLAN_COVERAGE_RUN = "plan-coverage-h200-shape.json"
 #: Random 1-D shifts timed as users time them (rotate.bench --shifts randS), peers beside.
@@ -677,6 +684,7 @@ def blocks() -> dict:
         (doc, "table", "gpu-random"): random_shifts_text(load(PLAN_COVERAGE_RUN), load(RANDOM_RUN), RANDOM_RUN),
         (doc, "table", "gpu-small"): gpu_small_table(quick, QUICK_RUN),
         (doc, "table", "gpu-rows"): gpu_rows_table(load(ROWS_RUN), ROWS_RUN),
+        (doc, "table", "gpu-rows-columns"): gpu_rows_table(load(COLUMNS_RUN), COLUMNS_RUN),
         (doc, "table", "dist"): dist_table(load("dist-h200x2.json")),
         (doc, "table", "gpu-random-shapes"): random_shapes_table(),
         (doc, "table", "cpu-random-shapes"): random_shapes_table(RANDOM_SHAPES_CPU_RUN, None),

@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import _arrays
 from .._shifts import broadcasts_to, lane_shifts
+from .._validate import prod
 
 
 def plan_lanes(info, shifts, axis: int, max_scratch_bytes: Optional[int]):
@@ -21,16 +22,20 @@ def plan_lanes(info, shifts, axis: int, max_scratch_bytes: Optional[int]):
 
     n = info.shape[axis]
     lane_shape = info.shape[:axis] + info.shape[axis + 1:]
+    columns = None  # (outer, inner): lanes along a strided axis, as columns of C-ordered blocks of rows
     if info.ndim <= 1 or (info.c_contiguous and axis == info.ndim - 1):
         order = "C"
     elif info.f_contiguous and axis == 0:
         order = "F"
+    elif info.c_contiguous:
+        order, columns = "C", (prod(info.shape[:axis]), prod(info.shape[axis + 1:]))
+    elif info.f_contiguous:  # its transpose is C-ordered: the axes before `axis` are the inner ones
+        order, columns = "F", (prod(info.shape[axis + 1:]), prod(info.shape[:axis]))
     else:
         raise ValueError(
-            f"roll_rows on the GPU needs each lane contiguous in memory (axis -1 of a C-contiguous array "
-            f"or axis 0 of an F-contiguous one); got axis {axis} of an array of shape {info.shape} and "
-            f"strides {info.strides}. Move the axis last first, e.g. x = cupy.ascontiguousarray("
-            f"cupy.moveaxis(a, {axis}, -1)); rotate.roll_rows(x, shifts); then copy back"
+            f"roll_rows on the GPU needs a C- or F-contiguous array; got one of shape {info.shape} with "
+            f"strides {info.strides}. Roll a contiguous copy and copy it back, e.g. x = cupy.ascontiguousarray(a); "
+            f"rotate.roll_rows(x, shifts, axis={axis}); a[...] = x"
         )
     rows = info.size // n if n else 0
     if _arrays.is_device_array(shifts):
@@ -44,6 +49,10 @@ def plan_lanes(info, shifts, axis: int, max_scratch_bytes: Optional[int]):
         device_shifts = None
     if n <= 1 or info.size == 0:
         return None, None
+    if columns is not None:
+        outer, inner = columns
+        return planner.plan_column_panels(axis, outer, n, inner, info.itemsize, info.pointer,
+                                          max_scratch_bytes), (host_shifts, device_shifts, stride)
     step = planner.plan_lane_panels(axis, rows, n, info.itemsize, info.pointer)
     if step is None:
         step = planner.plan_long_lanes(axis, rows, n, info.itemsize, info.pointer, max_scratch_bytes, host_shifts)

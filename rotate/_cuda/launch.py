@@ -804,6 +804,70 @@ def run_lanes(target: Any, info, step, handle: int, host_shifts, device_shifts, 
         RUNNERS[type(sub.params)](lane_target, lane_info, sub, handle)
 
 
+def run_column_panels(target: Any, info, step, handle: int, shifts: Any, shift_stride: int) -> None:
+    """Launch one ``column-panels`` step: lane ``(o, i)`` (column ``i`` of block ``o``) rolled by
+    ``shifts[(o * lanes_per_row + i) * shift_stride]`` (int64, on the device)."""
+    p = step.params
+    word = p.word_bytes
+    total = step.rows * step.seg_bytes
+    n = step.seg_bytes // step.word_bytes
+    words = _byte_view(target, info, 0, total, f"<u{word}", word)
+    flat = _flat_shifts(shifts, step.rows if shift_stride else 1)
+    scalars = tuple(np.int64(v) for v in (shift_stride, p.outer, n, p.pitch // word, p.strip_bytes // word,
+                                          p.lanes_per_row, step.word_bytes))
+    device = planner._device_id()
+    kernel = _compiled_columns(p.staged, word, p.unit_bytes, p.block, p.unroll, device)
+    if p.staged:  # the slots hold units, lane by lane
+        _, pre, _, _ = scratch_for(handle, device).reserve(0, step.scratch_bytes)
+        args = (words, _typed(pre, step.scratch_bytes, p.unit_bytes), flat) + scalars + (np.int64(p.tile_rows),)
+    else:
+        args = (words, flat) + scalars
+    kernel[p.grid, p.block, 0 if SIMULATED else _numba_stream(handle), p.smem_bytes](*args)
+
+
+@_kernels.functools.lru_cache(maxsize=None)
+def _compiled_columns(staged: bool, word: int, unit: int, threads: int, unroll: int, device: int):
+    """A ``_columns`` kernel compiled for its arguments' types (so the first launch does not compile) and
+    allowed the most dynamic shared memory a block can have on ``device``."""
+    from . import _columns
+
+    kernel = (_columns.staged_kernel if staged else _columns.panel_kernel)(word, unit, threads, unroll)
+    if not SIMULATED:
+        words, units = f"uint{8 * word}[::1]", f"uint{8 * unit}[::1]"
+        signature = (f"void({words}, {units}, int64[::1], {', '.join(['int64'] * 8)})" if staged else
+                     f"void({words}, int64[::1], {', '.join(['int64'] * 7)})")
+        with _compile_notice.gpu_compiling(kernel):
+            _set_dynamic_smem(kernel.compile(signature)._codelibrary.get_cufunc())
+    return kernel
+
+
+def _flat_shifts(shifts: Any, count: int):
+    """The ``count`` shifts as the 1-D device array the kernel indexes, in memory order (F-ordered ones
+    too; the quick path passes their address)."""
+    if SIMULATED:
+        return getattr(shifts, "_ary", shifts).reshape(-1, order="A")
+    if type(shifts) is not int and len(shifts.shape) == 1:
+        return shifts
+    key = (_address(shifts), count, "shifts")
+    view = _views.get(key)
+    if view is None:
+        if len(_views) > 256:
+            _views.clear()
+        desc = {"shape": (count,), "typestr": "<i8", "data": (key[0], False), "version": 3, "strides": None}
+        view = _views[key] = cuda.from_cuda_array_interface(desc, owner=None, sync=False)
+    return view
+
+
+def _typed(buffer, nbytes: int, word: int):
+    """The first ``nbytes`` of a uint8 device buffer as ``word``-byte unsigned words."""
+    dtype = np.dtype(f"<u{word}")
+    if SIMULATED:
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+        return FakeCUDAArray(buffer._ary[:nbytes].view(dtype))
+    return buffer[:nbytes].view(dtype)
+
+
 #: The runners of the ``roll_rows`` steps that read the shifts on the device, by params type (a
 #: ``lane-chains`` step runs the chain steps its plan holds instead).
 LANE_RUNNERS = {
@@ -811,4 +875,5 @@ LANE_RUNNERS = {
     P.LaneWarpsParams: run_lane_panels,
     P.LaneSwapsParams: run_lane_swaps,
     P.LaneWalksParams: run_lane_walks,
+    P.ColumnPanelsParams: run_column_panels,
 }

@@ -224,6 +224,27 @@ class LaneChainsParams(Params):
 
 
 @dataclass(frozen=True, eq=False)
+class ColumnPanelsParams(Params):
+    """``column-panels`` (``_columns``): ``roll_rows`` along an axis that is not contiguous, a strip of every
+    lane's rows a block (in shared memory, or ``staged`` in the block's slot of scratch)."""
+
+    CONSTANTS = (("schedule", "column-panels"), ("co_resident", False))  # strips are disjoint: no block waits
+    block: int
+    grid: int
+    staged: bool
+    outer: int  # blocks of rows (the axes before the rolled one)
+    pitch: int  # bytes from one item of a lane to the next
+    strip_bytes: int  # the widest strip of a row a block takes
+    word_bytes: int  # rows are read and written in these
+    unit_bytes: int  # a lane's bytes are moved in these
+    unroll: int  # words a thread loads before it stores them
+    smem_bytes: int
+    reason: str
+    tile_rows: int  # staged: rows of the strip a tile in shared memory holds
+    lanes_per_row: int = _internal()
+
+
+@dataclass(frozen=True, eq=False)
 class _RowCyclesParams(Params):
     """What both ``row-cycles`` kernels read: a multi-axis roll in one pass, segments of row cycles."""
 
@@ -270,4 +291,4 @@ class RowCyclesChunkedParams(_RowCyclesParams):
 
 __all__ = ["ChainParams", "BlockSwapParams", "ReversalParams", "LanePanelsParams", "LaneWarpsParams",
            "RowLanesParams", "HalfSwapsParams", "RowStripsParams", "LaneWalksParams", "LaneSwapsParams",
-           "LaneChainsParams", "RowCyclesParams", "RowCyclesChunkedParams"]
+           "LaneChainsParams", "ColumnPanelsParams", "RowCyclesParams", "RowCyclesChunkedParams"]

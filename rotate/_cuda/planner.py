@@ -750,6 +750,80 @@ def plan_long_lanes(axis: int, rows: int, n: int, itemsize: int, pointer: int,
 
 
 
+def _pow2_dividing(value: int, most: int = 8) -> int:
+    """The widest power of two up to ``most`` that divides ``value`` (0: ``most``)."""
+    width = most
+    while width > 1 and value % width:
+        width //= 2
+    return width
+
+
+def plan_column_panels(axis: int, outer: int, n: int, inner: int, itemsize: int, pointer: int,
+                       max_scratch_bytes: Optional[int] = None) -> Step:
+    """``roll_rows`` along an axis that is not contiguous: ``outer`` blocks of ``n`` rows of ``inner`` items
+    (C order), lane ``(o, i)`` column ``i`` of block ``o``. One launch, every byte read and written once: a
+    block takes a strip of a block's rows whole, in shared memory where ``n`` rows of a strip of at least
+    ``column_min_strip_bytes`` fit ``column_smem_bytes``, else staged lane by lane in its slot of scratch."""
+    from . import _columns as K
+
+    T = _t()
+    pitch = inner * itemsize
+    unit = _pow2_dividing(itemsize | pointer)  # what items and the address are made of
+    word = _pow2_dividing(pitch | pointer)  # what rows and the address are made of (a multiple of unit)
+    pitch_w = pitch // word
+    threads = T.column_threads
+    # A strip is at most a block's threads wide in words (a thread keeps one word position of it).
+    widest = max(1, min(pitch // word, T.column_strip_bytes // word, K.MAX_STRIP_UNITS * unit // word, threads))
+    narrowest = min(widest, -(-T.column_min_strip_bytes // word))
+    fit = T.column_smem_bytes // (n * word)
+    sms, _ = device_shape(_device_id())
+    staged = fit < narrowest
+    strip_w = min(widest, T.column_staged_strip_bytes // word if staged else fit)
+    strip_w = max(narrowest if not staged else 1, strip_w)
+    sector_w = max(1, T.column_min_strip_bytes // word)
+    if strip_w > sector_w:  # whole sectors: a strip that ends inside one shares it with the next strip
+        strip_w -= strip_w % sector_w
+    # Narrower strips (down to the narrowest) where there would be fewer than two a block of a full GPU.
+    while strip_w > narrowest and outer * K.strip_count(pitch_w, strip_w) < 2 * sms:
+        half = strip_w // 2
+        strip_w = max(narrowest, half - half % sector_w if half > sector_w else half)
+    strips = outer * K.strip_count(pitch_w, strip_w)
+    slot_bytes = n * strip_w * word
+    lanes = outer * inner
+    total = lanes * n * itemsize
+    if staged:
+        # Each strip needs its whole lanes staged: the default bound grows to ``column_staged_share`` of the
+        # array where the 1% bound would leave fewer slots than a block an SM.
+        cap = max_scratch_bytes
+        if cap is None:
+            cap = max(default_cap(lanes, n * itemsize), min(int(total * T.column_staged_share), sms * slot_bytes))
+        if cap < slot_bytes:
+            raise ValueError(
+                f"roll_rows along axis {axis} on the GPU stages {n} rows of a {strip_w * word}-byte strip "
+                f"({slot_bytes} bytes) in scratch a block, but max_scratch_bytes={max_scratch_bytes} allows "
+                f"{cap}; allow at least {slot_bytes} bytes, or move the axis last first")
+        grid = max(1, min(strips, cap // slot_bytes, sms * (2048 // threads)))
+        tile_rows = K.staged_tile_rows(threads, strip_w, T.column_unroll)
+        smem = K.staged_smem_bytes(threads, strip_w, word, unit, T.column_unroll)
+        reason = (f"lanes of {n} items along a strided axis: {n} rows of a strip do not fit a block's "
+                  f"{T.column_smem_bytes} bytes of shared memory, so each block stages its strips in scratch")
+    else:
+        smem, tile_rows = slot_bytes, 0
+        # Wider blocks where big panels leave an SM few: its loads in flight are threads x UNROLL words.
+        while threads < 1024 and threads * _blocks_for_smem(smem + 8 * K.MAX_STRIP_UNITS, threads) < \
+                T.column_sm_threads:
+            threads *= 2
+        grid = max(1, min(strips, sms * _blocks_for_smem(smem + 8 * K.MAX_STRIP_UNITS, threads)))
+        reason = f"lanes along a strided axis: a strip of {n} rows a block, in shared memory"
+    params = P.ColumnPanelsParams(
+        block=threads, grid=grid, staged=staged, outer=outer, pitch=pitch, strip_bytes=strip_w * word,
+        word_bytes=word, unit_bytes=unit, unroll=T.column_unroll, smem_bytes=smem, reason=reason,
+        tile_rows=tile_rows, lanes_per_row=inner)
+    return Step(axis, 0, lanes, n * itemsize, 0, itemsize, algorithm="column-panels",
+                scratch_bytes=grid * slot_bytes if staged else 0, bytes_moved=(4 if staged else 2) * total,
+                params=params)
+
+
 def _walk_limits(seg: Optional[int] = None):
     """``(tile_bytes, max_tiles, buffers)`` of ``lane-walks`` for lanes of ``seg`` bytes under the current
     settings: by default the wide tiles (``_lanes.WALK_WIDE_TILE_BYTES``) for lanes from

@@ -166,6 +166,25 @@ class CudaTuning(Policy):
     max_chain_lanes: int = 8
     min_chain_lane_bytes: int = 64 << 20
 
+    # --- roll_rows along a strided axis: column-panels -----------------------------------------------
+    #: A block's threads, the widest strip of a row it takes, the narrowest it takes in shared memory (a
+    #: sector: narrower strips would read part-sectors), the shared memory its panel may have (Hopper's
+    #: opt-in limit less the shifts' 4 KiB), and the strip staged in scratch when a narrowest strip's rows
+    #: do not fit (docs/tuning.md, "column-panels").
+    column_threads: int = 256
+    column_strip_bytes: int = 256
+    column_min_strip_bytes: int = 32
+    column_smem_bytes: int = 222 * 1024
+    column_staged_strip_bytes: int = 32
+    #: Threads an SM should have at least (blocks an SM by shared memory times a block's): panels that leave
+    #: fewer blocks an SM take wider blocks, up to 1024 threads.
+    column_sm_threads: int = 1024
+    #: Words a thread loads before it stores them.
+    column_unroll: int = 4
+    #: Staged strips hold their lanes whole: the default scratch bound grows up to this share of the array
+    #: where 1% would leave fewer slots than SMs.
+    column_staged_share: float = 1 / 8
+
     # --- multi-axis: row-cycles, half-swaps, flat strips ----------------------------------------------
     #: Shared memory the lane kernels may ask for per block: Hopper's opt-in limit (227 KiB) less room
     #: for the kernels' static shared memory.
