@@ -231,7 +231,8 @@ SWAPPED = [
 
 
 @pytest.mark.parametrize("shifts", SWAPPED, ids=lambda s: s.dtype.str)
-@pytest.mark.parametrize("dtype", ["uint8", "float64", "V3"])
+@pytest.mark.parametrize("dtype", [pytest.param("uint8", marks=pytest.mark.slow),
+                                   pytest.param("float64", marks=pytest.mark.slow), "V3"])  # V3 fast, the rest slow
 def test_roll_rows_byte_swapped_shifts_cpu(shifts, dtype):
     a = _random((5, 13), dtype, seed=7)
     want = _per_lane(a, shifts)

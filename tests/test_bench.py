@@ -112,6 +112,7 @@ def _bench(args, tmp_path):
                           cwd=tmp_path, timeout=900)
 
 
+@pytest.mark.slow  # a benchmark run end to end (seconds on 2 cores); CI runs it with -m slow
 def test_cpu_benchmark_runs_checks_and_writes_json_and_a_plot(tmp_path):
     pytest.importorskip("matplotlib")
     r = _bench(["--cpu", "--sizes", "64K,1M", "--dtypes", "uint8,float64", "--shifts", "3,n/3", "--repeat", "1",
@@ -212,6 +213,7 @@ def _wave_bench(tmp_path, *args, block_numba_cuda=False):
                           timeout=900)
 
 
+@pytest.mark.slow  # a benchmark run end to end (seconds on 2 cores); CI runs it with -m slow
 def test_wave_bench_quick_times_the_cpu_software_wave(tmp_path):
     r = _wave_bench(tmp_path, "--quick", "--cpu", "--reps", "1", "--warmup", "1", "--inner", "1", "--json", "w.json")
     assert r.returncode == 0, r.stderr[-3000:]
@@ -285,6 +287,7 @@ def test_call_overhead_weighs_its_cases_by_calls_and_bytes(monkeypatch):
     assert bench.weights(2000, 15, gpu=True)[:3] == cpu and len(bench.weights(2000, 15, gpu=True)) == 4
 
 
+@pytest.mark.slow  # a benchmark run end to end (seconds on 2 cores); CI runs it with -m slow
 def test_cold_start_shows_a_scenario_a_case(tmp_path):
     """One real scenario (two fresh processes compiling one small roll: a few seconds)."""
     r = _run_script("cold_start", ["--only", "small", "--allow-busy"], tmp_path)
@@ -316,6 +319,7 @@ def test_cold_start_progress_counts_the_scenarios_and_no_progress_silences_it(mo
     assert not _progress_lines(err) and out.count("first call 0.50 s cold") == 2
 
 
+@pytest.mark.slow  # a benchmark run end to end (seconds on 2 cores); CI runs it with -m slow
 def test_rows_bench_small_sizes_run_and_show_their_progress(tmp_path):
     """--mib below 4 used to give the 4 MiB rows case no row at all (a ZeroDivisionError in its traffic):
     now it has one. Three cases (--only) keep the run short on a cold numba cache."""

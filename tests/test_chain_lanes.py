@@ -61,7 +61,8 @@ SHIFT_FAMILIES = [lambda n: n // 3, lambda n: n // 2 + 3, lambda n: n // 4 + 3, 
 @pytest.mark.parametrize("direct", [False, True])
 @pytest.mark.parametrize("policy", E.FREE_POLICIES)
 @pytest.mark.parametrize("lanes", [1, 2, 3, 5])
-@pytest.mark.parametrize("n", [3001, 4096, 4099, 6007])
+@pytest.mark.parametrize("n", [3001, pytest.param(4096, marks=pytest.mark.slow), 4099,
+                               pytest.param(6007, marks=pytest.mark.slow)])  # half of them under -m slow
 def test_emulated_lanes_match_numpy(direct, policy, lanes, n):
     """Every gate shift family under each interleaving, with and without straight copies: numpy.roll's
     bytes, no read after a write."""

@@ -47,6 +47,7 @@ SCRIPTS = example_scripts()
         reason="examples/ has no scripts besides wave_*.py (tested in test_examples_wave.py); nothing to run"))],
     ids=[os.path.basename(p) for p in SCRIPTS] or ["no-examples"],
 )
+@pytest.mark.slow  # each script in a fresh interpreter; CI runs it with -m slow
 def test_example_script_runs(path):
     argv = [sys.executable, path] + (["--cpu-only"] if accepts_cpu_only(path) else [])
     r = run(argv, cwd=EXAMPLES)  # from another directory: the script must not rely on the cwd

@@ -47,6 +47,7 @@ def test_example_cpu_twin(name, argv, capsys):
     assert "software wave" in out and "== numpy" in out
 
 
+@pytest.mark.slow  # each script in a fresh interpreter (seconds on 2 cores); CI runs it with -m slow
 @pytest.mark.parametrize("name", NAMES)
 def test_example_runs_as_a_script(name):
     # From a directory other than the repo root, without installing: the

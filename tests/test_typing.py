@@ -18,6 +18,7 @@ def test_the_packages_are_marked_typed():
         assert (ROOT / package / "py.typed").is_file(), f"{package}/py.typed is missing (PEP 561)"
 
 
+@pytest.mark.slow  # .ci/run runs mypy itself too
 def test_mypy_passes():
     if importlib.util.find_spec("mypy") is None:
         if os.environ.get("ROTATE_REQUIRE_MYPY") == "1":
