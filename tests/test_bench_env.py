@@ -152,9 +152,11 @@ def test_load_problem_of_older_files():
     assert not bench_env.is_cpu_timing({"benchmark": "busy_bench"})  # loads the machine on purpose
 
 
+# Two scripts in the fast suite, the other four (a fresh interpreter each) under -m slow.
 @pytest.mark.parametrize("script", ["benchmarks/call_overhead.py", "benchmarks/cpu_bench.py",
-                                    "benchmarks/rows_bench.py", "benchmarks/cold_start.py",
-                                    "benchmarks/probes/cpu_aliasing.py", "benchmarks/probes/rows_shift_dtypes.py"])
+                                    *(pytest.param(s, marks=pytest.mark.slow) for s in (
+                                        "benchmarks/rows_bench.py", "benchmarks/cold_start.py",
+                                        "benchmarks/probes/cpu_aliasing.py", "benchmarks/probes/rows_shift_dtypes.py"))])
 def test_benchmarks_take_the_gate(script, tmp_path):
     """Each CPU benchmark that writes results refuses a busy machine before it measures or writes anything
     (here: a threshold no machine meets)."""

@@ -76,9 +76,9 @@ def replot(bench, data: dict, tmp_path) -> dict:
     return drawn
 
 
-# The first two in the fast suite, every other committed result under -m slow (a second or two each).
+# The first in the fast suite, every other committed result under -m slow (a second or two each).
 @pytest.mark.parametrize("name, result, series, references",
-                         [pytest.param(*c, marks=() if i < 2 else pytest.mark.slow) for i, c in enumerate(COMMITTED)],
+                         [pytest.param(*c, marks=() if i < 1 else pytest.mark.slow) for i, c in enumerate(COMMITTED)],
                          ids=[f"{c[0]}:{c[1]}" for c in COMMITTED])
 def test_each_benchmark_plots_its_committed_result(name, result, series, references, load, tmp_path, capsys):
     bench = load(name)

@@ -127,6 +127,7 @@ print("rolled")
 """
 
 
+@pytest.mark.slow  # three fresh interpreters, one compiling cold (7 s on 2 cores); CI runs it with -m slow
 def test_a_cold_first_call_tells_the_user_on_stderr_once_and_a_warm_one_does_not(tmp_path):
     notice = _compile_notice.NOTICES["cpu"]
     cold = _python(FIRST_CALLS.format(setup=""), tmp_path)

@@ -164,6 +164,7 @@ def test_default_width_needs_whole_warps_even_where_simd_is_narrower():
                                   reference(x, 1, waveops.cpu.width()))
 
 
+@pytest.mark.slow  # compiles the call for two targets; CI runs it with -m slow
 def test_default_width_is_the_same_on_every_cpu():
     """The default does not follow the host: the same call compiled for the baseline target (SIMD
     width 4) and for this host's own (8 or 16 on AVX2/AVX-512 machines). Only targets this host can
@@ -335,6 +336,7 @@ def test_simd_width_for(name, features, expected):
           "NUMBA_CPU_FEATURES": "+avx512f,+avx2,+avx"}, 16),
     ],
 )
+@pytest.mark.slow  # a fresh interpreter a target (seconds on 2 cores); CI runs it with -m slow
 def test_width_honours_numba_cpu_env(env, expected):
     code = "import waveops; print(waveops.cpu.width())"
     out = subprocess.run(
