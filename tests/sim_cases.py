@@ -533,12 +533,12 @@ def check_rare_arguments():
 #: each group in its own interpreter (the simulator must be on before numba.cuda is imported).
 def check_rows_columns():
     """roll_rows along strided axes (column-panels): the shared column table with strips in shared memory
-    (grids of one block and more) and staged in scratch (shared memory shrunk below a strip's rows), strips
+    (grids of one block and more; one block through many strips and many tiles) and staged in scratch (shared memory shrunk below a strip's rows), strips
     a few bytes wide and blocks of 32 threads, random cases under random strip and block sizes; a GPU array
     that is neither C- nor F-contiguous, and a scratch bound below one staged strip, refused with nothing
     moved."""
     import rotate
-    from rows_cases import COLUMN_CASES, CudaRowsRunner, check_rows_case, column_cases
+    from rows_cases import COLUMN_CASES, CudaRowsRunner, RowsCase, check_rows_case, column_cases
 
     seen = set()
     for i, case in enumerate(COLUMN_CASES):
@@ -551,8 +551,29 @@ def check_rows_columns():
         assert plan.algorithm == "column-panels" and details["staged"] == staged, plan
         seen.add((details["word_bytes"], details["unit_bytes"]))
     assert {(1, 1), (8, 8), (8, 4), (2, 2)} <= seen, seen
+    # One block through every strip, and staged lanes many tiles long (a tile of 32 rows: one load a
+    # thread): the barriers between strips and between tiles are what keeps these right.
+    for case in (RowsCase("roll_rows", (9, 40), "uint8", tuple(range(-20, 20)), 0, 3),
+                 RowsCase("roll_rows", (70, 3, 6), "float32", ((1, -7, 69, 3, 0, 35),) * 3, 0, 4),
+                 RowsCase("roll_rows", (5, 70, 4), "int16", ((3, -1, 140, 7),) * 5, 1, 2, order="F")):
+        for extra in ({}, dict(column_smem_bytes=1, column_unroll=1, column_staged_strip_bytes=8)):
+            plan = check_rows_case(CudaRowsRunner(grid=1, column_threads=32, column_strip_bytes=8,
+                                                  column_min_strip_bytes=8, **extra), case)
+            details = plan.steps[0].details
+            assert details["grid"] == 1 and details["staged"] == bool(extra), plan
+            assert details["pitch"] > details["strip_bytes"] or details["outer"] > 1, plan  # several strips
+    # A scratch bound of one word's lanes: the staged strip narrows to a word to fit it.
+    narrow = CudaRowsRunner(column_smem_bytes=1, min_scratch=300 * 8, scratch_fraction=1 << 40,
+                            column_staged_share=0.0)
+    plan = check_rows_case(narrow, RowsCase("roll_rows", (300, 8), "float32", tuple(range(8)), 0, 0))
+    assert plan.steps[0].details["strip_bytes"] == 8 and plan.steps[0].scratch_bytes == 300 * 8, plan
+    # The default bound holds at least one such slot: a long signal of few channels plans (it was refused).
+    big = cuda.device_array((1_000_000, 8), np.float32)
+    plan = rotate.plan_roll_rows(big, np.zeros(8, np.int64), axis=0)
+    assert plan.steps[0].details["staged"] and plan.steps[0].scratch_bytes >= 1_000_000 * 8, plan
+    del big
 
-    @settings(deadline=None, max_examples=EXAMPLES // 4, database=None)
+    @settings(deadline=None, max_examples=max(1, EXAMPLES // 4), database=None)
     @given(case=column_cases(max_bytes=1500), threads=st.sampled_from([32, 64, 256]),
            strip=st.sampled_from([8, 32, 256]), smem=st.sampled_from([16, 512, 40960]))
     def random_cases(case, threads, strip, smem):

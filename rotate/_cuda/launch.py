@@ -846,8 +846,8 @@ def _flat_shifts(shifts: Any, count: int):
     too; the quick path passes their address)."""
     if SIMULATED:
         return getattr(shifts, "_ary", shifts).reshape(-1, order="A")
-    if type(shifts) is not int and len(shifts.shape) == 1:
-        return shifts
+    # Always a view of our own (sync=False): numba's dispatcher would import a CuPy array with sync=True and
+    # wait on its stream, and device shifts are read on the device so the host never waits for them.
     key = (_address(shifts), count, "shifts")
     view = _views.get(key)
     if view is None:

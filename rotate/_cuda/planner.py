@@ -772,6 +772,9 @@ def plan_column_panels(axis: int, outer: int, n: int, inner: int, itemsize: int,
     word = _pow2_dividing(pitch | pointer)  # what rows and the address are made of (a multiple of unit)
     pitch_w = pitch // word
     threads = T.column_threads
+    if threads < 32 or threads % 32 or threads > 1024 or T.column_unroll < 1:
+        raise ValueError(f"GPU settings column_threads must be a multiple of 32 up to 1024 and column_unroll at "
+                         f"least 1; got {threads!r} and {T.column_unroll!r}")
     # A strip is at most a block's threads wide in words (a thread keeps one word position of it).
     widest = max(1, min(pitch // word, T.column_strip_bytes // word, K.MAX_STRIP_UNITS * unit // word, threads))
     narrowest = min(widest, -(-T.column_min_strip_bytes // word))
@@ -787,21 +790,26 @@ def plan_column_panels(axis: int, outer: int, n: int, inner: int, itemsize: int,
     while strip_w > narrowest and outer * K.strip_count(pitch_w, strip_w) < 2 * sms:
         half = strip_w // 2
         strip_w = max(narrowest, half - half % sector_w if half > sector_w else half)
-    strips = outer * K.strip_count(pitch_w, strip_w)
-    slot_bytes = n * strip_w * word
     lanes = outer * inner
     total = lanes * n * itemsize
     if staged:
         # Each strip needs its whole lanes staged: the default bound grows to ``column_staged_share`` of the
-        # array where the 1% bound would leave fewer slots than a block an SM.
+        # array where the 1% bound would leave fewer slots than a block an SM, and to one slot of the
+        # narrowest strip (a word) where even that holds none; a bound the caller gave is kept, the strip
+        # narrowed to fit it.
         cap = max_scratch_bytes
         if cap is None:
-            cap = max(default_cap(lanes, n * itemsize), min(int(total * T.column_staged_share), sms * slot_bytes))
-        if cap < slot_bytes:
+            cap = max(default_cap(lanes, n * itemsize), min(int(total * T.column_staged_share),
+                                                             sms * n * strip_w * word), n * word)
+        if cap < n * word:
             raise ValueError(
-                f"roll_rows along axis {axis} on the GPU stages {n} rows of a {strip_w * word}-byte strip "
-                f"({slot_bytes} bytes) in scratch a block, but max_scratch_bytes={max_scratch_bytes} allows "
-                f"{cap}; allow at least {slot_bytes} bytes, or move the axis last first")
+                f"roll_rows along axis {axis} on the GPU stages whole lanes ({n} rows of at least a {word}-byte "
+                f"word: {n * word} bytes) in scratch, but max_scratch_bytes={max_scratch_bytes}; allow at least "
+                f"{n * word} bytes, or leave max_scratch_bytes=None")
+        strip_w = max(1, min(strip_w, cap // (n * word)))
+    strips = outer * K.strip_count(pitch_w, strip_w)
+    slot_bytes = n * strip_w * word
+    if staged:
         grid = max(1, min(strips, cap // slot_bytes, sms * (2048 // threads)))
         tile_rows = K.staged_tile_rows(threads, strip_w, T.column_unroll)
         smem = K.staged_smem_bytes(threads, strip_w, word, unit, T.column_unroll)
@@ -815,6 +823,8 @@ def plan_column_panels(axis: int, outer: int, n: int, inner: int, itemsize: int,
             threads *= 2
         grid = max(1, min(strips, sms * _blocks_for_smem(smem + 8 * K.MAX_STRIP_UNITS, threads)))
         reason = f"lanes along a strided axis: a strip of {n} rows a block, in shared memory"
+    if T.grid:  # a forced grid (tests run one block through many strips)
+        grid = max(1, min(grid, T.grid))
     params = P.ColumnPanelsParams(
         block=threads, grid=grid, staged=staged, outer=outer, pitch=pitch, strip_bytes=strip_w * word,
         word_bytes=word, unit_bytes=unit, unroll=T.column_unroll, smem_bytes=smem, reason=reason,
