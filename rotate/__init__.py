@@ -66,8 +66,8 @@ def release_scratch() -> int:
     """
     import sys
 
-    launch = sys.modules.get("rotate._cuda.launch")
-    return launch.release_scratch() if launch is not None else 0
+    runtime = sys.modules.get("rotate._cuda.runtime")
+    return runtime.release_scratch() if runtime is not None else 0
 
 
 __all__ = ["roll", "rotate", "plan", "roll_rows", "plan_roll_rows", "fftshift", "ifftshift", "release_scratch",

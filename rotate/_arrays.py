@@ -232,7 +232,7 @@ def quick_device(a: Any) -> Optional[tuple]:
 
     ``layout_key`` determines what :func:`describe_device` would return
     apart from the pointer; ``current_stream`` is the raw handle of the
-    array library's current stream (what ``launch.resolve_stream`` gives
+    array library's current stream (what ``runtime.resolve_stream`` gives
     without ``stream=``). torch tensors are read through their own
     attributes (their ``__cuda_array_interface__`` builds a dict: ~1.8 us),
     others through the interface.

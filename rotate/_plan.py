@@ -39,6 +39,11 @@ def _same(a: Any, b: Any) -> bool:
 INTERNAL = types.MappingProxyType({"internal": True})
 
 
+def internal() -> Any:
+    """A params field (``dataclasses.field``) the runner reads and ``plan()`` does not print."""
+    return field(metadata=INTERNAL)
+
+
 @dataclass(frozen=True, eq=False)
 class Params:
     """An algorithm's parameters: everything its runner reads, fixed when the step is planned.

@@ -79,14 +79,14 @@ def gpu_knobs() -> dict:
     try:
         from numba import cuda
 
-        from ._cuda import planner
+        from ._cuda import device as gpu
 
-        out["tuning"] = dataclasses.asdict(planner._t())
+        out["tuning"] = dataclasses.asdict(gpu.policy())
         dev = cuda.get_current_device()
         name = dev.name
         out["gpu"] = name.decode() if isinstance(name, bytes) else str(name)
         out["compute_capability"] = list(dev.compute_capability)
-        out["multiprocessors"] = planner.device_shape(planner._device_id())[0]
+        out["multiprocessors"] = gpu.device_shape(gpu._device_id())[0]
         try:
             out["cuda_driver_version"] = list(cuda.cudadrv.driver.driver.get_version())
         except Exception as exc:

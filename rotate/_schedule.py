@@ -1090,7 +1090,7 @@ def _divmod_near(x, d, inv):
 #
 # ``roll_rows`` lanes too long for a block's shared memory: one block rotates a
 # whole lane (``rotate/_cuda/_lanes.py``, ``swap_kernel``). The host planner
-# (exact traffic for host shifts, ``planner.gries_mills``) and the kernel walk
+# (exact traffic for host shifts, ``schedules.block_swap.gries_mills``) and the kernel walk
 # the same steps.
 
 

@@ -129,24 +129,24 @@ def forced_chain(tile_bytes: int, buffers: int):
     refused (with ``rotate._tuning.cuda.override`` of those knobs, the chain plans only that configuration)."""
     import contextlib
 
-    from rotate._cuda import planner
+    from rotate._cuda.schedules import chain
     from rotate._tuning import cuda as cuda_tuning
 
     @contextlib.contextmanager
     def forced():
-        real = planner.chain_layout
+        real = chain.chain_layout
 
         def only(n, k, heads, tile, chain, lane_steps, ring, co_resident=False):
             if tile != tile_bytes or ring != buffers:
                 return None, 0
             return real(n, k, heads, tile, chain, lane_steps, ring, co_resident)
 
-        planner.chain_layout = only
+        chain.chain_layout = only
         try:
             with cuda_tuning.override(tile_bytes=tile_bytes, buffers=buffers):
                 yield
         finally:
-            planner.chain_layout = real
+            chain.chain_layout = real
 
     return forced()
 
@@ -1058,14 +1058,14 @@ def _runs(args, sizes, dtypes, shifts, progress=None) -> list:
     """``run`` once, or once per ``--tiles`` configuration."""
     log = progress.log(print) if progress is not None else print
     if args.tiles:
-        from rotate._cuda import planner
+        from rotate._cuda import device as gpu
         from rotate._tuning import cuda as cuda_tuning
 
         rows = []
         for config in args.tiles.split(","):
             values = [int(v) for v in config.split(":")]
             tile, threads = values[:2]
-            buffers = values[2] if len(values) > 2 else planner._t().buffers
+            buffers = values[2] if len(values) > 2 else gpu.policy().buffers
             min_blocks = values[3] if len(values) > 3 else 0
             log(f"== tile_bytes={tile} threads={threads} buffers={buffers} min_blocks={min_blocks}")
             with cuda_tuning.override(tile_bytes=tile, threads=threads, buffers=buffers, min_blocks=min_blocks):

@@ -210,10 +210,10 @@ class CpuRunner:
 def poison_launch_scratch() -> None:
     """Fill the launcher's cached scratch for the default stream with POISON (before a call, so a kernel
     that reads scratch it never wrote gets garbage). It reaches into today's launcher
-    (``launch.scratch_for``): when the launcher changes, change it here, never drop it."""
-    from rotate._cuda import launch
+    (``rotate._cuda.runtime.scratch_for``): when the launcher changes, change it here, never drop it."""
+    from rotate._cuda import runtime as gpu_runtime
 
-    entry = launch.scratch_for(0)  # the default stream's handle
+    entry = gpu_runtime.scratch_for(0)  # the default stream's handle
     if entry.pre is not None:
         entry.pre.copy_to_device(np.full(entry.pre.size, POISON, np.uint8))
 
@@ -222,7 +222,7 @@ class CudaRunner:
     """Device arrays (real GPU or the simulator) through the CUDA backend.
 
     ``poison_scratch`` fills the launcher's cached scratch with POISON before
-    each call; it reaches into today's launcher (``launch.scratch_for``):
+    each call; it reaches into today's launcher (``rotate._cuda.runtime.scratch_for``):
     when the launcher changes, change it here, never drop it.
     """
 
@@ -239,7 +239,6 @@ class CudaRunner:
 
     def roll(self, raw: np.ndarray, case: Case):
         import rotate
-        from rotate._cuda import planner
 
         buf = device_copy(raw)
         view = view_of(buf, case)

@@ -161,8 +161,6 @@ class CudaRowsRunner:
     def run(self, raw: np.ndarray, case: RowsCase):
         from numba import cuda
 
-        from rotate._cuda import planner
-
         buf = device_copy(raw)
         view = view_of(buf, case)
         shifts = None
@@ -320,10 +318,10 @@ def launch_scratch_state(plan) -> tuple:
     the pool (the bytes after the blocks' shares), POISON where the kernel did not write it, and the
     dispensers, which the last block out must leave at zero. Like ``poison_launch_scratch``, it reaches
     into today's launcher. Scratch a call grew was never poisoned: repeat the call to read the pool."""
-    from rotate._cuda import launch
+    from rotate._cuda import runtime as gpu_runtime
 
     d = plan.steps[0].details
-    entry = launch.scratch_for(0)
+    entry = gpu_runtime.scratch_for(0)
     if entry.pre is None:
         return np.zeros(0, np.uint8), np.zeros(4, np.uint64)
     pool0 = d["grid"] * d["share_bytes"]

@@ -332,7 +332,7 @@ def check_rows_flat_strips():
     against numpy; every case's plan is the two steps."""
     from rows_cases import FLAT_STRIP_CASES, CudaRowsRunner, RowsCase, check_rows_case
 
-    from rotate._cuda.planner import ONE_PASS_SCHEDULES
+    from rotate._cuda.schedules.multi_axis import ONE_PASS_SCHEDULES
 
     seen = set()
     for i, (function, shape, dtype, shifts, axes, order) in enumerate(FLAT_STRIP_CASES):
@@ -498,7 +498,7 @@ def check_write_moved():
 
 def check_rows_8_mod_16():
     """Issue #35: several rows whose byte length is 8 mod 16, so rows start at two offsets from a 16-byte
-    boundary and the chain kernel reads a plan table per offset (``planner._heads``): a table built for too
+    boundary and the chain kernel reads a plan table per offset (``schedules.chain._heads``): a table built for too
     few offsets is wrong only for some rows and some shifts, so many shifts, every row count 2-5, base
     offsets of both parities, item sizes 1, 2, 4 and 8, and grids of 1 and 3 blocks."""
     runner = CudaRunner(tile_bytes=64, threads=4, grid=3)

@@ -381,16 +381,16 @@ class FakeDeviceArray:
 @pytest.fixture
 def device(monkeypatch, caches):
     """The CUDA backend with the device stubbed (an H200's shape) and its launcher recording instead of running."""
-    planner = pytest.importorskip("rotate._cuda.planner")
-    from rotate._cuda import _memops, launch
+    from rotate._cuda import _memops
+    from rotate._cuda import device as gpu_device, registry as gpu_registry, runtime as gpu_runtime
 
     if _memops.SIMULATED:
         pytest.skip("the simulator's arrays take the full path")
-    monkeypatch.setattr(planner, "device_shape", lambda device_id=0: (132, 228 * 1024))
-    monkeypatch.setattr(planner, "_device_id", lambda: 0)
-    monkeypatch.setattr(planner, "_cooperative_config", lambda: False)
+    monkeypatch.setattr(gpu_device, "device_shape", lambda device_id=0: (132, 228 * 1024))
+    monkeypatch.setattr(gpu_device, "_device_id", lambda: 0)
+    monkeypatch.setattr(gpu_device, "_cooperative_config", lambda: False)
     monkeypatch.setattr(_arrays, "_device_usable", True)
-    monkeypatch.setattr(launch, "pointer_device", lambda pointer: 0)
+    monkeypatch.setattr(gpu_runtime, "pointer_device", lambda pointer: 0)
     launched = []
     cuda = _backends.backend_named("cuda")
     monkeypatch.setattr(cuda, "execute", lambda target, info, plan, stream: launched.append(
@@ -402,8 +402,8 @@ def device(monkeypatch, caches):
         launched.append(("run_lanes", signature(info), signature(step), handle, signature(host_shifts),
                          device_shifts, stride))
 
-    monkeypatch.setattr(launch, "run_lanes", run_lanes)
-    return types_namespace(planner=planner, launched=launched, clear=caches)
+    monkeypatch.setattr(gpu_registry, "run_lanes", run_lanes)
+    return types_namespace(registry=gpu_registry, launched=launched, clear=caches)
 
 
 def types_namespace(**kw):
@@ -596,7 +596,7 @@ def test_gpu_lane_chains_follow_the_planners_tuning(device, tune):
     assert (first, end) == (0, 1) and sub.algorithm == "chain"  # only the 16 MiB floor lets it buffer
     tune.cuda(min_scratch=0)
     after = rotate.plan_roll_rows(a, [shift])
-    fresh = device.planner.plan_step(None, shift, 1, 1 << 20, (1 << 20) - shift, 1, 0, None)
+    fresh = device.registry.plan_step(None, shift, 1, 1 << 20, (1 << 20) - shift, 1, 0, None)
     assert fresh.algorithm != "chain"
     assert signature(after.steps[0].details["runs"][0][2]) == signature(fresh)
 
@@ -606,10 +606,8 @@ def test_gpu_lane_chains_plan_each_run_once(device, tune):
     a repeated call takes the run step planned before (the same object, so its prepared launch and device
     table are reused too) while the problem, policy and device are the same, and plans again when one
     differs. (``plan_roll_rows`` hands out copies, so identity is checked on the planner's steps.)"""
-    planner = device.planner
-
     def runs(shifts, bound=None):
-        step = planner.plan_long_lanes(1, 3, 1 << 20, 1, 0, bound, np.array(shifts, np.int64))
+        step = device.registry.plan_long_lanes(1, 3, 1 << 20, 1, 0, bound, np.array(shifts, np.int64))
         assert step.algorithm == "lane-chains"
         return step.params.runs
 

@@ -29,6 +29,7 @@ import numba.cuda.dispatcher as dispatcher  # noqa: E402
 from numba import cuda, types  # noqa: E402
 
 from rotate._cuda import _kernels  # noqa: E402
+from rotate._cuda import device as gpu_device  # noqa: E402
 
 
 class _H200:
@@ -40,7 +41,7 @@ class _H200:
 def ptx(monkeypatch):
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
     kernel = _kernels.chain_kernel(_kernels.TILE_BYTES, _kernels.THREADS)
-    sig = (types.int64,) * 15  # raw addresses and integers: what launch.run_chain passes
+    sig = (types.int64,) * 15  # raw addresses and integers: what schedules.chain.run_chain passes
     text, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), launch_bounds=_kernels.THREADS)
     return text
 
@@ -68,10 +69,9 @@ def test_flags_use_acquire_and_strong_stores(ptx):
 
 @pytest.fixture
 def pipeline_ptx(monkeypatch):
-    from rotate._cuda import planner
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
-    threads = planner._t().pipeline_threads
+    threads = gpu_device.policy().pipeline_threads
     kernel = _kernels.chain_kernel(_kernels.TILE_BYTES, threads, _kernels.BUFFERS, 2, control_warp=True,
                                    direct_decode=True, pipeline=True)
     block = threads + _kernels.control_threads(True, True)
@@ -80,10 +80,9 @@ def pipeline_ptx(monkeypatch):
 
 
 def test_bulk_stores_wait_for_their_reads_before_a_buffer_is_reused(monkeypatch):
-    from rotate._cuda import planner
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
-    threads = planner._t().pipeline_threads
+    threads = gpu_device.policy().pipeline_threads
     kernel = _kernels.chain_kernel(_kernels.TILE_BYTES, threads, _kernels.BUFFERS, 2, control_warp=True,
                                    direct_decode=True, pipeline=True, bulk_stores=True)
     block = threads + _kernels.control_threads(True, True)
@@ -111,9 +110,8 @@ def test_pipelined_kernel_copies_in_bulk_and_hands_off_through_mbarriers(pipelin
 def test_co_resident_kernel_draws_one_lane_and_keeps_its_registers(monkeypatch, pipeline_ptx):
     """``one_lane`` (co-resident plans): the same pipelined kernel with the block's second ticket draw
     compiled out; it must still fit its launch bounds without spilling to local memory."""
-    from rotate._cuda import planner
 
-    threads = planner._t().pipeline_threads
+    threads = gpu_device.policy().pipeline_threads
     kernel = _kernels.chain_kernel(_kernels.TILE_BYTES, threads, _kernels.BUFFERS, 2, control_warp=True,
                                    direct_decode=True, pipeline=True, one_lane=True)
     block = threads + _kernels.control_threads(True, True)
@@ -126,10 +124,9 @@ def test_co_resident_kernel_draws_one_lane_and_keeps_its_registers(monkeypatch, 
 def test_traced_kernel_is_a_separate_build_and_the_default_has_no_timers(monkeypatch, pipeline_ptx):
     """``trace`` (benchmarks/probes/chain_trace.py): the address is baked into a kernel of its own, which reads
     %globaltimer, %clock64 and %smid and still fits its launch bounds; the default kernel reads none."""
-    from rotate._cuda import planner
 
     assert "globaltimer" not in pipeline_ptx and "clock64" not in pipeline_ptx
-    threads = planner._t().pipeline_threads
+    threads = gpu_device.policy().pipeline_threads
     kernel = _kernels.chain_kernel(_kernels.TILE_BYTES, threads, _kernels.BUFFERS, 2, control_warp=True,
                                    direct_decode=True, pipeline=True, one_lane=True, trace=1 << 40)
     block = threads + _kernels.control_threads(True, True)
@@ -166,7 +163,7 @@ def test_lane_kernels_compile_for_every_unit(monkeypatch, which, unit):
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
     threads = 256 if which == "panel" else 1024  # the largest block each is launched with
     kernel = (_lanes.panel_kernel if which == "panel" else _lanes.cycle_kernel)(unit, threads)
-    sig = (types.int64,) * (11 if which == "panel" else 21)  # what launch.run_lane_panels / run_row_cycles pass
+    sig = (types.int64,) * (11 if which == "panel" else 21)  # what run_lane_panels / run_row_cycles pass
     text, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), launch_bounds=threads)
     assert "cp.async.cg.shared.global" in text and "cp.async.wait_group" in text
     assert "st.global.v4.u32" in text and "ld.shared.v4.u32" in text
@@ -228,10 +225,10 @@ def test_warp_lane_kernel_syncs_warps_only(monkeypatch, slots, min_blocks, threa
 @pytest.mark.parametrize("unit", [1, 8, 16])
 def test_cycle_run_writer_compiles_without_local_memory(monkeypatch, unit):
     """row-cycles' three-row kernel writing rows as runs, at the widest block the planner gives it (512)."""
-    from rotate._cuda import _lanes, planner
+    from rotate._cuda import _lanes
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
-    threads = planner._t().run_cycle_threads
+    threads = gpu_device.policy().run_cycle_threads
     kernel = _lanes.cycle_kernel(unit, threads, True)
     text, _ = cuda.compile_ptx(kernel.py_func, (types.int64,) * 21, cc=(9, 0), launch_bounds=threads)
     assert "st.global.v4.u32" in text and text.count("shf.r.clamp.b32") >= 16
@@ -285,7 +282,7 @@ def test_swap_lane_kernel_compiles_to_128_bit_copies_and_stores(monkeypatch, pan
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
     kernel = _lanes.swap_kernel(_lanes.THREADS, panel_bytes)
-    sig = (types.int64,) * 9  # what launch.run_lane_swaps passes
+    sig = (types.int64,) * 9  # what schedules.lane_swaps.run_lane_swaps passes
     text, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), launch_bounds=_lanes.THREADS)
     assert len(re.findall(r"cp\.async\.cg\.shared\.global \[\w+\], \[%rd\d+\], 16;", text)) >= 1
     assert "cp.async.wait_group 2;" in text and "cp.async.wait_group 1;" in text  # a swap pair, a move panel
@@ -301,7 +298,7 @@ def test_walk_lane_kernel_compiles(monkeypatch, buffers, tile_bytes, panel_bytes
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
     kernel = _lanes.walk_kernel(_lanes.THREADS, buffers, tile_bytes, 64, panel_bytes)
-    sig = (types.int64,) * 13  # what launch.run_lane_walks passes
+    sig = (types.int64,) * 13  # what schedules.lane_walks.run_lane_walks passes
     text, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), launch_bounds=_lanes.THREADS)
     assert len(re.findall(r"cp\.async\.cg\.shared\.global \[\w+\], \[%rd\d+\], 16;", text)) >= 1
     for pending in range(buffers):
@@ -320,7 +317,7 @@ def test_chunked_cycle_kernel_compiles(monkeypatch, ring, threads):
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
     kernel = _lanes.cycle_stream_kernel(threads, ring)
-    sig = (types.int64,) * 23  # what launch._run_row_cycles_chunked passes
+    sig = (types.int64,) * 23  # what schedules.row_cycles._run_row_cycles_chunked passes
     text, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), launch_bounds=threads)
     assert re.search(r"cp\.async\.cg\.shared\.global \[\w+\], \[%rd\d+\], 16;", text)
     assert f"cp.async.wait_group {ring - 1};" in text and "cp.async.commit_group" in text

@@ -228,7 +228,6 @@ def test_repeated_calls_take_the_quick_path_correctly(lib):
     # reused; every call must still run on the library's current stream, at
     # the array's address, with a plan that follows the settings.
     from rotate import _api
-    from rotate._cuda import planner
 
     name, make, to_host, stream_context, synchronise = lib
     rng = np.random.default_rng(11)

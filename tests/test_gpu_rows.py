@@ -162,7 +162,6 @@ def test_walk_choices_at_default_sizes_are_the_planners(seg):
     emulator replay): the trace's lanes walked, tiles walked and bytes pre-read add up to theirs."""
     from rotate import _schedule as S
     from rotate._cuda import _lanes as L
-    from rotate._cuda import planner
 
     rows = 24
     rng = np.random.default_rng(seg)
@@ -245,7 +244,7 @@ def test_large_rows_cases(case):
         assert plan.steps[0].details["variant"] == "warps", plan
     elif case.nbytes // case.shape[0] > 226 * 1024:  # beyond lane-panels
         few_huge = case.shape[0] <= 8 and case.nbytes // case.shape[0] >= 64 << 20 and not case.device_shifts
-        walks = case.nbytes // case.shape[0] >= 1 << 20  # planner.WALK_MIN_LANE_BYTES
+        walks = case.nbytes // case.shape[0] >= 1 << 20  # the tuning's walk_min_lane_bytes
         assert plan.algorithm == ("lane-chains" if few_huge else "lane-walks" if walks else "lane-swaps"), plan
 
 
@@ -350,7 +349,6 @@ def test_repeated_roll_rows_take_the_quick_path_and_stay_correct(library, monkey
     """A call repeated on the same arrays (device shifts) skips describing, checking and planning; the
     shifts are still read on the device every call, and a changed setting plans again."""
     from rotate import rows as R
-    from rotate._cuda import planner
 
     rng = np.random.default_rng(3)
     host = rng.integers(0, 1 << 20, (64, 1024)).astype(np.float32)
@@ -389,7 +387,7 @@ def test_repeated_roll_rows_take_the_quick_path_and_stay_correct(library, monkey
 def test_flat_strips_small(index):
     """``flat_strips``: the simulator's cases (a flat one-pass rotation, then row-strips), with the
     default block and with one warp."""
-    from rotate._cuda.planner import ONE_PASS_SCHEDULES
+    from rotate._cuda.schedules.multi_axis import ONE_PASS_SCHEDULES
 
     function, shape, dtype, shifts, axes, order = FLAT_STRIP_CASES[index]
     case = RowsCase(function, shape, dtype, shifts if shifts is not None else 0, axes, 0, seed=index, order=order)

@@ -276,7 +276,8 @@ def test_half_swaps_equal_numpy_in_any_item_order(data, threads, vecs, seed):
     """The planner's half-swap items, run in a random order (blocks never wait for each other, so any
     interleaving of items is one order of them), touch every byte exactly once and give numpy.roll."""
     from rotate import _rowperm as R
-    from rotate._cuda import planner
+    from rotate._cuda import device as gpu_device
+    from rotate._cuda.schedules import half_swaps as gpu_half_swaps
 
     ndim = data.draw(st.integers(0, 4))
     lead = tuple(data.draw(st.integers(1, 6)) for _ in range(ndim))
@@ -285,9 +286,9 @@ def test_half_swaps_equal_numpy_in_any_item_order(data, threads, vecs, seed):
     note(f"lead={lead} shifts={shifts} seg={seg}")
     rows = int(np.prod(lead)) if lead else 1
     with cuda_tuning.override(lane_threads=threads, half_swap_vecs=vecs), \
-            mock.patch.object(planner, "device_shape", lambda device_id=0: (132, 228 * 1024)), \
-            mock.patch.object(planner, "_device_id", lambda: 0):  # plan as for an H200, without one
-        step = planner.plan_half_swaps(lead or (1,), shifts or (0,), rows, seg, seg // 2, 1, 0)
+            mock.patch.object(gpu_device, "device_shape", lambda device_id=0: (132, 228 * 1024)), \
+            mock.patch.object(gpu_device, "_device_id", lambda: 0):  # plan as for an H200, without one
+        step = gpu_half_swaps.plan_half_swaps(lead or (1,), shifts or (0,), rows, seg, seg // 2, 1, 0)
     assert step is not None and step.algorithm == "half-swaps"
     d = step.details
     assert d["chunk_bytes"] <= 16 * d["group"] * vecs and d["chunk_bytes"] % 16 == 0
@@ -328,11 +329,11 @@ def test_the_half_swap_emulator_catches_a_wrong_partner(monkeypatch):
 
 
 def _plan_as_h200(fn, *args, **overrides):
-    from rotate._cuda import planner
+    from rotate._cuda import device as gpu_device
 
     with cuda_tuning.override(**overrides), \
-            mock.patch.object(planner, "device_shape", lambda device_id=0: (132, 228 * 1024)), \
-            mock.patch.object(planner, "_device_id", lambda: 0):
+            mock.patch.object(gpu_device, "device_shape", lambda device_id=0: (132, 228 * 1024)), \
+            mock.patch.object(gpu_device, "_device_id", lambda: 0):
         return fn(*args)
 
 
@@ -344,7 +345,7 @@ def test_flat_pass_then_row_strips_equal_numpy_in_any_item_order(data, threads, 
     the strip items in a random order, each in batches of loads before stores as the kernel runs them,
     give numpy.roll over both axes and write each strip byte exactly once."""
     from rotate import _rowperm as R
-    from rotate._cuda import planner
+    from rotate._cuda.schedules import row_strips as gpu_row_strips
 
     ndim = data.draw(st.integers(1, 3))
     lead = tuple(data.draw(st.integers(1, 7)) for _ in range(ndim))
@@ -356,7 +357,7 @@ def test_flat_pass_then_row_strips_equal_numpy_in_any_item_order(data, threads, 
     cap = data.draw(st.sampled_from([None, 16 * 4, 1 << 20]))
     note(f"lead={lead} shifts={shifts} seg={seg} row_shift={row_shift} cap={cap}")
     batches, rows, flat, lo, hi, up = R.flat_strip_shape(lead, shifts, seg, row_shift)
-    strip = _plan_as_h200(planner.plan_row_strips, batches, rows, seg, lo, hi, up, 1, cap or 1 << 30,
+    strip = _plan_as_h200(gpu_row_strips.plan_row_strips, batches, rows, seg, lo, hi, up, 1, cap or 1 << 30,
                           lane_threads=threads)
     slot = 16 * (-(-hi // 16) - lo // 16)
     if strip is None:  # only where a strip a batch passes the scratch bound

@@ -109,8 +109,22 @@ def test_public_modules_never_name_a_backend():
 # Anything else a planner chooses with is a field of rotate/_tuning (issue #31: the plan key is derived from
 # the tuning objects, and a module constant would fall outside it).
 PLANNER_MODULE_CONSTANTS = {
-    "rotate/_cuda/planner.py": {"NEWEST_CAPABILITY", "SCHEDULES", "CYCLE_VARIANTS", "ONE_PASS_SCHEDULES",
-                                "MAX_CHAIN_RUNS"},
+    "rotate/_cuda/device.py": {"NEWEST_CAPABILITY"},
+    "rotate/_cuda/registry.py": {"SCHEDULES", "LONG_LANES", "RUNNERS", "LANE_RUNNERS"},
+    "rotate/_cuda/schedules/__init__.py": {"ONE_SHIFT", "LONG_LANES", "MODULES"},
+    "rotate/_cuda/schedules/chain.py": {"RUNS"},
+    "rotate/_cuda/schedules/block_swap.py": {"RUNS"},
+    "rotate/_cuda/schedules/reversal.py": {"RUNS"},
+    "rotate/_cuda/schedules/half_swaps.py": {"RUNS"},
+    "rotate/_cuda/schedules/row_lanes.py": {"RUNS"},
+    "rotate/_cuda/schedules/row_strips.py": {"RUNS"},
+    "rotate/_cuda/schedules/row_cycles.py": {"RUNS", "CYCLE_VARIANTS"},
+    "rotate/_cuda/schedules/lane_panels.py": {"LANE_RUNS"},
+    "rotate/_cuda/schedules/lane_walks.py": {"LANE_RUNS"},
+    "rotate/_cuda/schedules/lane_swaps.py": {"LANE_RUNS"},
+    "rotate/_cuda/schedules/lane_chains.py": {"RUNS", "MAX_CHAIN_RUNS"},
+    "rotate/_cuda/schedules/column_panels.py": {"LANE_RUNS"},
+    "rotate/_cuda/schedules/multi_axis.py": {"ONE_PASS_SCHEDULES"},
     "rotate/_cpu.py": {"_SWAP", "_SHIFT", "_SWAP_SHIFT", "_STRIDED_SHIFT", "_STRIDED_REVERSAL", "_U", "_BUSY_TTL",
                        "_LOADAVG", "_CORES", "_WORDS", "ROW_RUNNERS",
                        "_INTERPRET_TILES", "_INTERPRET_SECONDS"},  # interpreted or compiled: the same plan
@@ -119,11 +133,18 @@ PLANNER_MODULE_CONSTANTS = {
                         "_SHORT_ONE_WORD", "_SHORT_WORDS", "_SHORT_FUNNEL", "_BYTE_WINDOW", "_BYTE_GROUPED",
                         "_BYTE_TWO_WORDS", "_BYTE_SHUFFLED", "_BYTE_DOUBLED", "_BYTE_FOUR_WORDS",
                         "_BYTE_EIGHT_WORDS"},
-    "rotate/_cuda/launch.py": {"MAX_STREAM_REFS", "MAX_CACHED_STREAMS", "MAX_DEVICE_TABLES", "RUNNERS", "LANE_RUNNERS"},
+    "rotate/_cuda/runtime.py": {"MAX_STREAM_REFS", "MAX_CACHED_STREAMS", "MAX_DEVICE_TABLES"},
     "rotate/_cuda/lane_args.py": set(),
     "rotate/_backends/cpu.py": set(),
     "rotate/_backends/cuda.py": set(),
 }
+
+
+def test_every_schedule_module_is_listed():
+    """A new schedule module must be listed above (and so looked at for tuning of its own)."""
+    listed = {path for path in PLANNER_MODULE_CONSTANTS if path.startswith("rotate/_cuda/schedules/")}
+    found = {str(path.relative_to(ROOT)) for path in (ROOT / "rotate/_cuda/schedules").glob("*.py")}
+    assert found == listed
 
 
 def test_planners_hold_no_tuning_of_their_own():
@@ -156,20 +177,47 @@ def test_steps_run_from_typed_params():
     from dataclasses import is_dataclass
 
     from rotate import _cpu, _rows
-    from rotate._cuda import launch, params as gpu_params
+    from rotate._cuda import registry, schedules
 
-    gpu = _params_types(gpu_params)
+    gpu = set().union(*(_params_types(module) for module in schedules.MODULES))
     cpu = _params_types(_cpu) | _params_types(_rows)
     for kind in gpu | cpu:
         assert is_dataclass(kind) and kind.__dataclass_params__.frozen, kind
     concrete_gpu = {k for k in gpu if not k.__name__.startswith("_")}
-    # lane-chains runs the chain steps its params hold, through RUNNERS
-    assert concrete_gpu == set(launch.RUNNERS) | set(launch.LANE_RUNNERS) | {gpu_params.LaneChainsParams}
+    assert concrete_gpu == set(registry.RUNNERS) | set(registry.LANE_RUNNERS)
     lanes = {_rows.LanesParams, _rows.ShortLanesParams, _rows.ByteLanesParams}  # rotate._rows.run_lanes
     bases = {_cpu.RowsParams, _cpu.RowsChainParams}
     assert cpu - bases - lanes - {_cpu.StridedParams} == set(_cpu.ROW_RUNNERS)  # strided: _cpu.run_strided
-    for path in ("rotate/_cuda/launch.py", "rotate/_cpu.py", "rotate/_rows.py", "rotate/_backends/cpu.py",
+    gpu_modules = [f"rotate/_cuda/schedules/{m.__name__.rpartition('.')[2]}.py" for m in schedules.MODULES]
+    for path in ("rotate/_cuda/registry.py", *gpu_modules, "rotate/_cpu.py", "rotate/_rows.py", "rotate/_backends/cpu.py",
                  "rotate/_backends/cuda.py"):
         source = (ROOT / path).read_text()
         assert ".details" not in source and "details[" not in source, f"{path} reads Step.details"
         assert not re.search(r"""RUNNERS\[[^\]]*algorithm""", source), f"{path} looks runners up by name"
+
+
+def test_a_gpu_schedule_lives_in_one_module():
+    """Issue #31, rule 4: each schedule module holds its params types, its planner and its runner, and is
+    registered in the one ordered list (``rotate/_cuda/schedules/__init__.py``); the registry runs what the
+    modules declare and nothing else."""
+    import inspect
+
+    from rotate._cuda import registry, schedules
+
+    assert {p.__name__.rpartition(".")[2] + ".py" for p in schedules.MODULES} | {"__init__.py"} == \
+        {path.name for path in (ROOT / "rotate/_cuda/schedules").glob("*.py")}
+    for module in schedules.MODULES:
+        types = _params_types(module)
+        runs = {**getattr(module, "RUNS", {}), **getattr(module, "LANE_RUNS", {})}
+        planners = [f for name, f in vars(module).items() if name.startswith("plan") and inspect.isfunction(f)
+                    and f.__module__ == module.__name__]
+        assert planners, f"{module.__name__} has no planner"
+        if module is schedules.multi_axis:  # chooses among the others' steps; no kernel of its own
+            assert not types and not runs
+            continue
+        assert {t for t in types if not t.__name__.startswith("_")} == set(runs), module.__name__
+        for run in runs.values():
+            assert run.__module__ in (module.__name__, registry.__name__), (module.__name__, run)
+    registered = [plan for _, plan in schedules.ONE_SHIFT + schedules.LONG_LANES]
+    assert registry.SCHEDULES == list(schedules.ONE_SHIFT) and registry.LONG_LANES == list(schedules.LONG_LANES)
+    assert all(plan.__module__ in {m.__name__ for m in schedules.MODULES} for plan in registered)

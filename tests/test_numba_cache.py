@@ -10,7 +10,8 @@ from numba.core.dispatcher import Dispatcher
 
 from rotate import _numba_cache
 
-CACHED_MODULES = ("rotate._cpu", "rotate._rows", "rotate._rowperm", "rotate._cuda.planner")
+CACHED_MODULES = ("rotate._cpu", "rotate._rows", "rotate._rowperm", "rotate._cuda.schedules.lane_walks",
+                  "rotate._cuda.schedules.lane_swaps")
 
 
 def cached_locators(module):
@@ -21,10 +22,10 @@ def cached_locators(module):
 
 
 def test_every_cached_kernel_of_the_package_is_stamped_with_the_package():
-    import rotate._cuda.planner as planner
+    from rotate._cuda.schedules import lane_swaps as gpu_lane_swaps, lane_walks as gpu_lane_walks
 
-    planner._walk_traffic_compiled()  # built on first use
-    planner._swap_traffic_compiled()
+    gpu_lane_walks._walk_traffic_compiled()  # built on first use
+    gpu_lane_swaps._swap_traffic_compiled()
     found = 0
     for name in CACHED_MODULES:
         for value, locator in cached_locators(importlib.import_module(name)):
@@ -32,7 +33,7 @@ def test_every_cached_kernel_of_the_package_is_stamped_with_the_package():
             assert locator.get_source_stamp() == _numba_cache.package_stamp()
             found += 1
     assert found >= 20, found
-    for traffic in (planner._walk_traffic_compiled(), planner._swap_traffic_compiled()):
+    for traffic in (gpu_lane_walks._walk_traffic_compiled(), gpu_lane_swaps._swap_traffic_compiled()):
         assert getattr(type(traffic._cache._impl._locator), "_rotate_package", False)
 
 

@@ -10,7 +10,7 @@ some shifts, so the simulator's sample of cases rarely meets it. Here every
 row's part of a planned table must be the table laid out for that row's own
 offset alone, for every base offset, rows of every residue mod 16 (8 above
 all), row counts 2-5 and many shifts; and the rule itself
-(``planner._heads``) is checked against the offsets rows really start at.
+(``schedules.chain._heads``) is checked against the offsets rows really start at.
 """
 
 from __future__ import annotations
@@ -19,18 +19,18 @@ import numpy as np
 import pytest
 
 from rotate import _schedule as S
+from rotate._cuda import device as gpu_device, registry as gpu_registry
+from rotate._cuda.schedules import chain as gpu_chain
 from rotate._tuning import cuda as cuda_tuning
-
-planner = pytest.importorskip("rotate._cuda.planner")
 
 
 @pytest.fixture
 def gpu(monkeypatch):
-    monkeypatch.setattr(planner, "device_shape", lambda device_id=0: (132, 228 * 1024))
-    monkeypatch.setattr(planner, "_device_id", lambda: 0)
-    monkeypatch.setattr(planner, "_cooperative_config", lambda: False)
+    monkeypatch.setattr(gpu_device, "device_shape", lambda device_id=0: (132, 228 * 1024))
+    monkeypatch.setattr(gpu_device, "_device_id", lambda: 0)
+    monkeypatch.setattr(gpu_device, "_cooperative_config", lambda: False)
     with cuda_tuning.override(tile_bytes=64, threads=4, grid=3):
-        yield planner
+        yield
 
 
 def kernel_part(table, heads, head, m_max):
@@ -44,7 +44,7 @@ def kernel_part(table, heads, head, m_max):
 def test_heads_cover_every_offset_a_row_starts_at(rows):
     for seg in (8, 24, 40, 200, 1000, 1032, 4, 12, 2, 3, 16, 32, 4096):
         for head0 in range(16):
-            heads = planner._heads(rows, seg, head0)
+            heads = gpu_chain._heads(rows, seg, head0)
             starts = {S.row_head(head0, row, seg) for row in range(rows)}
             if len(heads) == 1:
                 assert heads == (head0,) and starts == {head0}, (rows, seg, head0, heads)
@@ -52,7 +52,7 @@ def test_heads_cover_every_offset_a_row_starts_at(rows):
                 assert heads == tuple(range(16)), (rows, seg, head0, heads)
             assert starts <= set(heads)
     if rows > 1:  # rows of 8 mod 16 bytes start at two offsets: one table is not enough
-        assert len(planner._heads(rows, 200, 3)) == 16
+        assert len(gpu_chain._heads(rows, 200, 3)) == 16
 
 
 def _check_chain_tables(step, rows, seg, left):
@@ -62,7 +62,7 @@ def _check_chain_tables(step, rows, seg, left):
     assert heads in (1, 16)
     for row in range(rows):
         head = S.row_head(d["head0"], row, seg)
-        own, own_bytes = planner.chain_layout(seg, left, (head,), d["tile_bytes"], d["chain_step"], d["lane_steps"],
+        own, own_bytes = gpu_chain.chain_layout(seg, left, (head,), d["tile_bytes"], d["chain_step"], d["lane_steps"],
                                               d["buffers"], d["co_resident"])
         stride = S.table_stride(m_max)
         got = kernel_part(d["_table"], heads, head, m_max)
@@ -70,7 +70,7 @@ def _check_chain_tables(step, rows, seg, left):
             f"row {row} (offset {head}) reads another offset's table: rows={rows} seg={seg} left={left} "
             f"head0={d['head0']} heads={heads}")
         assert d["_scratch_row"] >= own_bytes  # every row's pre-reads fit its scratch
-        assert d["_pre_row"] >= planner.pre_tickets_per_row(own, seg, d["tile_bytes"])
+        assert d["_pre_row"] >= gpu_chain.pre_tickets_per_row(own, seg, d["tile_bytes"])
 
 
 @pytest.mark.parametrize("seg", [200, 136, 264, 72, 203, 100, 192])  # 8 mod 16 first; then 11, 4, 0 mod 16
@@ -84,7 +84,7 @@ def test_every_row_reads_the_table_of_its_own_offset(gpu, rows, seg):
         for left in shifts[head0 % 3::2]:
             if left <= 0 or left >= seg:
                 continue
-            step = planner.plan_step(1, seg - left, rows, seg, left, 1, (1 << 32) + head0, None)
+            step = gpu_registry.plan_step(1, seg - left, rows, seg, left, 1, (1 << 32) + head0, None)
             if step.algorithm != "chain":
                 continue
             chains += 1
@@ -97,7 +97,7 @@ def test_block_swap_final_steps_read_their_own_offsets_table(gpu):
     seen = 0
     for head0 in (0, 5, 8):
         for left in (77, 100, 150):
-            step = planner.plan_step(1, 200 - left, 3, 200, left, 1, (1 << 32) + head0, 150)
+            step = gpu_registry.plan_step(1, 200 - left, 3, 200, left, 1, (1 << 32) + head0, 150)
             if step.algorithm != "block-swap":
                 continue
             lo, sub_n, sub_k = step.details["final"]

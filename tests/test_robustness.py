@@ -26,6 +26,12 @@ from hypothesis import strategies as st
 import rotate
 from rotate import _api, _arrays, _cpu, _validate
 from rotate._tuning import cpu as cpu_tuning
+from rotate import _schedule as S
+from rotate._cuda import device as gpu_device, registry as gpu_registry, runtime as gpu_runtime
+from rotate._cuda.schedules import (chain as gpu_chain, half_swaps as gpu_half_swaps, lane_panels as gpu_lane_panels,
+                                    lane_swaps as gpu_lane_swaps, lane_walks as gpu_lane_walks,
+                                    multi_axis as gpu_multi_axis, row_cycles as gpu_row_cycles,
+                                    row_lanes as gpu_row_lanes, row_strips as gpu_row_strips)
 from rotate._tuning import cuda as cuda_tuning
 
 HERE = Path(__file__).parent
@@ -452,27 +458,25 @@ def test_device_array_without_a_gpu_gets_a_clear_error():
 
 @pytest.fixture
 def gpu_planner(monkeypatch):
-    planner = pytest.importorskip("rotate._cuda.planner")
-    monkeypatch.setattr(planner, "device_shape", lambda device_id=0: (132, 228 * 1024))
-    monkeypatch.setattr(planner, "_device_id", lambda: 0)
+    monkeypatch.setattr(gpu_device, "device_shape", lambda device_id=0: (132, 228 * 1024))
+    monkeypatch.setattr(gpu_device, "_device_id", lambda: 0)
     # Classic chain plans unless a test asks for co-resident ones: the same plans with or without a driver.
-    monkeypatch.setattr(planner, "_cooperative_config", lambda: False)
-    return planner
+    monkeypatch.setattr(gpu_device, "_cooperative_config", lambda: False)
 
 
 def test_gpu_default_scratch_is_the_larger_of_one_percent_and_the_floor(gpu_planner):
     # main's chain schedule replaced "short": its scratch is per-lane pre-reads, so the
     # bound shows in default_cap and in which plans fit under it.
-    assert gpu_planner.default_cap(1, 1 << 20) == gpu_planner._t().min_scratch  # 1% would be 10 KiB
+    assert gpu_device.default_cap(1, 1 << 20) == gpu_device.policy().min_scratch  # 1% would be 10 KiB
     n = 4 << 30  # 1% is 43 MB > 16 MiB
-    assert gpu_planner.default_cap(1, n) == n // gpu_planner._t().scratch_fraction
-    small = gpu_planner.plan_step(None, 1, 1, 1 << 20, (1 << 19) + 16, 1, 0, None)  # exactly half: half-swaps
+    assert gpu_device.default_cap(1, n) == n // gpu_device.policy().scratch_fraction
+    small = gpu_registry.plan_step(None, 1, 1, 1 << 20, (1 << 19) + 16, 1, 0, None)  # exactly half: half-swaps
     assert small.algorithm == "chain"  # needs more than 1% of the array: only the floor lets it buffer
-    assert (1 << 20) // gpu_planner._t().scratch_fraction < small.scratch_bytes <= gpu_planner._t().min_scratch
-    big = gpu_planner.plan_step(None, 1, 1, n, 30 << 20, 1, 0, None)
+    assert (1 << 20) // gpu_device.policy().scratch_fraction < small.scratch_bytes <= gpu_device.policy().min_scratch
+    big = gpu_registry.plan_step(None, 1, 1, n, 30 << 20, 1, 0, None)
     assert big.algorithm == "chain"
-    assert big.scratch_bytes <= max(n // gpu_planner._t().scratch_fraction, gpu_planner._t().min_scratch)
-    capped = gpu_planner.plan_step(None, 1, 1, n, 30 << 20, 1, 0, 1 << 20)
+    assert big.scratch_bytes <= max(n // gpu_device.policy().scratch_fraction, gpu_device.policy().min_scratch)
+    capped = gpu_registry.plan_step(None, 1, 1, n, 30 << 20, 1, 0, 1 << 20)
     assert capped.algorithm != "chain" and capped.scratch_bytes <= 1 << 20
 
 
@@ -480,20 +484,19 @@ def test_gpu_rows_the_chain_and_block_swaps_decline_take_the_lane_kernels(gpu_pl
     """Many long rows whose chain pre-reads pass the bound and whose count passes max_swap_rows: every row
     through a roll_rows kernel by one shift, in numpy.roll's direction (params.shift, items), within the
     bound; one row still takes reversal (there is no lane to spread)."""
-    from rotate._cuda import params as P
-
     rows, word = 100, 4
-    for seg, kind, algorithm in ((20_000, P.LanePanelsParams, "row-panels"),
-                                 (1 << 20, (P.LaneWalksParams, P.LaneSwapsParams), ("row-walks", "row-swaps"))):
+    for seg, kind, algorithm in ((20_000, gpu_lane_panels.LanePanelsParams, "row-panels"),
+                                 (1 << 20, (gpu_lane_walks.LaneWalksParams, gpu_lane_swaps.LaneSwapsParams),
+                                  ("row-walks", "row-swaps"))):
         n = seg // word
         for s in (1, n // 3, n - 7):
             left = (n - s) * word
-            step = gpu_planner.plan_step(1, s, rows, seg, left, word, 0, 0)
-            assert isinstance(step.params, P.RowLanesParams) and isinstance(step.params.lanes, kind), step
+            step = gpu_registry.plan_step(1, s, rows, seg, left, word, 0, 0)
+            assert isinstance(step.params, gpu_row_lanes.RowLanesParams) and isinstance(step.params.lanes, kind), step
             assert step.algorithm in algorithm and step.details["schedule"] == step.algorithm
             assert step.params.shift == s and step.scratch_bytes == 0, step
             assert (step.shift, step.left_bytes, step.rows, step.seg_bytes) == (s, left, rows, seg)
-    one = gpu_planner.plan_step(None, 12345, 1, 1 << 20, (1 << 20) - 12345 * 4, 4, 0, 0)
+    one = gpu_registry.plan_step(None, 12345, 1, 1 << 20, (1 << 20) - 12345 * 4, 4, 0, 0)
     assert one.algorithm in ("reversal", "block-swap"), one
 
 
@@ -503,20 +506,20 @@ def test_gpu_pipelined_kernel_only_where_bulk_copies_exist(gpu_planner, monkeypa
     asking for "pipeline" there by name is an error that names the fix, raised before any launch."""
     from rotate._cuda import _kernels
 
-    monkeypatch.setattr(gpu_planner, "device_capability", lambda device_id=0: capability)
+    monkeypatch.setattr(gpu_device, "device_capability", lambda device_id=0: capability)
     hopper = capability >= (9, 0)
     for shift in (3, 1 << 19):  # shorter than a tile (single under "auto"), and longer (control warp)
-        d = gpu_planner.plan_step(None, 1, 1, 1 << 22, shift, 1, 0, None).details
+        d = gpu_registry.plan_step(None, 1, 1, 1 << 22, shift, 1, 0, None).details
         assert d["pipeline"] == hopper
-        assert d["block"] == (gpu_planner._t().pipeline_threads + 64 if hopper else
+        assert d["block"] == (gpu_device.policy().pipeline_threads + 64 if hopper else
                               _kernels.THREADS + (32 if d["control_warp"] else 0))
         assert d["control_warp"] == (hopper or shift >= d["tile_bytes"])
     with cuda_tuning.override(chain_variant="pipeline"):
         if hopper:
-            assert gpu_planner.plan_step(None, 1, 1, 1 << 22, 3, 1, 0, None).details["pipeline"]
+            assert gpu_registry.plan_step(None, 1, 1, 1 << 22, 3, 1, 0, None).details["pipeline"]
         else:
             with pytest.raises(ValueError, match=r"compute capability 9\.0 or newer.*use 'auto'"):
-                gpu_planner.plan_step(None, 1, 1, 1 << 22, 3, 1, 0, None)
+                gpu_registry.plan_step(None, 1, 1, 1 << 22, 3, 1, 0, None)
 
 
 def test_gpu_plan_cache_key_includes_the_capability(gpu_planner, monkeypatch):
@@ -527,7 +530,7 @@ def test_gpu_plan_cache_key_includes_the_capability(gpu_planner, monkeypatch):
     info = _arrays.ArrayInfo((1 << 20,), (1,), np.dtype(np.uint8), "cuda", pointer=1 << 20)
     keys = []
     for capability in ((8, 0), (9, 0)):
-        monkeypatch.setattr(gpu_planner, "device_capability", lambda device_id=0, c=capability: c)
+        monkeypatch.setattr(gpu_device, "device_capability", lambda device_id=0, c=capability: c)
         keys.append(cuda.plan_key(info, None))
         plan = _api._make_plan(cuda, info, {None: 12345}, None)
         assert plan.steps[0].details["pipeline"] == (capability >= (9, 0))
@@ -551,7 +554,7 @@ def test_gpu_lane_panel_groups(gpu_planner):
     ``row_threads`` forces a size (which must divide the block)."""
     def details(n, **forced):
         with cuda_tuning.override(**forced):
-            return gpu_planner.plan_lane_panels(1, 1 << 18, n, 4, 0).details
+            return gpu_lane_panels.plan_lane_panels(1, 1 << 18, n, 4, 0).details
 
     got = {n * 4: (details(n, lane_warps=False)["panel_rows"], details(n, lane_warps=False)["row_threads"])
            for n in (1024, 4096, 16384)}
@@ -572,9 +575,9 @@ def test_gpu_lane_warps_take_lanes_of_1_to_8_kib(gpu_planner):
 
     def details(lanes, n, item=4, **forced):
         with cuda_tuning.override(**forced):
-            return gpu_planner.plan_lane_panels(1, lanes, n, item, 0).details
+            return gpu_lane_panels.plan_lane_panels(1, lanes, n, item, 0).details
 
-    sms, _ = gpu_planner.device_shape(0)
+    sms, _ = gpu_device.device_shape(0)
     four = details(1 << 18, 1024)
     assert (four["variant"], four["block"], four["slots"], four["writer"], four["lane_threads"]) == \
         ("warps", 256, 2, "runs", 32), four
@@ -622,11 +625,11 @@ def test_gpu_long_lanes_plan_lane_swaps_one_launch_of_two_blocks_an_sm(gpu_plann
     from rotate._cuda import _lanes as L
 
     rows, n = 256, 1 << 22
-    assert gpu_planner.plan_lane_panels(1, rows, n, 1, 0) is None
+    assert gpu_lane_panels.plan_lane_panels(1, rows, n, 1, 0) is None
     shifts = np.random.default_rng(0).integers(-n, n, rows)
     with cuda_tuning.override(long_lanes="swaps"):
-        host = gpu_planner.plan_long_lanes(1, rows, n, 1, 3, None, shifts)
-        device = gpu_planner.plan_long_lanes(1, rows, n, 1, 3, None, None)
+        host = gpu_registry.plan_long_lanes(1, rows, n, 1, 3, None, shifts)
+        device = gpu_registry.plan_long_lanes(1, rows, n, 1, 3, None, None)
     for step in (host, device):
         d = step.details
         assert step.algorithm == d["schedule"] == "lane-swaps" and d["launches"] == 1 and not d["co_resident"]
@@ -640,15 +643,15 @@ def test_gpu_long_lanes_plan_lane_swaps_one_launch_of_two_blocks_an_sm(gpu_plann
     assert device.bytes_moved == 4 * rows * n >= want and device.details["bytes_moved_is_bound"]
     # Lanes whose every small side fits the saved side: exactly 2N even for device shifts.
     with cuda_tuning.override(swap_save_bytes=120_000):
-        short = gpu_planner.plan_long_lanes(1, 10, 120_000, 2, 0, None, None)
+        short = gpu_registry.plan_long_lanes(1, 10, 120_000, 2, 0, None, None)
     assert short.bytes_moved == 2 * 10 * 240_000 and not short.details["bytes_moved_is_bound"]
     # A few huge lanes with host shifts: a chain launch per run of equal shifts.
-    few = gpu_planner.plan_long_lanes(1, 2, 1 << 27, 1, 0, None, np.array([5, 5]))
+    few = gpu_registry.plan_long_lanes(1, 2, 1 << 27, 1, 0, None, np.array([5, 5]))
     assert few.algorithm == "lane-chains"
-    assert gpu_planner.plan_long_lanes(1, 2, 1 << 27, 1, 0, None, None).algorithm == "lane-swaps"  # over 24 MiB
+    assert gpu_registry.plan_long_lanes(1, 2, 1 << 27, 1, 0, None, None).algorithm == "lane-swaps"  # over 24 MiB
     with cuda_tuning.override(swap_save_bytes=1 << 20, long_lanes="swaps"):
         with pytest.raises(ValueError, match="swap_save_bytes"):
-            gpu_planner.plan_long_lanes(1, rows, n, 1, 0, None, None)
+            gpu_registry.plan_long_lanes(1, rows, n, 1, 0, None, None)
 
 
 def test_gpu_lane_walks_default_scratch_is_what_the_readme_says(gpu_planner):
@@ -656,7 +659,7 @@ def test_gpu_lane_walks_default_scratch_is_what_the_readme_says(gpu_planner):
     blocks) plus a 1% pool, over the general default bound (issue #30: 8 GiB of 1 MiB lanes, 1.27%);
     an explicit max_scratch_bytes bounds it all."""
     for rows, seg in ((8192, 1 << 20), (64, 4 << 20)):
-        step = gpu_planner.plan_long_lanes(1, rows, seg, 1, 0, None, None)
+        step = gpu_registry.plan_long_lanes(1, rows, seg, 1, 0, None, None)
         d = step.details
         share = seg // (6 if rows <= d["grid"] else 12)
         assert step.algorithm == "lane-walks" and abs(d["share_bytes"] - share) < 16, (d["share_bytes"], share)
@@ -664,7 +667,7 @@ def test_gpu_lane_walks_default_scratch_is_what_the_readme_says(gpu_planner):
         assert step.scratch_bytes == d["grid"] * d["share_bytes"] + d["pool_bytes"]
         if rows == 8192:
             assert round(100 * step.scratch_bytes / (rows * seg), 2) == 1.27
-        capped = gpu_planner.plan_long_lanes(1, rows, seg, 1, 0, 8 << 20, None)
+        capped = gpu_registry.plan_long_lanes(1, rows, seg, 1, 0, 8 << 20, None)
         assert capped.scratch_bytes <= 8 << 20
 
 
@@ -682,8 +685,8 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
     shifts = np.random.default_rng(1).integers(-n, n, rows)
     # Lanes whose spans exceed that share by 1.3-2.2x (16-32 KiB tiles), the largest asking first.
     shifts[[0, 100, 200]] = (2515571, -1796829, 466374)
-    host = gpu_planner.plan_long_lanes(1, rows, n, 1, head, None, shifts)
-    device = gpu_planner.plan_long_lanes(1, rows, n, 1, head, None, None)
+    host = gpu_registry.plan_long_lanes(1, rows, n, 1, head, None, shifts)
+    device = gpu_registry.plan_long_lanes(1, rows, n, 1, head, None, None)
     for step in (host, device):
         d = step.details
         assert step.algorithm == d["schedule"] == "lane-walks" and d["launches"] == 1 and not d["co_resident"]
@@ -691,14 +694,14 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
         assert 2 * (d["smem_bytes"] + 1024 + 2048) <= 228 * 1024, d  # two blocks an SM, static memory too
         assert d["tile_bytes"] == (L.WALK_WIDE_TILE_BYTES // 2, L.WALK_WIDE_TILE_BYTES)
         assert d["max_tiles"] == L.WALK_WIDE_MAX_TILES and d["buffers"] == L.WALK_BUFFERS
-        assert d["share_bytes"] == int(n * gpu_planner._t().walk_share) // 16 * 16
-        assert d["pool_bytes"] == int(rows * n * gpu_planner._t().walk_pool) // 16 * 16
+        assert d["share_bytes"] == int(n * gpu_device.policy().walk_share) // 16 * 16
+        assert d["pool_bytes"] == int(rows * n * gpu_device.policy().walk_pool) // 16 * 16
         assert step.scratch_bytes == d["grid"] * d["share_bytes"] + d["pool_bytes"]
     def replay(shifts, pool):
         """What the kernel does lane by lane, the pool asked in ticket (lane) order: (plan, bytes moved,
         lanes walked, pool bytes asked, lanes walked from the pool, each over-share lane's ask)."""
         with cuda_tuning.override(walk_pool_bytes=pool):
-            host = gpu_planner.plan_long_lanes(1, rows, n, 1, head, None, shifts)
+            host = gpu_registry.plan_long_lanes(1, rows, n, 1, head, None, shifts)
         want = walked = used = over = 0
         asks = []
         d = host.details
@@ -717,7 +720,7 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
             else:
                 assert plan[0] == "swaps", plan
                 want += max(2 * n, S.swap_traffic(n, k, d["save_bytes"]))
-        assert gpu_planner.walk_traffic(host, shifts) == (want, walked)
+        assert gpu_lane_walks.walk_traffic(host, shifts) == (want, walked)
         return host, want, walked, used, over, asks
 
     # The default pool holds every lane over its share; without one they all take block swaps.
@@ -734,30 +737,30 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
     for step in (host, device):  # the exact count costs ~80 us a lane: a plan reports the bound
         assert step.bytes_moved == 4 * rows * n and step.details["bytes_moved_is_bound"]
     with pytest.raises(ValueError, match="walk_traffic takes a lane-walks step, got 'lane-swaps'"):
-        gpu_planner.walk_traffic(gpu_planner.plan_long_lanes(1, 64, 300_000, 1, 0, None, None), shifts)
+        gpu_lane_walks.walk_traffic(gpu_registry.plan_long_lanes(1, 64, 300_000, 1, 0, None, None), shifts)
     # Shorter lanes: block swaps (most small sides fit the saved side there); walks when asked.
-    assert gpu_planner.plan_long_lanes(1, 64, (1 << 20) - 16, 1, 0, None, None).algorithm == "lane-swaps"
-    assert gpu_planner.plan_long_lanes(1, 64, 1 << 20, 1, 0, None, None).algorithm == "lane-walks"
+    assert gpu_registry.plan_long_lanes(1, 64, (1 << 20) - 16, 1, 0, None, None).algorithm == "lane-swaps"
+    assert gpu_registry.plan_long_lanes(1, 64, 1 << 20, 1, 0, None, None).algorithm == "lane-walks"
     with cuda_tuning.override(long_lanes="walks"):
-        assert gpu_planner.plan_long_lanes(1, 64, 300_000, 1, 0, None, None).algorithm == "lane-walks"
+        assert gpu_registry.plan_long_lanes(1, 64, 300_000, 1, 0, None, None).algorithm == "lane-walks"
     # A bound on scratch sets the share, the pool gets what is left of it (lanes over both take block
     # swaps in the same launch).
-    bounded = gpu_planner.plan_long_lanes(1, rows, n, 1, 0, 1 << 20, None)
+    bounded = gpu_registry.plan_long_lanes(1, rows, n, 1, 0, 1 << 20, None)
     grid = bounded.details["grid"]
     assert bounded.scratch_bytes <= 1 << 20 and bounded.details["share_bytes"] == (1 << 20) // grid // 16 * 16
     assert bounded.details["pool_bytes"] == (1 << 20) - grid * bounded.details["share_bytes"]
     # No more lanes than blocks: a block's share holds one lane, a sixth of it.
-    one_lane = gpu_planner.plan_long_lanes(1, 264, n, 1, 0, None, None).details
-    assert one_lane["grid"] == 264 and one_lane["share_bytes"] == int(n * gpu_planner._t().walk_share_one_lane) // 16 * 16
+    one_lane = gpu_registry.plan_long_lanes(1, 264, n, 1, 0, None, None).details
+    assert one_lane["grid"] == 264 and one_lane["share_bytes"] == int(n * gpu_device.policy().walk_share_one_lane) // 16 * 16
     # Lanes under 2 MiB or over the wide tiles' most tiles (15 MiB) walk tiles of at most 24 KiB.
     for seg in ((1 << 20), (2 << 20) - 16, 16 << 20):
-        narrow = gpu_planner.plan_long_lanes(1, 8, seg, 1, 0, None, None).details
+        narrow = gpu_registry.plan_long_lanes(1, 8, seg, 1, 0, None, None).details
         assert narrow["tile_bytes"][1] == L.WALK_TILE_BYTES and narrow["max_tiles"] == L.WALK_MAX_TILES, narrow
-    assert gpu_planner.plan_long_lanes(1, 8, 2 << 20, 1, 0, None, None).details["tile_bytes"][1] == 32768
+    assert gpu_registry.plan_long_lanes(1, 8, 2 << 20, 1, 0, None, None).details["tile_bytes"][1] == 32768
     # The launch bound's blocks an SM (a measurement knob): it caps the grid's blocks an SM; 1 by default.
-    assert gpu_planner.plan_long_lanes(1, rows, n, 1, 0, None, None).details["min_blocks"] == 1
+    assert gpu_registry.plan_long_lanes(1, rows, n, 1, 0, None, None).details["min_blocks"] == 1
     with cuda_tuning.override(walk_tile_bytes=16384, walk_max_tiles=128, swap_panel_bytes=8192, walk_min_blocks=3):
-        capped = gpu_planner.plan_long_lanes(1, 4096, 1 << 20, 1, 0, None, None).details
+        capped = gpu_registry.plan_long_lanes(1, 4096, 1 << 20, 1, 0, None, None).details
         assert capped["min_blocks"] == 3 and capped["grid"] == 3 * 132, capped
     for knobs, message in (({"walk_min_blocks": 0}, "walk_min_blocks must be an integer from 1 to 8"),
                            ({"walk_min_blocks": 2.5}, "walk_min_blocks must be an integer from 1 to 8"),
@@ -770,7 +773,7 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
                            ({"long_lanes": "walks", "walk_max_tiles": 4}, "long_lanes='walks' cannot take lanes")):
         with cuda_tuning.override(**knobs):
             with pytest.raises(ValueError, match=message):
-                gpu_planner.plan_long_lanes(1, rows, n, 1, 0, None, None)
+                gpu_registry.plan_long_lanes(1, rows, n, 1, 0, None, None)
 
 
 def test_gpu_even_fftshifts_and_half_rolls_plan_half_swaps(gpu_planner):
@@ -779,7 +782,7 @@ def test_gpu_even_fftshifts_and_half_rolls_plan_half_swaps(gpu_planner):
     one pass, 2N, no scratch; misaligned halves, other shifts, a forced row-cycles variant or the setting
     off plan what they did before."""
     def multi(*args):
-        steps = gpu_planner.plan_multi_axis(*args)
+        steps = gpu_multi_axis.plan_multi_axis(*args)
         assert len(steps) == 1, steps  # one pass
         return steps[0]
 
@@ -796,11 +799,11 @@ def test_gpu_even_fftshifts_and_half_rolls_plan_half_swaps(gpu_planner):
     for forced in ({"cycle_variant": "chunked"}, {"half_swaps": False}):
         with cuda_tuning.override(**forced):
             assert multi((8192, 8192), 8, {0: 4096, 1: 4096}, 0, None).algorithm == "row-cycles"
-    one = gpu_planner.plan_step(1, 512, 1000, 8192, 4096, 8, 0, None)  # roll(a, 512, axis=1), (1000, 1024) f64
+    one = gpu_registry.plan_step(1, 512, 1000, 8192, 4096, 8, 0, None)  # roll(a, 512, axis=1), (1000, 1024) f64
     assert one.algorithm == "half-swaps" and one.details["lead"] == (1, 1, 1, 1000) and one.rows == 1000
-    flat = gpu_planner.plan_step(None, 1 << 29, 1, 1 << 30, 1 << 29, 1, 0, None)  # roll(a, n // 2), axis=None
+    flat = gpu_registry.plan_step(None, 1 << 29, 1, 1 << 30, 1 << 29, 1, 0, None)  # roll(a, n // 2), axis=None
     assert flat.algorithm == "half-swaps" and (flat.axis, flat.shift, flat.left_bytes) == (None, 1 << 29, 1 << 29)
-    assert gpu_planner.plan_step(None, (1 << 29) + 1, 1, 1 << 30, (1 << 29) - 1, 1, 0, None).algorithm == "chain"
+    assert gpu_registry.plan_step(None, (1 << 29) + 1, 1, 1 << 30, (1 << 29) - 1, 1, 0, None).algorithm == "chain"
     with cuda_tuning.override(half_swap_vecs=5):
         with pytest.raises(ValueError, match="half_swap_vecs"):
             multi((64, 64), 8, {0: 32, 1: 32}, 0, None)
@@ -814,11 +817,11 @@ def test_gpu_flat_strips_plan_a_flat_pass_and_a_narrow_strip(gpu_planner):
     step moving the narrower strip (77 of 8192 columns: ~1% more bytes than 2N); rows off a 16-byte
     boundary, two rolled leading axes or a strip a batch over the scratch bound keep row-cycles."""
     shape, shifts = (16384, 8192), {0: 1001, 1: 77}
-    assert [s.algorithm for s in gpu_planner.plan_multi_axis(shape, 8, shifts, 0, None)] == ["row-cycles"]
+    assert [s.algorithm for s in gpu_multi_axis.plan_multi_axis(shape, 8, shifts, 0, None)] == ["row-cycles"]
     with cuda_tuning.override(flat_strips=True):
         # the flat rotation's pre-reads need 27.6 MiB: over the 16 MiB default bound, row-cycles stays
-        assert [s.algorithm for s in gpu_planner.plan_multi_axis(shape, 8, shifts, 0, None)] == ["row-cycles"]
-        flat, strip = gpu_planner.plan_multi_axis(shape, 8, shifts, 0, 64 << 20)
+        assert [s.algorithm for s in gpu_multi_axis.plan_multi_axis(shape, 8, shifts, 0, None)] == ["row-cycles"]
+        flat, strip = gpu_multi_axis.plan_multi_axis(shape, 8, shifts, 0, 64 << 20)
         assert flat.algorithm == "chain" and (flat.rows, flat.seg_bytes) == (1, 1 << 30)
         assert flat.left_bytes == (1 << 30) - (1001 * 65536 + 77 * 8)
         d = strip.details
@@ -826,17 +829,17 @@ def test_gpu_flat_strips_plan_a_flat_pass_and_a_narrow_strip(gpu_planner):
         assert d["items"] >= 132 and strip.scratch_bytes == d["items"] * 16 * d["vectors"]
         assert strip.bytes_moved < 0.011 * 2 * (1 << 30)
         # (32768, 8192) float32 by (5, -3): the strip is the last 3 columns, moved down a row
-        flat, strip = gpu_planner.plan_multi_axis((32768, 8192), 4, {0: 5, 1: 8189}, 0, None)
+        flat, strip = gpu_multi_axis.plan_multi_axis((32768, 8192), 4, {0: 5, 1: 8189}, 0, None)
         assert strip.details["strip"] == (8189 * 4, 32768) and not strip.details["up"]
         assert flat.left_bytes == (1 << 30) - (4 * 32768 + 8189 * 4)
         # (2, 8, 64) uint8 rolled over axes 1 and 2: two batches of 8 rows
-        flat, strip = gpu_planner.plan_multi_axis((2, 8, 64), 1, {1: 3, 2: 5}, 0, None)
+        flat, strip = gpu_multi_axis.plan_multi_axis((2, 8, 64), 1, {1: 3, 2: 5}, 0, None)
         assert (flat.rows, flat.seg_bytes, strip.rows, strip.details["rows"]) == (2, 512, 2, 8)
-        steps = gpu_planner.plan_multi_axis(shape, 8, shifts, 8, 64 << 20)  # rows at 8 past a 16-byte boundary
+        steps = gpu_multi_axis.plan_multi_axis(shape, 8, shifts, 8, 64 << 20)  # rows at 8 past a 16-byte boundary
         assert [s.algorithm for s in steps] == ["row-cycles"]
-        three = gpu_planner.plan_multi_axis((16, 16, 512), 8, {0: 3, 1: 5, 2: 7}, 0, None)
+        three = gpu_multi_axis.plan_multi_axis((16, 16, 512), 8, {0: 3, 1: 5, 2: 7}, 0, None)
         assert [s.algorithm for s in three] == ["row-cycles"]
-        assert gpu_planner.plan_flat_strips((4096,), (5,), 1 << 20, 1 << 19, 1, 0, 1 << 18) is None
+        assert gpu_multi_axis.plan_flat_strips((4096,), (5,), 1 << 20, 1 << 19, 1, 0, 1 << 18) is None
 
 
 def test_gpu_row_cycles_variant_follows_the_row_length(gpu_planner):
@@ -844,7 +847,7 @@ def test_gpu_row_cycles_variant_follows_the_row_length(gpu_planner):
     the chunked kernel with the first row in shared memory beyond (the 16384 x 16384 complex64 fftshift: one
     pass, 2N), first rows in scratch where a row exceeds a block, per-axis passes where those exceed the
     scratch bound or leave too few walks to load the GPU; every choice within a block's shared memory."""
-    plan = gpu_planner.plan_row_cycles
+    plan = gpu_row_cycles.plan_row_cycles
 
     def run(shape, shifts, item=8, **settings):
         with cuda_tuning.override(**settings):
@@ -858,14 +861,14 @@ def test_gpu_row_cycles_variant_follows_the_row_length(gpu_planner):
     odd = run((8191, 8193), {0: 4096, 1: 4097})  # odd fftshift: one long cycle, misaligned
     assert run((512, 512, 512), {0: 256, 1: 256, 2: 256}).details["variant"] == "three-rows"  # 4 KiB rows
     assert odd.details["variant"] == "three-rows"
-    assert gpu_planner.plan_row_cycles((16384, 8192), 8, {0: 8192, 1: 4096}, 8, None).details["variant"] == \
+    assert gpu_row_cycles.plan_row_cycles((16384, 8192), 8, {0: 8192, 1: 4096}, 8, None).details["variant"] == \
         "three-rows"  # a base 8 bytes past a 16-byte boundary: the measured default
     big = run((16384, 16384), {0: 8192, 1: 8192})
     assert (big.details["variant"], big.details["first_rows"]) == ("chunked", "shared memory")
     assert big.bytes_moved == 2 * 16384 * 16384 * 8 and big.details["pre_read_rows"] == 0
     rolled = run((16384, 16384), {0: 1001, 1: 77})  # one long cycle: cut, pre-reads within the bound
     assert rolled.details["variant"] == "chunked" and 0 < rolled.details["pre_read_rows"] == rolled.details["segments"]
-    assert rolled.details["_pre_bytes"] <= gpu_planner.default_cap(16384, 16384 * 8)
+    assert rolled.details["_pre_bytes"] <= gpu_device.default_cap(16384, 16384 * 8)
     # 512 KiB rows: no saved row in a block; the bound leaves few walks, so by default one pass per axis
     assert run((4096, 65536), {0: 1, 1: 32768}) is None
     huge = run((4096, 65536), {0: 1, 1: 32768}, cycle_min_walk_share=0.0)
@@ -873,7 +876,7 @@ def test_gpu_row_cycles_variant_follows_the_row_length(gpu_planner):
     assert huge.details["blocks_per_sm"] == 1 and huge.details["ring"] >= 3  # few walks: deep rings
     assert run((4096, 65536), {0: 2048, 1: 32768}) is None  # 2048 first rows of 512 KiB exceed the bound
     for step in (big, rolled, huge):
-        assert step.details["smem_bytes"] <= gpu_planner._t().max_lane_smem
+        assert step.details["smem_bytes"] <= gpu_device.policy().max_lane_smem
     forced = run((8192, 8192), {0: 4096, 1: 4096}, cycle_variant="chunked")  # measurable against three-rows
     assert forced.details["variant"] == "chunked" and forced.details["blocks_per_sm"] >= 2
     assert run((16384, 16384), {0: 8192, 1: 8192}, cycle_variant="three-rows") is None
@@ -1134,9 +1137,9 @@ def test_gpu_plan_cache_key_includes_the_tuning_policy(gpu_planner, tune):
     after = _api._make_plan(cuda, info, {0: 3, 1: 5}, None)
     assert before.algorithm == "row-cycles" and after.algorithm != "row-cycles"
     key = cuda.plan_key(info, None)
-    assert gpu_planner._t() in key
+    assert gpu_device.policy() in key
     for field in dataclasses.fields(cuda_tuning.CudaTuning):
-        value = getattr(gpu_planner._t(), field.name)
+        value = getattr(gpu_device.policy(), field.name)
         other = (not value) if isinstance(value, bool) else "x" if isinstance(value, str) else \
             value + (16,) if isinstance(value, tuple) else (value or 0) + 1
         with cuda_tuning.override(**{field.name: other}):
@@ -1148,8 +1151,7 @@ def test_gpu_kernel_handles_are_cached_per_device(monkeypatch, name):
     """numba loads a kernel's module once per device (``get_cufunc``), so the launcher caches cuda.core
     handles per device: an array on a second GPU never launches a handle loaded in the first one's
     context. Fakes stand in for the compiled kernels (no GPU needed)."""
-    launch = pytest.importorskip("rotate._cuda.launch")
-    if launch.SIMULATED:
+    if gpu_runtime.SIMULATED:
         pytest.skip("the simulator compiles nothing")
     from rotate._cuda import _halfswap, _kernels, _strips
 
@@ -1169,11 +1171,11 @@ def test_gpu_kernel_handles_are_cached_per_device(monkeypatch, name):
     monkeypatch.setattr(_halfswap, "half_swap_kernel", lambda *args: Kernel())
     monkeypatch.setattr(_strips, "strip_save_kernel", lambda *args: Kernel())
     monkeypatch.setattr(_strips, "strip_kernel", lambda *args: Kernel())
-    compiled = {"chain": lambda device: launch._compiled_chain(-1, -2, -3, -4, device=device)[1],
-                "half_swaps": lambda device: launch._compiled_half_swaps(-1, -2, -4, device)[1],
-                "strips": lambda device: launch._compiled_strips(-1, -2, device)[3]}[name]
-    cache = {"chain": launch._compiled_chain, "half_swaps": launch._compiled_half_swaps,
-             "strips": launch._compiled_strips}[name]
+    compiled = {"chain": lambda device: gpu_chain._compiled_chain(-1, -2, -3, -4, device=device)[1],
+                "half_swaps": lambda device: gpu_half_swaps._compiled_half_swaps(-1, -2, -4, device)[1],
+                "strips": lambda device: gpu_row_strips._compiled_strips(-1, -2, device)[3]}[name]
+    cache = {"chain": gpu_chain._compiled_chain, "half_swaps": gpu_half_swaps._compiled_half_swaps,
+             "strips": gpu_row_strips._compiled_strips}[name]
     cache.cache_clear()
     try:
         handles = []
@@ -1194,38 +1196,38 @@ def test_gpu_co_resident_chains_take_random_shifts(gpu_planner, monkeypatch):
 
     n = 1 << 30
     shifts = [int(s) for s in np.random.default_rng(0).integers(1, n, 4)]
-    classic = [gpu_planner.plan_step(None, s, 1, n, s, 1, 0, None).algorithm for s in shifts]
+    classic = [gpu_registry.plan_step(None, s, 1, n, s, 1, 0, None).algorithm for s in shifts]
     assert classic.count("chain") <= 1, classic
-    monkeypatch.setattr(gpu_planner, "_cooperative_config", lambda: True)
+    monkeypatch.setattr(gpu_device, "_cooperative_config", lambda: True)
     for s in shifts:
-        step = gpu_planner.plan_step(None, s, 1, n, s, 1, 0, None)
+        step = gpu_registry.plan_step(None, s, 1, n, s, 1, 0, None)
         d = step.details
         assert step.algorithm == "chain" and d["co_resident"], (s, step)
-        assert d["grid"] == d["lanes"] <= gpu_planner.persistent_grid(d["tile_bytes"], gpu_planner.chain_threads(),
+        assert d["grid"] == d["lanes"] <= gpu_chain.persistent_grid(d["tile_bytes"], gpu_chain.chain_threads(),
                                                                       d["buffers"], d["control_warp"])
-        assert step.scratch_bytes <= gpu_planner.default_cap(1, n)
-        table, _ = gpu_planner.chain_layout(n, s, (0,), d["tile_bytes"], d["chain_step"], d["lane_steps"],
+        assert step.scratch_bytes <= gpu_device.default_cap(1, n)
+        table, _ = gpu_chain.chain_layout(n, s, (0,), d["tile_bytes"], d["chain_step"], d["lane_steps"],
                                             d["buffers"], True)
         assert np.array_equal(table, d["_table"])
     for s in (3, 4097, n - 7):  # nothing pre-read either way: the classic plan, no cooperative launch
-        d = gpu_planner.plan_step(None, s, 1, n, s, 1, 0, None).details
+        d = gpu_registry.plan_step(None, s, 1, n, s, 1, 0, None).details
         assert not d["co_resident"], (s, d)
     with cuda_tuning.override(co_resident=False):
-        assert not gpu_planner.plan_step(None, shifts[0], 1, n, shifts[0], 1, 0, None).details.get("co_resident")
+        assert not gpu_registry.plan_step(None, shifts[0], 1, n, shifts[0], 1, 0, None).details.get("co_resident")
     # The general multi-axis gate shape: a co-resident flat pass fits the default bound, then the strip.
-    steps = gpu_planner.plan_multi_axis((16384, 8192), 8, {0: 1001, 1: 77}, 0, None)
+    steps = gpu_multi_axis.plan_multi_axis((16384, 8192), 8, {0: 1001, 1: 77}, 0, None)
     assert [s.algorithm for s in steps] == ["chain", "row-strips"] and steps[0].details["co_resident"]
     # A wide strip (1500 of 4096 columns) stays with three-row row-cycles unless flat_strips=True forces it.
-    wide = gpu_planner.plan_multi_axis((3, 600, 4096), 1, {1: 77, 2: 1500}, 0, None)
+    wide = gpu_multi_axis.plan_multi_axis((3, 600, 4096), 1, {1: 77, 2: 1500}, 0, None)
     assert [s.algorithm for s in wide] == ["row-cycles"]
     with cuda_tuning.override(flat_strips=True):
-        assert [s.algorithm for s in gpu_planner.plan_multi_axis((3, 600, 4096), 1, {1: 77, 2: 1500}, 0, None)][1:] \
+        assert [s.algorithm for s in gpu_multi_axis.plan_multi_axis((3, 600, 4096), 1, {1: 77, 2: 1500}, 0, None)][1:] \
             == ["row-strips"]
     assert S.PRE == 3  # the co-resident rule only trades PRE for WAIT (tests/test_schedule.py)
 
 
-def _stand_in_driver(monkeypatch, launch, stale_stream=None):
-    """Replace ``launch``'s numba.cuda with a stand-in: host arrays for device ones, events that complete
+def _stand_in_driver(monkeypatch, stale_stream=None):
+    """Replace the runtime's numba.cuda with a stand-in: host arrays for device ones, events that complete
     when a test says (``event.done``) and remember their stream; recording on ``stale_stream`` raises (a
     destroyed stream's handle). Returns ``(events, synchronisations)``, both lists the stand-in appends to."""
     events, synced = [], []
@@ -1253,8 +1255,8 @@ def _stand_in_driver(monkeypatch, launch, stale_stream=None):
                                       event=Event, external_stream=lambda handle: ("stream", handle),
                                       default_stream=lambda: ("stream", 0), synchronize=lambda: synced.append(1),
                                       is_available=lambda: True)
-    monkeypatch.setattr(launch, "cuda", fake_cuda)
-    monkeypatch.setattr(launch, "SIMULATED", False)
+    monkeypatch.setattr(gpu_runtime, "cuda", fake_cuda)
+    monkeypatch.setattr(gpu_runtime, "SIMULATED", False)
     return events, synced
 
 
@@ -1262,9 +1264,8 @@ def test_gpu_scratch_keeps_replaced_buffers_until_the_stream_has_passed_them(mon
     """A scratch buffer replaced by a larger one stays referenced until an event recorded on the call's
     stream at replacement completes (launches queued before it may still use it; an external memory pool
     would hand freed memory out at once), then is let go."""
-    launch = pytest.importorskip("rotate._cuda.launch")
-    events, _ = _stand_in_driver(monkeypatch, launch)
-    scratch = launch.Scratch(1234)
+    events, _ = _stand_in_driver(monkeypatch)
+    scratch = gpu_runtime.Scratch(1234)
     scratch.reserve(10, 100)
     assert scratch._retired == []  # nothing replaced yet
     first_pre, first_flags = scratch.pre, scratch.flags
@@ -1286,44 +1287,42 @@ def test_gpu_scratch_of_an_evicted_stream_is_kept_until_that_stream_has_passed_i
     """The least recently used stream's scratch, evicted from the cache by a ninth stream, stays referenced
     until an event recorded on *that* stream completes; a stale stream handle falls back to a device-wide
     synchronisation; release_scratch counts and drops the evicted scratch too."""
-    launch = pytest.importorskip("rotate._cuda.launch")
-    events, synced = _stand_in_driver(monkeypatch, launch, stale_stream=666)
-    monkeypatch.setattr(launch, "_scratch", launch.collections.OrderedDict())
-    monkeypatch.setattr(launch, "_evicted", [])
-    for handle in range(100, 100 + launch.MAX_CACHED_STREAMS):
-        launch.scratch_for(handle, 0).reserve(10, 1000)
-    oldest = launch._scratch[(0, 100)]
-    launch.scratch_for(200, 0)  # a ninth stream evicts stream 100's scratch: kept, an event on stream 100
-    assert (0, 100) not in launch._scratch
-    assert [kept for _, kept in launch._evicted] == [oldest] and events[-1].stream == ("stream", 100)
-    launch.scratch_for(201, 0)  # evicts stream 101's; stream 100 has not passed its event: both kept
-    assert len(launch._evicted) == 2 and not synced
+    events, synced = _stand_in_driver(monkeypatch, stale_stream=666)
+    monkeypatch.setattr(gpu_runtime, "_scratch", gpu_runtime.collections.OrderedDict())
+    monkeypatch.setattr(gpu_runtime, "_evicted", [])
+    for handle in range(100, 100 + gpu_runtime.MAX_CACHED_STREAMS):
+        gpu_runtime.scratch_for(handle, 0).reserve(10, 1000)
+    oldest = gpu_runtime._scratch[(0, 100)]
+    gpu_runtime.scratch_for(200, 0)  # a ninth stream evicts stream 100's scratch: kept, an event on stream 100
+    assert (0, 100) not in gpu_runtime._scratch
+    assert [kept for _, kept in gpu_runtime._evicted] == [oldest] and events[-1].stream == ("stream", 100)
+    gpu_runtime.scratch_for(201, 0)  # evicts stream 101's; stream 100 has not passed its event: both kept
+    assert len(gpu_runtime._evicted) == 2 and not synced
     for event in events:
         event.done = True
-    launch.scratch_for(202, 0)  # stream 100's and 101's are let go; stream 102's is kept
-    assert [kept._handle for _, kept in launch._evicted] == [102]
-    stale = launch.scratch_for(666, 0)  # a stream the caller will destroy
+    gpu_runtime.scratch_for(202, 0)  # stream 100's and 101's are let go; stream 102's is kept
+    assert [kept._handle for _, kept in gpu_runtime._evicted] == [102]
+    stale = gpu_runtime.scratch_for(666, 0)  # a stream the caller will destroy
     stale.reserve(10, 1000)
-    for handle in range(300, 300 + launch.MAX_CACHED_STREAMS):
-        launch.scratch_for(handle, 0)
+    for handle in range(300, 300 + gpu_runtime.MAX_CACHED_STREAMS):
+        gpu_runtime.scratch_for(handle, 0)
     assert synced  # its handle failed to take an event: the device was synchronised instead
-    assert all(kept._handle != 666 for _, kept in launch._evicted)
-    held = sum(kept.nbytes for _, kept in launch._evicted)
-    assert held > 0 and launch.release_scratch() >= held and launch._evicted == []
+    assert all(kept._handle != 666 for _, kept in gpu_runtime._evicted)
+    held = sum(kept.nbytes for _, kept in gpu_runtime._evicted)
+    assert held > 0 and gpu_runtime.release_scratch() >= held and gpu_runtime._evicted == []
 
 
 @pytest.mark.slow  # 35 s of brute-force lane counts on 2 cores (.ci/run runs -m slow)
 @given(m_max=st.integers(4, 1 << 18), sms=st.integers(2, 200), rows=st.integers(1, 3))
 def test_gpu_even_lane_steps_are_exactly_the_lengths_that_load_every_sm_alike(m_max, sms, rows):
-    planner = pytest.importorskip("rotate._cuda.planner")
     shortest = max(1, -(-m_max // (3 * sms)))
     longest = 2 * shortest
-    even = set(planner.even_lane_steps(rows, m_max, shortest, longest, sms).tolist())
+    even = set(gpu_chain.even_lane_steps(rows, m_max, shortest, longest, sms).tolist())
     for steps in range(shortest, longest + 1):
         lanes = rows * -(-m_max // steps)
         per_sm = -(-lanes // sms)
         light = per_sm * sms - lanes  # SMs that hold one block fewer than the others
-        assert (steps in even) == (per_sm >= 2 and light <= int(planner._t().co_resident_even_slack * sms)), \
+        assert (steps in even) == (per_sm >= 2 and light <= int(gpu_device.policy().co_resident_even_slack * sms)), \
             (steps, lanes, per_sm)
 
 
@@ -1340,16 +1339,16 @@ def test_gpu_co_resident_lane_scan_prefers_lanes_that_load_every_sm_alike(gpu_pl
         for i, steps in enumerate(candidates):
             out[i] = pre_of.get(int(steps), 100 << 20)
 
-    monkeypatch.setattr(gpu_planner.S, "compiled_table_builders", lambda: (None, None, fake_scan))
-    monkeypatch.setattr(gpu_planner.S, "max_tiles", lambda n, tile_bytes: m_max)
+    monkeypatch.setattr(S, "compiled_table_builders", lambda: (None, None, fake_scan))
+    monkeypatch.setattr(S, "max_tiles", lambda n, tile_bytes: m_max)
 
     def lanes(steps):
         return -(-m_max // steps)
 
     def scan(cap):
-        return gpu_planner.co_resident_lane_steps(1, m_max * 16384, 12345, 0, 16384, 7, 3, grid, cap)
+        return gpu_chain.co_resident_lane_steps(1, m_max * 16384, 12345, 0, 16384, 7, 3, grid, cap)
 
-    even = gpu_planner.even_lane_steps(1, m_max, shortest, 2 * shortest, sms)
+    even = gpu_chain.even_lane_steps(1, m_max, shortest, 2 * shortest, sms)
     three = [int(s) for s in even if -(-lanes(s) // sms) == 3]
     two = [int(s) for s in even if -(-lanes(s) // sms) == 2]
     uneven = next(s for s in range(shortest, 2 * shortest) if s not in set(even.tolist()))
@@ -1366,15 +1365,15 @@ def test_gpu_chain_planner_lays_out_only_the_cheapest_tables(gpu_planner, monkey
     """Plan tables (the planner's slowest step) are built for the cheapest cost group that fits, not for
     every candidate: a random 1 GiB shift costs at most three layouts where building every candidate's
     cost twelve (the same plans: compared with that planner on 50 random problems when this changed)."""
-    monkeypatch.setattr(gpu_planner, "_cooperative_config", lambda: True)
+    monkeypatch.setattr(gpu_device, "_cooperative_config", lambda: True)
     n, shift = 1 << 30, 871346366
-    real, calls = gpu_planner.chain_layout, []
+    real, calls = gpu_chain.chain_layout, []
 
     def counted(*args):
         calls.append(args)
         return real(*args)
 
-    monkeypatch.setattr(gpu_planner, "chain_layout", counted)
-    cfg = gpu_planner.plan_chain(1, n, shift, 0, gpu_planner.default_cap(1, n))
+    monkeypatch.setattr(gpu_chain, "chain_layout", counted)
+    cfg = gpu_chain.plan_chain(1, n, shift, 0, gpu_device.default_cap(1, n))
     assert cfg is not None and cfg["co_resident"] and len(calls) <= 3, (len(calls), cfg and cfg["lane_steps"])
-    assert cfg["scratch_row"] + 8 * cfg["m_max"] + 64 <= gpu_planner.default_cap(1, n)
+    assert cfg["scratch_row"] + 8 * cfg["m_max"] + 64 <= gpu_device.default_cap(1, n)

@@ -301,10 +301,11 @@ def test_ring_wait_that_stops_short_is_reported(monkeypatch):
 @given(n=st.integers(2, 2000), data=st.data(), fits=st.integers(0, 2000))
 def test_gries_mills_swaps_then_rotation_equal_numpy(n, data, fits):
     """The GPU block-swap fallback's plan: the swaps, then the final rotation, equal numpy.roll."""
-    planner = pytest.importorskip("rotate._cuda.planner")
+    from rotate._cuda.schedules import block_swap as gpu_block_swap
+
     k = data.draw(st.integers(1, n - 1))
     a = np.arange(n)
-    swaps, (lo, sub_n, sub_k) = planner.gries_mills(n, k, lambda nn, kk: min(kk, nn - kk) <= fits)
+    swaps, (lo, sub_n, sub_k) = gpu_block_swap.gries_mills(n, k, lambda nn, kk: min(kk, nn - kk) <= fits)
     for x, y, m in swaps:
         assert 0 <= x and x + m <= y and y + m <= n, "swapped blocks must be disjoint and inside"
         a[x:x + m], a[y:y + m] = a[y:y + m].copy(), a[x:x + m].copy()
@@ -316,13 +317,14 @@ def test_gries_mills_swaps_then_rotation_equal_numpy(n, data, fits):
 def test_block_swap_planning_gives_up_after_its_pass_limit():
     """A 1-byte distance with no scratch would take n block swaps, each asking whether the rest
     fits, on the host (the GPU test run sat in this loop for minutes): the planner stops early."""
-    from rotate._cuda import planner
+    from rotate._cuda import device as gpu_device
+    from rotate._cuda.schedules import block_swap as gpu_block_swap
 
     asked = []
-    swaps, _ = planner.gries_mills(1_000_003, 1_000_002, lambda n, k: asked.append((n, k)) or False,
-                                   planner._t().max_swap_passes)
-    assert len(swaps) == planner._t().max_swap_passes + 1
-    assert len(asked) <= planner._t().max_swap_passes + 2
+    swaps, _ = gpu_block_swap.gries_mills(1_000_003, 1_000_002, lambda n, k: asked.append((n, k)) or False,
+                                          gpu_device.policy().max_swap_passes)
+    assert len(swaps) == gpu_device.policy().max_swap_passes + 1
+    assert len(asked) <= gpu_device.policy().max_swap_passes + 2
 
 
 def test_kinds_have_matches_the_fields():

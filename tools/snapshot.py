@@ -127,12 +127,12 @@ def adapter_stub_gpu() -> None:
     (``lane_args._check_same_device``, as tests/test_shared_state.py stubs it).
     """
     from rotate import _arrays
-    from rotate._cuda import lane_args, planner
+    from rotate._cuda import device, lane_args
 
-    planner.device_shape = lambda device_id=0: DEVICE_SHAPE
-    planner._device_id = lambda: 0
-    planner._cooperative_config = lambda: False
-    planner.device_capability = lambda device_id=0: CAPABILITY
+    device.device_shape = lambda device_id=0: DEVICE_SHAPE
+    device._device_id = lambda: 0
+    device._cooperative_config = lambda: False
+    device.device_capability = lambda device_id=0: CAPABILITY
     _arrays._device_usable = True
     lane_args._check_same_device = lambda *args: None
 
@@ -162,21 +162,22 @@ def adapter_step_record(step) -> dict:
 
 
 def adapter_kernel_builds(step, pointer: int, host_shifts) -> list:
-    """ADAPTER (GPU launcher, rotate/_cuda/launch.py): the kernel builds running ``step`` launches.
+    """ADAPTER (GPU runners, rotate/_cuda/schedules/): the kernel builds running ``step`` launches.
 
-    Mirrors each runner of launch.py (``RUNNERS``, ``run_lanes``): which factory it calls with which
+    Mirrors each schedule module's runner (``RUNS``, ``LANE_RUNS``): which factory it calls with which
     compile-time arguments, and the argument types the kernel is compiled for. Returns a list of
     ``(family, args, signature)``: ``family`` a name of ``adapter_kernel_factory``, ``args`` the
     factory's positional arguments, ``signature`` a tuple of type names (see ``_numba_type``).
     ``lane-chains`` plans hold every run's chain step (``details["runs"]``).
     """
-    from rotate._cuda import launch, planner
+    from rotate._cuda import device
+    from rotate._cuda.schedules import chain
 
     d = step.details
     i64 = ("int64",)
     algorithm = step.algorithm
     if algorithm == "chain":
-        return [("chain", list(launch._chain_config(step.params)), i64 * 15)]
+        return [("chain", list(chain._chain_config(step.params)), i64 * 15)]
     if algorithm == "block-swap":
         out = [("block_swap", [d["tile_bytes"], d["block"]], ("uint8[::1]",) + i64 * 6)]
         for _, sub in sorted((d.get("_final_steps") or {}).items()):
@@ -197,7 +198,7 @@ def adapter_kernel_builds(step, pointer: int, host_shifts) -> list:
         return [("lane_swap", [d["block"], d["panel_bytes"]], i64 * 9)]
     if algorithm == "lane-walks":
         return [("lane_walk", [d["block"], d["buffers"], d["tile_bytes"][1], d["max_tiles"], d["panel_bytes"],
-                               int(planner._t().walk_trace), d["min_blocks"]], i64 * 13)]
+                               int(device.policy().walk_trace), d["min_blocks"]], i64 * 13)]
     if algorithm == "half-swaps":
         return [("half_swap", [d["block"], d["vecs"], d["group"]], i64 * 15)]
     if algorithm == "row-strips":

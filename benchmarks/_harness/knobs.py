@@ -2,7 +2,7 @@
 
 Why private: tuning fields are not API (docs/tuning.md lists them; ``rotate._tuning.cuda.override`` is
 how tests, probes and measurements change them), and the exact count replays the kernel's choices on
-the host (``rotate._cuda.planner.walk_traffic``), where the public plan reports a bound.
+the host (``rotate._cuda.schedules.lane_walks.walk_traffic``), where the public plan reports a bound.
 """
 
 from __future__ import annotations
@@ -30,6 +30,6 @@ def gpu_override(**fields) -> contextlib.AbstractContextManager:
 def walk_traffic(step, shifts) -> tuple:
     """(bytes moved, lanes walked) of a ``lane-walks`` step for host ``shifts``: the kernel's decisions
     replayed (the plan's ``bytes_moved`` is a bound)."""
-    from rotate._cuda import planner
+    from rotate._cuda.schedules import lane_walks as gpu_lane_walks
 
-    return planner.walk_traffic(step, shifts)
+    return gpu_lane_walks.walk_traffic(step, shifts)

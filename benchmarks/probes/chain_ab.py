@@ -28,7 +28,7 @@ import cupy
 
 import rotate
 from rotate import bench
-from rotate._cuda import planner
+from rotate._cuda.schedules import chain as gpu_chain
 from rotate._tuning import cuda as cuda_tuning
 
 label, points = sys.argv[1], [p.split(":", 1) for p in sys.argv[2].split(",")]
@@ -64,6 +64,6 @@ for dtype, shift_label in points:
                        "tile_bytes", "buffers", "min_blocks", "control_warp", "chain_step", "lane_steps",
                        "pre_read_bytes")})
         if p.algorithm == "chain":
-            listed = planner.pre_tickets_per_row(d["_table"], x.nbytes, d["tile_bytes"])
+            listed = gpu_chain.pre_tickets_per_row(d["_table"], x.nbytes, d["tile_bytes"])
             row["pre_tickets"] = listed
         print(json.dumps(row), flush=True)

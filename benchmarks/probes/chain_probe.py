@@ -7,7 +7,7 @@ Chain kernel probe on a GPU: configurations (tile, ring, lane length) and per-ca
 
 ``python benchmarks/probes/chain_probe.py --json out.json``. Device time of
 ``rotate.roll`` for the gate's shifts with each configuration forced through
-``rotate._cuda.planner.override``, as % of a device-to-device memcpy in the
+``rotate._tuning.cuda.override``, as % of a device-to-device memcpy in the
 same run; then host microseconds per call on 4 KiB arrays (rotate on numba,
 CuPy and torch arrays; torch.roll, cupy.roll). Every configuration is checked
 against cupy.roll before it is timed.
@@ -31,7 +31,6 @@ def device_sweep(sizes_mib, dtypes, shifts, configs, repeat, log=print):
     from numba import cuda
 
     import rotate
-    from rotate._cuda import planner
 
     stream = cuda.default_stream()
     time_it = bench._events_timer(cuda, stream)

@@ -101,7 +101,9 @@ def main(argv=None) -> int:
     from numba import cuda
 
     import rotate
-    from rotate._cuda import _kernels, launch, planner
+    from rotate._cuda import _kernels
+    from rotate._cuda import runtime as gpu_runtime
+    from rotate._cuda.schedules import chain as gpu_chain
     from rotate._provenance import environment
     from rotate.bench import _events_timer, shift_elements
 
@@ -139,8 +141,8 @@ def main(argv=None) -> int:
                     continue
                 row["device_ms"] = time_it(lambda: rotate.roll(x, s, max_scratch_bytes=args.max_scratch), args.repeat)
                 _kernels.chain_kernel = functools.partial(plain_kernel, trace=int(trace.data.ptr))
-                launch._compiled_chain.cache_clear()
-                launch._prepared.clear()
+                gpu_chain._compiled_chain.cache_clear()
+                gpu_runtime._prepared.clear()
                 try:
                     rotate.roll(x, s, max_scratch_bytes=args.max_scratch)  # compiles the traced kernel
                     before = cupy.asnumpy(x)
@@ -155,8 +157,8 @@ def main(argv=None) -> int:
                     del before
                 finally:
                     _kernels.chain_kernel = plain_kernel
-                    launch._compiled_chain.cache_clear()
-                    launch._prepared.clear()
+                    gpu_chain._compiled_chain.cache_clear()
+                    gpu_runtime._prepared.clear()
                 records = cupy.asnumpy(trace[: p.grid])
                 row["pct_memcpy"] = round(100 * memcpy_ms / row["device_ms"], 1)
                 row["trace"] = summarise(records, fields)

@@ -47,7 +47,6 @@ def main(argv=None) -> int:
     import rotate
     from rotate import _provenance
     from rotate import bench as B
-    from rotate._cuda import planner
     from rotate._tuning import cuda as cuda_tuning
 
     stream = cuda.default_stream()

@@ -52,7 +52,8 @@ def stages(a, sync) -> dict:
     """Per-call microseconds of each stage of ``rotate.roll(a, 3)``."""
     import rotate
     from rotate import _api, _arrays, _backends
-    from rotate._cuda import launch, planner
+    from rotate._cuda import device as gpu_device, runtime as gpu_runtime
+    from rotate._cuda.schedules import chain as gpu_chain
 
     rotate.roll(a, 3)
     backend = _backends.backend_for(a)
@@ -65,7 +66,7 @@ def stages(a, sync) -> dict:
         "backend_for": lambda: _backends.backend_for(a),
         "__cuda_array_interface__": lambda: target.__cuda_array_interface__,
         "describe": lambda: backend.describe(a),
-        "device_id": planner._device_id,
+        "device_id": gpu_device._device_id,
         "plan_key": lambda: backend.plan_key(info, None),
         "resolve_stream": lambda: backend.resolve_stream(target, None),
         "_prepare (all of the above)": lambda: _api._prepare(a, 3, None, None, None, None),
@@ -75,11 +76,11 @@ def stages(a, sync) -> dict:
     out = {name: per_call_us(fn, sync) for name, fn in timings.items()}
     # The floor: the prepared cuda.core launch with its arguments built once.
     handle = prepared[4]
-    entry = launch.scratch_for(handle)
+    entry = gpu_runtime.scratch_for(handle)
     flags, pre, counters, epoch = entry.reserve(2 * step.rows * step.details["_m_max"],
                                                 step.rows * step.details["_scratch_row"])
-    launch.run_chain(info.pointer, target, step, handle)
-    prep = launch._prepared[(id(step), planner._device_id(), handle)]
+    gpu_chain.run_chain(info.pointer, target, step, handle)
+    prep = gpu_runtime._prepared[(id(step), gpu_device._device_id(), handle)]
     _, launch_fn, ref, config, kernel, table_address, head_args, tail_args = prep
     pointer = info.pointer
     epochs = iter(range(epoch + 1, epoch + 10 ** 7))

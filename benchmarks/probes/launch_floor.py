@@ -35,8 +35,8 @@ def main(argv=None) -> int:
 
     import rotate
     from rotate import _api
-    from rotate._cuda import launch as L
-    from rotate._cuda import planner
+    from rotate._cuda import device as gpu_device, runtime as gpu_runtime
+    from rotate._cuda.schedules import chain as gpu_chain
 
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # the sibling probe host_path.py
     from host_path import per_call_us
@@ -45,9 +45,9 @@ def main(argv=None) -> int:
     rotate.roll(a, 3)
     prepared = _api._prepare(a, 3, None, None, None, None)
     info, step, handle = prepared[2], prepared[3].steps[0], prepared[4]
-    entry = L.scratch_for(handle)
-    L.run_chain(info.pointer, prepared[1], step, handle)
-    _, _, ref, config, kernel, table_address, head_args, tail_args = L._prepared[(id(step), planner._device_id(), handle)]
+    entry = gpu_runtime.scratch_for(handle)
+    gpu_chain.run_chain(info.pointer, prepared[1], step, handle)
+    _, _, ref, config, kernel, table_address, head_args, tail_args = gpu_runtime._prepared[(id(step), gpu_device._device_id(), handle)]
     epochs = iter(range(next(entry._epochs) + 1, 0xFFFFFFF0))
     pointer = info.pointer
 

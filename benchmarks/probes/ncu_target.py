@@ -21,7 +21,6 @@ from numba import cuda
 
 import rotate
 from rotate import bench
-from rotate._cuda import planner
 from rotate._tuning import cuda as cuda_tuning
 
 positional = [a for a in sys.argv[1:] if "=" not in a]

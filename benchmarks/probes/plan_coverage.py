@@ -44,16 +44,20 @@ STRUCTURED = {"1": lambda n: 1, "3": lambda n: 3, "4097": lambda n: 4097, "1MiB+
               "n-7": lambda n: n - 7}
 
 
-def plan_one(planner, n_bytes: int, itemsize: int, shift_items: int, cap):
+def plan_one(n_bytes: int, itemsize: int, shift_items: int, cap):
+    from rotate._cuda import registry as gpu_registry
+
     n = n_bytes // itemsize
     left = (n - shift_items % n) % n * itemsize
-    step = planner.plan_step(None, shift_items, 1, n_bytes, left, itemsize, 0, cap)
+    step = gpu_registry.plan_step(None, shift_items, 1, n_bytes, left, itemsize, 0, cap)
     return {"algorithm": step.algorithm, "bytes_vs_ideal": round(step.bytes_moved / (2 * n_bytes), 4),
             "scratch_bytes": int(step.scratch_bytes)}
 
 
-def probes(planner, seed: int) -> dict:
+def probes(seed: int) -> dict:
     """The ``--probes`` records (see the module docstring)."""
+    from rotate._cuda.schedules import chain as gpu_chain, multi_axis as gpu_multi_axis
+
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # benchmarks/: the product benchmark's cases
     from rows_gpu_bench import CASES
 
@@ -65,7 +69,7 @@ def probes(planner, seed: int) -> dict:
         c_shifts = {ax: s % shape[ax] for s, ax in zip(*extra)}
         for cap in (None, 64 << 20, 256 << 20):
             with cuda_tuning.override(flat_strips=True):
-                steps = planner.plan_multi_axis(shape, itemsize, c_shifts, 0, cap)
+                steps = gpu_multi_axis.plan_multi_axis(shape, itemsize, c_shifts, 0, cap)
             nbytes = int(np.prod(shape)) * itemsize
             flat.append({"case": index, "shape": list(shape), "dtype": dtype, "shifts": list(extra[0]),
                          "max_scratch_bytes": cap,
@@ -78,14 +82,14 @@ def probes(planner, seed: int) -> dict:
         by_tile = {}
         for tile in range(8192, 65537, 1024):
             with cuda_tuning.override(tile_bytes=tile):
-                cfg = planner.plan_chain(1, GiB, left, 0, 1 << 40)
+                cfg = gpu_chain.plan_chain(1, GiB, left, 0, 1 << 40)
             if cfg is not None:
                 by_tile[tile] = int(cfg["scratch_row"])
-        base = planner.plan_chain(1, GiB, left, 0, 1 << 40)
+        base = gpu_chain.plan_chain(1, GiB, left, 0, 1 << 40)
         by_lane = {}
         for lane in range(max(8, base["lane_steps"] // 2), 2 * base["lane_steps"], 4):
             with cuda_tuning.override(lane_steps=lane):
-                cfg = planner.plan_chain(1, GiB, left, 0, 1 << 40)
+                cfg = gpu_chain.plan_chain(1, GiB, left, 0, 1 << 40)
             if cfg is not None:
                 by_lane[lane] = int(cfg["scratch_row"])
         best_tile = min(by_tile, key=by_tile.get)
@@ -106,23 +110,23 @@ def main(argv=None) -> int:
     parser.add_argument("--probes", action="store_true", help="the levers' records instead (module docstring)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
-    from rotate._cuda import planner
+    from rotate._cuda import device as gpu_device
     from rotate._provenance import environment
 
     if args.probes:
-        with mock.patch.object(planner, "device_shape", lambda device_id=0: H200_SHAPE), \
-                mock.patch.object(planner, "_cooperative_config", lambda: True), \
-                mock.patch.object(planner, "_device_id", lambda: 0):
+        with mock.patch.object(gpu_device, "device_shape", lambda device_id=0: H200_SHAPE), \
+                mock.patch.object(gpu_device, "_cooperative_config", lambda: True), \
+                mock.patch.object(gpu_device, "_device_id", lambda: 0):
             result = {"benchmark": "plan_coverage --probes", "environment": environment(),
-                      "device_shape_assumed": list(H200_SHAPE), "seed": args.seed, **probes(planner, args.seed)}
+                      "device_shape_assumed": list(H200_SHAPE), "seed": args.seed, **probes(args.seed)}
         if args.json:
             pathlib.Path(args.json).write_text(json.dumps(result, indent=1))
         return 0
     rng = np.random.default_rng(args.seed)
     rows = []
-    with mock.patch.object(planner, "device_shape", lambda device_id=0: H200_SHAPE), \
-            mock.patch.object(planner, "_cooperative_config", lambda: True), \
-            mock.patch.object(planner, "_device_id", lambda: 0):
+    with mock.patch.object(gpu_device, "device_shape", lambda device_id=0: H200_SHAPE), \
+            mock.patch.object(gpu_device, "_cooperative_config", lambda: True), \
+            mock.patch.object(gpu_device, "_device_id", lambda: 0):
         for n_bytes in (GiB, 4 * GiB):
             for dtype in ("uint8", "float32"):
                 itemsize = np.dtype(dtype).itemsize
@@ -131,15 +135,15 @@ def main(argv=None) -> int:
                 shifts += [("random", int(s)) for s in rng.integers(1, n, args.random)]
                 for label, shift in shifts:
                     row = {"size_bytes": n_bytes, "dtype": dtype, "shift_label": label, "shift": shift,
-                           "default_cap_bytes": planner.default_cap(1, n_bytes)}
-                    row["default"] = plan_one(planner, n_bytes, itemsize, shift, None)
+                           "default_cap_bytes": gpu_device.default_cap(1, n_bytes)}
+                    row["default"] = plan_one(n_bytes, itemsize, shift, None)
                     row["chain_from_cap_bytes"] = row["default_cap_bytes"] if row["default"]["algorithm"] == "chain" \
                         else None
                     for fraction in (2, 4, 8, 16, 25):  # percent of the array (1%: the default)
-                        cap = max(n_bytes * fraction // 100, planner._t().min_scratch)
+                        cap = max(n_bytes * fraction // 100, gpu_device.policy().min_scratch)
                         if row["chain_from_cap_bytes"] is not None:
                             break
-                        if plan_one(planner, n_bytes, itemsize, shift, cap)["algorithm"] == "chain":
+                        if plan_one(n_bytes, itemsize, shift, cap)["algorithm"] == "chain":
                             row["chain_from_cap_bytes"] = cap
                             break
                     rows.append(row)

@@ -13,7 +13,7 @@ docs/perf-notes.md, "Lane walks: tickets and a pool"). Since the launch has
 a pool for such lanes, a softer rule is possible: count the bytes over the
 share twice, and add the lane's length only past share and pool together.
 This replays both rules (with the planner's share, or ``--share``) for seeded random shifts, the pool asked in lane
-order as ``planner.walk_traffic`` does, and reports the tiles a lane walks,
+order as ``rotate._cuda.schedules.lane_walks.walk_traffic`` does, and reports the tiles a lane walks,
 its pre-reads, and the lanes the pool turns away (block swaps).
 
     python benchmarks/probes/walk_penalty_probe.py --json docs/results/walk-penalty-probe.json
@@ -104,7 +104,8 @@ def main(argv=None) -> int:
     parser.add_argument("--share", type=float, help="a block's share as a fraction of a lane (default: the "
                                                      "planner's WALK_SHARE)")
     args = parser.parse_args(argv)
-    from rotate._cuda import planner
+    from rotate._cuda import device as gpu_device
+    from rotate._cuda.schedules import lane_walks as gpu_lane_walks
     from rotate._provenance import environment
 
     replay = _compiled()
@@ -113,9 +114,9 @@ def main(argv=None) -> int:
     for seg, item, lanes in CASES:
         n = seg // item
         ks = ((n - rng.integers(1, n, lanes)) * item).astype(np.int64)
-        share = int(seg * (args.share or planner._t().walk_share)) // 16 * 16
-        pool = int(lanes * seg * planner._t().walk_pool) // 16 * 16
-        tile, max_tiles, buffers = planner._walk_limits(seg)  # the default tiles for this lane length
+        share = int(seg * (args.share or gpu_device.policy().walk_share)) // 16 * 16
+        pool = int(lanes * seg * gpu_device.policy().walk_pool) // 16 * 16
+        tile, max_tiles, buffers = gpu_lane_walks._walk_limits(seg)  # the default tiles for this lane length
         for rule, soft in (("kernel", False), ("soft", True)):
             out = replay(ks, seg, tile, max_tiles, buffers - 1, share, pool, soft)
             walked = out[:, 2] == 1
@@ -129,7 +130,7 @@ def main(argv=None) -> int:
             print(json.dumps(rows[-1]), flush=True)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps({"benchmark": "walk_penalty_probe", "seed": args.seed,
-                                                        "share_fraction": args.share or planner._t().walk_share,
+                                                        "share_fraction": args.share or gpu_device.policy().walk_share,
                                                         "environment": environment(gpu=False), "cases": rows},
                                                        indent=1) + "\n")
     return 0

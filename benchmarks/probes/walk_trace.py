@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 CASES = (((256, 1 << 22), "uint8"), ((1024, 1 << 20), "float32"))
 
 
-def run(shape, dtype, knobs, torch, rotate, planner, L):
+def run(shape, dtype, knobs, torch, rotate, L):
     n = shape[-1]
     gen = torch.Generator(device="cuda").manual_seed(7)
     if dtype == "uint8":
@@ -91,7 +91,6 @@ def main(argv=None) -> int:
 
     import rotate
     from rotate._cuda import _lanes as L
-    from rotate._cuda import planner
     from rotate._provenance import environment
 
     rows = []
@@ -99,7 +98,7 @@ def main(argv=None) -> int:
     if args.case:
         cases = [((int(r), int(n)), dtype) for r, n, dtype in (c.split(",") for c in args.case)]
     for shape, dtype in cases:
-        rows.append(run(shape, dtype, knobs, torch, rotate, planner, L))
+        rows.append(run(shape, dtype, knobs, torch, rotate, L))
         print(json.dumps(rows[-1]), flush=True)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps({"benchmark": "walk_trace", "environment": environment(gpu=True),

@@ -1,4 +1,4 @@
-"""The CUDA backend: a thin adapter over rotate/_cuda (planner and launcher).
+"""The CUDA backend: a thin adapter over rotate/_cuda (the device, the schedule registry, the runtime).
 
 Nothing here imports numba.cuda until an array has been recognised as a
 CUDA array: numpy-only users never pay for it.
@@ -17,21 +17,32 @@ from .base import RowBackend
 _modules: dict = {}
 
 
-def _planner():
-    module = _modules.get("planner")
+def _device():
+    module = _modules.get("device")
     if module is None:
-        from .._cuda import planner as module
+        from .._cuda import device as module
 
-        _modules["planner"] = module
+        _modules["device"] = module
     return module
 
 
-def _launch():
-    module = _modules.get("launch")
+def _runtime():
+    module = _modules.get("runtime")
     if module is None:
-        from .._cuda import launch as module
+        from .._cuda import runtime as module
 
-        _modules["launch"] = module
+        _modules["runtime"] = module
+    return module
+
+
+def _registry():
+    """The schedule registry, filled (importing the schedules registers them)."""
+    module = _modules.get("registry")
+    if module is None:
+        from .._cuda import registry as module
+        from .._cuda import schedules  # noqa: F401
+
+        _modules["registry"] = module
     return module
 
 
@@ -79,33 +90,31 @@ class CudaBackend(RowBackend):
     def quick_stream(self, default_stream: int, stream: Any) -> int:
         if stream is None:
             return default_stream
-        return _launch().stream_handle(stream)
+        return _runtime().stream_handle(stream)
 
     def plan_key(self, info, max_scratch_bytes: Optional[int]) -> tuple:
         # The device, its shape and the tuning policy itself (every field the planners read: rotate/_tuning/cuda.py).
-        planner = _planner()
-        device = planner._device_id()
-        capability = planner.device_capability(device)
-        return (device, planner.device_shape(device), capability, _tuning().current(capability), max_scratch_bytes)
+        gpu = _device()
+        device = gpu._device_id()
+        capability = gpu.device_capability(device)
+        return (device, gpu.device_shape(device), capability, _tuning().current(capability), max_scratch_bytes)
 
     def plan_steps(self, info, rotations, max_scratch_bytes):
         # Several axes of a C- or F-contiguous array: one pass (half-swaps, or row-cycles where rows fit a block;
         # or a flat pass and a strip step, settings['flat_strips']).
         if len(rotations) >= 2 and rotations[0][0] is not None and (info.c_contiguous or info.f_contiguous):
-            from .._cuda import planner
+            from .._cuda.schedules import multi_axis
 
             flip = not info.c_contiguous  # an F-contiguous array is its transpose, C-ordered
             shape = info.shape[::-1] if flip else info.shape
             c_shifts = {(info.ndim - 1 - axis if flip else axis): s for axis, _, s in rotations}
-            steps = planner.plan_multi_axis(shape, info.itemsize, c_shifts, info.pointer, max_scratch_bytes)
+            steps = multi_axis.plan_multi_axis(shape, info.itemsize, c_shifts, info.pointer, max_scratch_bytes)
             if steps is not None:
                 return steps
         return super().plan_steps(info, rotations, max_scratch_bytes)
 
     def plan_step(self, info, axis, shift, rows, seg_bytes, left_bytes, word, max_scratch_bytes):
-        from .._cuda import planner
-
-        return planner.plan_step(axis, shift, rows, seg_bytes, left_bytes, word, info.pointer, max_scratch_bytes)
+        return _registry().plan_step(axis, shift, rows, seg_bytes, left_bytes, word, info.pointer, max_scratch_bytes)
 
     def plan_lanes(self, target: Any, info, shifts: Any, axis: int, max_scratch_bytes: Optional[int]):
         from .._cuda import lane_args
@@ -113,7 +122,7 @@ class CudaBackend(RowBackend):
         return lane_args.plan_lanes(info, shifts, axis, max_scratch_bytes)
 
     def execute_lanes(self, target: Any, info, step, stream: Any, lane_shifts) -> None:
-        _launch().run_lanes(target, info, step, stream, *lane_shifts)
+        _registry().run_lanes(target, info, step, stream, *lane_shifts)
 
     def replayable_lanes(self, step, lane_shifts) -> Optional[int]:
         """The shift stride a repeated call may replay this plan with (device shifts only, read on the
@@ -127,7 +136,7 @@ class CudaBackend(RowBackend):
     def resolve_stream(self, target: Any, stream: Any):
         # The raw handle, resolved once before anything moves (a bad stream=
         # is refused here); execute() launches on it as given.
-        return _launch().resolve_stream(target, stream)
+        return _runtime().resolve_stream(target, stream)
 
     def execute(self, target: Any, info, plan, stream: Any) -> None:
-        _launch().execute(target, info, plan, stream)
+        _registry().execute(target, info, plan, stream)

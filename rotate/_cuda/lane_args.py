@@ -18,7 +18,8 @@ def plan_lanes(info, shifts, axis: int, max_scratch_bytes: Optional[int]):
     Lanes must be back to back in memory; host shifts are one int64 a lane (or one for every lane,
     ``stride`` 0), device shifts are checked as :func:`_device_shifts` says.
     """
-    from . import planner
+    from . import registry
+    from .schedules import column_panels, lane_panels
 
     n = info.shape[axis]
     lane_shape = info.shape[:axis] + info.shape[axis + 1:]
@@ -51,11 +52,11 @@ def plan_lanes(info, shifts, axis: int, max_scratch_bytes: Optional[int]):
         return None, None
     if columns is not None:
         outer, inner = columns
-        return planner.plan_column_panels(axis, outer, n, inner, info.itemsize, info.pointer,
+        return column_panels.plan_column_panels(axis, outer, n, inner, info.itemsize, info.pointer,
                                           max_scratch_bytes), (host_shifts, device_shifts, stride)
-    step = planner.plan_lane_panels(axis, rows, n, info.itemsize, info.pointer)
+    step = lane_panels.plan_lane_panels(axis, rows, n, info.itemsize, info.pointer)
     if step is None:
-        step = planner.plan_long_lanes(axis, rows, n, info.itemsize, info.pointer, max_scratch_bytes, host_shifts)
+        step = registry.plan_long_lanes(axis, rows, n, info.itemsize, info.pointer, max_scratch_bytes, host_shifts)
     return step, (host_shifts, device_shifts, stride)
 
 
@@ -103,9 +104,9 @@ def _check_same_device(shifts_pointer: int, a_pointer: int) -> None:
 
     if SIMULATED:
         return
-    from . import launch
+    from . import runtime
 
-    got, want = launch.pointer_device(shifts_pointer), launch.pointer_device(a_pointer)
+    got, want = runtime.pointer_device(shifts_pointer), runtime.pointer_device(a_pointer)
     if got != want:
         raise ValueError(
             f"shifts is on GPU {got} but a is on GPU {want}; move shifts to a's device first "

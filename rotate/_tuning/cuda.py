@@ -1,4 +1,4 @@
-"""The CUDA backend's tuning policies, one per compute-capability class (rotate/_cuda/planner.py plans from them).
+"""The CUDA backend's tuning policies, one per compute-capability class (rotate/_cuda/schedules/ plan from them).
 
 Two kinds of field:
 
