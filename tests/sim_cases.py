@@ -49,10 +49,10 @@ def check_fixed():
 @given(case=cases(max_elements=700, max_dim=9, dtypes=["uint8", "int16", "float32", "complex128"]),
        tile=st.sampled_from([64, 128, 256]), threads=st.sampled_from([4, 8]), grid=st.integers(1, 4),
        variant=st.sampled_from([None, "single", "control-warp", "pipeline"]),
-       decode=st.sampled_from(["runs", "direct"]), bulk_store=st.booleans())
-def check_random(case, tile, threads, grid, variant, decode, bulk_store):
+       decode=st.sampled_from(["runs", "direct"]))
+def check_random(case, tile, threads, grid, variant, decode):
     check_roll_case(CudaRunner(tile_bytes=tile, threads=threads, grid=grid, chain_variant=variant,
-                               chain_decode=decode, chain_bulk_store=bulk_store), case)
+                               chain_decode=decode), case)
 
 
 def check_fixed_single_kernel():
@@ -62,61 +62,40 @@ def check_fixed_single_kernel():
                  lambda d: not d["pipeline"] and not d["control_warp"] and d["decode"] == "runs")
 
 
-def check_bulk_stores():
-    """The pipelined kernel with bulk stores: items on the destination's 16-byte phase (shifts of
-    whole vectors, complex128 at any shift) stored by the producer, the others by the data warps,
-    at every base offset and in rows whose starts differ in phase."""
-    runner = CudaRunner(tile_bytes=64, threads=4, grid=3, chain_bulk_store=True)
-    bulk = 0
-    for n, dtype, shift, offset in [(640, "uint8", 16, 0), (640, "uint8", 48, 5), (700, "uint8", 160, 11),
-                                    (40, "complex128", 3, 0), (41, "complex128", 17, 8), (640, "uint8", 17, 0),
-                                    (999, "uint8", 333, 3), (64, "float64", 6, 0)]:
-        plan = check_roll_case(runner, Case((n,), dtype, shift, offset=offset, seed=n + shift))
-        steps = [step for step in plan.steps if step.algorithm == "chain"]
-        assert steps and all(step.details["bulk_store"] for step in steps), plan
-        bulk += (shift * np.dtype(dtype).itemsize) % 16 == 0
-    check_roll_case(runner, Case((5, 203), "uint8", 32, axis=1, offset=7, seed=5))  # rows of every phase
-    assert bulk >= 5
-
-
 def check_sector_split():
-    """Bulk copies and bulk stores whose global end would start halfway into a 32-byte sector move
+    """Bulk copies whose global end would start halfway into a 32-byte sector move
     that first vector alone, the rest from the sector boundary (``_kernels.bulk_load_sectors``),
     and every copy lands in shared memory at its global source's phase within a sector
     (``_kernels.sector_shift``) unless it continues the copy before it: every copy longer than a
-    vector starts on a sector, the rolls stay right, and both kinds of split happen here."""
+    vector starts on a sector, the rolls stay right, and splits happen here."""
     from rotate._cuda import _kernels, _memops
 
     seen, landed = [], []
-    plain_load, plain_store = _kernels.bulk_load, _kernels.bulk_store
+    plain_load = _kernels.bulk_load
 
     def load(smem, to, src, pos, nbytes, bars, barrier):
         seen.append(("load", _memops.address_low(src, pos), int(nbytes)))
         landed.append((int(to), int(nbytes), int(_memops.address_low(src, pos))))
         plain_load(smem, to, src, pos, nbytes, bars, barrier)
 
-    def store(smem, at_byte, dst, pos, nbytes):
-        seen.append(("store", _memops.address_low(dst, pos), int(nbytes)))
-        plain_store(smem, at_byte, dst, pos, nbytes)
-
-    _kernels.bulk_load, _kernels.bulk_store = load, store
+    _kernels.bulk_load = load
     try:
-        runner = CudaRunner(tile_bytes=128, threads=4, grid=3, chain_bulk_store=True)
+        runner = CudaRunner(tile_bytes=128, threads=4, grid=3)
         for n, dtype, shift, offset in [(1000, "uint8", 3, 0), (1000, "uint8", 17, 0), (1000, "uint8", 500, 9),
                                         (997, "uint8", 16, 0), (999, "uint8", 48, 16 - 1), (60, "complex128", 1, 0),
                                         (61, "complex128", 7, 8), (1000, "uint8", 30, 0),
                                         (1000, "uint8", 32, 16), (500, "complex128", 2, 48)]:
             # The last two start 16 bytes into a sector (device buffers start on 256-byte
-            # boundaries, tests/cases.device_copy) with whole-vector shifts: bulk stores that split.
+            # boundaries, tests/cases.device_copy) with whole-vector shifts.
             check_roll_case(runner, Case((n,), dtype, shift, offset=offset, seed=n + shift))
         check_roll_case(runner, Case((5, 307), "uint8", 40, axis=1, offset=7, seed=5))  # rows of every phase
     finally:
-        _kernels.bulk_load, _kernels.bulk_store = plain_load, plain_store
+        _kernels.bulk_load = plain_load
     long_misplaced = [c for c in seen if c[2] > 16 and c[1] % 32]
     assert not long_misplaced, long_misplaced[:5]
     assert all(c[1] % 16 == 0 and c[2] % 16 == 0 for c in seen), seen[:5]
     split = {kind for kind, address, nbytes in seen if nbytes == 16 and address % 32 == 16}
-    assert split == {"load", "store"}, (split, len(seen))
+    assert split == {"load"}, (split, len(seen))
     # Each load lands at its source's phase in a sector (buffers start on 128-byte lines; offsets
     # here are from the buffers' start), or continues the copy before it (a joined piece).
     off_phase = [(i, copy) for i, copy in enumerate(landed) if (copy[0] - copy[2]) % 32
@@ -603,7 +582,7 @@ GROUPS = {
     "rows": ("check_rows_fixed", "check_rows_run_writer", "check_rows_window_writer", "check_rows_lane_warps", "check_rows_flat_strips",
              "check_rows_chunked", "check_rows_chunked_picked_where_three_rows_do_not_fit", "check_rows_random"),
     "flat": ("check_write_moved", "check_fallback", "check_row_lanes", "check_block_swap_rows_at_every_offset", "check_block_swap",
-             "check_fixed", "check_fixed_single_kernel", "check_bulk_stores", "check_sector_split",
+             "check_fixed", "check_fixed_single_kernel", "check_sector_split",
              "check_random"),
 }
 CHECKS = tuple(name for group in GROUPS.values() for name in group)

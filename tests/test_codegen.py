@@ -79,20 +79,6 @@ def pipeline_ptx(monkeypatch):
     return text
 
 
-def test_bulk_stores_wait_for_their_reads_before_a_buffer_is_reused(monkeypatch):
-
-    monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
-    threads = gpu_device.policy().pipeline_threads
-    kernel = _kernels.chain_kernel(_kernels.TILE_BYTES, threads, _kernels.BUFFERS, 2, control_warp=True,
-                                   direct_decode=True, pipeline=True, bulk_stores=True)
-    block = threads + _kernels.control_threads(True, True)
-    ptx, _ = cuda.compile_ptx(kernel.py_func, (types.int64,) * 15, cc=(9, 0), launch_bounds=(block, 2))
-    assert "cp.async.bulk.global.shared::cta.bulk_group" in ptx and "cp.async.bulk.commit_group;" in ptx
-    assert "cp.async.bulk.wait_group.read 0;" in ptx and "cp.async.bulk.wait_group.read 1;" in ptx
-    assert "cp.async.bulk.wait_group 0;" in ptx
-    assert "ld.local" not in ptx and "st.local" not in ptx
-
-
 def test_pipelined_kernel_copies_in_bulk_and_hands_off_through_mbarriers(pipeline_ptx):
     """The default chain kernel: one bulk copy a source piece completing on an mbarrier, parity waits,
     no ``cp.async`` 16-byte copies on the item path, 128-bit realigned stores, no local memory."""
@@ -102,7 +88,7 @@ def test_pipelined_kernel_copies_in_bulk_and_hands_off_through_mbarriers(pipelin
     assert "mbarrier.try_wait.parity.shared::cta.b64" in ptx and "mbarrier.arrive.shared::cta.b64" in ptx
     assert "fence.mbarrier_init.release.cluster;" in ptx and "fence.proxy.async.global;" in ptx
     assert "cp.async.cg.shared.global" not in ptx and "cp.async.wait_group" not in ptx
-    assert "cp.async.bulk.global" not in ptx  # bulk stores are compiled in only when asked for
+    assert "cp.async.bulk.global" not in ptx  # the data warps store every item
     assert ptx.count("st.global.v4.u32") >= 2 and ptx.count("shf.r.clamp.b32") >= 4
     assert "ld.local" not in ptx and "st.local" not in ptx
 

@@ -126,31 +126,16 @@ def test_co_resident_chains_over_rows(rows):
 @settings(deadline=None, max_examples=60)
 @given(n=st.integers(2, 3_000_000), data=st.data(), offset=st.integers(0, 15),
        tile=st.sampled_from([256, 4096, None]), rows=st.integers(1, 5), decode=st.sampled_from(["runs", "direct"]),
-       variant=st.sampled_from([None, "single", "control-warp", "pipeline"]), bulk_store=st.booleans())
-def test_chain_structured_shifts_and_rows(n, data, offset, tile, rows, decode, variant, bulk_store):
+       variant=st.sampled_from([None, "single", "control-warp", "pipeline"]))
+def test_chain_structured_shifts_and_rows(n, data, offset, tile, rows, decode, variant):
     """Shifts n/p +- small, near tile and lane boundaries, over several rows; every kernel variant,
-    both item decodings, bulk stores on and off (they apply to the pipelined kernel only)."""
+    both item decodings."""
     seg = max(2, n // rows)
     p = data.draw(st.integers(1, 9), label="p")
     small = data.draw(st.integers(-40, 40), label="small")
     shift = (seg // p + small) % seg or 1
     check_roll_case(RUNNER, Case((rows, seg), "uint8", shift, axis=1, offset=offset, seed=n + p,
-                                 tunables=tile_tunables(tile) + (("chain_decode", decode), ("chain_variant", variant),
-                                                                 ("chain_bulk_store", bulk_store))))
-
-
-@pytest.mark.parametrize("offset", [0, 8])
-@pytest.mark.parametrize("dtype", ["uint8", "complex128"])
-def test_bulk_stores_on_vector_shifts(dtype, offset):
-    """The pipelined kernel's bulk stores (items on the destination's 16-byte phase), at gate-like shifts."""
-    n = (64 << 20) // np.dtype(dtype).itemsize + 13
-    for shift in (16, 4096 + 16, n // 4 + 3, n // 3 + 16, n - 16):
-        # Scratch up to the array's own size: the chain takes every one of these shifts (a cap of n
-        # bytes, 1/16 of a complex128 array, sent 4096 + 16 to the reversal fallback).
-        cap = n * np.dtype(dtype).itemsize
-        plan = check_roll_case(RUNNER, Case((n,), dtype, shift, offset=offset, max_scratch=cap, seed=shift,
-                                            tunables=(("chain_bulk_store", True),)))
-        assert plan.algorithm == "chain" and plan.steps[0].details["bulk_store"], plan
+                                 tunables=tile_tunables(tile) + (("chain_decode", decode), ("chain_variant", variant))))
 
 
 def test_concurrent_streams_do_not_interfere():

@@ -15,12 +15,11 @@ from numba import cuda, int32, int64, uint32, uint64
 
 from .. import _schedule as S
 from .._tuning.cuda import HOPPER as _HOPPER
-from ._memops import (SIMULATED, address_low, atomic_add_u64, bulk_commit, bulk_load, bulk_reads_waiter, bulk_store,
-                      bulk_wait_all, commit_copies, copies_waiter, copy16_async, copy16_async_at, funnel_right,
-                      load16, load16_shared, load16_shared_at, load_acquire, load_i64, load_shared_at, mbar_address,
-                      mbar_arrive, mbar_expect_tx, mbar_init, mbar_init_fence, mbar_try_wait, named_barrier,
-                      proxy_fence_global, shared_address, sm_clock, sm_id, global_timer, store8, store16,
-                      store_relaxed, store_u64)
+from ._memops import (SIMULATED, address_low, atomic_add_u64, bulk_load, commit_copies, copies_waiter, copy16_async,
+                      copy16_async_at, funnel_right, load16, load16_shared, load16_shared_at, load_acquire, load_i64,
+                      load_shared_at, mbar_address, mbar_arrive, mbar_expect_tx, mbar_init, mbar_init_fence,
+                      mbar_try_wait, named_barrier, proxy_fence_global, shared_address, sm_clock, sm_id, global_timer,
+                      store8, store16, store_relaxed, store_u64)
 
 wait_all = copies_waiter(0)
 _wait_left1 = copies_waiter(1)
@@ -81,9 +80,8 @@ ENTRY_BATCH = 16  # plan-table entries thread 0 reads at once (a power of two)
 CACHE_BATCH, CACHE_PRE_DONE, CACHE_PRE_TOTAL = ENTRY_BATCH, ENTRY_BATCH + 1, ENTRY_BATCH + 2
 # The control-warp variant's counters in shared memory (``chain_kernel(control_warp=True)``).
 SEQ_DECODED, SEQ_CLEARED, SEQ_WRITTEN, SEQ_END = range(4)
-# The pipelined variant's item slots: -1 the end, 0 an item the data warps write, 1 an item the
-# producer stores with one bulk copy (``chain_kernel(bulk_stores=True)``).
-ITEM_END, ITEM_WRITTEN_BY_WARPS, ITEM_STORED_IN_BULK = -1, 0, 1
+# The pipelined variant's item slots: -1 the end, 0 an item the data warps write.
+ITEM_END, ITEM_WRITTEN_BY_WARPS = -1, 0
 # A pre-read ticket's large spans in shared memory (``pre_reads``): tile, source, scratch place,
 # vectors, and first vector in the ticket's run.
 G_TILE, G_SRC, G_DST, G_VECS, G_START = range(5)
@@ -157,17 +155,6 @@ def bulk_load_sectors(smem, to, src, pos, nbytes, bars, barrier):
         bulk_load(smem, uint32(to + 16), src, pos + 16, uint32(nbytes - 16), bars, barrier)
     else:
         bulk_load(smem, to, src, pos, nbytes, bars, barrier)
-
-
-@cuda.jit(device=True)
-def bulk_store_sectors(smem, at_byte, dst, pos, nbytes):
-    """``bulk_store`` of shared byte ``at_byte`` on to ``dst[pos:pos + nbytes]``, split as
-    ``bulk_load_sectors`` splits loads."""
-    if nbytes > 16 and address_low(dst, pos) & (SECTOR_BYTES - 16):
-        bulk_store(smem, at_byte, dst, pos, uint32(16))
-        bulk_store(smem, uint32(at_byte + 16), dst, pos + 16, uint32(nbytes - 16))
-    else:
-        bulk_store(smem, at_byte, dst, pos, nbytes)
 
 
 @cuda.jit(device=True)
@@ -335,7 +322,7 @@ def _write_moved(threads: int, write_iters: int, spare_vector: bool = False):
 @functools.lru_cache(maxsize=None)
 def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: int = BUFFERS,
                  min_blocks: int = 0, control_warp: bool = False, direct_decode: bool = False,
-                 pipeline: bool = False, bulk_stores: bool = False, one_lane: bool = False, trace: int = 0):
+                 pipeline: bool = False, one_lane: bool = False, trace: int = 0):
     """The persistent, chain-ordered in-place rotation kernel for one configuration.
 
     ``trace`` (pipelined kernel, GPU only): 0, or the device address of
@@ -399,11 +386,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     (``cp.async.bulk``, the copy engine), publishes "read done" and clears
     waits; the data warps only write, each at its own pace, with no block
     barrier: mbarriers say "decoded", "free", "loaded", "cleared" and
-    "written" (``kernel_pipeline``). ``bulk_stores`` (pipelined only): an
-    item whose source sits in its buffer at the destination's 16-byte
-    phase, with whole vectors at both ends, is stored by the producer with
-    one bulk copy (shared to global) instead of by the data warps (timed on
-    an H200, not faster: off unless the tuning's ``chain_bulk_store`` forces it).
+    "written" (``kernel_pipeline``).
     """
     if tile_bytes % 16 or tile_bytes < 64:
         raise ValueError(f"tile_bytes must be a multiple of 16 and >= 64, got {tile_bytes}")
@@ -416,8 +399,6 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     wait_oldest = copies_waiter(buffers - 2)
     slots = buffers + 1  # item descriptors: the ring's items and the one decoded ahead
     cache_len = ENTRY_BATCH + 3
-    if bulk_stores and not pipeline:
-        raise ValueError("bulk_stores needs pipeline: the producer issues them")
     if pipeline and not control_warp:
         raise ValueError("pipeline needs control_warp: the producer is the control warp's first thread")
     group_shape = (S.PRE_GROUP_MAX + 1, G_FIELDS)  # a pre-read ticket's spans (``pre_reads``)
@@ -428,8 +409,6 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     block = threads + control_threads(control_warp, pipeline)
     bounds = (block, min_blocks) if min_blocks else block
     ws_slots = 2 * buffers  # control-warp variant: descriptors decoded ahead of the writes
-    wait_bulk_reads_0 = bulk_reads_waiter(0)
-    wait_bulk_reads_1 = bulk_reads_waiter(1)
     bar_count = 3 * buffers + 2 * slots  # pipelined variant: loaded, cleared, written a buffer; decoded, free a slot
     bar_decoded = 3 * buffers
     bar_free = 3 * buffers + slots
@@ -1085,23 +1064,6 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             j += 1
 
     @cuda.jit(device=True)
-    def bulk_storable(desc, d, n, k):
-        """The buffer byte (from the item's first slot) its tile's bytes start at, when one bulk store can
-        write the whole tile (one realigned run, on the destination's 16-byte phase, whole vectors at
-        both ends), else -1."""
-        x0 = desc[d, F_X0]
-        x1 = desc[d, F_X1]
-        head = desc[d, F_HEAD]
-        if (head + x0) & 15 or (head + x1) & 15 or desc[d, HEADER_FIELDS + P_WXH] != x1:
-            return int64(-1)
-        for q in range(1, desc[d, F_PIECES]):
-            if desc[d, HEADER_FIELDS + q * PIECE_FIELDS + P_WXH] >= 0:
-                return int64(-1)
-        delta = k if x0 + k < n else k - n
-        start = x0 + delta - desc[d, HEADER_FIELDS + P_SRC_AL]
-        return start + 16 * desc[d, HEADER_FIELDS + P_SLOT] if start & 15 == 0 else int64(-1)
-
-    @cuda.jit(device=True)
     def produce(smem, desc, items, bars, bar0, cache, data, scratch, flags, counters, rows, n, k, epoch):
         """The pipelined variant's producer (one thread): item ``c`` uses buffer ``c % buffers`` and
         descriptor slot ``c % slots``; barriers ``loaded``, ``cleared`` (its readers have their
@@ -1157,11 +1119,6 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                             if tracing:
                                 written_wait += sm_clock() - c0
                             mbar_arrive(bars, at(bar0, bar_free + (c + buffers) % slots))  # its slot: item c + buffers
-                            if bulk_stores:  # item c - 1's bulk store has read the buffer (item c's may not have)
-                                if phase == 0:
-                                    wait_bulk_reads_0()
-                                else:
-                                    wait_bulk_reads_1()
                         if tracing:
                             c0 = sm_clock()
                         mbar_wait(bars, at(bar0, bar_decoded + sa), (ahead // slots) & 1)
@@ -1197,21 +1154,8 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                             mbar_wait(bars, at(bar0, ahead_i % buffers), (ahead_i // buffers) & 1)
                         if tracing:
                             ring_wait += sm_clock() - c2
-                    start = int64(-1)
-                    if bulk_stores and items[s] >= 0:
-                        start = bulk_storable(desc, s, n, k)
-                        if start >= 0:
-                            items[s] = ITEM_STORED_IN_BULK  # the data warps skip it (seen after "cleared")
                     mbar_arrive(bars, at(bar0, buffers + b))
-                    if bulk_stores:
-                        if start >= 0:
-                            bulk_store_sectors(smem, shared_address(smem, 4 * (b * vecs_per_buffer) + (start >> 2)),
-                                               data, desc[s, F_ROW] * n + desc[s, F_X0],
-                                               uint32(desc[s, F_X1] - desc[s, F_X0]))
-                        bulk_commit()  # one group an item, stored in bulk or not, so counts agree
             if items[s] < 0:
-                if bulk_stores:
-                    bulk_wait_all()  # the buffers stay until the last bulk store has read them
                 if tracing:
                     record = cuda.blockIdx.x * trace_fields
                     store_u64(int64(trace), record + TR_END, uint64(global_timer()))

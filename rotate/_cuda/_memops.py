@@ -404,25 +404,6 @@ if SIMULATED:
         for v in range(int(nbytes) >> 4):
             copy16_async(smem, (address >> 2) + 4 * v, src, pos + 16 * v)
 
-    def bulk_store(smem, address, dst, pos, nbytes):
-        """``cp.async.bulk`` of shared ``address`` to ``dst[pos:pos + nbytes]`` (here a copy at once;
-        the addresses and the size must be multiples of 16, as on the GPU)."""
-        if address % 16 or nbytes % 16:
-            raise MisalignedAccess(f"bulk store of {nbytes} bytes from shared byte {address}")
-        for v in range(int(nbytes) >> 4):
-            word = (address >> 2) + 4 * v
-            store16(dst, pos + 16 * v, smem[word], smem[word + 1], smem[word + 2], smem[word + 3])
-
-    def bulk_commit():
-        """``cp.async.bulk.commit_group``: this thread's bulk stores since the last commit form a group."""
-
-    def bulk_reads_waiter(pending):
-        def wait_bulk_reads(): pass  # noqa: E704 - bulk stores read shared memory at once here
-        return wait_bulk_reads
-
-    def bulk_wait_all():
-        """``cp.async.bulk.wait_group 0``: every bulk store of this thread has completed."""
-
     def proxy_fence_global():
         """``fence.proxy.async.global``: generic-proxy stores ordered before later bulk copies."""
 
@@ -709,30 +690,3 @@ else:
     # ``fence.proxy.async.global``: this thread's generic-proxy global accesses ordered with later
     # bulk copies (the copy engine is another proxy).
     proxy_fence_global = _instruction("fence.proxy.async.global;")
-
-    @intrinsic
-    def bulk_store(typingctx, smem, address, dst, pos, nbytes):
-        """``cp.async.bulk`` (the copy engine) of ``nbytes`` from shared ``address`` to ``dst + pos``, in
-        this thread's current bulk group; addresses and size multiples of 16."""
-        sig = types.void(smem, types.uint32, dst, types.int64, types.uint32)
-
-        def codegen(context, builder, signature, args):
-            _, s_addr, g_base, g_pos, nbytes = args
-            g_pos = context.cast(builder, g_pos, signature.args[3], types.int64)
-            g_addr = _address(context, builder, signature.args[2], g_base, g_pos)
-            nbytes = context.cast(builder, nbytes, signature.args[4], types.uint32)
-            _emit(builder, "cp.async.bulk.global.shared::cta.bulk_group [$0], [$1], $2;", "l,r,r",
-                  [g_addr, s_addr, nbytes])
-            return context.get_dummy_value()
-
-        return sig, codegen
-
-    # ``cp.async.bulk.commit_group``: this thread's bulk stores since the last commit form a group.
-    bulk_commit = _instruction("cp.async.bulk.commit_group;")
-    # ``cp.async.bulk.wait_group 0``: every bulk store of this thread has completed.
-    bulk_wait_all = _instruction("cp.async.bulk.wait_group 0;")
-
-    def bulk_reads_waiter(pending):
-        """An intrinsic waiting until at most ``pending`` of this thread's bulk groups may still read
-        shared memory (``cp.async.bulk.wait_group.read``; the count is an immediate)."""
-        return _instruction(f"cp.async.bulk.wait_group.read {int(pending)};")

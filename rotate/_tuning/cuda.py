@@ -56,10 +56,6 @@ class CudaTuning(Policy):
     #: Item decoding: "direct" takes one-array-run items and WAIT-free readers off the packed plan entry
     #: (0-1 points faster than "runs", docs/results/chain-ab-pipeline-h200.jsonl).
     chain_decode: str = "direct"
-    #: The pipelined kernel's producer stores items whose source sits at the destination's 16-byte phase
-    #: with one bulk copy, instead of the data warps: timed on an H200, not faster, so off; kept as a
-    #: forcing field while the kernel keeps the path (its simulator and GPU tests force it).
-    chain_bulk_store: bool = False
     #: >0: ask ptxas to fit this many chain blocks an SM (caps registers); 0: up to 3.
     min_blocks: int = 0
     #: Blocks of the persistent grid; None: fill the GPU.

@@ -28,7 +28,6 @@ class ChainParams(Params):
     block: int  # the data threads and the control warps
     control_warp: bool
     pipeline: bool
-    bulk_store: bool
     decode: str
     buffers: int
     min_blocks: int
@@ -339,7 +338,6 @@ def chain_step(axis, shift, rows, seg, left, word, head0, cap) -> Optional[Step]
                 block=chain_threads() + _kernels.control_threads(cfg["control_warp"], chain_pipeline()),
                 control_warp=cfg["control_warp"],
                 pipeline=chain_pipeline(),
-                bulk_store=chain_pipeline() and bool(D.policy().chain_bulk_store),
                 decode=_chain_decode(),
                 buffers=cfg["buffers"],
                 min_blocks=cfg["min_blocks"],
@@ -365,17 +363,16 @@ def _chain_config(p: ChainParams):
     """``chain_kernel``'s arguments from a chain step's params (``block`` counts the control warps)."""
     control_warp, pipeline = bool(p.control_warp), bool(p.pipeline)
     return (p.tile_bytes, p.block - _kernels.control_threads(control_warp, pipeline), p.buffers, p.min_blocks,
-            control_warp, p.decode == "direct", pipeline, bool(p.bulk_store), bool(p.co_resident))
+            control_warp, p.decode == "direct", pipeline, bool(p.co_resident))
 
 
 @functools.lru_cache(maxsize=None)
 def _compiled_chain(tile_bytes: int, threads: int, buffers: int, min_blocks: int, control_warp: bool = False,
-                    direct_decode: bool = False, pipeline: bool = False, bulk_stores: bool = False,
-                    one_lane: bool = False, device: int = 0):
+                    direct_decode: bool = False, pipeline: bool = False, one_lane: bool = False, device: int = 0):
     """The chain kernel compiled for all-int64 arguments, and its cuda.core handle in ``device``'s context
     (numba loads the module per device: a handle from another device's context would not launch here)."""
     kernel = _kernels.chain_kernel(tile_bytes, threads, buffers, min_blocks, control_warp, direct_decode, pipeline,
-                                   bulk_stores, one_lane)
+                                   one_lane)
     if SIMULATED:
         return kernel, None
     return kernel, R._int64_cufunc(kernel, 15).kernel

@@ -71,7 +71,7 @@ def plan_row_lanes(axis, shift, rows, seg, left, word, pointer, cap) -> Optional
     ``max_swap_rows`` rows, or too many passes) take: the ``roll_rows`` kernels, every row rolled by the
     same shift (``lane-panels`` where a row fits a block's shared memory, else ``lane-walks`` or
     ``lane-swaps``). Each block rotates whole rows by itself within ``cap``; ``reversal``, the fallback it
-    stands before, moved 4N at 14-26% of memcpy on the H200 (docs/results/random-gpu-h200.json)."""
+    stands before, moves 4N (twice a copy's traffic: at best half of memcpy's speed)."""
     if rows < 2 or seg % word:
         return None
     n = seg // word
