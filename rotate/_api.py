@@ -235,7 +235,9 @@ def plan(a: Any, shift: Optional[IntOrInts] = None, axis: Optional[IntOrInts] = 
     max_scratch_bytes : int, optional
         Upper bound on temporary memory. GPU: rotation distances whose seam
         does not fit take the slower scratch-free fallback. Default: the
-        larger of 1% of the array and 16 MiB (GPU); 8 MiB on the CPU, where a
+        larger of 1% of the array and 16 MiB (GPU; a roll whose chain needs
+        more may take up to an eighth of the array instead of that
+        fallback); 8 MiB on the CPU, where a
         bound too small for any buffered algorithm falls back to in-place
         reversals (no scratch), so every bound, 0 included, is met.
 

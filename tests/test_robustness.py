@@ -1190,14 +1190,21 @@ def test_gpu_kernel_handles_are_cached_per_device(monkeypatch, name):
 
 def test_gpu_co_resident_chains_take_random_shifts(gpu_planner, monkeypatch):
     """Where a cooperative launch exists, random 1 GiB shifts plan one co-resident chain pass within the
-    default bound (block swaps without it); structured shifts keep the classic plan; the plan's table is
-    ``layout_pre_reads``' with the co-resident rule, its grid one block a lane."""
+    default bound (block swaps without it, where that bound is given; with no bound given the classic
+    chain takes up to ``chain_default_share`` of the array first); structured shifts keep the classic
+    plan; the plan's table is ``layout_pre_reads``' with the co-resident rule, its grid one block a lane."""
     from rotate import _schedule as S
 
     n = 1 << 30
     shifts = [int(s) for s in np.random.default_rng(0).integers(1, n, 4)]
-    classic = [gpu_registry.plan_step(None, s, 1, n, s, 1, 0, None).algorithm for s in shifts]
+    cap, share = gpu_device.default_cap(1, n), int(n * gpu_device.policy().chain_default_share)
+    classic = [gpu_registry.plan_step(None, s, 1, n, s, 1, 0, cap).algorithm for s in shifts]
     assert classic.count("chain") <= 1, classic
+    for s in shifts:
+        step = gpu_registry.plan_step(None, s, 1, n, s, 1, 0, None)
+        fits = gpu_chain.plan_chain(1, n, s, 0, share) is not None
+        assert step.algorithm == ("chain" if fits else "block-swap"), (s, step)
+        assert step.scratch_bytes <= (share if fits else cap), (s, step)
     monkeypatch.setattr(gpu_device, "_cooperative_config", lambda: True)
     for s in shifts:
         step = gpu_registry.plan_step(None, s, 1, n, s, 1, 0, None)

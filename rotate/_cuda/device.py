@@ -95,6 +95,11 @@ def default_cap(rows: int, seg: int) -> int:
     return max(rows * seg // policy().scratch_fraction, policy().min_scratch)
 
 
+class DefaultBound(int):
+    """``default_cap``'s bound, marked as one the caller did not give: a schedule may take more where that
+    saves a pass (the chain, up to ``chain_default_share`` of the array); a bound the caller gave is kept."""
+
+
 def lane_unit(itemsize: int, head0: int) -> int:
     """The widest unit (1..16 bytes, a power of two) items and the array's 16-byte offset are made of."""
     unit = 16

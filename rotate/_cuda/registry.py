@@ -53,7 +53,7 @@ def _first(schedules: list, *args) -> Optional[Step]:
 
 def plan_step(axis, shift, rows, seg, left, word, pointer, max_scratch_bytes: Optional[int]) -> Step:
     """Plan rotating ``rows`` segments of ``seg`` bytes left by ``left`` bytes, the first at ``pointer``."""
-    cap = D.default_cap(rows, seg) if max_scratch_bytes is None else max_scratch_bytes
+    cap = D.DefaultBound(D.default_cap(rows, seg)) if max_scratch_bytes is None else max_scratch_bytes
     step = _first(SCHEDULES, axis, shift, rows, seg, left, word, pointer, cap)
     if step is None:  # pragma: no cover
         raise AssertionError("the last GPU schedule takes every problem")

@@ -30,6 +30,9 @@ class CudaTuning(Policy):
     #: Default scratch bound: the larger of the array's bytes over this and ``min_scratch``.
     scratch_fraction: int = 100
     min_scratch: int = 16 << 20
+    #: Where the caller gave no bound, a chain whose pre-reads pass the default one may take up to this
+    #: share of the array before block swaps (4N) take the roll.
+    chain_default_share: float = 1 / 8
 
     # --- the chain kernel (roll: one pass, flag-chained lanes) --------------------------------------
     #: Tile and ring: 32 KiB tiles, three buffers (two items' copies in flight while the third is

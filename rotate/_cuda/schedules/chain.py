@@ -321,7 +321,14 @@ def _plan_chain(rows: int, seg: int, left: int, head0: int, cap: int, far: bool)
 
 
 def plan(axis, shift, rows, seg, left, word, pointer, cap) -> Optional[Step]:
-    return chain_step(axis, shift, rows, seg, left, word, pointer % 16, cap)
+    """The chain within ``cap``; where the caller gave no bound (``D.DefaultBound``) and the pre-reads pass
+    it, within ``chain_default_share`` of the array, before block swaps move 4N (docs/tuning.md)."""
+    step = chain_step(axis, shift, rows, seg, left, word, pointer % 16, cap)
+    if step is None and isinstance(cap, D.DefaultBound):
+        grown = int(rows * seg * D.policy().chain_default_share)
+        if grown > cap:
+            step = chain_step(axis, shift, rows, seg, left, word, pointer % 16, grown)
+    return step
 
 
 def chain_step(axis, shift, rows, seg, left, word, head0, cap) -> Optional[Step]:

@@ -60,12 +60,13 @@ def plan_flat_strips(lead, lead_shifts, seg: int, row_shift: int, word: int, poi
         return None
     batches, rows, flat, lo, hi, up = shape
     total = rows * seg
-    strip = row_strips.plan_row_strips(batches, rows, seg, lo, hi, up, word,
-                            D.default_cap(batches, total) if max_scratch_bytes is None else max_scratch_bytes)
+    # The default bound as a plain int: the flat pass competes with row-cycles (one pass) here, not with
+    # block swaps, so the chain does not grow past it (``chain_default_share``).
+    bound = D.default_cap(batches, total) if max_scratch_bytes is None else max_scratch_bytes
+    strip = row_strips.plan_row_strips(batches, rows, seg, lo, hi, up, word, bound)
     if strip is None:
         return None
-    flat_step = REG.plan_step(None, flat // word, batches, total, (total - flat) % total, word, pointer,
-                          max_scratch_bytes)
+    flat_step = REG.plan_step(None, flat // word, batches, total, (total - flat) % total, word, pointer, bound)
     if flat_step.algorithm not in ONE_PASS_SCHEDULES:  # the chain's pre-reads passed the bound: two passes
         return None
     return flat_step, strip
