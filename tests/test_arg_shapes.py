@@ -226,7 +226,8 @@ SWAPPED = [
     pytest.param(np.array([3, -1, 258, -300, 7], ">i2"), marks=pytest.mark.slow, id=">i2"),
     np.array([2**64 - 3, 1, 2**63 + 11, 0, 2**64 - 1], ">u8"),
     np.array([2**64 - 3, 1, 2**63 + 11, 0, 2**64 - 1], "<u8"),
-    np.array([3, -1, 258, -70000, 5], ">i4")[::-1],
+    # int32 shifts (a reversed view) compile the lane kernels once more for V3 items: the slow suite's.
+    pytest.param(np.array([3, -1, 258, -70000, 5], ">i4")[::-1], marks=pytest.mark.slow, id=">i4"),
 ]
 
 

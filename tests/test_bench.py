@@ -226,6 +226,7 @@ def test_wave_bench_quick_times_the_cpu_software_wave(tmp_path):
     assert "MISMATCH" not in r.stdout and "done in" in r.stderr and " left" in r.stderr
 
 
+@pytest.mark.slow  # a benchmark run end to end in a subprocess (CI runs -m slow)
 def test_wave_bench_runs_without_numba_cuda(tmp_path):
     r = _wave_bench(tmp_path, "--quick", "--reps", "1", "--warmup", "1", "--inner", "1", "--no-progress",
                     block_numba_cuda=True)

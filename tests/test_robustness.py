@@ -1188,6 +1188,7 @@ def test_gpu_kernel_handles_are_cached_per_device(monkeypatch, name):
         cache.cache_clear()
 
 
+@pytest.mark.slow  # plan tables of 1 GiB rows, seconds on 2 cores (CI runs -m slow)
 def test_gpu_co_resident_chains_take_random_shifts(gpu_planner, monkeypatch):
     """Where a cooperative launch exists, random 1 GiB shifts plan one co-resident chain pass within the
     default bound (block swaps without it, where that bound is given; with no bound given the classic

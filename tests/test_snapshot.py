@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("numba.cuda")
+# Two plan dumps in subprocesses (seconds of planning on 2 cores): the slow suite's, which CI runs.
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOL = ROOT / "tools" / "snapshot.py"
