@@ -67,7 +67,7 @@ def roll_rows(a: ArrayT, shifts: Any, axis: SupportsIndex = -1, *, stream: Any =
     max_scratch_bytes : int, optional
         Upper bound on temporary memory (default: 8 MiB on the CPU; on the
         GPU the larger of 1% of the array and 16 MiB, more for lanes of 1-24
-        MiB, see :func:`plan_roll_rows`). Shifts that are not already an
+        MiB and for a few huge lanes' chain passes, see :func:`plan_roll_rows`). Shifts that are not already an
         int64 array of the lanes' shape in C order (on the CPU: of any
         integer dtype but uint64) are copied once into one (on the CPU in
         their own dtype), e.g. when broadcast; a single shift is not copied

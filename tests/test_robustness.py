@@ -672,6 +672,7 @@ def test_gpu_lane_walks_default_scratch_is_what_the_readme_says(gpu_planner):
 
 
 @pytest.mark.slow  # 8 s of planning on 2 cores
+@pytest.mark.mutants  # it kills tools/mutation.py's walk-traffic mutants
 def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
     """Lanes from 1 MiB take lane-walks by default (one launch, one pass, two blocks an SM, a share of
     scratch a block); shorter ones lane-swaps; the plan reports a bound on bytes moved, and
@@ -1189,6 +1190,7 @@ def test_gpu_kernel_handles_are_cached_per_device(monkeypatch, name):
 
 
 @pytest.mark.slow  # plan tables of 1 GiB rows, seconds on 2 cores (CI runs -m slow)
+@pytest.mark.mutants  # it kills tools/mutation.py's even-lanes mutants
 def test_gpu_co_resident_chains_take_random_shifts(gpu_planner, monkeypatch):
     """Where a cooperative launch exists, random 1 GiB shifts plan one co-resident chain pass within the
     default bound (block swaps without it, where that bound is given; with no bound given the classic
