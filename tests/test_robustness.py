@@ -1323,6 +1323,7 @@ def test_gpu_scratch_of_an_evicted_stream_is_kept_until_that_stream_has_passed_i
 
 
 @pytest.mark.slow  # 35 s of brute-force lane counts on 2 cores (.ci/run runs -m slow)
+@pytest.mark.mutants  # it kills tools/mutation.py's even-lanes-one-block-an-sm
 @given(m_max=st.integers(4, 1 << 18), sms=st.integers(2, 200), rows=st.integers(1, 3))
 def test_gpu_even_lane_steps_are_exactly_the_lengths_that_load_every_sm_alike(m_max, sms, rows):
     shortest = max(1, -(-m_max // (3 * sms)))
