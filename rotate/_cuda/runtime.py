@@ -393,6 +393,19 @@ def _launch_core(handle: int, grid: int, block: int, smem: int, kernel, *args) -
     launch(core_stream(handle), LaunchConfig(grid=grid, block=block, shmem_size=smem), kernel, *args)
 
 
+def launch_lane_kernel(compiled: tuple, target: Any, info, step, p, handle: int, shifts: Any, scalars: tuple) -> None:
+    """Launch a ``roll_rows`` lane kernel (``compiled``: its kernel and cuda.core handle) on the rows at
+    ``info.pointer``: the data, the shifts (int64, on the device), then ``scalars``; under the simulator,
+    on host views of both."""
+    kernel, cu_kernel = compiled
+    if SIMULATED:
+        data = _sim_bytes(target, step.rows * step.seg_bytes)
+        flat = getattr(shifts, "_ary", shifts).reshape(-1)  # a 0-d array of one shift too
+        kernel[p.grid, p.block, 0, p.smem_bytes](data, flat, *scalars)
+        return
+    _launch_core(handle, p.grid, p.block, p.smem_bytes, cu_kernel, info.pointer, _address(shifts), *scalars)
+
+
 def pointer_device(pointer: int) -> int:
     """The ordinal of the device that holds ``pointer``."""
     from cuda.bindings import driver

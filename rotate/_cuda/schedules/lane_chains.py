@@ -83,9 +83,9 @@ def plan_lane_chains(axis: int, rows: int, n: int, itemsize: int, pointer: int,
             launches=len(runs),
             runs=tuple(runs),
             head0=pointer % 16,
-            reason=f"at most {D.policy().max_chain_lanes} lanes of {D.policy().min_chain_lane_bytes >> 20} MiB or more, shifts "
-                   f"on the host: one chain launch per run of equal shifts uses the whole GPU, where lane-swaps "
-                   f"would give each lane one block",
+            reason=f"at most {D.policy().max_chain_lanes} lanes of {D.policy().min_chain_lane_bytes >> 20} MiB or "
+                   f"more, shifts on the host: one chain launch per run of equal shifts uses the whole GPU, where "
+                   f"lane-swaps would give each lane one block",
         ),
     )
 

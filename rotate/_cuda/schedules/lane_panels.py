@@ -12,7 +12,6 @@ from ... import _schedule as S
 from ..._plan import Params, Step, internal
 from .. import device as D
 from .. import runtime as R
-from .._memops import SIMULATED
 
 
 @dataclass(frozen=True, eq=False)
@@ -180,28 +179,17 @@ def run_lane_panels(target: Any, info, step, handle: int, shifts: Any, shift_str
     unit = p.unit_bytes
     scalars = (step.rows, step.seg_bytes, p.n, step.word_bytes // unit, shift_stride, p.panel_rows, p.head0,
                p.buf_vecs, p.buffers)
-    kernel, cu_kernel = R._compiled_lanes("panel", unit, p.block, 11, D._device_id(), row_threads=p.row_threads,
-                                        windows=p.writer == "windows")
-    if SIMULATED:
-        data = R._sim_bytes(target, step.rows * step.seg_bytes)
-        flat = getattr(shifts, "_ary", shifts).reshape(-1)  # a 0-d array of one shift too
-        kernel[p.grid, p.block, 0, p.smem_bytes](data, flat, *scalars)
-        return
-    R._launch_core(handle, p.grid, p.block, p.smem_bytes, cu_kernel, info.pointer, R._address(shifts), *scalars)
+    compiled = R._compiled_lanes("panel", unit, p.block, 11, D._device_id(), row_threads=p.row_threads,
+                                 windows=p.writer == "windows")
+    R.launch_lane_kernel(compiled, target, info, step, p, handle, shifts, scalars)
 
 
 def _run_lane_warps(target: Any, info, step, p: LaneWarpsParams, handle: int, shifts: Any,
                     shift_stride: int) -> None:
     """Launch a ``lane-panels`` step of the ``warps`` variant (``_lanes.warp_lane_kernel``)."""
     scalars = (step.rows, step.seg_bytes, p.n, step.word_bytes, shift_stride, p.head0, p.slot_vecs)
-    kernel, cu_kernel = R._compiled_lanes("warps", 1, p.block, 9, D._device_id(), p.slots, p.min_blocks,
-                                        group=p.lane_threads)
-    if SIMULATED:
-        data = R._sim_bytes(target, step.rows * step.seg_bytes)
-        flat = getattr(shifts, "_ary", shifts).reshape(-1)
-        kernel[p.grid, p.block, 0, p.smem_bytes](data, flat, *scalars)
-        return
-    R._launch_core(handle, p.grid, p.block, p.smem_bytes, cu_kernel, info.pointer, R._address(shifts), *scalars)
+    compiled = R._compiled_lanes("warps", 1, p.block, 9, D._device_id(), p.slots, p.min_blocks, group=p.lane_threads)
+    R.launch_lane_kernel(compiled, target, info, step, p, handle, shifts, scalars)
 
 
 LANE_RUNS = {LanePanelsParams: run_lane_panels, LaneWarpsParams: run_lane_panels}

@@ -13,7 +13,6 @@ from ... import _schedule as S
 from ..._plan import Params, Step, internal
 from .. import device as D
 from .. import runtime as R
-from .._memops import SIMULATED
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,13 +127,8 @@ def run_lane_swaps(target: Any, info, step, handle: int, shifts: Any, shift_stri
     if info.pointer % 16 != p.head0:
         raise AssertionError("internal error: a lane-swaps plan run on an array at another 16-byte offset")
     scalars = (step.rows, step.seg_bytes, p.n, step.word_bytes, shift_stride, p.head0, p.save_bytes)
-    kernel, cu_kernel = R._compiled_lanes("swap", 1, p.block, 9, D._device_id(), p.panel_bytes)
-    if SIMULATED:
-        data = R._sim_bytes(target, step.rows * step.seg_bytes)
-        flat = getattr(shifts, "_ary", shifts).reshape(-1)
-        kernel[p.grid, p.block, 0, p.smem_bytes](data, flat, *scalars)
-        return
-    R._launch_core(handle, p.grid, p.block, p.smem_bytes, cu_kernel, info.pointer, R._address(shifts), *scalars)
+    compiled = R._compiled_lanes("swap", 1, p.block, 9, D._device_id(), p.panel_bytes)
+    R.launch_lane_kernel(compiled, target, info, step, p, handle, shifts, scalars)
 
 
 def plan_long(axis: int, rows: int, n: int, itemsize: int, pointer: int, max_scratch_bytes: Optional[int],

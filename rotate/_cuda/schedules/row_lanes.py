@@ -8,7 +8,6 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
-
 from ..._plan import Params, Step, internal
 from .. import device as D
 from .. import registry as REG
