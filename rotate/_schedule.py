@@ -562,7 +562,7 @@ def walk_chunk_size(n, k, head, tile_hi, sizes, chunk):
 
 
 #: What an item costs a walk beyond its bytes, in pre-read bytes (each moves twice more): on an H200 an
-#: item of 5-21 KiB took 1.7-1.9 us whatever its size (``walk_kernel(trace=...)``), so fewer, larger tiles
+#: item of 5-21 KiB took 1.7-1.9 us whatever its size (docs/results/walk-trace-item-bytes-*.json), so fewer, larger tiles
 #: win unless they pre-read much more.
 WALK_ITEM_BYTES = 8 * 1024
 
@@ -742,7 +742,7 @@ PRE_TICKET_ENTRIES = 256
 #: dependent round trips to memory whatever it copies: with one span a
 #: ticket, random shifts' 1,000-5,700 spans of 2-16 KiB held every block
 #: in the pre-read phase for 8-52 us of a 0.6 ms launch
-#: (benchmarks/probes/chain_trace.py).
+#: (docs/results/chain-trace-244e2bd-h200.json).
 PRE_GROUP_VECS = 2048
 PRE_GROUP_MAX = 32
 

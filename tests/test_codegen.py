@@ -107,22 +107,6 @@ def test_co_resident_kernel_draws_one_lane_and_keeps_its_registers(monkeypatch, 
     assert "ld.local" not in ptx and "st.local" not in ptx
 
 
-def test_traced_kernel_is_a_separate_build_and_the_default_has_no_timers(monkeypatch, pipeline_ptx):
-    """``trace`` (benchmarks/probes/chain_trace.py): the address is baked into a kernel of its own, which reads
-    %globaltimer, %clock64 and %smid and still fits its launch bounds; the default kernel reads none."""
-
-    assert "globaltimer" not in pipeline_ptx and "clock64" not in pipeline_ptx
-    threads = gpu_device.policy().pipeline_threads
-    kernel = _kernels.chain_kernel(_kernels.TILE_BYTES, threads, _kernels.BUFFERS, 2, control_warp=True,
-                                   direct_decode=True, pipeline=True, one_lane=True, trace=1 << 40)
-    block = threads + _kernels.control_threads(True, True)
-    ptx, _ = cuda.compile_ptx(kernel.py_func, (types.int64,) * 15, cc=(9, 0), launch_bounds=(block, 2))
-    assert "%globaltimer" in ptx and "%clock64" in ptx and "%smid" in ptx
-    assert "ld.local" not in ptx and "st.local" not in ptx
-    with pytest.raises(ValueError, match="pipelined kernel"):
-        _kernels.chain_kernel(_kernels.TILE_BYTES, _kernels.THREADS, trace=1 << 40)
-
-
 @pytest.fixture
 def swap_ptx(monkeypatch):
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())

@@ -170,7 +170,6 @@ def adapter_kernel_builds(step, pointer: int, host_shifts) -> list:
     factory's positional arguments, ``signature`` a tuple of type names (see ``_numba_type``).
     ``lane-chains`` plans hold every run's chain step (``details["runs"]``).
     """
-    from rotate._cuda import device
     from rotate._cuda.schedules import chain
 
     d = step.details
@@ -198,7 +197,7 @@ def adapter_kernel_builds(step, pointer: int, host_shifts) -> list:
         return [("lane_swap", [d["block"], d["panel_bytes"]], i64 * 9)]
     if algorithm == "lane-walks":
         return [("lane_walk", [d["block"], d["buffers"], d["tile_bytes"][1], d["max_tiles"], d["panel_bytes"],
-                               int(device.policy().walk_trace), d["min_blocks"]], i64 * 13)]
+                               d["min_blocks"]], i64 * 13)]
     if algorithm == "half-swaps":
         return [("half_swap", [d["block"], d["vecs"], d["group"]], i64 * 15)]
     if algorithm == "row-strips":

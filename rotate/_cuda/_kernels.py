@@ -18,7 +18,7 @@ from .._tuning.cuda import HOPPER as _HOPPER
 from ._memops import (SIMULATED, address_low, atomic_add_u64, bulk_load, commit_copies, copies_waiter, copy16_async,
                       copy16_async_at, funnel_right, load16, load16_shared, load16_shared_at, load_acquire, load_i64,
                       load_shared_at, mbar_address, mbar_arrive, mbar_expect_tx, mbar_init, mbar_init_fence,
-                      mbar_try_wait, named_barrier, proxy_fence_global, shared_address, sm_clock, sm_id, global_timer,
+                      mbar_try_wait, named_barrier, proxy_fence_global, shared_address,
                       store8, store16, store_relaxed, store_u64)
 
 wait_all = copies_waiter(0)
@@ -86,17 +86,6 @@ ITEM_END, ITEM_WRITTEN_BY_WARPS = -1, 0
 # vectors, and first vector in the ticket's run.
 G_TILE, G_SRC, G_DST, G_VECS, G_START = range(5)
 G_FIELDS = 5
-# ``chain_kernel(pipeline=True, trace=address)``: the int64 fields each block records
-# (benchmarks/probes/chain_trace.py). ``t_`` are %globaltimer ns (one clock for every SM); the rest are
-# %clock64 cycles summed over the block's items: the producer's (``P_``: waiting for its copies to
-# land, for other lanes' readers, for its ring, for the data warps' writes, for the decoder; issuing
-# copies), data thread 0's (``W_``: waiting for "loaded" and "cleared"; writing) and the decoder's.
-TRACE_FIELDS = ("t_start", "t_pre_done", "t_end", "P_loop", "P_load_wait", "P_reader_wait", "P_ring_wait",
-                "P_written_wait", "P_decoded_wait", "P_issue", "items", "lane", "sm", "W_wait", "W_write",
-                "Dec_decode", "Dec_free_wait", "P_reader_wait_max")
-(TR_START, TR_PRE_DONE, TR_END, TR_LOOP, TR_LOAD_WAIT, TR_READER_WAIT, TR_RING_WAIT, TR_WRITTEN_WAIT,
- TR_DECODED_WAIT, TR_ISSUE, TR_ITEMS, TR_LANE, TR_SM, TR_W_WAIT, TR_W_WRITE, TR_DEC_DECODE, TR_DEC_FREE_WAIT,
- TR_READER_WAIT_MAX) = range(len(TRACE_FIELDS))
 
 #: The kernel factories' defaults (probes, codegen tests): the tuning policy's values, which plans pass
 #: explicitly (rotate/_tuning/cuda.py says why they are what they are).
@@ -322,13 +311,8 @@ def _write_moved(threads: int, write_iters: int, spare_vector: bool = False):
 @functools.lru_cache(maxsize=None)
 def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: int = BUFFERS,
                  min_blocks: int = 0, control_warp: bool = False, direct_decode: bool = False,
-                 pipeline: bool = False, one_lane: bool = False, trace: int = 0):
+                 pipeline: bool = False, one_lane: bool = False):
     """The persistent, chain-ordered in-place rotation kernel for one configuration.
-
-    ``trace`` (pipelined kernel, GPU only): 0, or the device address of
-    ``len(TRACE_FIELDS)`` int64 a block, where each block records where its
-    time went (benchmarks/probes/chain_trace.py). A diagnostic: with 0 every timer
-    is pruned at compile time and the kernel is the product's.
 
     ``one_lane``: the kernel of a co-resident plan (``co_resident`` in the
     plan's params): a block walks the one lane its first ticket gives and
@@ -402,10 +386,6 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     if pipeline and not control_warp:
         raise ValueError("pipeline needs control_warp: the producer is the control warp's first thread")
     group_shape = (S.PRE_GROUP_MAX + 1, G_FIELDS)  # a pre-read ticket's spans (``pre_reads``)
-    tracing = trace != 0
-    if tracing and (not pipeline or SIMULATED):
-        raise ValueError("trace is recorded by the pipelined kernel on a GPU only")
-    trace_fields = len(TRACE_FIELDS)
     block = threads + control_threads(control_warp, pipeline)
     bounds = (block, min_blocks) if min_blocks else block
     ws_slots = 2 * buffers  # control-warp variant: descriptors decoded ahead of the writes
@@ -1036,30 +1016,14 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         lane = int64(-1)
         step = int64(0)
         j = int64(0)
-        free_wait = int64(0)
-        decode_cycles = int64(0)
         while True:
             s = j % slots
             if j >= slots:
-                if tracing:
-                    c0 = sm_clock()
                 mbar_wait(bars, at(bar0, bar_free + s), (j // slots - 1) & 1)  # item j - slots is written
-                if tracing:
-                    free_wait += sm_clock() - c0
-            if tracing:
-                c1 = sm_clock()
             lane, step = take_item(items, desc, s, lane, step, total_lanes, counters, cache, flags, table, rows,
                                    n, k, head0, lane_steps, lanes_row, scratch_row, table_heads, epoch)
-            if tracing:
-                decode_cycles += sm_clock() - c1
-                if j == 0:
-                    store_u64(int64(trace), cuda.blockIdx.x * trace_fields + TR_LANE, uint64(lane))
             mbar_arrive(bars, at(bar0, bar_decoded + s))
             if items[s] < 0:
-                if tracing:
-                    record = cuda.blockIdx.x * trace_fields
-                    store_u64(int64(trace), record + TR_DEC_DECODE, uint64(decode_cycles))
-                    store_u64(int64(trace), record + TR_DEC_FREE_WAIT, uint64(free_wait))
                 return
             j += 1
 
@@ -1084,15 +1048,6 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         """
         end = int64(-1)  # the first item that says "no more", once the producer has seen it
         m_max = S.max_tiles(n, T)
-        if tracing:
-            loop_start = sm_clock()
-            load_wait = int64(0)
-            reader_wait = int64(0)
-            reader_wait_max = int64(0)
-            ring_wait = int64(0)
-            written_wait = int64(0)
-            decoded_wait = int64(0)
-            issue = int64(0)
         for i in range(buffers - 1):
             if end < 0:
                 mbar_wait(bars, at(bar0, bar_decoded + i), 0)
@@ -1113,61 +1068,26 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
                         ba = ahead % buffers
                         sa = ahead % slots
                         if c >= 1:
-                            if tracing:
-                                c0 = sm_clock()
                             mbar_wait(bars, at(bar0, 2 * buffers + ba), ((c - 1) // buffers) & 1)  # item c - 1 written
-                            if tracing:
-                                written_wait += sm_clock() - c0
                             mbar_arrive(bars, at(bar0, bar_free + (c + buffers) % slots))  # its slot: item c + buffers
-                        if tracing:
-                            c0 = sm_clock()
                         mbar_wait(bars, at(bar0, bar_decoded + sa), (ahead // slots) & 1)
-                        if tracing:
-                            c1 = sm_clock()
-                            decoded_wait += c1 - c0
                         if items[sa] >= 0:
                             issue_loads(smem, ba * vecs_per_buffer, desc, sa, data, scratch, bars, bar0, ba)
                         else:
                             end = ahead
                             mbar_arrive(bars, at(bar0, ba))
-                        if tracing:
-                            issue += sm_clock() - c1
                 else:
-                    if tracing:
-                        c0 = sm_clock()
                     mbar_wait(bars, at(bar0, b), (c // buffers) & 1)
-                    if tracing:
-                        c1 = sm_clock()
-                        load_wait += c1 - c0
                     if items[s] >= 0:
                         # "Read done" needs no fence: the copies have landed.
                         store_relaxed(flags, desc[s, F_ROW] * m_max + desc[s, F_TILE], uint32(epoch))
                         reach = wait_readers(desc, s, cache, counters, flags, rows, n, k, epoch)
-                        if tracing:
-                            c2 = sm_clock()
-                            reader_wait += c2 - c1
-                            if c2 - c1 > reader_wait_max:
-                                reader_wait_max = c2 - c1
                         for ahead_i in range(c + 1, c + reach + 1):
                             # Every item up to the farthest ring reader: bulk copies land in any
                             # order, and a tile may have more than one reader in the ring.
                             mbar_wait(bars, at(bar0, ahead_i % buffers), (ahead_i // buffers) & 1)
-                        if tracing:
-                            ring_wait += sm_clock() - c2
                     mbar_arrive(bars, at(bar0, buffers + b))
             if items[s] < 0:
-                if tracing:
-                    record = cuda.blockIdx.x * trace_fields
-                    store_u64(int64(trace), record + TR_END, uint64(global_timer()))
-                    store_u64(int64(trace), record + TR_LOOP, uint64(sm_clock() - loop_start))
-                    store_u64(int64(trace), record + TR_LOAD_WAIT, uint64(load_wait))
-                    store_u64(int64(trace), record + TR_READER_WAIT, uint64(reader_wait))
-                    store_u64(int64(trace), record + TR_RING_WAIT, uint64(ring_wait))
-                    store_u64(int64(trace), record + TR_WRITTEN_WAIT, uint64(written_wait))
-                    store_u64(int64(trace), record + TR_DECODED_WAIT, uint64(decoded_wait))
-                    store_u64(int64(trace), record + TR_ISSUE, uint64(issue))
-                    store_u64(int64(trace), record + TR_ITEMS, uint64(c))
-                    store_u64(int64(trace), record + TR_READER_WAIT_MAX, uint64(reader_wait_max))
                 return
             c += 1
 
@@ -1197,9 +1117,6 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         decoder_cache = cuda.shared.array(cache_len, int64)
         tid = cuda.threadIdx.x
         bar0 = mbar_address(bars, 0)
-        if tracing and tid == threads:
-            store_u64(int64(trace), cuda.blockIdx.x * trace_fields + TR_START, uint64(global_timer()))
-            store_u64(int64(trace), cuda.blockIdx.x * trace_fields + TR_SM, uint64(sm_id()))
         if tid == threads:
             for i in range(buffers):
                 mbar_init(bars, at(bar0, i), 1)  # loaded: the producer's arrival and the copies' bytes
@@ -1211,8 +1128,6 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
             mbar_init_fence()
         pre_reads(ctrl, data, scratch, flags, counters, table, rows, n, head0, pre_row, scratch_row, table_heads,
                   epoch, tid)  # ends with a barrier of every thread: the mbarriers are initialised
-        if tracing and tid == threads:
-            store_u64(int64(trace), cuda.blockIdx.x * trace_fields + TR_PRE_DONE, uint64(global_timer()))
         if tid >= threads:
             if tid == threads:
                 producer_cache[CACHE_PRE_DONE] = 0
@@ -1229,26 +1144,13 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
         b = int32(0)
         s = int32(0)
         parity = uint32(0)
-        if tracing:
-            waited = int64(0)
-            writing = int64(0)
         while True:
-            if tracing:
-                c0 = sm_clock()
             mbar_wait(bars, at(bar0, b), parity)
             mbar_wait(bars, at(bar0, buffers + b), parity)
-            if tracing:
-                c1 = sm_clock()
-                waited += c1 - c0
             if items[s] < 0:
-                if tracing and tid == 0:
-                    store_u64(int64(trace), cuda.blockIdx.x * trace_fields + TR_W_WAIT, uint64(waited))
-                    store_u64(int64(trace), cuda.blockIdx.x * trace_fields + TR_W_WRITE, uint64(writing))
                 return
             if items[s] == ITEM_WRITTEN_BY_WARPS:
                 write_item(smem, b * vecs_per_buffer, desc, s, data, n, k, tid)
-            if tracing:
-                writing += sm_clock() - c1
             mbar_arrive(bars, at(bar0, 2 * buffers + b))
             b = int32(b + 1)
             if b == buffers:

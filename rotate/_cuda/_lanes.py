@@ -61,8 +61,8 @@ from .. import _schedule as S
 from .._tuning.cuda import HOPPER as _HOPPER
 from .._rowperm import MAX_LEAD, source_row  # noqa: F401  (re-exported: the emulator and tests use L.source_row)
 from ._kernels import _write_moved, block_ticket, leave_launch, load_realigned, store_realigned, wait_copies_left
-from ._memops import (SIMULATED, atomic_add_u64, commit_copies, copies_waiter, copy16_async, global_timer, load16,
-                      load16_shared, load_acquire, load_i64, store16, store8, store_relaxed, store_u64, sync_warp)
+from ._memops import (SIMULATED, atomic_add_u64, commit_copies, copies_waiter, copy16_async, load16,
+                      load16_shared, load_acquire, load_i64, store16, store8, store_relaxed, sync_warp)
 
 #: The kernel factories' defaults (probes, codegen tests): the tuning policy's values, which plans pass
 #: explicitly (rotate/_tuning/cuda.py says why they are what they are).
@@ -767,11 +767,6 @@ WALK_MAX_TILES = _HOPPER.default_walk_max_tiles
 WALK_WIDE_TILE_BYTES = _HOPPER.walk_wide_tile_bytes
 WALK_WIDE_MAX_TILES = _HOPPER.walk_wide_max_tiles
 WALK_BUFFERS = _HOPPER.default_walk_buffers
-#: What ``walk_kernel(trace=...)`` adds up a block: lanes walked, ns choosing, laying out, pre-reading
-#: (and the first decodes), walking, ns of lanes by block swaps, tiles walked, lanes walked from the
-#: pool, bytes pre-read, items whose write waited for a look-ahead reader's copies.
-WALK_TRACE_FIELDS = ("lanes", "choose_ns", "layout_ns", "pre_ns", "walk_ns", "swap_ns", "tiles", "pooled",
-                     "pre_bytes", "ring_waits")
 
 
 def walk_buffer_vecs(tile_bytes: int) -> int:
@@ -798,7 +793,7 @@ def walk_save_bytes(panel_bytes: int = PANEL_BYTES) -> int:
 
 @functools.lru_cache(maxsize=None)
 def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes: int = WALK_TILE_BYTES,
-                max_tiles: int = WALK_MAX_TILES, panel_bytes: int = PANEL_BYTES, trace: int = 0, min_blocks: int = 1):
+                max_tiles: int = WALK_MAX_TILES, panel_bytes: int = PANEL_BYTES, min_blocks: int = 1):
     """``kernel(data, shifts, scratch, counters, rows, seg, n, item, shift_stride, head0, share, pool,
     save_bytes)``.
 
@@ -828,10 +823,6 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
     is left of the pool, runs ``lane-swaps``' steps instead (``_swap_lane``;
     its saved side ``save_bytes``). No block waits for another. The last
     block out rewinds the counters (``leave_launch``).
-
-    ``trace`` (GPU only): 0, or the device address of ``len(WALK_TRACE_FIELDS)``
-    int64 a block, where thread 0 adds up the nanoseconds of each phase
-    (a diagnostic; with 0 the timers are pruned at compile time).
     """
     from ._kernels import _copy_vectors
 
@@ -858,7 +849,6 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
     slots = buffers + decoders
     shuffles = threads % 32 == 0 and not SIMULATED  # reductions by warp shuffles (the simulator has none)
     group = min(32, threads)  # threads copying one span (a warp)
-    groups = threads // group
     if buffers < 2 or buffers > 4:
         raise ValueError(f"walk_kernel takes 2 to 4 buffers, got {buffers}")
     if threads % group:
@@ -866,10 +856,6 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
     jit_options = {} if SIMULATED else {"launch_bounds": (threads, min_blocks) if min_blocks > 1 else threads}
     if not SIMULATED and os.environ.get("ROTATE_LINEINFO") == "1":
         jit_options["lineinfo"] = True  # Nsight Compute's source view (benchmarks/probes/ncu_target.py)
-
-    @cuda.jit(device=True)
-    def add_trace(address, record, field, value):
-        store_u64(int64(address), record + field, uint64(load_i64(int64(address), record + field) + value))
 
     @cuda.jit(device=True)
     def choose(pick, scores, n, k, head, tile_lo, tile_hi, share, tid):
@@ -1118,14 +1104,11 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
         share_pos = int64(cuda.blockIdx.x) * share
         pool0 = int64(cuda.gridDim.x) * share  # the pool follows the blocks' shares
         tile_lo, tile_hi = S.walk_tile_range(seg, tile_bytes, max_tiles)
-        record = int64(cuda.blockIdx.x) * len(WALK_TRACE_FIELDS)
         while True:
             # Lanes by ticket, not grid-strided: a block held up by a costly lane takes fewer.
             lane = block_ticket(ctrl, counters, 0, tid)
             if lane >= rows:
                 break
-            if trace and tid == 0:
-                t0 = global_timer()
             s = load_i64(shifts, lane * shift_stride) % n  # Python's modulo: in [0, n)
             if s == 0:
                 continue
@@ -1138,8 +1121,6 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
                 # The scores sit in the tile buffers: free until the pre-reads.
                 index = choose(pick, picks, seg, k, head, tile_lo, tile_hi, share, tid)
                 walk = index >= 0
-            if trace and tid == 0:
-                t1 = global_timer()
             tile = int64(0)
             m = int64(0)
             total = int64(0)
@@ -1160,24 +1141,15 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
                     cuda.syncthreads()  # ctrl[1] is written again only after the next lane's ticket
                     lane_scratch = ctrl[1]
                     walk = lane_scratch >= 0
-                    if trace and walk and tid == 0:
-                        add_trace(trace, record, 7, 1)
-            if trace and tid == 0:
-                t2 = global_timer()
             if not walk:
                 swap_lane(sm32, data, row_pos, head, seg, k, save_bytes, tid)
                 cuda.syncthreads()
-                if trace and tid == 0:
-                    add_trace(trace, record, 5, global_timer() - t2)
                 continue
             pre_read_spans(sm32, data, scratch, smi, row_pos, lane_scratch, m, total, tid)
             if tid < decoders:
                 for position in range(int64(tid), min(buffers, m), decoders):
                     decode(desc, position % slots, smi, position, seg, k, head, tile, row_pos, lane_scratch)
             cuda.syncthreads()  # the spans are in scratch before any copy reads them; the first items decoded
-            if trace and tid == 0:
-                t3 = global_timer()
-            ring_waits = int64(0)
             for position in range(min(reach, m)):
                 start_copies(sm32, (position % buffers) * buf_vecs, desc, position % slots, data, scratch, tid)
                 commit_copies()
@@ -1187,8 +1159,6 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
                     start_copies(sm32, (ahead % buffers) * buf_vecs, desc, ahead % slots, data, scratch, tid)
                 commit_copies()  # one group an item, empty or not: the counts below hold
                 d = position % slots
-                if trace and tid == 0 and desc[d, W_REACH] > 0:
-                    ring_waits += 1
                 wait_copies_left(reach - desc[d, W_REACH])
                 cuda.syncthreads()
                 if tid >= control:
@@ -1199,15 +1169,6 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
                     # Its slot held item following - slots <= position - 1: written already.
                     decode(desc, following % slots, smi, following, seg, k, head, tile, row_pos, lane_scratch)
                 cuda.syncthreads()  # this buffer is staged again, the decoded items are read
-            if trace and tid == 0:
-                add_trace(trace, record, 0, 1)
-                add_trace(trace, record, 1, t1 - t0)
-                add_trace(trace, record, 2, t2 - t1)
-                add_trace(trace, record, 3, t3 - t2)
-                add_trace(trace, record, 4, global_timer() - t3)
-                add_trace(trace, record, 6, m)
-                add_trace(trace, record, 8, total)
-                add_trace(trace, record, 9, ring_waits)
         if tid == 0:
             leave_launch(counters)
 

@@ -61,19 +61,6 @@ if SIMULATED:
     def load_i64(table, index):
         return table[index]
 
-    def global_timer():
-        """Nanoseconds (``%globaltimer`` on the GPU): for ``chain_kernel(trace=...)`` only."""
-        import time
-        return time.perf_counter_ns()
-
-    def sm_clock():
-        """The SM's cycle counter (``%clock64``); here nanoseconds as well."""
-        import time
-        return time.perf_counter_ns()
-
-    def sm_id():
-        return 0
-
     def store_u64(counters, index, value):
         counters[index] = value
 
@@ -200,38 +187,6 @@ else:
             address = _address(context, builder, signature.args[0], base, _scaled(builder, index, 8))
             _emit(builder, "st.global.u64 [$0], $1;", "l,l", [address, value])
             return context.get_dummy_value()
-
-        return sig, codegen
-
-    def _special_register(name):
-        """An intrinsic reading PTX special register ``name`` (volatile: each call reads it anew)."""
-
-        @intrinsic
-        def read_register(typingctx):
-            sig = types.int64()
-
-            def codegen(context, builder, signature, args):
-                asm = ir.InlineAsm(ir.FunctionType(_i64, []), f"mov.u64 $0, {name};", "=l,~{memory}",
-                                   side_effect=True)
-                return builder.call(asm, [])
-
-            return sig, codegen
-
-        return read_register
-
-    # Timers for ``chain_kernel(trace=...)`` (benchmarks/probes/chain_trace.py): %globaltimer is one clock for
-    # every SM (ns, coarse steps), %clock64 this SM's cycles (fine, not comparable across SMs).
-    global_timer = _special_register("%globaltimer")
-    sm_clock = _special_register("%clock64")
-
-    @intrinsic
-    def sm_id(typingctx):
-        """``%smid``: the SM a block runs on."""
-        sig = types.int64()
-
-        def codegen(context, builder, signature, args):
-            asm = ir.InlineAsm(ir.FunctionType(_i32, []), "mov.u32 $0, %smid;", "=r", side_effect=True)
-            return builder.zext(builder.call(asm, []), _i64)
 
         return sig, codegen
 

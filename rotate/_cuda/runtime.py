@@ -372,8 +372,8 @@ def _compiled_lanes(which: str, unit: int, threads: int, args: int, device: int,
 
     if which == "swap":
         kernel = _lanes.swap_kernel(threads, panel_bytes)
-    elif which == "walk":  # row_threads: buffers; unit: tile bytes; group: most tiles; runs: a trace address
-        kernel = _lanes.walk_kernel(threads, row_threads, unit, group, panel_bytes, int(runs), min_blocks)
+    elif which == "walk":  # row_threads: buffers; unit: tile bytes; group: most tiles
+        kernel = _lanes.walk_kernel(threads, row_threads, unit, group, panel_bytes, min_blocks)
     elif which == "warps":  # panel_bytes: the slots a group has; row_threads: the launch bound's blocks an SM
         kernel = _lanes.warp_lane_kernel(threads, panel_bytes, row_threads, group)
     elif which == "panel":

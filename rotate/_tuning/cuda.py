@@ -155,8 +155,6 @@ class CudaTuning(Policy):
     default_walk_buffers: int = 3
     #: The walk kernel's launch bound on blocks an SM (3-4 with 16-20 KiB tiles were slower); None: 1.
     walk_min_blocks: Optional[int] = None
-    #: 0, or a device address where each walking block adds up its phases' time (a diagnostic).
-    walk_trace: int = 0
     #: lane-swaps: bytes a panel streams, and the largest small side saved (None: what fits two blocks an SM).
     swap_panel_bytes: int = 16 * 1024
     swap_save_bytes: Optional[int] = None

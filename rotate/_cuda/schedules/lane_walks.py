@@ -204,7 +204,7 @@ def run_lane_walks(target: Any, info, step, handle: int, shifts: Any, shift_stri
     scalars = (step.rows, step.seg_bytes, p.n, step.word_bytes, shift_stride, p.head0, p.share_bytes, p.pool_bytes,
                p.save_bytes)
     kernel, cu_kernel = R._compiled_lanes("walk", p.tile_bytes[1], p.block, 13, device, p.panel_bytes, p.buffers,
-                                        runs=D.policy().walk_trace, group=p.max_tiles, min_blocks=p.min_blocks)
+                                        group=p.max_tiles, min_blocks=p.min_blocks)
     if SIMULATED:
         data = R._sim_bytes(target, step.rows * step.seg_bytes)
         flat = getattr(shifts, "_ary", shifts).reshape(-1)
