@@ -5,7 +5,7 @@ pre-read layout, ``tile_at``, ``source_run``, ``reader_run``, ``classify``),
 with ``blocks`` virtual resident blocks whose actions a scheduler
 interleaves in any order: at random, or always the block holding the
 highest, lowest or newest item first. Each block does what a kernel block
-does (``rotate._cuda._kernels.chain_kernel``)::
+does (``rotate._cuda.kernels.chain.chain_kernel``)::
 
     take pre-read tickets until none are left: copy the spans, publish them
         (taking and copying are separate steps, so other blocks decode
@@ -522,7 +522,7 @@ def emulate(data: np.ndarray, rows: int, n: int, k: int, head0: int, tile_bytes:
     return mem
 
 
-# --- the row-cycles schedule (rotate/_cuda/_lanes.py: cycle_kernel) -----------------
+# --- the row-cycles schedule (rotate/_cuda/kernels/cycles.py: cycle_kernel) -----------------
 
 
 def _drive_blocks(live: dict, pending: list, land, policy: str, rng, counter: list, blocks: int, stuck) -> None:
@@ -577,7 +577,8 @@ def emulate_row_cycles(data: np.ndarray, lead: tuple, lead_shifts: tuple, row_sh
     rolled right by ``row_shift`` bytes, once its source has landed. Raises
     ``Deadlock`` if no block can move while work remains. Returns the result.
     """
-    from ._cuda._lanes import MAX_LEAD, segment_table, source_row
+    from ._rowperm import MAX_LEAD, source_row
+    from ._cuda.kernels.cycles import segment_table
 
     rng = random.Random(seed)
     mem = data.copy()
@@ -664,7 +665,7 @@ def emulate_row_cycles(data: np.ndarray, lead: tuple, lead_shifts: tuple, row_sh
 
 
 def emulate_lane_swaps(lane: np.ndarray, k: int, save: int, panel: int, head: int, late: bool) -> np.ndarray:
-    """One lane of ``lane-swaps`` (``rotate._cuda._lanes.swap_kernel``) rotated left by ``k`` bytes, on the CPU.
+    """One lane of ``lane-swaps`` (``rotate._cuda.kernels.lane_swaps.swap_kernel``) rotated left by ``k`` bytes, on the CPU.
 
     Walks the kernel's steps with its index math (``swap_step``,
     ``saved_rotation``, ``tile_dest`` on a lane ``head`` bytes past a 16-byte
@@ -708,7 +709,7 @@ def emulate_lane_swaps(lane: np.ndarray, k: int, save: int, panel: int, head: in
 
 def walk_plan(n: int, k: int, head: int, tile_max: int, max_tiles: int, reach: int, share: int, save: int,
               pool_left: int = 0):
-    """What ``lane-walks`` (``rotate._cuda._lanes.walk_kernel``) does with one lane of ``n`` bytes rotated left
+    """What ``lane-walks`` (``rotate._cuda.kernels.walks.walk_kernel``) does with one lane of ``n`` bytes rotated left
     by ``k``: ``("none",)``, ``("swaps", pre_bytes)`` (the lane would have too many tiles, or its pre-reads,
     ``pre_bytes``, exceed both the block's ``share`` of scratch and the ``pool_left`` bytes left in the
     launch's pool, which the kernel's pool counter takes all the same), or
@@ -806,7 +807,7 @@ def emulate_lane_walk(lane: np.ndarray, k: int, head: int, tile_max: int, max_ti
     return x, plan
 
 
-# --- the chunked row-cycles schedule (rotate/_cuda/_lanes.py: cycle_stream_kernel) ---------
+# --- the chunked row-cycles schedule (rotate/_cuda/kernels/cycles.py: cycle_stream_kernel) ---------
 
 
 def _vector_pieces(head: int, a: int, n: int):
@@ -841,7 +842,8 @@ def emulate_row_cycles_chunked(data: np.ndarray, lead: tuple, lead_shifts: tuple
     first units) and ``wait_pending`` (the wait's count, ``ring - 1`` in the
     kernel) exist to show the tests catch a broken ordering.
     """
-    from ._cuda._lanes import MAX_LEAD, chunk_span, chunks_per_row, segment_table, source_row, source_run
+    from ._rowperm import MAX_LEAD, source_row
+    from ._cuda.kernels.cycles import chunk_span, chunks_per_row, segment_table, source_run
 
     rng = random.Random(seed)
     rows, seg = data.shape

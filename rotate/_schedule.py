@@ -417,7 +417,7 @@ def walk_pre_bytes(n, k, head, tile_bytes, chain):
 
 # --- lane walks: a block walks its own lane with a ring of look-ahead copies ----------
 #
-# ``lane-walks`` (rotate/_cuda/_lanes.py ``walk_kernel``, docs/design.md "Lane walks"): one block owns a
+# ``lane-walks`` (rotate/_cuda/kernels/walks.py ``walk_kernel``, docs/design.md "Lane walks"): one block owns a
 # lane and writes its tiles in chain order, the copies of the next ``reach`` items taken before an item
 # writes. A piece whose reader is at most ``reach`` positions after its writer is read from the lane by
 # that look-ahead (``RING``: the writer waits for those copies to land); one further behind is pre-read
@@ -1089,7 +1089,7 @@ def _divmod_near(x, d, inv):
 # --- lane-swaps: Gries-Mills block swaps, then a saved-small-side rotation --------
 #
 # ``roll_rows`` lanes too long for a block's shared memory: one block rotates a
-# whole lane (``rotate/_cuda/_lanes.py``, ``swap_kernel``). The host planner
+# whole lane (``rotate/_cuda/kernels/lane_swaps.py``, ``swap_kernel``). The host planner
 # (exact traffic for host shifts, ``schedules.block_swap.gries_mills``) and the kernel walk
 # the same steps.
 

@@ -154,9 +154,9 @@ def device_copy(raw: np.ndarray):
     """
     from numba import cuda
 
-    from rotate._cuda import _memops
+    from rotate._cuda.kernels import memops
 
-    if not _memops.SIMULATED:
+    if not memops.SIMULATED:
         return cuda.to_device(raw)
     backing = np.empty(raw.nbytes + 256, np.uint8)
     skip = -backing.__array_interface__["data"][0] % 256

@@ -64,21 +64,21 @@ def check_fixed_single_kernel():
 
 def check_sector_split():
     """Bulk copies whose global end would start halfway into a 32-byte sector move
-    that first vector alone, the rest from the sector boundary (``_kernels.bulk_load_sectors``),
+    that first vector alone, the rest from the sector boundary (``kernels.chain.bulk_load_sectors``),
     and every copy lands in shared memory at its global source's phase within a sector
-    (``_kernels.sector_shift``) unless it continues the copy before it: every copy longer than a
+    (``kernels.chain.sector_shift``) unless it continues the copy before it: every copy longer than a
     vector starts on a sector, the rolls stay right, and splits happen here."""
-    from rotate._cuda import _kernels, _memops
+    from rotate._cuda.kernels import chain, memops
 
     seen, landed = [], []
-    plain_load = _kernels.bulk_load
+    plain_load = chain.bulk_load
 
     def load(smem, to, src, pos, nbytes, bars, barrier):
-        seen.append(("load", _memops.address_low(src, pos), int(nbytes)))
-        landed.append((int(to), int(nbytes), int(_memops.address_low(src, pos))))
+        seen.append(("load", memops.address_low(src, pos), int(nbytes)))
+        landed.append((int(to), int(nbytes), int(memops.address_low(src, pos))))
         plain_load(smem, to, src, pos, nbytes, bars, barrier)
 
-    _kernels.bulk_load = load
+    chain.bulk_load = load
     try:
         runner = CudaRunner(tile_bytes=128, threads=4, grid=3)
         for n, dtype, shift, offset in [(1000, "uint8", 3, 0), (1000, "uint8", 17, 0), (1000, "uint8", 500, 9),
@@ -90,7 +90,7 @@ def check_sector_split():
             check_roll_case(runner, Case((n,), dtype, shift, offset=offset, seed=n + shift))
         check_roll_case(runner, Case((5, 307), "uint8", 40, axis=1, offset=7, seed=5))  # rows of every phase
     finally:
-        _kernels.bulk_load = plain_load
+        chain.bulk_load = plain_load
     long_misplaced = [c for c in seen if c[2] > 16 and c[1] % 32]
     assert not long_misplaced, long_misplaced[:5]
     assert all(c[1] % 16 == 0 and c[2] % 16 == 0 for c in seen), seen[:5]
@@ -381,7 +381,7 @@ def check_rows_run_writer():
 
 
 def check_rows_lane_warps():
-    """lane-panels' warps variant (``_lanes.warp_lane_kernel``, 1-8 KiB lanes by default) forced onto short
+    """lane-panels' warps variant (``kernels.panels.warp_lane_kernel``, 1-8 KiB lanes by default) forced onto short
     lanes: every other fixed roll_rows case and random ones, one and two warps a block, a lane a warp or a
     half, quarter or eighth of one (``warp_lane_threads``), grids of 1-3 blocks, 2-8 slots a group; more
     lanes a group than its 32-shift table (the table refills); lane counts that leave a warp's groups one
@@ -429,7 +429,7 @@ def check_rows_lane_warps():
 
 
 def check_write_moved():
-    """The tiled kernels' write path (``_kernels._write_moved``) against its definition, byte for byte.
+    """The tiled kernels' write path (``kernels.common._write_moved``) against its definition, byte for byte.
 
     Every row offset (``head``), source alignment and run length up to a few
     vectors, including runs inside one vector and runs with partial vectors
@@ -438,7 +438,7 @@ def check_write_moved():
     The simulator also faults 16-byte accesses that are not 16-byte aligned
     and shared reads past the buffer.
     """
-    from rotate._cuda import _kernels
+    from rotate._cuda.kernels import common
 
     threads, buffer_words, slot0 = 4, 4 * 12, 1
     rng = np.random.default_rng(7)
@@ -447,7 +447,7 @@ def check_write_moved():
     picked = [cases[i] for i in rng.choice(len(cases), 160, replace=False)]
     picked += [(0, 0, 64, 0), (3, 13, 35, 13), (15, 1, 15, 4), (0, 16, 16, 0), (9, 7, 0, 2)]
     for spare_vector in (False, True):
-        write_moved = _kernels._write_moved(threads, 1, spare_vector)
+        write_moved = common._write_moved(threads, 1, spare_vector)
 
         @cuda.jit
         def kernel(source_words, data, src_al, row_pos, head, lo, hi, delta):

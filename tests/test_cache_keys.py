@@ -381,10 +381,10 @@ class FakeDeviceArray:
 @pytest.fixture
 def device(monkeypatch, caches):
     """The CUDA backend with the device stubbed (an H200's shape) and its launcher recording instead of running."""
-    from rotate._cuda import _memops
+    from rotate._cuda.kernels import memops
     from rotate._cuda import device as gpu_device, registry as gpu_registry, runtime as gpu_runtime
 
-    if _memops.SIMULATED:
+    if memops.SIMULATED:
         pytest.skip("the simulator's arrays take the full path")
     monkeypatch.setattr(gpu_device, "device_shape", lambda device_id=0: (132, 228 * 1024))
     monkeypatch.setattr(gpu_device, "_device_id", lambda: 0)

@@ -28,7 +28,7 @@ require_compiler()
 import numba.cuda.dispatcher as dispatcher  # noqa: E402
 from numba import cuda, types  # noqa: E402
 
-from rotate._cuda import _kernels  # noqa: E402
+from rotate._cuda.kernels import block_swaps, chain  # noqa: E402
 from rotate._cuda import device as gpu_device  # noqa: E402
 
 
@@ -40,9 +40,9 @@ class _H200:
 @pytest.fixture
 def ptx(monkeypatch):
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
-    kernel = _kernels.chain_kernel(_kernels.TILE_BYTES, _kernels.THREADS)
+    kernel = chain.chain_kernel(chain.TILE_BYTES, chain.THREADS)
     sig = (types.int64,) * 15  # raw addresses and integers: what schedules.chain.run_chain passes
-    text, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), launch_bounds=_kernels.THREADS)
+    text, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), launch_bounds=chain.THREADS)
     return text
 
 
@@ -72,9 +72,9 @@ def pipeline_ptx(monkeypatch):
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
     threads = gpu_device.policy().pipeline_threads
-    kernel = _kernels.chain_kernel(_kernels.TILE_BYTES, threads, _kernels.BUFFERS, 2, control_warp=True,
+    kernel = chain.chain_kernel(chain.TILE_BYTES, threads, chain.BUFFERS, 2, control_warp=True,
                                    direct_decode=True, pipeline=True)
-    block = threads + _kernels.control_threads(True, True)
+    block = threads + chain.control_threads(True, True)
     text, _ = cuda.compile_ptx(kernel.py_func, (types.int64,) * 15, cc=(9, 0), launch_bounds=(block, 2))
     return text
 
@@ -98,9 +98,9 @@ def test_co_resident_kernel_draws_one_lane_and_keeps_its_registers(monkeypatch, 
     compiled out; it must still fit its launch bounds without spilling to local memory."""
 
     threads = gpu_device.policy().pipeline_threads
-    kernel = _kernels.chain_kernel(_kernels.TILE_BYTES, threads, _kernels.BUFFERS, 2, control_warp=True,
+    kernel = chain.chain_kernel(chain.TILE_BYTES, threads, chain.BUFFERS, 2, control_warp=True,
                                    direct_decode=True, pipeline=True, one_lane=True)
-    block = threads + _kernels.control_threads(True, True)
+    block = threads + chain.control_threads(True, True)
     ptx, _ = cuda.compile_ptx(kernel.py_func, (types.int64,) * 15, cc=(9, 0), launch_bounds=(block, 2))
     assert ptx != pipeline_ptx
     assert "mbarrier.try_wait.parity.shared::cta.b64" in ptx and ptx.count("st.global.v4.u32") >= 2
@@ -110,10 +110,10 @@ def test_co_resident_kernel_draws_one_lane_and_keeps_its_registers(monkeypatch, 
 @pytest.fixture
 def swap_ptx(monkeypatch):
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
-    kernel = _kernels.swap_kernel(_kernels.TILE_BYTES, _kernels.THREADS)
+    kernel = block_swaps.swap_kernel(chain.TILE_BYTES, chain.THREADS)
     i64 = types.int64
     sig = (types.Array(types.uint8, 1, "C"), i64, i64, i64, i64, i64, i64)
-    text, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), launch_bounds=_kernels.THREADS)
+    text, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), launch_bounds=chain.THREADS)
     return text
 
 
@@ -128,11 +128,11 @@ def test_swap_kernel_moves_128_bit_words_without_local_memory(swap_ptx):
 def test_lane_kernels_compile_for_every_unit(monkeypatch, which, unit):
     """roll_rows' lane panels and the row-cycles kernel: 128-bit copies in and stores out, the
     realigning gather's 128-bit shared loads, flag polls that cannot be hoisted, no local memory."""
-    from rotate._cuda import _lanes
+    from rotate._cuda.kernels import cycles, panels
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
     threads = 256 if which == "panel" else 1024  # the largest block each is launched with
-    kernel = (_lanes.panel_kernel if which == "panel" else _lanes.cycle_kernel)(unit, threads)
+    kernel = (panels.panel_kernel if which == "panel" else cycles.cycle_kernel)(unit, threads)
     sig = (types.int64,) * (11 if which == "panel" else 21)  # what run_lane_panels / run_row_cycles pass
     text, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), launch_bounds=threads)
     assert "cp.async.cg.shared.global" in text and "cp.async.wait_group" in text
@@ -146,10 +146,10 @@ def test_lane_kernels_compile_for_every_unit(monkeypatch, which, unit):
 def test_panel_window_writer_compiles_to_realigned_vector_loads(monkeypatch, unit):
     """lane-panels' window writer (lanes of 16 bytes to 2 KiB): 128-bit shared loads (two windows a run),
     128-bit global stores, and no local memory (its runs' words stay in registers)."""
-    from rotate._cuda import _lanes
+    from rotate._cuda.kernels import panels
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
-    text, gather = (cuda.compile_ptx(_lanes.panel_kernel(unit, 256, 0, windows).py_func, (types.int64,) * 11,
+    text, gather = (cuda.compile_ptx(panels.panel_kernel(unit, 256, 0, windows).py_func, (types.int64,) * 11,
                                      cc=(9, 0), launch_bounds=256)[0] for windows in (True, False))
     assert "st.global.v4.u32" in text and text.count("ld.shared.v4.u32") >= 2
     assert "ld.local" not in text and "st.local" not in text
@@ -163,10 +163,10 @@ def test_panel_window_writer_compiles_to_realigned_vector_loads(monkeypatch, uni
 def test_panel_run_writer_compiles_to_straight_vector_loops(monkeypatch, unit, row_threads):
     """lane-panels' run writer (lanes of 2 KiB and more): the chain kernel's realigning loops, 128-bit
     shared loads and global stores, 32-bit shared addresses (``ld.shared`` on ``%r``), no local memory."""
-    from rotate._cuda import _lanes
+    from rotate._cuda.kernels import panels
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
-    kernel = _lanes.panel_kernel(unit, 256, row_threads)
+    kernel = panels.panel_kernel(unit, 256, row_threads)
     text, _ = cuda.compile_ptx(kernel.py_func, (types.int64,) * 11, cc=(9, 0), launch_bounds=256)
     assert "st.global.v4.u32" in text and re.search(r"ld\.shared\.v4\.u32 \{[^}]*\}, \[%r\d+\]", text)
     assert text.count("shf.r.clamp.b32") >= 16  # four funnel shifts in each of the four shifted loops
@@ -180,10 +180,10 @@ def test_warp_lane_kernel_syncs_warps_only(monkeypatch, slots, min_blocks, threa
     """lane-panels' warps variant: the run writer's loops, a warp barrier (``bar.warp.sync``) and no
     block barrier, ``cp.async`` ring waits by its slot count, no local memory (blocks of eight and four
     warps; also under a launch bound of three blocks an SM; a lane a warp, a half or a quarter warp)."""
-    from rotate._cuda import _lanes
+    from rotate._cuda.kernels import panels
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
-    kernel = _lanes.warp_lane_kernel(threads, slots, min_blocks, group)
+    kernel = panels.warp_lane_kernel(threads, slots, min_blocks, group)
     bounds = (threads, min_blocks) if min_blocks else threads
     text, _ = cuda.compile_ptx(kernel.py_func, (types.int64,) * 9, cc=(9, 0), launch_bounds=bounds)
     assert "bar.warp.sync" in text and "bar.sync" not in text and "barrier.sync" not in text
@@ -195,11 +195,11 @@ def test_warp_lane_kernel_syncs_warps_only(monkeypatch, slots, min_blocks, threa
 @pytest.mark.parametrize("unit", [1, 8, 16])
 def test_cycle_run_writer_compiles_without_local_memory(monkeypatch, unit):
     """row-cycles' three-row kernel writing rows as runs, at the widest block the planner gives it (512)."""
-    from rotate._cuda import _lanes
+    from rotate._cuda.kernels import cycles
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
     threads = gpu_device.policy().run_cycle_threads
-    kernel = _lanes.cycle_kernel(unit, threads, True)
+    kernel = cycles.cycle_kernel(unit, threads, True)
     text, _ = cuda.compile_ptx(kernel.py_func, (types.int64,) * 21, cc=(9, 0), launch_bounds=threads)
     assert "st.global.v4.u32" in text and text.count("shf.r.clamp.b32") >= 16
     assert "ld.acquire.gpu.global.u32" in text and "atom.global.add.u64" in text
@@ -211,10 +211,10 @@ def test_cycle_run_writer_compiles_without_local_memory(monkeypatch, unit):
 def test_half_swap_kernel_loads_both_runs_before_storing(monkeypatch, vecs, group):
     """half-swaps: a pass's 128-bit loads of both runs all come before its first store (the loads are in
     flight together), no shared memory, no local memory."""
-    from rotate._cuda import _halfswap
+    from rotate._cuda.kernels import half_swaps
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
-    kernel = _halfswap.half_swap_kernel(256, vecs, group)
+    kernel = half_swaps.half_swap_kernel(256, vecs, group)
     text, _ = cuda.compile_ptx(kernel.py_func, (types.int64,) * 15, cc=(9, 0), launch_bounds=256)
     loads = [m.start() for m in re.finditer(r"ld\.global\.cg\.v4\.u32", text)]
     stores = [m.start() for m in re.finditer(r"st\.global\.v4\.u32", text)]
@@ -228,13 +228,13 @@ def test_row_strip_kernels_load_a_batch_before_the_barrier(monkeypatch, vecs):
     """row-strips: the save kernel is a 128-bit copy; the move kernel issues a batch's 128-bit loads
     (sources, and destinations the strip only partly covers) before its one barrier and every store
     after it, with no shared or local memory."""
-    from rotate._cuda import _strips
+    from rotate._cuda.kernels import strips
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
-    save, _ = cuda.compile_ptx(_strips.strip_save_kernel(256).py_func, (types.int64,) * 10, cc=(9, 0),
+    save, _ = cuda.compile_ptx(strips.strip_save_kernel(256).py_func, (types.int64,) * 10, cc=(9, 0),
                                launch_bounds=256)
     assert save.count("ld.global.cg.v4.u32") == 1 and save.count("st.global.v4.u32") == 1
-    text, _ = cuda.compile_ptx(_strips.strip_kernel(256, vecs).py_func, (types.int64,) * 12, cc=(9, 0),
+    text, _ = cuda.compile_ptx(strips.strip_kernel(256, vecs).py_func, (types.int64,) * 12, cc=(9, 0),
                                launch_bounds=256)
     loads = [m.start() for m in re.finditer(r"ld\.global\.cg\.v4\.u32", text)]
     stores = [m.start() for m in re.finditer(r"st\.global\.v4\.u32", text)]
@@ -248,12 +248,12 @@ def test_row_strip_kernels_load_a_batch_before_the_barrier(monkeypatch, vecs):
 def test_swap_lane_kernel_compiles_to_128_bit_copies_and_stores(monkeypatch, panel_bytes):
     """roll_rows' long lanes (lane-swaps): 128-bit copies in, realigned 128-bit stores out, no local
     memory (also for the tests' 64-byte panels)."""
-    from rotate._cuda import _lanes
+    from rotate._cuda.kernels import lane_swaps, panels
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
-    kernel = _lanes.swap_kernel(_lanes.THREADS, panel_bytes)
+    kernel = lane_swaps.swap_kernel(panels.THREADS, panel_bytes)
     sig = (types.int64,) * 9  # what schedules.lane_swaps.run_lane_swaps passes
-    text, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), launch_bounds=_lanes.THREADS)
+    text, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), launch_bounds=panels.THREADS)
     assert len(re.findall(r"cp\.async\.cg\.shared\.global \[\w+\], \[%rd\d+\], 16;", text)) >= 1
     assert "cp.async.wait_group 2;" in text and "cp.async.wait_group 1;" in text  # a swap pair, a move panel
     assert text.count("st.global.v4.u32") >= 1 and text.count("ld.shared.v4.u32") >= 2
@@ -264,12 +264,12 @@ def test_walk_lane_kernel_compiles(monkeypatch, buffers, tile_bytes, panel_bytes
     """roll_rows' lane walks: 128-bit copies in (lane and scratch), realigned 128-bit stores out, a
     ``cp.async.wait_group`` for every look-ahead the ring allows, no local memory (also with the tests'
     64-byte tiles)."""
-    from rotate._cuda import _lanes
+    from rotate._cuda.kernels import panels, walks
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
-    kernel = _lanes.walk_kernel(_lanes.THREADS, buffers, tile_bytes, 64, panel_bytes)
+    kernel = walks.walk_kernel(panels.THREADS, buffers, tile_bytes, 64, panel_bytes)
     sig = (types.int64,) * 13  # what schedules.lane_walks.run_lane_walks passes
-    text, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), launch_bounds=_lanes.THREADS)
+    text, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), launch_bounds=panels.THREADS)
     assert len(re.findall(r"cp\.async\.cg\.shared\.global \[\w+\], \[%rd\d+\], 16;", text)) >= 1
     for pending in range(buffers):
         assert f"cp.async.wait_group {pending};" in text, pending
@@ -283,10 +283,10 @@ def test_chunked_cycle_kernel_compiles(monkeypatch, ring, threads):
     """row-cycles' chunked variant (rows beyond three row buffers): 128-bit copies in and stores out, the
     realigning 128-bit shared loads, ``cp.async.wait_group`` with the ring's count (every older group
     covered), flag polls that cannot be hoisted, no local memory."""
-    from rotate._cuda import _lanes
+    from rotate._cuda.kernels import cycles
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
-    kernel = _lanes.cycle_stream_kernel(threads, ring)
+    kernel = cycles.cycle_stream_kernel(threads, ring)
     sig = (types.int64,) * 23  # what schedules.row_cycles._run_row_cycles_chunked passes
     text, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), launch_bounds=threads)
     assert re.search(r"cp\.async\.cg\.shared\.global \[\w+\], \[%rd\d+\], 16;", text)
@@ -321,10 +321,10 @@ def test_column_kernels_keep_their_loads_in_registers(monkeypatch, word, unit, s
     """column-panels (roll_rows along a strided axis): the words a thread loads ahead stay in registers (no
     local memory), rows move as ``word``-byte global loads and stores, the panel in shared memory unless
     staged."""
-    from rotate._cuda import _columns
+    from rotate._cuda.kernels import columns
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
-    kernel = (_columns.staged_kernel if staged else _columns.panel_kernel)(word, unit, 256, 4)
+    kernel = (columns.staged_kernel if staged else columns.panel_kernel)(word, unit, 256, 4)
     wtype, utype = getattr(types, f"uint{8 * word}"), getattr(types, f"uint{8 * unit}")
     arrays = (wtype[::1],) + ((utype[::1],) if staged else ()) + (types.int64[::1],)
     text, _ = cuda.compile_ptx(kernel.py_func, arrays + (types.int64,) * (8 if staged else 7), cc=(9, 0),

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 pytest.importorskip("numba.cuda")
 
 from rotate import _emulator as E  # noqa: E402
-from rotate._cuda import _lanes as L  # noqa: E402
+from rotate._cuda.kernels import cycles  # noqa: E402
+from rotate import _rowperm
 
 
 @settings(deadline=None, max_examples=300)
@@ -40,31 +41,31 @@ def test_row_cycles_equal_numpy_under_any_interleaving(data, blocks, policy, see
 
 def test_segment_table_covers_every_row_once_and_links_cycles():
     for lead, shifts, piece in (((8,), (4,), 3), ((6, 5), (2, 3), 2), ((7,), (1,), 2), ((4, 4, 4), (2, 0, 2), 4)):
-        table = L.segment_table(lead, shifts, piece).reshape(-1, 3)
+        table = cycles.segment_table(lead, shifts, piece).reshape(-1, 3)
         rows = int(np.prod(lead))
-        dims = (1,) * (L.MAX_LEAD - len(lead)) + lead
-        offs = (0,) * (L.MAX_LEAD - len(shifts)) + shifts
+        dims = (1,) * (_rowperm.MAX_LEAD - len(lead)) + lead
+        offs = (0,) * (_rowperm.MAX_LEAD - len(shifts)) + shifts
         seen = []
         for first, steps, following in table:
             assert 1 <= steps <= piece
             d = int(first)
             for _ in range(steps):
                 seen.append(d)
-                d = int(L.source_row(d, *dims, *offs))
+                d = int(_rowperm.source_row(d, *dims, *offs))
             assert d == table[following][0], "a segment ends where its next one starts"
         assert sorted(seen) == list(range(rows)), "every row is written exactly once"
 
 
 def test_the_emulator_catches_a_schedule_without_pre_reads(monkeypatch):
     """Not vacuous: with cut cycles marked whole (no pre-read of their first rows), rows are lost."""
-    real = L.segment_table
+    real = cycles.segment_table
 
     def no_pre_reads(lead, shifts, piece):
         table = real(lead, shifts, piece).copy()
         table[2::3] = np.arange(len(table) // 3)
         return table
 
-    monkeypatch.setattr(L, "segment_table", no_pre_reads)
+    monkeypatch.setattr(cycles, "segment_table", no_pre_reads)
     x = np.arange(12 * 4, dtype=np.uint8).reshape(12, 4)
     got = E.emulate_row_cycles(x, (12,), (5,), 1, 3, 2, "random", 1)
     assert not np.array_equal(got, np.roll(x, (5, 1), (0, 1)))
@@ -229,14 +230,14 @@ def test_chunk_spans_tile_every_row_and_runs_cover_the_roll():
     for seg in (1, 15, 16, 17, 40, 100):
         for chunk in (16, 32, 48):
             for head in range(16):
-                spans = [L.chunk_span(k, chunk, seg, head) for k in range(L.chunks_per_row(seg, chunk))]
+                spans = [cycles.chunk_span(k, chunk, seg, head) for k in range(cycles.chunks_per_row(seg, chunk))]
                 covered = [x for lo, hi in spans for x in range(lo, hi)]
                 assert covered == list(range(seg)), (seg, chunk, head)
                 assert all((head + lo) % 16 == 0 for lo, hi in spans[1:] if lo < hi)
                 for shift in {0, 1, seg // 2, seg - 1}:
                     for lo, hi in spans:
                         if lo < hi:
-                            a, len_a = L.source_run(lo, hi, shift, seg)
+                            a, len_a = cycles.source_run(lo, hi, shift, seg)
                             runs = list(range(a, a + len_a)) + list(range(hi - lo - len_a))
                             assert runs == [(x - shift) % seg for x in range(lo, hi)]
 

@@ -504,7 +504,7 @@ def test_gpu_rows_the_chain_and_block_swaps_decline_take_the_lane_kernels(gpu_pl
 def test_gpu_pipelined_kernel_only_where_bulk_copies_exist(gpu_planner, monkeypatch, capability):
     """The default chain kernel needs sm_90's bulk copies: an older GPU plans the "auto" variants, and
     asking for "pipeline" there by name is an error that names the fix, raised before any launch."""
-    from rotate._cuda import _kernels
+    from rotate._cuda.kernels import chain as chain_kernels
 
     monkeypatch.setattr(gpu_device, "device_capability", lambda device_id=0: capability)
     hopper = capability >= (9, 0)
@@ -512,7 +512,7 @@ def test_gpu_pipelined_kernel_only_where_bulk_copies_exist(gpu_planner, monkeypa
         d = gpu_registry.plan_step(None, 1, 1, 1 << 22, shift, 1, 0, None).details
         assert d["pipeline"] == hopper
         assert d["block"] == (gpu_device.policy().pipeline_threads + 64 if hopper else
-                              _kernels.THREADS + (32 if d["control_warp"] else 0))
+                              chain_kernels.THREADS + (32 if d["control_warp"] else 0))
         assert d["control_warp"] == (hopper or shift >= d["tile_bytes"])
     with cuda_tuning.override(chain_variant="pipeline"):
         if hopper:
@@ -571,7 +571,7 @@ def test_gpu_lane_warps_take_lanes_of_1_to_8_kib(gpu_planner):
     beyond (``warp_lane_threads`` forces one); blocks of eight warps up to 4 KiB lanes, four beyond; two
     slots a group unless ``warp_slots`` says; the grid holds the blocks an SM's shared memory and
     registers allow, at most one group a lane; bad knobs are named."""
-    from rotate._cuda import _lanes as L
+    from rotate._cuda.kernels import panels
 
     def details(lanes, n, item=4, **forced):
         with cuda_tuning.override(**forced):
@@ -581,18 +581,19 @@ def test_gpu_lane_warps_take_lanes_of_1_to_8_kib(gpu_planner):
     four = details(1 << 18, 1024)
     assert (four["variant"], four["block"], four["slots"], four["writer"], four["lane_threads"]) == \
         ("warps", 256, 2, "runs", 32), four
-    assert four["smem_bytes"] == L.warp_smem_bytes(4096) == 8 * (2 * 16 * L.warp_slot_vecs(4096) + 128)
+    assert four["smem_bytes"] == panels.warp_smem_bytes(4096) == 8 * (2 * 16 * panels.warp_slot_vecs(4096) + 128)
     assert four["grid"] == sms * 2  # 120 registers a thread: two blocks of 256 an SM
     eight = details(1 << 17, 2048)
     assert (eight["variant"], eight["block"], eight["slots"]) == ("warps", 128, 2), eight
-    assert eight["smem_bytes"] == L.warp_smem_bytes(8192, 128) and eight["grid"] == sms * 3  # by shared memory
+    assert eight["smem_bytes"] == panels.warp_smem_bytes(8192, 128) and eight["grid"] == sms * 3  # by shared memory
     assert details(1 << 18, 1025)["block"] == 128  # past 4 KiB: four warps a block
     assert details(1 << 18, 1024, warp_min_blocks=3)["grid"] == sms * 3
-    assert details(1 << 18, 1024, warp_slots=3)["smem_bytes"] == L.warp_smem_bytes(4096, 256, 3)
+    assert details(1 << 18, 1024, warp_slots=3)["smem_bytes"] == panels.warp_smem_bytes(4096, 256, 3)
     assert details(5, 1024)["grid"] == 1  # 5 lanes: one block of 8 warps
     two = details(1 << 18, 512)  # 2 KiB: a half warp a lane, 16 groups a block
     assert (two["variant"], two["lane_threads"]) == ("warps", 16), two
-    assert two["smem_bytes"] == L.warp_smem_bytes(2048, 256, 2, 16) == 16 * (2 * 16 * L.warp_slot_vecs(2048) + 128)
+    assert two["smem_bytes"] == panels.warp_smem_bytes(2048, 256, 2, 16)
+    assert two["smem_bytes"] == 16 * (2 * 16 * panels.warp_slot_vecs(2048) + 128)
     one = details(1 << 18, 256)  # 1 KiB: a quarter warp a lane, 32 groups a block
     assert (one["variant"], one["lane_threads"], one["block"]) == ("warps", 8, 256), one
     assert details(40, 256)["grid"] == 2  # 40 lanes, 32 groups a block
@@ -622,7 +623,7 @@ def test_gpu_long_lanes_plan_lane_swaps_one_launch_of_two_blocks_an_sm(gpu_plann
     device; the plan says grid, block, shared memory, scratch and bytes moved (exact for host shifts, a
     bound otherwise)."""
     from rotate import _schedule as S
-    from rotate._cuda import _lanes as L
+    from rotate._cuda.kernels import lane_swaps as lane_swaps_kernels, panels
 
     rows, n = 256, 1 << 22
     assert gpu_lane_panels.plan_lane_panels(1, rows, n, 1, 0) is None
@@ -633,9 +634,9 @@ def test_gpu_long_lanes_plan_lane_swaps_one_launch_of_two_blocks_an_sm(gpu_plann
     for step in (host, device):
         d = step.details
         assert step.algorithm == d["schedule"] == "lane-swaps" and d["launches"] == 1 and not d["co_resident"]
-        assert d["grid"] == min(rows, 132 * 2) and d["block"] == L.THREADS and d["head0"] == 3
+        assert d["grid"] == min(rows, 132 * 2) and d["block"] == panels.THREADS and d["head0"] == 3
         assert 2 * (d["smem_bytes"] + 1024 + 64) <= 228 * 1024 and d["smem_bytes"] <= cuda_tuning.HOPPER.max_block_smem
-        assert L.swap_smem_bytes(d["panel_bytes"], d["save_bytes"]) == d["smem_bytes"]
+        assert lane_swaps_kernels.swap_smem_bytes(d["panel_bytes"], d["save_bytes"]) == d["smem_bytes"]
         assert 75 * 1024 < d["save_bytes"] < 90 * 1024 and d["panel_bytes"] == 16 * 1024
         assert step.scratch_bytes == 0
     want = sum(S.swap_traffic(n, (n - int(s) % n) % n, host.details["save_bytes"]) for s in shifts)
@@ -680,7 +681,7 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
     bad settings are errors that name the setting."""
     from rotate import _emulator as E
     from rotate import _schedule as S
-    from rotate._cuda import _lanes as L
+    from rotate._cuda.kernels import panels, walks
 
     rows, n, head = 300, 1 << 22, 3  # more lanes than blocks: a share of a twelfth of a lane
     shifts = np.random.default_rng(1).integers(-n, n, rows)
@@ -691,10 +692,10 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
     for step in (host, device):
         d = step.details
         assert step.algorithm == d["schedule"] == "lane-walks" and d["launches"] == 1 and not d["co_resident"]
-        assert d["grid"] == min(rows, 132 * 2) and d["block"] == L.THREADS and d["head0"] == head
+        assert d["grid"] == min(rows, 132 * 2) and d["block"] == panels.THREADS and d["head0"] == head
         assert 2 * (d["smem_bytes"] + 1024 + 2048) <= 228 * 1024, d  # two blocks an SM, static memory too
-        assert d["tile_bytes"] == (L.WALK_WIDE_TILE_BYTES // 2, L.WALK_WIDE_TILE_BYTES)
-        assert d["max_tiles"] == L.WALK_WIDE_MAX_TILES and d["buffers"] == L.WALK_BUFFERS
+        assert d["tile_bytes"] == (walks.WALK_WIDE_TILE_BYTES // 2, walks.WALK_WIDE_TILE_BYTES)
+        assert d["max_tiles"] == walks.WALK_WIDE_MAX_TILES and d["buffers"] == walks.WALK_BUFFERS
         assert d["share_bytes"] == int(n * gpu_device.policy().walk_share) // 16 * 16
         assert d["pool_bytes"] == int(rows * n * gpu_device.policy().walk_pool) // 16 * 16
         assert step.scratch_bytes == d["grid"] * d["share_bytes"] + d["pool_bytes"]
@@ -756,7 +757,7 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
     # Lanes under 2 MiB or over the wide tiles' most tiles (15 MiB) walk tiles of at most 24 KiB.
     for seg in ((1 << 20), (2 << 20) - 16, 16 << 20):
         narrow = gpu_registry.plan_long_lanes(1, 8, seg, 1, 0, None, None).details
-        assert narrow["tile_bytes"][1] == L.WALK_TILE_BYTES and narrow["max_tiles"] == L.WALK_MAX_TILES, narrow
+        assert narrow["tile_bytes"][1] == walks.WALK_TILE_BYTES and narrow["max_tiles"] == walks.WALK_MAX_TILES, narrow
     assert gpu_registry.plan_long_lanes(1, 8, 2 << 20, 1, 0, None, None).details["tile_bytes"][1] == 32768
     # The launch bound's blocks an SM (a measurement knob): it caps the grid's blocks an SM; 1 by default.
     assert gpu_registry.plan_long_lanes(1, rows, n, 1, 0, None, None).details["min_blocks"] == 1
@@ -1033,9 +1034,9 @@ class _FakeDeviceArray:
 
 @pytest.fixture
 def quick_device(gpu_planner, monkeypatch):
-    from rotate._cuda import _memops
+    from rotate._cuda.kernels import memops
 
-    if _memops.SIMULATED:
+    if memops.SIMULATED:
         pytest.skip("the simulator's arrays take the full path")
     monkeypatch.setattr(_arrays, "_device_usable", True)
     monkeypatch.setattr(_api, "_quick_calls", {})
@@ -1154,7 +1155,7 @@ def test_gpu_kernel_handles_are_cached_per_device(monkeypatch, name):
     context. Fakes stand in for the compiled kernels (no GPU needed)."""
     if gpu_runtime.SIMULATED:
         pytest.skip("the simulator compiles nothing")
-    from rotate._cuda import _halfswap, _kernels, _strips
+    from rotate._cuda.kernels import chain as chain_kernels, half_swaps as half_swaps_kernels, strips
 
     current = [0]
 
@@ -1168,10 +1169,10 @@ def test_gpu_kernel_handles_are_cached_per_device(monkeypatch, name):
         def compile(self, signature):
             return Compiled()
 
-    monkeypatch.setattr(_kernels, "chain_kernel", lambda *args: Kernel())
-    monkeypatch.setattr(_halfswap, "half_swap_kernel", lambda *args: Kernel())
-    monkeypatch.setattr(_strips, "strip_save_kernel", lambda *args: Kernel())
-    monkeypatch.setattr(_strips, "strip_kernel", lambda *args: Kernel())
+    monkeypatch.setattr(chain_kernels, "chain_kernel", lambda *args: Kernel())
+    monkeypatch.setattr(half_swaps_kernels, "half_swap_kernel", lambda *args: Kernel())
+    monkeypatch.setattr(strips, "strip_save_kernel", lambda *args: Kernel())
+    monkeypatch.setattr(strips, "strip_kernel", lambda *args: Kernel())
     compiled = {"chain": lambda device: gpu_chain._compiled_chain(-1, -2, -3, -4, device=device)[1],
                 "half_swaps": lambda device: gpu_half_swaps._compiled_half_swaps(-1, -2, -4, device)[1],
                 "strips": lambda device: gpu_row_strips._compiled_strips(-1, -2, device)[3]}[name]

@@ -200,23 +200,23 @@ MUTANTS = [
      "        if b.phase == \"exit\" or b.cleared <= i:",
      "        if b.phase == \"exit\" or len(b.items) <= i or (\n"
      "                b.items[i] is not None and (not b.ring or b.ring[0][1] not in b.landed)):"),
-    # The GPU row-cycles schedule's index math (rotate/_cuda/_lanes.py), judged by
+    # The GPU row-cycles schedule's index math (rotate/_cuda/kernels/cycles.py), judged by
     # tests/test_lanes_schedule.py: the segment table's coverage and the emulator.
     ("cycles-source-row-inverted", "rotate/_rowperm.py",
      "        i -= s\n", "        i += s\n"),
-    ("cycles-cut-cycle-looks-whole", "rotate/_cuda/_lanes.py",
+    ("cycles-cut-cycle-looks-whole", "rotate/_cuda/kernels/cycles.py",
      "            table[3 * g + 2] = g - j + (j + 1) % pieces",
      "            table[3 * g + 2] = g - j + j % pieces"),
-    ("cycles-segment-one-step-short", "rotate/_cuda/_lanes.py",
+    ("cycles-segment-one-step-short", "rotate/_cuda/kernels/cycles.py",
      "            table[3 * g + 1] = min(piece, lengths[c] - first)",
      "            table[3 * g + 1] = max(1, min(piece, lengths[c] - first) - 1)"),
-    # The chunked row-cycles variant's chunk math (rotate/_cuda/_lanes.py), judged by
+    # The chunked row-cycles variant's chunk math (rotate/_cuda/kernels/cycles.py), judged by
     # tests/test_lanes_schedule.py: the chunk tiling test and the chunked emulator.
-    ("cycles-chunk-source-rolled-left", "rotate/_cuda/_lanes.py",
+    ("cycles-chunk-source-rolled-left", "rotate/_cuda/kernels/cycles.py",
      "    a = lo - shift\n", "    a = lo + shift\n"),
-    ("cycles-chunks-unaligned", "rotate/_cuda/_lanes.py",
+    ("cycles-chunks-unaligned", "rotate/_cuda/kernels/cycles.py",
      "    lo = k * chunk - head\n", "    lo = k * chunk\n"),
-    ("cycles-chunk-wrap-run-one-long", "rotate/_cuda/_lanes.py",
+    ("cycles-chunk-wrap-run-one-long", "rotate/_cuda/kernels/cycles.py",
      "    if len_a > seg - a:\n        len_a = seg - a\n", "    if len_a > seg - a:\n        len_a = seg - a + 1\n"),
     # lane-swaps' index math (rotate/_schedule.py), judged by tests/test_lanes_schedule.py's emulator
     # and traffic tests.

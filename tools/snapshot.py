@@ -212,21 +212,21 @@ def adapter_kernel_builds(step, pointer: int, host_shifts) -> list:
 
 def adapter_kernel_factory(family: str):
     """ADAPTER (GPU kernels): the factory of each kernel family ``adapter_kernel_builds`` names."""
-    from rotate._cuda import _halfswap, _kernels, _lanes, _strips
+    from rotate._cuda.kernels import block_swaps, chain, cycles, half_swaps, lane_swaps, panels, strips, walks
 
     return {
-        "chain": _kernels.chain_kernel,
-        "block_swap": _kernels.swap_kernel,
-        "reversal": _kernels.reverse_kernel,
-        "cycle": _lanes.cycle_kernel,
-        "cycle_stream": _lanes.cycle_stream_kernel,
-        "lane_panel": _lanes.panel_kernel,
-        "lane_warps": _lanes.warp_lane_kernel,
-        "lane_swap": _lanes.swap_kernel,
-        "lane_walk": _lanes.walk_kernel,
-        "half_swap": _halfswap.half_swap_kernel,
-        "strip_save": _strips.strip_save_kernel,
-        "strip": _strips.strip_kernel,
+        "chain": chain.chain_kernel,
+        "block_swap": block_swaps.swap_kernel,
+        "reversal": block_swaps.reverse_kernel,
+        "cycle": cycles.cycle_kernel,
+        "cycle_stream": cycles.cycle_stream_kernel,
+        "lane_panel": panels.panel_kernel,
+        "lane_warps": panels.warp_lane_kernel,
+        "lane_swap": lane_swaps.swap_kernel,
+        "lane_walk": walks.walk_kernel,
+        "half_swap": half_swaps.half_swap_kernel,
+        "strip_save": strips.strip_save_kernel,
+        "strip": strips.strip_kernel,
     }[family]
 
 

@@ -1,6 +1,6 @@
 """Which chain configuration (tile, ring, lane length) runs fastest, and what does a small call cost the host?
 
-Backs: `rotate._cuda._kernels.ENTRY_BATCH` and the lanes of a chain step (docs/tuning.md, "GPU: the chain
+Backs: `rotate._cuda.kernels.chain.ENTRY_BATCH` and the lanes of a chain step (docs/tuning.md, "GPU: the chain
 kernel"), from docs/results/chain-probe-5-b342780.json and chain-probe-7-describe-ahead.json.
 
 Chain kernel probe on a GPU: configurations (tile, ring, lane length) and per-call host time.

@@ -5,7 +5,7 @@ docs/results/rows-knobs-h200.json.
 
 Sweep the GPU rows kernels' size knobs on a few cases of benchmarks/rows_gpu_bench.py.
 
-The knobs: ``lane-panels``' panel bytes (``rotate._cuda._lanes.PANEL_BYTES``,
+The knobs: ``lane-panels``' panel bytes (``rotate._cuda.kernels.panels.PANEL_BYTES``,
 read when a plan is made, so each value runs in its own process) and
 ``lane-swaps``' panel and saved-side bytes (planner settings). Every run
 checks its result against numpy like the benchmark does:
@@ -43,8 +43,8 @@ def main(argv=None) -> int:
     for panel in (16384, 32768, 49152):
         code = (
             "import json, sys, tempfile; sys.path.insert(0, 'benchmarks')\n"
-            "from rotate._cuda import _lanes\n"
-            f"_lanes.PANEL_BYTES = {panel}\n"
+            "from rotate._cuda.kernels import panels\n"
+            f"panels.PANEL_BYTES = {panel}\n"
             "import rows_gpu_bench\n"
             "path = tempfile.mktemp(suffix='.json')\n"
             f"rows_gpu_bench.main(['--only', '{PANEL_CASES}', '--repeat', '5', '--json', path])\n"

@@ -58,7 +58,7 @@ def _tuning():
 def _simulated() -> bool:
     flag = _modules.get("simulated")
     if flag is None:
-        from .._cuda._memops import SIMULATED as flag
+        from .._cuda.kernels.memops import SIMULATED as flag
 
         _modules["simulated"] = flag
     return flag

@@ -8,7 +8,7 @@ import functools
 from numba import cuda
 
 from .._tuning import cuda as tuning
-from ._memops import SIMULATED
+from .kernels.memops import SIMULATED
 
 
 NEWEST_CAPABILITY = (99, 0)

@@ -100,7 +100,7 @@ def _device_shifts(shifts: Any, lane_shape: tuple, order: str, info):
 
 
 def _check_same_device(shifts_pointer: int, a_pointer: int) -> None:
-    from ._memops import SIMULATED
+    from .kernels.memops import SIMULATED
 
     if SIMULATED:
         return

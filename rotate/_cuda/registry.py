@@ -16,7 +16,7 @@ from numba import cuda
 from .._plan import Step
 from . import device as D
 from . import runtime as R
-from ._memops import SIMULATED
+from .kernels.memops import SIMULATED
 
 #: The schedules for one shift, in order of preference: ``(name, plan)``, where
 #: ``plan(axis, shift, rows, seg, left, word, pointer, cap)`` returns a Step or None when the schedule cannot

@@ -19,7 +19,7 @@ from numba import cuda
 
 from .. import _compile_notice
 from . import device as D
-from ._memops import SIMULATED
+from .kernels.memops import SIMULATED
 
 
 def stream_handle(stream: Any) -> int:
@@ -365,21 +365,21 @@ def _set_dynamic_smem(cufunc) -> None:
 def _compiled_lanes(which: str, unit: int, threads: int, args: int, device: int, panel_bytes: int = 0,
                     row_threads: int = 0, runs: bool = False, group: int = 32, min_blocks: int = 1,
                     windows: bool = False):
-    """A kernel of rotate/_cuda/_lanes.py compiled for int64 arguments, its cuda.core handle,
+    """A kernel of rotate/_cuda/kernels/ (panels, cycles, lane_swaps, walks) compiled for int64 arguments, its cuda.core handle,
     allowed the most dynamic shared memory a block can have (on ``device``). ``which``: "panel",
     "cycle" (built per ``unit``) or "swap" (per ``panel_bytes``)."""
-    from . import _lanes
+    from .kernels import cycles, lane_swaps, panels, walks
 
     if which == "swap":
-        kernel = _lanes.swap_kernel(threads, panel_bytes)
+        kernel = lane_swaps.swap_kernel(threads, panel_bytes)
     elif which == "walk":  # row_threads: buffers; unit: tile bytes; group: most tiles
-        kernel = _lanes.walk_kernel(threads, row_threads, unit, group, panel_bytes, min_blocks)
+        kernel = walks.walk_kernel(threads, row_threads, unit, group, panel_bytes, min_blocks)
     elif which == "warps":  # panel_bytes: the slots a group has; row_threads: the launch bound's blocks an SM
-        kernel = _lanes.warp_lane_kernel(threads, panel_bytes, row_threads, group)
+        kernel = panels.warp_lane_kernel(threads, panel_bytes, row_threads, group)
     elif which == "panel":
-        kernel = _lanes.panel_kernel(unit, threads, row_threads, windows)
+        kernel = panels.panel_kernel(unit, threads, row_threads, windows)
     else:
-        kernel = _lanes.cycle_kernel(unit, threads, runs)
+        kernel = cycles.cycle_kernel(unit, threads, runs)
     if SIMULATED:
         return kernel, None
     cufunc = _int64_cufunc(kernel, args)

@@ -11,16 +11,16 @@ import numpy as np
 
 from ... import _schedule as S
 from ..._plan import Params, Step, internal
-from .. import _kernels
+from ..kernels import block_swaps
 from .. import device as D
 from .. import runtime as R
-from .._memops import SIMULATED
+from ..kernels.memops import SIMULATED
 from . import chain
 
 
 @dataclass(frozen=True, eq=False)
 class BlockSwapParams(Params):
-    """``block-swap``: Gries-Mills swaps (``_kernels.swap_kernel``) until the chain's pre-reads fit, then a
+    """``block-swap``: Gries-Mills swaps (``kernels.block_swaps.swap_kernel``) until the chain's pre-reads fit, then a
     chain step a row (one planned per 16-byte offset a row can start at)."""
 
     tile_bytes: int
@@ -94,7 +94,7 @@ def plan(axis, shift, rows, seg, left, word, pointer, cap) -> Optional[Step]:
 
 def run(target, info, step, handle) -> None:
     p = step.params
-    kernel = _kernels.swap_kernel(p.tile_bytes, p.block)
+    kernel = block_swaps.swap_kernel(p.tile_bytes, p.block)
     lo, sub_n, sub_k = p.final
     for row in range(step.rows):
         offset = row * step.seg_bytes

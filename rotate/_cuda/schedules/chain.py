@@ -1,4 +1,4 @@
-"""``chain``: the flag-chained persistent kernel (``_kernels.chain_kernel``) for one shift, one pass plus
+"""``chain``: the flag-chained persistent kernel (``kernels.chain.chain_kernel``) for one shift, one pass plus
 pre-reads; its tile, ring, chain step, lane length and plan table, and its launch.
 """
 
@@ -13,15 +13,15 @@ import numpy as np
 from ... import _schedule as S
 from ..._plan import Params, Step, internal
 from ..._tuning import cuda as tuning
-from .. import _kernels
+from ..kernels import chain as K
 from .. import device as D
 from .. import runtime as R
-from .._memops import SIMULATED
+from ..kernels.memops import SIMULATED
 
 
 @dataclass(frozen=True, eq=False)
 class ChainParams(Params):
-    """``chain``: the flag-chained persistent kernel (``_kernels.chain_kernel``), one pass plus pre-reads."""
+    """``chain``: the flag-chained persistent kernel (``kernels.chain.chain_kernel``), one pass plus pre-reads."""
 
     CONSTANTS = (("schedule", "chain"),)
     tile_bytes: int
@@ -88,7 +88,7 @@ def chain_threads() -> int:
 
 def chain_pipeline() -> bool:
     """Whether chain steps run the pipelined variant: a producer thread bulk-copies sources and clears
-    waits, data warps write with no block barrier (``_kernels.chain_kernel(pipeline=True)``)."""
+    waits, data warps write with no block barrier (``kernels.chain.chain_kernel(pipeline=True)``)."""
     return _chain_variant() == "pipeline"
 
 
@@ -109,8 +109,8 @@ def blocks_per_sm(tile_bytes: int, threads: int, buffers: int, control_warp: boo
     the bookkeeping).
     """
     _, smem_per_sm = D.device_shape(D._device_id())
-    block = threads + _kernels.control_threads(control_warp, control_warp and chain_pipeline())
-    per_block = _kernels.smem_bytes(tile_bytes, buffers, control_warp) + 1024  # 1 KiB the driver reserves per block
+    block = threads + K.control_threads(control_warp, control_warp and chain_pipeline())
+    per_block = K.smem_bytes(tile_bytes, buffers, control_warp) + 1024  # 1 KiB the driver reserves per block
     fit = max(1, min(smem_per_sm // per_block, 2048 // block, 32))
     wanted = D.policy().min_blocks or 3
     return max(1, min(fit, wanted, 65536 // (block * 32)))
@@ -137,7 +137,7 @@ def chain_layout(n: int, k: int, heads, tile_bytes: int, chain: int, lane_steps:
     layout = S.compiled_table_builders()[0]
     stride = S.table_stride(S.max_tiles(n, tile_bytes))
     # Padded: the kernel reads entries 16 at a time, aligned (``ENTRY_BATCH``).
-    table = np.zeros(stride * len(heads) + _kernels.ENTRY_BATCH, np.int64)
+    table = np.zeros(stride * len(heads) + K.ENTRY_BATCH, np.int64)
     row_bytes = 0
     for index, head in enumerate(heads):
         head_bytes = layout(n, k, head, tile_bytes, chain, lane_steps, ring, int(co_resident), table, stride * index)
@@ -150,7 +150,7 @@ def chain_layout(n: int, k: int, heads, tile_bytes: int, chain: int, lane_steps:
 def pre_tickets_per_row(table: np.ndarray, n: int, tile_bytes: int) -> int:
     """The pre-read tickets reserved per row: the most any head's row needs (``S.pre_row_tickets``)."""
     m_max = S.max_tiles(n, tile_bytes)
-    return S.pre_tickets_per_row(table, m_max, (len(table) - _kernels.ENTRY_BATCH) // S.table_stride(m_max))
+    return S.pre_tickets_per_row(table, m_max, (len(table) - K.ENTRY_BATCH) // S.table_stride(m_max))
 
 
 def _heads(rows: int, seg: int, head0: int):
@@ -252,7 +252,7 @@ def _plan_chain(rows: int, seg: int, left: int, head0: int, cap: int, far: bool)
     priced = []
     for tile_bytes in tile_sizes:
         rings = [T.buffers] + [b for b in (3, 4) if b > T.buffers and
-                                          _kernels.smem_bytes(tile_bytes, b) <= 110 * 1024]
+                                          K.smem_bytes(tile_bytes, b) <= 110 * 1024]
         for buffers in rings:
             m_max = S.max_tiles(seg, tile_bytes)
             m0 = S.tile_count(seg, heads[0], tile_bytes)
@@ -342,7 +342,7 @@ def chain_step(axis, shift, rows, seg, left, word, head0, cap) -> Optional[Step]
             bytes_moved=2 * rows * seg + 2 * pre_bytes,
             params=ChainParams(
                 tile_bytes=cfg["tile_bytes"],
-                block=chain_threads() + _kernels.control_threads(cfg["control_warp"], chain_pipeline()),
+                block=chain_threads() + K.control_threads(cfg["control_warp"], chain_pipeline()),
                 control_warp=cfg["control_warp"],
                 pipeline=chain_pipeline(),
                 decode=_chain_decode(),
@@ -369,7 +369,7 @@ def chain_step(axis, shift, rows, seg, left, word, head0, cap) -> Optional[Step]
 def _chain_config(p: ChainParams):
     """``chain_kernel``'s arguments from a chain step's params (``block`` counts the control warps)."""
     control_warp, pipeline = bool(p.control_warp), bool(p.pipeline)
-    return (p.tile_bytes, p.block - _kernels.control_threads(control_warp, pipeline), p.buffers, p.min_blocks,
+    return (p.tile_bytes, p.block - K.control_threads(control_warp, pipeline), p.buffers, p.min_blocks,
             control_warp, p.decode == "direct", pipeline, bool(p.co_resident))
 
 
@@ -378,7 +378,7 @@ def _compiled_chain(tile_bytes: int, threads: int, buffers: int, min_blocks: int
                     direct_decode: bool = False, pipeline: bool = False, one_lane: bool = False, device: int = 0):
     """The chain kernel compiled for all-int64 arguments, and its cuda.core handle in ``device``'s context
     (numba loads the module per device: a handle from another device's context would not launch here)."""
-    kernel = _kernels.chain_kernel(tile_bytes, threads, buffers, min_blocks, control_warp, direct_decode, pipeline,
+    kernel = K.chain_kernel(tile_bytes, threads, buffers, min_blocks, control_warp, direct_decode, pipeline,
                                    one_lane)
     if SIMULATED:
         return kernel, None

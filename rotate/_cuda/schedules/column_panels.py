@@ -15,12 +15,12 @@ from ... import _compile_notice
 from ..._plan import Params, Step, internal
 from .. import device as D
 from .. import runtime as R
-from .._memops import SIMULATED
+from ..kernels.memops import SIMULATED
 
 
 @dataclass(frozen=True, eq=False)
 class ColumnPanelsParams(Params):
-    """``column-panels`` (``_columns``): ``roll_rows`` along an axis that is not contiguous, a strip of every
+    """``column-panels`` (``kernels.columns``): ``roll_rows`` along an axis that is not contiguous, a strip of every
     lane's rows a block (in shared memory, or ``staged`` in the block's slot of scratch)."""
 
     CONSTANTS = (("schedule", "column-panels"), ("co_resident", False))  # strips are disjoint: no block waits
@@ -45,7 +45,7 @@ def plan_column_panels(axis: int, outer: int, n: int, inner: int, itemsize: int,
     (C order), lane ``(o, i)`` column ``i`` of block ``o``. One launch, every byte read and written once: a
     block takes a strip of a block's rows whole, in shared memory where ``n`` rows of a strip of at least
     ``column_min_strip_bytes`` fit ``column_smem_bytes``, else staged lane by lane in its slot of scratch."""
-    from .. import _columns as K
+    from ..kernels import columns
 
     T = D.policy()
     pitch = inner * itemsize
@@ -57,7 +57,7 @@ def plan_column_panels(axis: int, outer: int, n: int, inner: int, itemsize: int,
         raise ValueError(f"GPU settings column_threads must be a multiple of 32 up to 1024 and column_unroll at "
                          f"least 1; got {threads!r} and {T.column_unroll!r}")
     # A strip is at most a block's threads wide in words (a thread keeps one word position of it).
-    widest = max(1, min(pitch // word, T.column_strip_bytes // word, K.MAX_STRIP_UNITS * unit // word, threads))
+    widest = max(1, min(pitch // word, T.column_strip_bytes // word, columns.MAX_STRIP_UNITS * unit // word, threads))
     narrowest = min(widest, -(-T.column_min_strip_bytes // word))
     fit = T.column_smem_bytes // (n * word)
     sms, _ = D.device_shape(D._device_id())
@@ -68,7 +68,7 @@ def plan_column_panels(axis: int, outer: int, n: int, inner: int, itemsize: int,
     if strip_w > sector_w:  # whole sectors: a strip that ends inside one shares it with the next strip
         strip_w -= strip_w % sector_w
     # Narrower strips (down to the narrowest) where there would be fewer than two a block of a full GPU.
-    while strip_w > narrowest and outer * K.strip_count(pitch_w, strip_w) < 2 * sms:
+    while strip_w > narrowest and outer * columns.strip_count(pitch_w, strip_w) < 2 * sms:
         half = strip_w // 2
         strip_w = max(narrowest, half - half % sector_w if half > sector_w else half)
     lanes = outer * inner
@@ -88,21 +88,21 @@ def plan_column_panels(axis: int, outer: int, n: int, inner: int, itemsize: int,
                 f"word: {n * word} bytes) in scratch, but max_scratch_bytes={max_scratch_bytes}; allow at least "
                 f"{n * word} bytes, or leave max_scratch_bytes=None")
         strip_w = max(1, min(strip_w, cap // (n * word)))
-    strips = outer * K.strip_count(pitch_w, strip_w)
+    strips = outer * columns.strip_count(pitch_w, strip_w)
     slot_bytes = n * strip_w * word
     if staged:
         grid = max(1, min(strips, cap // slot_bytes, sms * (2048 // threads)))
-        tile_rows = K.staged_tile_rows(threads, strip_w, T.column_unroll)
-        smem = K.staged_smem_bytes(threads, strip_w, word, unit, T.column_unroll)
+        tile_rows = columns.staged_tile_rows(threads, strip_w, T.column_unroll)
+        smem = columns.staged_smem_bytes(threads, strip_w, word, unit, T.column_unroll)
         reason = (f"lanes of {n} items along a strided axis: {n} rows of a strip do not fit a block's "
                   f"{T.column_smem_bytes} bytes of shared memory, so each block stages its strips in scratch")
     else:
         smem, tile_rows = slot_bytes, 0
         # Wider blocks where big panels leave an SM few: its loads in flight are threads x UNROLL words.
-        while threads < 1024 and threads * D.blocks_for_smem(smem + 8 * K.MAX_STRIP_UNITS, threads) < \
+        while threads < 1024 and threads * D.blocks_for_smem(smem + 8 * columns.MAX_STRIP_UNITS, threads) < \
                 T.column_sm_threads:
             threads *= 2
-        grid = max(1, min(strips, sms * D.blocks_for_smem(smem + 8 * K.MAX_STRIP_UNITS, threads)))
+        grid = max(1, min(strips, sms * D.blocks_for_smem(smem + 8 * columns.MAX_STRIP_UNITS, threads)))
         reason = f"lanes along a strided axis: a strip of {n} rows a block, in shared memory"
     if T.grid:  # a forced grid (tests run one block through many strips)
         grid = max(1, min(grid, T.grid))
@@ -138,11 +138,11 @@ def run_column_panels(target: Any, info, step, handle: int, shifts: Any, shift_s
 
 @functools.lru_cache(maxsize=None)
 def _compiled_columns(staged: bool, word: int, unit: int, threads: int, unroll: int, device: int):
-    """A ``_columns`` kernel compiled for its arguments' types (so the first launch does not compile) and
+    """A ``kernels.columns`` kernel compiled for its arguments' types (so the first launch does not compile) and
     allowed the most dynamic shared memory a block can have on ``device``."""
-    from .. import _columns
+    from ..kernels import columns
 
-    kernel = (_columns.staged_kernel if staged else _columns.panel_kernel)(word, unit, threads, unroll)
+    kernel = (columns.staged_kernel if staged else columns.panel_kernel)(word, unit, threads, unroll)
     if not SIMULATED:
         words, units = f"uint{8 * word}[::1]", f"uint{8 * unit}[::1]"
         signature = (f"void({words}, {units}, int64[::1], {', '.join(['int64'] * 8)})" if staged else

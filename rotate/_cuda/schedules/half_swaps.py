@@ -14,12 +14,12 @@ from ... import _schedule as S
 from ..._plan import Params, Step
 from .. import device as D
 from .. import runtime as R
-from .._memops import SIMULATED
+from ..kernels.memops import SIMULATED
 
 
 @dataclass(frozen=True, eq=False)
 class HalfSwapsParams(Params):
-    """``half-swaps`` (``_halfswap.half_swap_kernel``): every rolled axis by half its length, disjoint swaps."""
+    """``half-swaps`` (``kernels.half_swaps.half_swap_kernel``): every rolled axis by half its length, disjoint swaps."""
 
     CONSTANTS = (("schedule", "half-swaps"), ("co_resident", False))  # no block waits for another
     block: int
@@ -102,11 +102,11 @@ def plan(axis, shift, rows, seg, left, word, pointer, cap) -> Optional[Step]:
 
 @functools.lru_cache(maxsize=None)
 def _compiled_half_swaps(threads: int, vecs: int, group: int, device: int = 0):
-    """``_halfswap.half_swap_kernel`` compiled for int64 arguments (15) and its cuda.core handle in
+    """``kernels.half_swaps.half_swap_kernel`` compiled for int64 arguments (15) and its cuda.core handle in
     ``device``'s context."""
-    from .. import _halfswap
+    from ..kernels import half_swaps as K
 
-    kernel = _halfswap.half_swap_kernel(threads, vecs, group)
+    kernel = K.half_swap_kernel(threads, vecs, group)
     if SIMULATED:
         return kernel, None
     return kernel, R._int64_cufunc(kernel, 15).kernel

@@ -16,7 +16,7 @@ from .. import runtime as R
 
 @dataclass(frozen=True, eq=False)
 class LanePanelsParams(Params):
-    """``lane-panels``, the panel variant (``_lanes.panel_kernel``): panels of whole lanes in shared memory."""
+    """``lane-panels``, the panel variant (``kernels.panels.panel_kernel``): panels of whole lanes in shared memory."""
 
     CONSTANTS = (("schedule", "lane-panels"), ("co_resident", False))  # lanes are disjoint: no block waits
     block: int
@@ -34,7 +34,7 @@ class LanePanelsParams(Params):
 
 @dataclass(frozen=True, eq=False)
 class LaneWarpsParams(Params):
-    """``lane-panels``, the warps variant (``_lanes.warp_lane_kernel``): a group of threads a lane."""
+    """``lane-panels``, the warps variant (``kernels.panels.warp_lane_kernel``): a group of threads a lane."""
 
     CONSTANTS = (("schedule", "lane-panels"), ("variant", "warps"), ("co_resident", False))
     block: int
@@ -56,13 +56,13 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
     (lanes longer than about 226 KiB): those take ``plan_long_lanes``.
     """
     T = D.policy()  # the policy, resolved once for the whole search
-    from .. import _lanes as L
+    from ..kernels import panels as K
 
     seg = n * itemsize
     head0 = pointer % 16
     unit = D.lane_unit(itemsize, head0)
     short = "windows" if seg >= 16 and unit <= T.max_window_unit else "gather"
-    writer = D.lane_writer("runs" if seg >= L.FAST_GATHER_ROW else short)
+    writer = D.lane_writer("runs" if seg >= K.FAST_GATHER_ROW else short)
     if writer == "runs" or T.lane_writer is None:  # the warps variant writes runs
         step = _plan_lane_warps(axis, rows, n, itemsize, head0)
         if step is not None:
@@ -74,9 +74,9 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
     panel_rows = max(1, min(T.max_panel_rows, panel_bytes // seg, rows))
     for buffers in (2, 1):  # two panels in flight per block if a lane allows, else one
         windows = writer == "windows"
-        while panel_rows > 1 and L.panel_smem_bytes(panel_rows * seg, panel_rows, buffers, windows) > T.max_lane_smem:
+        while panel_rows > 1 and K.panel_smem_bytes(panel_rows * seg, panel_rows, buffers, windows) > T.max_lane_smem:
             panel_rows //= 2
-        smem = L.panel_smem_bytes(panel_rows * seg, panel_rows, buffers, windows)
+        smem = K.panel_smem_bytes(panel_rows * seg, panel_rows, buffers, windows)
         if smem <= T.max_lane_smem:
             break
     else:
@@ -93,7 +93,7 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
     return _lane_panels_step(axis, rows, n, itemsize, LanePanelsParams(
         block=threads, grid=max(1, min(grid, panels)), panel_rows=panel_rows, buffers=buffers, writer=writer,
         row_threads=row_threads, unit_bytes=unit, smem_bytes=smem, head0=head0,
-        buf_vecs=L.buffer_vecs(panel_rows * seg), n=n))
+        buf_vecs=K.buffer_vecs(panel_rows * seg), n=n))
 
 
 def _lane_panels_step(axis: int, rows: int, n: int, itemsize: int, params) -> Step:
@@ -117,9 +117,9 @@ def warp_group_threads(seg: int) -> int:
 
 
 def _plan_lane_warps(axis: int, rows: int, n: int, itemsize: int, head0: int) -> Optional[Step]:
-    """``lane-panels``' ``warps`` variant (``_lanes.warp_lane_kernel``) where the tuning's ``lane_warps``
+    """``lane-panels``' ``warps`` variant (``kernels.panels.warp_lane_kernel``) where the tuning's ``lane_warps``
     takes it for lanes of ``n * itemsize`` bytes; else None."""
-    from .. import _lanes as L
+    from ..kernels import panels as K
 
     seg = n * itemsize
     choice = D.policy().lane_warps
@@ -134,12 +134,12 @@ def _plan_lane_warps(axis: int, rows: int, n: int, itemsize: int, head0: int) ->
             return None
         raise ValueError(f"GPU setting lane_threads must be a multiple of 32 up to 1024 for lane-panels' warps "
                          f"variant, got {threads!r}")
-    if slots not in range(2, L.MAX_WARP_SLOTS + 1):
-        raise ValueError(f"GPU setting warp_slots must be 2 to {L.MAX_WARP_SLOTS} or None, got {slots!r}")
-    if group not in L.WARP_GROUPS:
-        raise ValueError(f"GPU setting warp_lane_threads must be one of {', '.join(map(str, L.WARP_GROUPS))} "
+    if slots not in range(2, K.MAX_WARP_SLOTS + 1):
+        raise ValueError(f"GPU setting warp_slots must be 2 to {K.MAX_WARP_SLOTS} or None, got {slots!r}")
+    if group not in K.WARP_GROUPS:
+        raise ValueError(f"GPU setting warp_lane_threads must be one of {', '.join(map(str, K.WARP_GROUPS))} "
                          f"or None, got {group!r}")
-    smem = L.warp_smem_bytes(seg, threads, slots, group)
+    smem = K.warp_smem_bytes(seg, threads, slots, group)
     if smem > D.policy().max_lane_smem:
         return None
     groups = threads // group
@@ -148,7 +148,7 @@ def _plan_lane_warps(axis: int, rows: int, n: int, itemsize: int, head0: int) ->
     grid = D.policy().grid or sms * D.blocks_for_smem(smem, threads, registers)
     return _lane_panels_step(axis, rows, n, itemsize, LaneWarpsParams(
         block=threads, grid=max(1, min(grid, S.ceil_div(rows, groups))), slots=slots, min_blocks=min_blocks,
-        lane_threads=group, writer="runs", smem_bytes=smem, head0=head0, slot_vecs=L.warp_slot_vecs(seg), n=n))
+        lane_threads=group, writer="runs", smem_bytes=smem, head0=head0, slot_vecs=K.warp_slot_vecs(seg), n=n))
 
 
 def group_threads(threads: int, panel_rows: int) -> int:
@@ -186,7 +186,7 @@ def run_lane_panels(target: Any, info, step, handle: int, shifts: Any, shift_str
 
 def _run_lane_warps(target: Any, info, step, p: LaneWarpsParams, handle: int, shifts: Any,
                     shift_stride: int) -> None:
-    """Launch a ``lane-panels`` step of the ``warps`` variant (``_lanes.warp_lane_kernel``)."""
+    """Launch a ``lane-panels`` step of the ``warps`` variant (``kernels.panels.warp_lane_kernel``)."""
     scalars = (step.rows, step.seg_bytes, p.n, step.word_bytes, shift_stride, p.head0, p.slot_vecs)
     compiled = R._compiled_lanes("warps", 1, p.block, 9, D._device_id(), p.slots, p.min_blocks, group=p.lane_threads)
     R.launch_lane_kernel(compiled, target, info, step, p, handle, shifts, scalars)

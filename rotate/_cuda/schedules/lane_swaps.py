@@ -17,7 +17,7 @@ from .. import runtime as R
 
 @dataclass(frozen=True, eq=False)
 class LaneSwapsParams(Params):
-    """``lane-swaps`` (``_lanes.swap_kernel``): a block per lane, block swaps then one streamed pass."""
+    """``lane-swaps`` (``kernels.lane_swaps.swap_kernel``): a block per lane, block swaps then one streamed pass."""
 
     CONSTANTS = (("schedule", "lane-swaps"),)
     block: int
@@ -42,16 +42,16 @@ def swap_sizes():
     saved side of 80 KiB moves about 5% more bytes than one of 190 KiB (more
     block swaps; ``rotate._schedule.swap_traffic``).
     """
-    from .. import _lanes as L
+    from ..kernels import lane_swaps, panels
 
     panel = int(D.policy().swap_panel_bytes)
-    panel_vecs = L.buffer_vecs(panel)
+    panel_vecs = panels.buffer_vecs(panel)
     save = D.policy().swap_save_bytes
     if save is None:
         _, smem_per_sm = D.device_shape(D._device_id())
         budget = min(D.policy().max_lane_smem, smem_per_sm // 2 - 1024 - 64)  # two blocks, the driver's 1 KiB, static
-        save = L.save_capacity(max(2 * panel_vecs, budget // 16 - 2 * panel_vecs))
-    smem = L.swap_smem_bytes(panel, int(save))
+        save = lane_swaps.save_capacity(max(2 * panel_vecs, budget // 16 - 2 * panel_vecs))
+    smem = lane_swaps.swap_smem_bytes(panel, int(save))
     if smem > D.policy().max_block_smem:
         raise ValueError(f"GPU settings swap_panel_bytes={panel} and swap_save_bytes={save} need {smem} bytes "
                          f"of shared memory a block, more than {D.policy().max_block_smem}; choose smaller sizes")
@@ -77,7 +77,7 @@ def plan_lane_swaps(axis: int, rows: int, n: int, itemsize: int, pointer: int, h
 
     A block takes whole lanes (grid-strided) and rotates each by itself (Gries-Mills
     block swaps until the small side fits the saved-side buffer, then one
-    streamed pass; rotate/_cuda/_lanes.py ``swap_kernel``), so no block waits
+    streamed pass; rotate/_cuda/kernels/lane_swaps.py ``swap_kernel``), so no block waits
     for another. ``bytes_moved`` is exact for ``host_shifts`` (int64, one per
     lane; a lane rolled by 0 counts 2 x its bytes, as in every plan, though
     the kernel skips it); for shifts on the device it is a bound

@@ -14,12 +14,12 @@ from ... import _schedule as S
 from ..._plan import Params, Step, internal
 from .. import device as D
 from .. import runtime as R
-from .._memops import SIMULATED
+from ..kernels.memops import SIMULATED
 
 
 @dataclass(frozen=True, eq=False)
 class LaneWalksParams(Params):
-    """``lane-walks`` (``_lanes.walk_kernel``): a block walks each of its lanes in chain order, one pass."""
+    """``lane-walks`` (``kernels.walks.walk_kernel``): a block walks each of its lanes in chain order, one pass."""
 
     # A block rotates whole lanes by itself: no block waits for another.
     CONSTANTS = (("schedule", "lane-walks"), ("launches", 1), ("bytes_moved_is_bound", True),
@@ -44,7 +44,7 @@ class LaneWalksParams(Params):
 
 def _walk_limits(seg: Optional[int] = None):
     """``(tile_bytes, max_tiles, buffers)`` of ``lane-walks`` for lanes of ``seg`` bytes under the current
-    settings: by default the wide tiles (``_lanes.WALK_WIDE_TILE_BYTES``) for lanes from
+    settings: by default the wide tiles (``kernels.walks.WALK_WIDE_TILE_BYTES``) for lanes from
     ``walk_wide_min_lane_bytes`` that fit their most tiles, else ``default_walk_tile_bytes``."""
     tile, max_tiles = D.policy().walk_tile_bytes, D.policy().walk_max_tiles
     if tile is None and max_tiles is None and seg is not None and seg >= D.policy().walk_wide_min_lane_bytes:
@@ -114,12 +114,12 @@ def walk_traffic(step: Step, shifts) -> tuple:
 def plan_lane_walks(axis: int, rows: int, n: int, itemsize: int, pointer: int,
                     max_scratch_bytes: Optional[int] = None, host_shifts=None) -> Optional[Step]:
     """``roll_rows`` of lanes beyond a block's shared memory in one pass: ``lane-walks``; None when a lane
-    would have more than ``_lanes.WALK_MAX_TILES`` tiles of the walk's smallest size (``_walk_limits``).
+    would have more than ``kernels.walks.WALK_MAX_TILES`` tiles of the walk's smallest size (``_walk_limits``).
 
     A block takes whole lanes (by ticket), picks each lane's tile size and
     chain step, pre-reads the bytes its look-ahead cannot hold into its share
     of scratch (or, over it, into the launch's pool while it lasts), and
-    writes the tiles in chain order (rotate/_cuda/_lanes.py ``walk_kernel``).
+    writes the tiles in chain order (rotate/_cuda/kernels/walks.py ``walk_kernel``).
     No block waits for another. A lane whose pre-reads fit neither takes
     ``lane-swaps``' steps in the same launch.
     ``bytes_moved`` is a bound (4N, every lane by block swaps) whether the
@@ -127,7 +127,7 @@ def plan_lane_walks(axis: int, rows: int, n: int, itemsize: int, pointer: int,
     lane's choice (``walk_traffic``, about 90 us a 4 MiB lane on the CPU),
     which a call should not pay for a statistic.
     """
-    from .. import _lanes as L
+    from ..kernels import walks
 
     seg = n * itemsize
     tile_max, max_tiles, buffers = _walk_limits(seg)
@@ -137,8 +137,8 @@ def plan_lane_walks(axis: int, rows: int, n: int, itemsize: int, pointer: int,
     threads = D.policy().lane_threads or D.policy().default_lane_threads
     panel = int(D.policy().swap_panel_bytes)
     save = D.policy().swap_save_bytes
-    save = L.walk_save_bytes(panel) if save is None else int(save)
-    smem = L.walk_smem_bytes(tile_max, buffers, max_tiles, panel, save, threads)
+    save = walks.walk_save_bytes(panel) if save is None else int(save)
+    smem = walks.walk_smem_bytes(tile_max, buffers, max_tiles, panel, save, threads)
     if smem > D.policy().max_block_smem:
         raise ValueError(f"GPU settings walk_tile_bytes={tile_max}, walk_buffers={buffers}, walk_max_tiles="
                          f"{max_tiles} need {smem} bytes of shared memory a block, more than {D.policy().max_block_smem}; "

@@ -9,14 +9,14 @@ import numpy as np
 
 from ... import _schedule as S
 from ..._plan import Params, Step
-from .. import _kernels
+from ..kernels import block_swaps
 from .. import device as D
 from .. import runtime as R
 
 
 @dataclass(frozen=True, eq=False)
 class ReversalParams(Params):
-    """``reversal``: three in-place reversals (``_kernels.reverse_kernel``), no scratch, 4N."""
+    """``reversal``: three in-place reversals (``kernels.block_swaps.reverse_kernel``), no scratch, 4N."""
 
     block: int
     grid: int
@@ -45,7 +45,7 @@ def run(target, info, step, handle) -> None:
     word = step.word_bytes
     words = R._byte_view(target, info, 0, step.rows * step.seg_bytes, f"<u{word}", word)
     n, k = step.seg_bytes // word, step.left_bytes // word
-    kernel = _kernels.reverse_kernel(word)
+    kernel = block_swaps.reverse_kernel(word)
     grid, block = step.params.grid, step.params.block
     for lo, hi in ((0, k), (k, n), (0, n)):
         if hi - lo > 1:

@@ -14,7 +14,7 @@ from ... import _schedule as S
 from ..._plan import Params, Step, internal
 from .. import device as D
 from .. import runtime as R
-from .._memops import SIMULATED
+from ..kernels.memops import SIMULATED
 
 
 @dataclass(frozen=True, eq=False)
@@ -42,7 +42,7 @@ class _RowCyclesParams(Params):
 
 @dataclass(frozen=True, eq=False)
 class RowCyclesParams(_RowCyclesParams):
-    """``row-cycles``, ``three-rows`` (``_lanes.cycle_kernel``): a saved first row and two row buffers."""
+    """``row-cycles``, ``three-rows`` (``kernels.cycles.cycle_kernel``): a saved first row and two row buffers."""
 
     CONSTANTS = (("schedule", "row-cycles"), ("variant", "three-rows"))
     unit_bytes: int
@@ -52,7 +52,7 @@ class RowCyclesParams(_RowCyclesParams):
 
 @dataclass(frozen=True, eq=False)
 class RowCyclesChunkedParams(_RowCyclesParams):
-    """``row-cycles``, ``chunked`` (``_lanes.cycle_stream_kernel``): the saved first row and a ring of chunks."""
+    """``row-cycles``, ``chunked`` (``kernels.cycles.cycle_stream_kernel``): the saved first row and a ring of chunks."""
 
     CONSTANTS = (("schedule", "row-cycles"), ("variant", "chunked"))
     chunk_bytes: int
@@ -88,17 +88,17 @@ def _cycle_stream_config(seg: int, limit: int, first_rows_in_smem: bool, max_blo
     segments leave SMs with one block or none, which then want deep rings).
     """
     T = D.policy()  # the policy, resolved once for the whole search
-    from .. import _lanes as L
+    from ..kernels import cycles
 
     chunks = [int(T.cycle_chunk_bytes)] if T.cycle_chunk_bytes else T.cycle_chunks
     rings = [int(T.cycle_ring)] if T.cycle_ring else T.cycle_rings
     best = None
     for chunk in chunks:
         for ring in rings:
-            smem = L.cycle_stream_smem_bytes(seg, chunk, ring, first_rows_in_smem)
+            smem = cycles.cycle_stream_smem_bytes(seg, chunk, ring, first_rows_in_smem)
             if smem > limit:
                 continue
-            threads = T.lane_threads or L.cycle_stream_threads(chunk)
+            threads = T.lane_threads or cycles.cycle_stream_threads(chunk)
             blocks = min(D.blocks_for_smem(smem, threads), max_blocks)
             score = (min((ring - 1) * min(chunk, seg + 15) * blocks, T.cycle_ahead_bytes), blocks, -smem)
             if best is None or score > best[0]:
@@ -142,7 +142,8 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     pre-reads exceed ``cap``.
     """
     T = D.policy()  # the policy, resolved once for the whole search
-    from .. import _lanes as L
+    from ..kernels import cycles, panels
+    from ... import _rowperm
 
     _check_cycle_settings()
     last = max(c_shifts)
@@ -151,7 +152,7 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     unit = D.lane_unit(itemsize, head0)
     if seg < T.min_cycle_row:
         return None
-    if len(lead) > L.MAX_LEAD:
+    if len(lead) > _rowperm.MAX_LEAD:
         return None
     rows = int(np.prod(lead, dtype=np.int64)) if lead else 1
     limit = T.cycle_smem or T.max_lane_smem
@@ -168,10 +169,10 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     writer = D.lane_writer("runs")
     if writer == "windows":  # the cycle kernel has no window writer
         writer = "gather"
-    if variant in (None, "three-rows") and L.cycle_smem_bytes(seg) <= limit and \
+    if variant in (None, "three-rows") and cycles.cycle_smem_bytes(seg) <= limit and \
             not (variant is None and swaps_aligned):
-        smem = L.cycle_smem_bytes(seg)
-        threads = T.lane_threads or L.cycle_threads(seg)
+        smem = cycles.cycle_smem_bytes(seg)
+        threads = T.lane_threads or cycles.cycle_threads(seg)
         if writer == "runs":
             threads = T.lane_threads or min(threads, T.run_cycle_threads)
         blocks = D.blocks_for_smem(smem, threads, T.run_registers if writer == "runs" else 0)
@@ -193,7 +194,7 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     piece = max(4, S.ceil_div(rows, 2 * grid))
     grown = False  # segments merged to fit the table or the scratch bound (not for want of rows)
     while True:
-        table = L.segment_table(tuple(lead), tuple(offs), piece)
+        table = cycles.segment_table(tuple(lead), tuple(offs), piece)
         nseg = len(table) // 3
         cut = int(np.count_nonzero(table[2::3] != np.arange(nseg)))
         pre_reads = cut if first_rows_in_smem else nseg  # first rows copied to scratch
@@ -210,8 +211,8 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
         stream = _cycle_stream_config(seg, limit, first_rows_in_smem, S.ceil_div(nseg, sms))
         chunk, ring, smem, threads, blocks = stream
         grid = T.grid or sms * blocks
-    dims = (1,) * (L.MAX_LEAD - len(lead)) + tuple(lead)
-    shifts = (0,) * (L.MAX_LEAD - len(offs)) + tuple(offs)
+    dims = (1,) * (_rowperm.MAX_LEAD - len(lead)) + tuple(lead)
+    shifts = (0,) * (_rowperm.MAX_LEAD - len(offs)) + tuple(offs)
     common = dict(
         block=threads,
         grid=max(1, min(grid, 2 * nseg)),
@@ -232,11 +233,11 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
         pre_bytes=pre_bytes,
     )
     if stream is None:
-        params = RowCyclesParams(**common, unit_bytes=unit, writer=writer, buf_vecs=L.buffer_vecs(seg))
+        params = RowCyclesParams(**common, unit_bytes=unit, writer=writer, buf_vecs=panels.buffer_vecs(seg))
     else:
         params = RowCyclesChunkedParams(
-            **common, chunk_bytes=chunk, ring=ring, chunks_per_row=L.chunks_per_row(seg, chunk),
-            ring_vecs=L.chunk_vecs(chunk), saved_vecs=L.buffer_vecs(seg) if first_rows_in_smem else 0)
+            **common, chunk_bytes=chunk, ring=ring, chunks_per_row=cycles.chunks_per_row(seg, chunk),
+            ring_vecs=cycles.chunk_vecs(chunk), saved_vecs=panels.buffer_vecs(seg) if first_rows_in_smem else 0)
     return Step(
         None, 0, rows, seg, 0, itemsize,
         algorithm="row-cycles",
@@ -280,11 +281,11 @@ def _launch_cycles(target: Any, info, step, handle: int, device: int, scratch: t
 
 @functools.lru_cache(maxsize=None)
 def _compiled_cycle_stream(threads: int, ring: int, device: int):
-    """``_lanes.cycle_stream_kernel`` compiled for int64 arguments (23), its cuda.core handle, allowed the
+    """``kernels.cycles.cycle_stream_kernel`` compiled for int64 arguments (23), its cuda.core handle, allowed the
     most dynamic shared memory a block can have (on ``device``)."""
-    from .. import _lanes
+    from ..kernels import cycles
 
-    kernel = _lanes.cycle_stream_kernel(threads, ring)
+    kernel = cycles.cycle_stream_kernel(threads, ring)
     if SIMULATED:
         return kernel, None
     cufunc = R._int64_cufunc(kernel, 23)

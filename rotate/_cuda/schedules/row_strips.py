@@ -13,12 +13,12 @@ from ... import _schedule as S
 from ..._plan import Params, Step
 from .. import device as D
 from .. import runtime as R
-from .._memops import SIMULATED
+from ..kernels.memops import SIMULATED
 
 
 @dataclass(frozen=True, eq=False)
 class RowStripsParams(Params):
-    """``row-strips`` (``_strips``): after a flat pass, bytes ``strip`` of every row moved a row."""
+    """``row-strips`` (``kernels.strips``): after a flat pass, bytes ``strip`` of every row moved a row."""
 
     CONSTANTS = (("schedule", "row-strips"), ("co_resident", False))  # no block waits for another
     block: int
@@ -40,15 +40,15 @@ def plan_row_strips(batches: int, rows: int, seg: int, lo: int, hi: int, up: boo
     """The ``row-strips`` step: in each of ``batches`` segments of ``rows`` rows of ``seg`` bytes, bytes
     ``[lo, hi)`` of every row moved up a row (``up``: row ``d`` takes row ``d + 1``'s, cyclically) or
     down. None when a strip a batch passes ``cap`` bytes of scratch."""
-    from .. import _strips
+    from ..kernels import strips
 
     v_lo = lo // 16
     nv = S.ceil_div(hi, 16) - v_lo
     slot = 16 * nv
     if batches * slot > cap:
         return None
-    threads = D.policy().lane_threads or _strips.THREADS
-    vecs = _strips.VECS
+    threads = D.policy().lane_threads or strips.THREADS
+    vecs = strips.VECS
     sms, _ = D.device_shape(D._device_id())
     blocks = sms * D.blocks_for_smem(0, threads, D.policy().strip_registers)
     # Chunks: about four items a block for balance, fewer where the strips are short (a batch of loads
@@ -83,11 +83,11 @@ def plan_row_strips(batches: int, rows: int, seg: int, lo: int, hi: int, up: boo
 
 @functools.lru_cache(maxsize=None)
 def _compiled_strips(threads: int, vecs: int, device: int):
-    """``_strips``' save and move kernels compiled for int64 arguments (10 and 12), with their cuda.core
+    """``kernels.strips``' save and move kernels compiled for int64 arguments (10 and 12), with their cuda.core
     handles in ``device``'s context (the key holds the device: a handle belongs to one context)."""
-    from .. import _strips
+    from ..kernels import strips
 
-    save, move = _strips.strip_save_kernel(threads), _strips.strip_kernel(threads, vecs)
+    save, move = strips.strip_save_kernel(threads), strips.strip_kernel(threads, vecs)
     if SIMULATED:
         return save, None, move, None
     return save, R._int64_cufunc(save, 10).kernel, move, R._int64_cufunc(move, 12).kernel

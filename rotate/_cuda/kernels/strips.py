@@ -24,8 +24,8 @@ import functools
 
 from numba import cuda, int64, uint32
 
-from .._rowperm import strip_boundary_row, strip_chunk, strip_step, strip_take_mask
-from ._memops import SIMULATED, load16, store16
+from ..._rowperm import strip_boundary_row, strip_chunk, strip_step, strip_take_mask
+from .memops import SIMULATED, load16, store16
 
 THREADS = 256
 #: 16-byte vectors a thread holds between a batch's loads and its stores.

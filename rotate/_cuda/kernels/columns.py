@@ -33,7 +33,7 @@ import functools
 
 from numba import cuda, int64, uint8, uint16, uint32, uint64
 
-from ._memops import SIMULATED
+from .memops import SIMULATED
 
 #: Units of a strip whose shifts a block keeps in shared memory (a strip of 512 bytes of 1-byte items).
 MAX_STRIP_UNITS = 512

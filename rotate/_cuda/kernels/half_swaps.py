@@ -18,8 +18,8 @@ import functools
 
 from numba import cuda, int64, uint32
 
-from .._rowperm import item_rows, swap_runs
-from ._memops import SIMULATED, load16, store16
+from ..._rowperm import item_rows, swap_runs
+from .memops import SIMULATED, load16, store16
 
 THREADS = 256
 #: 16-byte vectors of each run a thread holds at once (2 x 4 loads in flight a thread).

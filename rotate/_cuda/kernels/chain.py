@@ -1,8 +1,10 @@
-"""CUDA kernels: the chain-ordered rotation, the block-swap and reversal fallbacks.
+"""The chain-ordered in-place rotation kernel (``chain``; docs/design.md "The chain").
 
-Module-level factories build (and cache) one kernel per configuration; the
-index math they call lives in ``rotate._schedule`` and is shared with the
-CPU emulator. See docs/design.md for the algorithm and the deadlock-freedom
+``chain_kernel`` builds one persistent kernel per configuration: blocks take
+items (tiles of a lane's chain) by ticket, stage each tile's sources and
+write it realigned in registers, publishing "read done" flags that later
+writers wait for. The index math it calls lives in ``rotate._schedule`` and
+is shared with the CPU emulator; docs/design.md gives the deadlock-freedom
 argument.
 """
 
@@ -13,57 +15,12 @@ import os
 
 from numba import cuda, int32, int64, uint32, uint64
 
-from .. import _schedule as S
-from .._tuning.cuda import HOPPER as _HOPPER
-from ._memops import (SIMULATED, address_low, atomic_add_u64, bulk_load, commit_copies, copies_waiter, copy16_async,
-                      copy16_async_at, funnel_right, load16, load16_shared, load16_shared_at, load_acquire, load_i64,
-                      load_shared_at, mbar_address, mbar_arrive, mbar_expect_tx, mbar_init, mbar_init_fence,
-                      mbar_try_wait, named_barrier, proxy_fence_global, shared_address,
-                      store8, store16, store_relaxed, store_u64)
-
-wait_all = copies_waiter(0)
-_wait_left1 = copies_waiter(1)
-_wait_left2 = copies_waiter(2)
-_wait_left3 = copies_waiter(3)
-
-
-@cuda.jit(device=True)
-def wait_copies_left(left):
-    """``cp.async.wait_group`` with ``left`` groups allowed in flight (an immediate, so a branch a count;
-    at most 3 left: callers with deeper rings wait for more than they must, never less)."""
-    if left <= 0:
-        wait_all()
-    elif left == 1:
-        _wait_left1()
-    elif left == 2:
-        _wait_left2()
-    else:
-        _wait_left3()
-
-@cuda.jit(device=True)
-def block_ticket(ctrl, counters, index, tid):
-    """The block's next ticket from dispenser ``counters[index]``: thread 0 draws it into ``ctrl[0]``,
-    every thread returns it (the second barrier keeps ``ctrl[0]`` until all have read it)."""
-    if tid == 0:
-        ctrl[0] = int64(atomic_add_u64(counters, index, uint64(1)))
-    cuda.syncthreads()
-    ticket = ctrl[0]
-    cuda.syncthreads()
-    return ticket
-
-
-@cuda.jit(device=True)
-def leave_launch(counters):
-    """Thread 0, once its block draws no more tickets: the last block out rewinds the four dispensers
-    (``counters[2]`` counts the blocks out), so the next launch on the stream starts from zero."""
-    finished = atomic_add_u64(counters, 2, uint64(1))
-    if finished == cuda.gridDim.x - 1:
-        # Every block has drawn its final ticket and taken its last pool bytes.
-        store_u64(counters, 0, uint64(0))
-        store_u64(counters, 1, uint64(0))
-        store_u64(counters, 2, uint64(0))
-        store_u64(counters, 3, uint64(0))
-
+from ... import _schedule as S
+from ..._tuning.cuda import HOPPER as _HOPPER
+from .common import _copy_vectors, _write_moved, leave_launch, wait_copies_left
+from .memops import (SIMULATED, address_low, atomic_add_u64, bulk_load, commit_copies, copies_waiter, load16,
+                      load_acquire, load_i64, mbar_address, mbar_arrive, mbar_expect_tx, mbar_init, mbar_init_fence,
+                      mbar_try_wait, named_barrier, proxy_fence_global, shared_address, store16, store_relaxed)
 
 # Fields of an item descriptor (see ``describe``): the item, then up to
 # MAX_PIECES source pieces of PIECE_FIELDS each.
@@ -144,168 +101,6 @@ def bulk_load_sectors(smem, to, src, pos, nbytes, bars, barrier):
         bulk_load(smem, uint32(to + 16), src, pos + 16, uint32(nbytes - 16), bars, barrier)
     else:
         bulk_load(smem, to, src, pos, nbytes, bars, barrier)
-
-
-@cuda.jit(device=True)
-def load_realigned(smem, w, r):
-    """The 16 bytes that start ``r`` bytes (0-15) into shared word ``w`` (a multiple of 4), as four
-    words: one 16-byte shared load when ``r == 0``, else two, a 5-word window chosen by branch and
-    four funnel shifts."""
-    lo_words = load16_shared(smem, w)
-    if r == 0:
-        return lo_words[0], lo_words[1], lo_words[2], lo_words[3]
-    hi_words = load16_shared(smem, w + 4)
-    u0, u1, u2, u3, u4 = S.window5(
-        r >> 2, uint64(lo_words[0]), uint64(lo_words[1]), uint64(lo_words[2]),
-        uint64(lo_words[3]), uint64(hi_words[0]), uint64(hi_words[1]),
-        uint64(hi_words[2]), uint64(hi_words[3]))
-    bs = r & 3
-    return (uint32(S.funnel(u0, u1, bs)), uint32(S.funnel(u1, u2, bs)), uint32(S.funnel(u2, u3, bs)),
-            uint32(S.funnel(u3, u4, bs)))
-
-
-@cuda.jit(device=True)
-def store_realigned(smem, w, r, data, pos):
-    """Store to ``data[pos:pos + 16]`` the 16 bytes that start ``r`` bytes into shared word ``w``
-    (``load_realigned``). Both the chain kernel's and the lane kernels' writes."""
-    u0, u1, u2, u3 = load_realigned(smem, w, r)
-    store16(data, pos, u0, u1, u2, u3)
-
-
-@functools.lru_cache(maxsize=None)
-def _whole_vectors(threads: int, word_shift: int):
-    """The write loop for one source alignment: ``word_shift`` words past the vector grid of shared
-    memory, plus ``bits`` (0, 8, 16, 24); ``word_shift = -1``: on the grid (plain 16-byte copies).
-
-    The word shift is a compile-time constant, so each loop is straight-line
-    code: one or two 16-byte shared loads, four one-instruction funnel shifts
-    and a 16-byte store a vector, on 32-bit shared addresses converted once.
-    (A per-vector choice of the window cost ~95 instructions a vector,
-    ncu at shift 3: the write loop was 45% of the warps' samples.)
-    """
-
-    @cuda.jit(device=True)
-    def store_whole(smem, address, bits, data, pos, count, tid):
-        """Store ``count`` whole vectors at ``data[pos + 16 v]`` from shared ``address + 16 v`` on."""
-        v = int32(tid)
-        at = uint32(address + uint32(16 * tid))
-        p = int64(pos) + 16 * int64(v)  # 64-bit under the simulator too (NumPy keeps int32 + int)
-        while v < count:
-            a0, a1, a2, a3 = load16_shared_at(smem, at)
-            if word_shift < 0:
-                store16(data, p, a0, a1, a2, a3)
-            elif word_shift == 0:
-                b0 = load_shared_at(smem, uint32(at + uint32(16)))
-                store16(data, p, funnel_right(a0, a1, bits), funnel_right(a1, a2, bits),
-                        funnel_right(a2, a3, bits), funnel_right(a3, b0, bits))
-            else:
-                b0, b1, b2, b3 = load16_shared_at(smem, uint32(at + uint32(16)))
-                if word_shift == 1:
-                    store16(data, p, funnel_right(a1, a2, bits), funnel_right(a2, a3, bits),
-                            funnel_right(a3, b0, bits), funnel_right(b0, b1, bits))
-                elif word_shift == 2:
-                    store16(data, p, funnel_right(a2, a3, bits), funnel_right(a3, b0, bits),
-                            funnel_right(b0, b1, bits), funnel_right(b1, b2, bits))
-                else:
-                    store16(data, p, funnel_right(a3, b0, bits), funnel_right(b0, b1, bits),
-                            funnel_right(b1, b2, bits), funnel_right(b2, b3, bits))
-            v += threads
-            at = uint32(at + uint32(16 * threads))
-            p += 16 * threads
-
-    return store_whole
-
-
-@functools.lru_cache(maxsize=None)
-def _copy_vectors(threads: int):
-    """Start ``cp.async`` copies of a run of whole vectors, a thread every ``threads`` vectors."""
-
-    @cuda.jit(device=True)
-    def copy_vectors(smem, slot, src, pos, vecs, tid):
-        """Copy ``src[pos:pos + 16 vecs]`` (16-byte aligned) into shared vectors ``slot`` on.
-
-        32-bit shared addresses converted once and a 32-bit count: the
-        per-vector loop of ``copy16_async`` redid both in 64 bits.
-        """
-        v = int32(tid)
-        count = int32(vecs)
-        at = uint32(shared_address(smem, 4 * slot) + uint32(16 * tid))
-        p = int64(pos) + 16 * int64(v)  # 64-bit under the simulator too (NumPy keeps int32 + int)
-        while v < count:
-            copy16_async_at(smem, at, src, p)
-            v += threads
-            at = uint32(at + uint32(16 * threads))
-            p += 16 * threads
-
-    return copy_vectors
-
-
-@functools.lru_cache(maxsize=None)
-def _write_moved(threads: int, write_iters: int, spare_vector: bool = False):
-    """The write path the tiled kernels share: realign in registers, store 16-byte vectors.
-
-    ``write_iters`` is kept for the callers' cache keys (the loops now run to
-    the run's own vector count). ``spare_vector``: the caller's buffers hold
-    a spare vector after every run, so a source on the vector grid may take
-    the funnel loop too (it reads one word past the run). The chain kernel
-    does: with the plain copy loop, complex128 n/4 + 3 (16 KiB tiles, four
-    buffers) ran at 58% of memcpy, with the funnel loop at 68% (same tree
-    otherwise, one session, docs/results/chain-ab-write-loop-h200.jsonl);
-    why the slower loop streams faster there is not known.
-    """
-    aligned = _whole_vectors(threads, -1)
-    shifted0 = _whole_vectors(threads, 0)
-    shifted1 = _whole_vectors(threads, 1)
-    shifted2 = _whole_vectors(threads, 2)
-    shifted3 = _whole_vectors(threads, 3)
-
-    @cuda.jit(device=True)
-    def store_bytes(smem, slot0, src_al, data, row_pos, x_lo, x_hi, delta):
-        """Positions ``[x_lo, x_hi)`` (within one vector) byte by byte: the partial vectors at a run's ends."""
-        for x in range(x_lo, x_hi):
-            sb = 16 * slot0 + x + delta - src_al
-            word = smem[sb >> 2]
-            store8(data, row_pos + x, (word >> ((sb & 3) * 8)) & 0xFF)
-
-    @cuda.jit(device=True)
-    def write_moved(smem, slot0, src_al, data, row_pos, head, lo, hi, delta, tid):
-        """Write row positions [lo, hi) with the bytes of positions p + delta.
-
-        Those source bytes sit in ``smem`` from vector ``slot0`` on,
-        over-copied from the 16-byte aligned position ``src_al``. Whole
-        destination vectors go through the loop for the source's alignment
-        (chosen once: it is the same for every vector of the run); the (at
-        most two) partial vectors at the ends are written byte by byte, the
-        first by thread 0, the last by the last thread.
-        """
-        d_lo = S.align_down(head + lo) - head  # the first destination vector (maybe partial)
-        d_hi = S.align_up(head + hi) - head
-        full_lo = d_lo if d_lo >= lo else d_lo + 16
-        full_hi = d_hi if d_hi <= hi else d_hi - 16
-        base = full_lo + delta - src_al  # buffer byte of the first whole vector's source
-        r = base & 15
-        if full_hi > full_lo:
-            count = int32((full_hi - full_lo) >> 4)
-            address = shared_address(smem, 4 * (slot0 + (base >> 4)))
-            bits = uint32(8 * (r & 3))
-            pos = row_pos + full_lo
-            ws = r >> 2
-            if r == 0 and not spare_vector:
-                aligned(smem, address, bits, data, pos, count, tid)
-            elif ws == 0:
-                shifted0(smem, address, bits, data, pos, count, tid)
-            elif ws == 1:
-                shifted1(smem, address, bits, data, pos, count, tid)
-            elif ws == 2:
-                shifted2(smem, address, bits, data, pos, count, tid)
-            else:
-                shifted3(smem, address, bits, data, pos, count, tid)
-        if full_lo > d_lo and tid == 0:
-            store_bytes(smem, slot0, src_al, data, row_pos, lo, min(hi, full_lo), delta)
-        if full_hi < d_hi and full_hi >= full_lo and tid == threads - 1:
-            store_bytes(smem, slot0, src_al, data, row_pos, max(lo, full_hi), hi, delta)
-
-    return write_moved
 
 
 @functools.lru_cache(maxsize=None)
@@ -1163,87 +958,3 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     if pipeline:
         return kernel_pipeline
     return kernel_control_warp if control_warp else kernel
-
-
-@functools.lru_cache(maxsize=None)
-def swap_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS):
-    """Swap two equal, disjoint byte ranges of every row, in place, at any alignment.
-
-    ``kernel(data, rows, row_bytes, a, b, m, head0)`` swaps positions
-    ``[a, a + m)`` and ``[b, b + m)`` (``a + m <= b``) of each row of
-    ``row_bytes`` bytes. Tiles cut the A range on its 16-byte grid; a block
-    over-copies both source ranges into shared memory, then writes each side
-    from the other as whole aligned vectors, realigned in registers (the
-    chain kernel's write path). Tiles touch disjoint bytes, so no flags: this
-    is the pass of the block-swap (Gries-Mills) fallback for distances whose
-    seam does not fit the scratch.
-    """
-    tile_vecs = tile_bytes // 16
-    region_vecs = tile_vecs + 2
-    smem_words = 4 * 2 * region_vecs
-    read_iters = -(-(2 * region_vecs) // threads)
-    write_iters = -(-(tile_vecs + 1) // threads)
-    T = tile_bytes
-    jit_options = {} if SIMULATED else {"launch_bounds": threads}
-
-    write_moved = _write_moved(threads, write_iters)
-
-    @cuda.jit(**jit_options)
-    def kernel(data, rows, row_bytes, a, b, m, head0):
-        if SIMULATED:
-            smem = cuda.shared.array(smem_words, uint32)
-        else:
-            smem = cuda.shared.array(smem_words, uint32, alignment=16)
-        tid = cuda.threadIdx.x
-        tiles_per_row = (m + 15 + T - 1) // T  # an upper bound over heads
-        for t in range(cuda.blockIdx.x, rows * tiles_per_row, cuda.gridDim.x):
-            row = 0 if t < tiles_per_row else t // tiles_per_row
-            j = t - row * tiles_per_row
-            head = S.row_head(head0, row, row_bytes)
-            row_pos = row * row_bytes
-            x0, x1 = S.tile_dest(m, (head + a) % 16, T, j)  # on the A range's 16-byte grid
-            if x0 < x1:
-                a_al = S.align_down(head + a + x0) - head
-                a_vecs = (S.align_up(head + a + x1) - S.align_down(head + a + x0)) // 16
-                b_al = S.align_down(head + b + x0) - head
-                b_vecs = (S.align_up(head + b + x1) - S.align_down(head + b + x0)) // 16
-                for it in range(read_iters):
-                    slot = tid + it * threads
-                    if slot < a_vecs:
-                        copy16_async(smem, 4 * slot, data, row_pos + a_al + 16 * slot)
-                    elif slot >= region_vecs and slot - region_vecs < b_vecs:
-                        copy16_async(smem, 4 * slot, data, row_pos + b_al + 16 * (slot - region_vecs))
-                commit_copies()
-                wait_all()
-                cuda.syncthreads()
-                write_moved(smem, region_vecs, b_al, data, row_pos, head, a + x0, a + x1, b - a, tid)
-                write_moved(smem, 0, a_al, data, row_pos, head, b + x0, b + x1, a - b, tid)
-            cuda.syncthreads()  # smem is reused by the next tile
-
-    return kernel
-
-
-@functools.lru_cache(maxsize=None)
-def reverse_kernel(word_bytes: int):
-    """Reverse ``words[r*seg + lo : r*seg + hi]`` of every row, in place (grid-stride).
-
-    One dispatcher per word width, so each has exactly one compiled overload
-    and can be launched without numba's per-call typing.
-    """
-
-    @cuda.jit
-    def kernel(words, rows, seg, lo, hi):
-        half = (hi - lo) // 2
-        total = rows * half
-        start = cuda.grid(1)
-        stride = cuda.gridsize(1)
-        for i in range(start, total, stride):
-            row = i // half
-            j = i - row * half
-            a = row * seg + lo + j
-            b = row * seg + hi - 1 - j
-            wa = words[a]
-            words[a] = words[b]
-            words[b] = wa
-
-    return kernel
