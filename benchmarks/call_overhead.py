@@ -1,11 +1,14 @@
-"""Per-call cost of rotate.roll on small arrays, against the peers' roll.
+"""Per-call cost of rotate.roll on small arrays, against the peers' roll; on the GPU every public function.
 
 CPU (always): rotate.roll vs np.roll on 10 and 4096 float64 elements and a
 100x100 float64 roll along axis 1 -- the issue #36 gate is rotate <= 1.2x
 np.roll's call (issue #8's was 1.5x). GPU (when numba-cuda finds a device): rotate.roll on 4 KiB
 torch, CuPy and numba arrays vs torch.roll and cupy.roll, wall clock per
 call over back-to-back calls with one synchronisation at the end (what the
-host spends per call; the device keeps up at this size).
+host spends per call; the device keeps up at this size); and every public
+function (rotate, a two-axis roll, roll_rows, fftshift, ifftshift) on a 32x32
+float32 torch tensor beside its torch peer (torch.roll, torch.gather with a
+prebuilt index, torch.fft.fftshift/ifftshift): issue #33's gate is 10 us.
 
 Each number is the median over ``--repeats`` rounds of the mean of
 ``--number`` calls, in microseconds; on the CPU, rounds of rotate.roll and
@@ -36,7 +39,7 @@ import numpy as np  # noqa: E402
 
 import rotate  # noqa: E402
 from rotate import bench_env  # noqa: E402
-from rotate.bench import Progress  # noqa: E402
+from rotate.bench import FUNCTION_ROWS, Progress  # noqa: E402
 from _harness import plots, provenance  # noqa: E402
 
 GATE = 1.2
@@ -48,7 +51,7 @@ CPU_CASES = [
 
 
 #: The GPU rows' array (bytes) and how many cases rotate.bench.small_arrays times on it.
-GPU_BYTES, GPU_CASES = 4096, 6
+GPU_BYTES, GPU_CASES = 4096, 16
 #: A call's fixed cost in the progress estimate, as bytes of array (Python and dispatch; a launch on the GPU).
 CALL_BYTES, GPU_CALL_BYTES = 16 << 10, 64 << 10
 
@@ -160,6 +163,13 @@ def plot(result: dict, path, source="this run") -> dict:
         panels.append(plots.Panel(f"GPU ({plots.size_label(gpu[0]['bytes'])} arrays)", kinds, series,
                                   "microseconds a call (host, back to back)",
                                   [(floor[0], "torch x.add_(1): a kernel launch")] if floor else []))
+    by_case = {r["case"]: r.get("us_per_call") for r in result.get("gpu") or []}
+    functions = [row for row in FUNCTION_ROWS if row[1] in by_case]
+    if functions:
+        panels.append(plots.Panel("GPU, every public function (torch tensors)", [f for f, _, _ in functions],
+                                  {"rotate": [by_case[ours] for _, ours, _ in functions],
+                                   "the torch peer": [by_case.get(peer) for _, _, peer in functions]},
+                                  "microseconds a call (host, back to back)"))
     return plots.bars(panels, path, sources=[plots.source(source, result)],
                       title=f"benchmarks/call_overhead.py: the cost of a call on a small array (median of "
                             f"{result.get('repeats')} rounds of {result.get('number')} calls; lower is better)")

@@ -459,7 +459,51 @@ def small_arrays(nbytes: int = 4096, number: int = 300, repeat: int = 15, log=pr
     record("torch.roll", lambda: torch_case(True))
     record("cupy.roll", lambda: cupy_case(True))
     record("torch x.add_(1) (a launch floor)", torch_add)
+    for name, make in every_function_cases(host):
+        record(name, make)
     return rows
+
+
+#: ``small_arrays``' rows for every public function on a torch tensor beside its torch peer:
+#: (function, rotate's row, the peer's row), on a square 2-D tensor of the same bytes.
+FUNCTION_ROWS = (("rotate", "rotate.rotate (torch tensor)", "torch.roll (2-D, flat)"),
+                 ("roll, two axes", "rotate.roll two axes (torch tensor)", "torch.roll two axes"),
+                 ("roll_rows", "rotate.roll_rows (torch tensor)", "torch.gather (prebuilt index)"),
+                 ("fftshift", "rotate.fftshift (torch tensor)", "torch.fft.fftshift"),
+                 ("ifftshift", "rotate.ifftshift (torch tensor)", "torch.fft.ifftshift"))
+
+
+def every_function_cases(host: np.ndarray) -> list:
+    """(row name, make) for ``FUNCTION_ROWS``: ``make()`` returns (call, synchronise) on a torch tensor
+    of ``host``'s bytes (square where the bytes allow, else one row), shifts and indices built before."""
+    import rotate
+
+    def make(name):
+        def build():
+            import torch
+
+            if not torch.cuda.is_available():
+                raise RuntimeError("torch has no CUDA")
+            side = int(np.sqrt(host.size))
+            shape = (side, side) if side * side == host.size else (1, host.size)
+            t = torch.from_numpy(host.copy()).cuda().reshape(shape)
+            rows, n = shape
+            shifts = torch.arange(rows, device="cuda") * 3 - rows
+            index = (torch.arange(n, device="cuda")[None, :] - shifts[:, None]) % n
+            calls = {"rotate.rotate (torch tensor)": lambda: rotate.rotate(t, 3),
+                     "torch.roll (2-D, flat)": lambda: torch.roll(t, -3),
+                     "rotate.roll two axes (torch tensor)": lambda: rotate.roll(t, (3, 5), (0, 1)),
+                     "torch.roll two axes": lambda: torch.roll(t, (3, 5), (0, 1)),
+                     "rotate.roll_rows (torch tensor)": lambda: rotate.roll_rows(t, shifts),
+                     "torch.gather (prebuilt index)": lambda: torch.gather(t, 1, index),
+                     "rotate.fftshift (torch tensor)": lambda: rotate.fftshift(t),
+                     "torch.fft.fftshift": lambda: torch.fft.fftshift(t),
+                     "rotate.ifftshift (torch tensor)": lambda: rotate.ifftshift(t),
+                     "torch.fft.ifftshift": lambda: torch.fft.ifftshift(t)}
+            return calls[name], torch.cuda.synchronize
+        return build
+
+    return [(name, make(name)) for _, ours, peer in FUNCTION_ROWS for name in (ours, peer)]
 
 
 def host_overhead(log=print):
