@@ -17,6 +17,8 @@ Sources (the constants below name the runs)
 * ``CHAIN_GATE_RUN``, ``CHAIN_GATE_16G_RUN`` -- ``python -m rotate.bench --json``
   (format 2) at issue #7's gate points: tables ``gpu-chain``, ``gpu-chain-peers``.
 * ``QUICK_RUN`` -- host work per call on 4 KiB arrays (``gpu-small``).
+* ``FUNCTIONS_RUN`` -- ``benchmarks/call_overhead.py --json`` on the GPU: every public function's
+  host work per call beside its torch peer (``gpu-functions``).
 * ``PLAN_COVERAGE_RUN``, ``RANDOM_RUN`` -- random 1-D shifts (``gpu-random``).
 * ``ROWS_RUN`` -- ``benchmarks/rows_gpu_bench.py`` (``gpu-rows``, ``gpu-rows-summary``).
 * ``COLUMNS_RUN`` -- ``benchmarks/rows_gpu_bench.py --only 36,37,38,39,40,41``: roll_rows along
@@ -114,6 +116,27 @@ def gpu_small_table(data, source: str = "gpu-e2e-quick-h200.json") -> str:
              "| call (4 KiB array) | us per call |", "|---|---|"]
     for r in rows:
         lines.append(f"| {r['case']} | {_num(r.get('us_per_call'), '.1f', 'n/a: ' + r.get('error', '')[:60])} |")
+    return "\n".join(lines)
+
+
+def gpu_functions_table(data, source: str) -> str:
+    """Host work per call of every public function on a 4 KiB torch tensor beside its torch peer
+    (benchmarks/call_overhead.py's GPU rows, ``rotate.bench.FUNCTION_ROWS``), and the launch floor."""
+    if data is None:
+        return f"(no every-function run is committed: run benchmarks/call_overhead.py --json docs/results/{source})"
+    from rotate.bench import FUNCTION_ROWS
+
+    by_case = {r["case"]: r.get("us_per_call") for r in data.get("gpu") or []}
+    env = data.get("environment", {})
+    commit = str(env.get("git_commit") or env.get("commit") or "?")[:7]
+    lines = [f"Source: `docs/results/{source}` (commit `{commit}`; median of {data.get('repeats')} rounds of "
+             f"{data.get('number')} calls, back to back; plot: `docs/results/{source[:-5]}.png`).", "",
+             "| function (4 KiB torch tensor) | rotate, us a call | torch peer | peer, us a call |", "|---|---|---|---|"]
+    rows = [("roll", "rotate.roll (torch tensor)", "torch.roll")] + list(FUNCTION_ROWS)
+    for name, ours, peer in rows:
+        lines.append(f"| {name} | {_num(by_case.get(ours), '.1f')} | {peer} | {_num(by_case.get(peer), '.1f')} |")
+    floor = by_case.get("torch x.add_(1) (a launch floor)")
+    lines.append(f"| (a kernel launch: torch `x.add_(1)`) | | | {_num(floor, '.1f')} |")
     return "\n".join(lines)
 
 
@@ -536,6 +559,7 @@ CHAIN_GATE_16G_RUN = "gpu-e2e-chain-16g-eee3343-h200.json"
 CHAIN_GATE_PLOT = "gpu-e2e-chain-eee3343-h200.png"
 #: Host work per call on 4 KiB arrays, peers beside (rotate.bench --quick, after the quick path).
 QUICK_RUN = "gpu-e2e-quick-h200.json"
+FUNCTIONS_RUN = "call-overhead-functions-h200.json"
 #: The newest run of benchmarks/rows_gpu_bench.py (roll_rows, fftshift, multi-axis rolls): performance.md's
 #: gpu-rows table and the README's rows sentence.
 ROWS_RUN = "gpu-rows-65d666e-h200.json"
@@ -683,6 +707,7 @@ def blocks() -> dict:
         (doc, "table", "gpu-chain-peers"): gpu_chain_peers(gate),
         (doc, "table", "gpu-random"): random_shifts_text(load(PLAN_COVERAGE_RUN), load(RANDOM_RUN), RANDOM_RUN),
         (doc, "table", "gpu-small"): gpu_small_table(quick, QUICK_RUN),
+        (doc, "table", "gpu-functions"): gpu_functions_table(load(FUNCTIONS_RUN), FUNCTIONS_RUN),
         (doc, "table", "gpu-rows"): gpu_rows_table(load(ROWS_RUN), ROWS_RUN),
         (doc, "table", "gpu-rows-columns"): gpu_rows_table(load(COLUMNS_RUN), COLUMNS_RUN),
         (doc, "table", "dist"): dist_table(load("dist-h200x2.json")),
