@@ -219,6 +219,10 @@ class CudaTuning(Policy):
     #: docs/results/gpu-rows-multi-axis-flat-strips-h200.json). ``flat_strips``: None by that bound,
     #: True wherever the flat pass is one pass, False never.
     flat_strip_fraction: float = 0.125
+    #: ... and the array holds at least this many bytes: below, the three launches (flat pass, strip save,
+    #: strip move) cost the whole call more than one pass saves; they tied at 32 MiB
+    #: (docs/results/flat-strips-sizes-h200.json).
+    flat_strips_min_bytes: int = 32 << 20
     flat_strips: Optional[bool] = None
     #: Registers a thread of the row-strips kernel takes (ptxas for sm_90, four vectors a thread: 72).
     strip_registers: int = 72

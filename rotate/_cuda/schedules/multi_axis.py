@@ -19,9 +19,9 @@ def plan_multi_axis(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
                     cap: Optional[int]) -> Optional[tuple]:
     """The steps of a roll over several axes of a C-ordered array: one ``half-swaps`` step where every
     rolled axis moves by half its length; a flat one-pass rotation and a ``row-strips`` step where one
-    leading axis rolls and the strip is narrow (``FLAT_STRIP_FRACTION``) or ``row-cycles`` cannot take
-    it (the tuning's ``flat_strips``: None, that rule; True, wherever it applies; False, never); else one
-    ``row-cycles`` step. None when none takes
+    leading axis rolls in an array of at least ``flat_strips_min_bytes`` and the strip is narrow
+    (``flat_strip_fraction``) or ``row-cycles`` cannot take it (the tuning's ``flat_strips``: None, that
+    rule; True, wherever it applies; False, never); else one ``row-cycles`` step. None when none takes
     it (one pass per axis then)."""
     lead, offs, seg, block = row_cycles._fold_rows(shape, itemsize, c_shifts)
     rows = int(np.prod(lead, dtype=np.int64)) if lead else 1
@@ -31,6 +31,9 @@ def plan_multi_axis(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
         return (step,)
     # A forced cycle variant asks for row-cycles (measurements, tests), as it does over half-swaps.
     flat = D.policy().flat_strips is not False and D.policy().cycle_variant is None
+    # Below flat_strips_min_bytes the three launches cost more than a pass saves: row-cycles, else a pass
+    # an axis (two launches).
+    flat = flat and (D.policy().flat_strips or rows * seg >= D.policy().flat_strips_min_bytes)
     steps = plan_flat_strips(lead, offs, seg, row_shift, itemsize, pointer, cap) if flat else None
     if steps is not None and (D.policy().flat_strips
                               or steps[1].seg_bytes <= D.policy().flat_strip_fraction * steps[0].seg_bytes):
