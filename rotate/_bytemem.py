@@ -1,7 +1,7 @@
 """Unaligned loads and stores of 1-8 bytes at any byte index of a uint8 array (numba CPU code).
 
 numba indexes an array only in units of its own item, so a kernel that moves
-bytes in 8-byte windows at arbitrary byte offsets (``rotate._rows``'
+bytes in 8-byte windows at arbitrary byte offsets (``rotate._cpu.lanes``'
 ``per-lane-byte-window``) needs these: each is one ``load``/``store`` of an
 ``iN`` through the array's data pointer with ``align 1``, which every LLVM
 target lowers to a plain (unaligned) access on x86-64 and AArch64. No bounds
@@ -68,7 +68,7 @@ def _has_ssse3() -> bool:
 
 
 #: ``shuffle_store16`` is one ``pshufb`` here; elsewhere it is 16 extracts and inserts (correct, slower), and
-#: the planner keeps those lanes on the two-word path (``rotate._rows``).
+#: the planner keeps those lanes on the two-word path (``rotate._cpu.lanes``).
 HAS_BYTE_SHUFFLE = _has_ssse3()
 
 

@@ -998,7 +998,7 @@ class RaceError(AssertionError):
 
 
 def _free_lane_actions(row, scratch, written, n, k, tile_bytes, ring, table, m_max, ring_at, first, end, direct):
-    """Lane ``[first, end)`` of ``rotate._cpu._chain_walk``, an action at a time (a generator): each item's
+    """Lane ``[first, end)`` of ``rotate._cpu.kernels._chain_walk``, an action at a time (a generator): each item's
     read into the ring, each write back (``direct``: ``SELF`` pieces of other tiles straight from the row),
     exactly as the runner orders them, byte by byte."""
     items = S.TILE_FIELDS * m_max

@@ -1,8 +1,8 @@
 """numba's on-disk cache for this package, stamped with all of the package's sources.
 
 numba stamps a function's cache with its own source file only. The cached
-kernels here inline index math from other modules (``_cpu.py`` and
-``_rows.py`` from ``_schedule.py``, the planner's replays from
+kernels here inline index math from other modules (``_cpu/`` and
+``_cpu/lanes.py`` from ``_schedule.py``, the planner's replays from
 ``_schedule.py``), so after an edit to ``_schedule.py`` alone (an editable
 install and a ``git pull``, or a mutant of ``tools/mutation.py``) numba would
 load their old machine code: a CPU roll could run the old schedule. Found

@@ -54,11 +54,11 @@ def _package_version(dist: str) -> Any:
 
 def cpu_knobs() -> dict:
     """numba's threads and the CPU tuning policy in force (every field; an override shows here)."""
-    from . import _cpu
+    from ._cpu import threads
     from ._tuning import cpu as tuning
 
     return {
-        "numba_threads": _cpu.num_threads(),
+        "numba_threads": threads.num_threads(),
         "numba_threading_layer": _threading_layer(),
         "tuning": dataclasses.asdict(tuning.current()),
     }

@@ -205,7 +205,7 @@ def _big(dtype: np.dtype) -> int:
 
 
 def _cpu_roll(dtype: np.dtype) -> None:
-    from . import _cpu
+    from ._cpu import planner
 
     n = _big(dtype)
     for length in _SHORT:  # one short row (one lane), then many (each lane a share of them)
@@ -220,7 +220,7 @@ def _cpu_roll(dtype: np.dtype) -> None:
         roll(a, m // 3, max_scratch_bytes=budget)  # block swaps, or the chain schedule on one lane
         roll(a, m // 2 - 1, max_scratch_bytes=budget)  # a swap fused with the shift after it
         roll(a, m // 2, max_scratch_bytes=budget)  # one swap
-    _cpu.compile_chain_builders()  # the chain above was planned interpreted; long rows plan compiled
+    planner.compile_chain_builders()  # the chain above was planned interpreted; long rows plan compiled
     a = np.zeros(n, dtype)
     roll(np.zeros((64, max(2, n // 64)), dtype), 3, axis=1)  # rows spread over lanes
     roll(a[::2], 3)  # strided

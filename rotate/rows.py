@@ -1,7 +1,7 @@
 """Per-lane shifts and in-place fftshift: ``roll_rows``, ``fftshift``, ``ifftshift``.
 
 Thin public functions (validate, plan, execute) over the kernels in
-rotate/_rows.py, using the same array recognition, checks and plan objects
+rotate/_cpu/lanes.py, using the same array recognition, checks and plan objects
 as :func:`rotate.roll`.
 
 >>> import numpy as np, rotate

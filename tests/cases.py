@@ -174,13 +174,13 @@ class CpuRunner:
 
     def roll(self, raw: np.ndarray, case: Case):
         import rotate
-        from rotate import _cpu
+        from rotate._cpu import runners
         from rotate._tuning import cpu as cpu_tuning
 
         buf = raw.copy()
         view = view_of(buf, case)
         executed, allocated = [], []
-        saved = {name: getattr(_cpu, name) for name in ("run_rows", "run_strided", "scratch_array")}
+        saved = {name: getattr(runners, name) for name in ("run_rows", "run_strided", "scratch_array")}
 
         def scratch_array(words, dtype):
             allocated.append(words * np.dtype(dtype).itemsize)
@@ -194,14 +194,14 @@ class CpuRunner:
 
         with cpu_tuning.override(**dict(case.tunables)):
             try:
-                _cpu.run_rows = recording(saved["run_rows"])
-                _cpu.run_strided = recording(saved["run_strided"])
-                _cpu.scratch_array = scratch_array
+                runners.run_rows = recording(saved["run_rows"])
+                runners.run_strided = recording(saved["run_strided"])
+                runners.scratch_array = scratch_array
                 plan = rotate.plan(view, case.shift, case.axis, max_scratch_bytes=case.max_scratch)
                 out = rotate.roll(view, case.shift, case.axis, max_scratch_bytes=case.max_scratch)
             finally:
                 for name, value in saved.items():
-                    setattr(_cpu, name, value)
+                    setattr(runners, name, value)
         assert out is view
         assert allocated == [s.scratch_bytes for s in plan.steps], (allocated, plan)
         return buf, plan, executed

@@ -18,7 +18,8 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 import rotate
-from rotate import _api, _backends, _cpu
+from rotate import _api, _backends
+from rotate._cpu import runners
 from rotate._arrays import ArrayInfo
 from rotate._tuning import cpu as cpu_tuning
 from rotate._plan import Step
@@ -31,7 +32,7 @@ from test_roll import (DTYPES, as_python, as_void, assert_same_bytes, make_array
 def recorded(monkeypatch):
     """The Steps the CPU runners receive, in order."""
     seen = []
-    run_rows, run_strided = _cpu.run_rows, _cpu.run_strided
+    run_rows, run_strided = runners.run_rows, runners.run_strided
 
     def rows(buf, step):
         seen.append(step)
@@ -41,8 +42,8 @@ def recorded(monkeypatch):
         seen.append(step)
         run_strided(a, step)
 
-    monkeypatch.setattr(_cpu, "run_rows", rows)
-    monkeypatch.setattr(_cpu, "run_strided", strided)
+    monkeypatch.setattr(runners, "run_rows", rows)
+    monkeypatch.setattr(runners, "run_strided", strided)
     return seen
 
 
@@ -57,8 +58,8 @@ def roll_and_record(seen, a, shift, axis):
 def test_executed_steps_are_the_plan_contiguous(shape, dtype, seed, data):
     seen = []
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_cpu, "run_rows", lambda buf, step, run=_cpu.run_rows: (seen.append(step), run(buf, step)))
-        mp.setattr(_cpu, "run_strided", lambda a, step, run=_cpu.run_strided: (seen.append(step), run(a, step)))
+        mp.setattr(runners, "run_rows", lambda buf, step, run=runners.run_rows: (seen.append(step), run(buf, step)))
+        mp.setattr(runners, "run_strided", lambda a, step, run=runners.run_strided: (seen.append(step), run(a, step)))
         shift, axis = data.draw(shift_and_axis(shape), label="shift, axis")
         a = make_array(seed, shape, dtype)
         expected = np.roll(as_void(a).copy(), as_python(shift), axis=axis)
@@ -76,8 +77,8 @@ def test_executed_steps_are_the_plan_strided_views(case, dtype, seed, data):
     expected = np.roll(as_void(v).copy(), as_python(shift), axis=axis)
     seen = []
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_cpu, "run_rows", lambda buf, step, run=_cpu.run_rows: (seen.append(step), run(buf, step)))
-        mp.setattr(_cpu, "run_strided", lambda a, step, run=_cpu.run_strided: (seen.append(step), run(a, step)))
+        mp.setattr(runners, "run_rows", lambda buf, step, run=runners.run_rows: (seen.append(step), run(buf, step)))
+        mp.setattr(runners, "run_strided", lambda a, step, run=runners.run_strided: (seen.append(step), run(a, step)))
         p, ran = roll_and_record(seen, v, shift, axis)
     note(str(p))
     assert tuple(ran) == p.steps
@@ -135,10 +136,10 @@ def test_thread_count_and_budgets_change_the_plan_and_what_runs(recorded, tune):
 ])
 def test_roll_rows_runs_the_step_its_plan_names(monkeypatch, tune, shape, dtype, algorithm):
     """roll_rows executes plan_roll_rows' step (recorded at the lanes runner), on 1 and 2 threads."""
-    from rotate import _rows
+    from rotate._cpu import lanes as cpu_lanes
 
     seen = []
-    monkeypatch.setattr(_rows, "run_lanes", lambda flat, origin, shifts, step, run=_rows.run_lanes:
+    monkeypatch.setattr(cpu_lanes, "run_lanes", lambda flat, origin, shifts, step, run=cpu_lanes.run_lanes:
                         (seen.append(step), run(flat, origin, shifts, step)))
     tune.cpu(min_lane_bytes=1)  # let a small array use every thread
     a = make_array(3, shape, np.dtype(dtype))

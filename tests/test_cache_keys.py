@@ -12,7 +12,7 @@ every call of a sequence must give what the same call gives on empty caches:
   compared byte for byte with numpy (the whole buffer, so bytes outside a
   strided view count too) and step for step with the plan a fresh call runs.
   Each CPU group runs three ways (``cpu_run``): each call once; twice (the
-  second from the quick path), steps recorded; twice with ``_cpu.run_rows``
+  second from the quick path), steps recorded; twice with ``_cpu.runners.run_rows``
   left alone, so the quick path's own kernel calls run (bytes only);
 * the GPU quick paths (``_api._quick_calls``/``_quick_layouts`` for ``roll``
   and ``fftshift``, ``rows._quick_lanes`` for ``roll_rows`` with device
@@ -35,7 +35,8 @@ import numpy as np
 import pytest
 
 import rotate
-from rotate import _api, _arrays, _backends, _cpu
+from rotate import _api, _arrays, _backends
+from rotate._cpu import runners
 from rotate import rows as _rows_api
 from rotate._tuning import cuda as cuda_tuning
 
@@ -146,7 +147,7 @@ def _fill_expected(view, fn, args, kwargs):
 def run_cpu(call, seed=1, record=True):
     """Run a CPU call on random bytes: (the whole buffer's bytes or the error, the steps that ran).
 
-    ``record=False`` leaves ``_cpu.run_rows`` alone (the host quick path then calls its kernels directly):
+    ``record=False`` leaves ``_cpu.runners.run_rows`` alone (the host quick path then calls its kernels directly):
     the steps are not seen, the bytes are still checked.
     """
     if not record:
@@ -157,7 +158,7 @@ def run_cpu(call, seed=1, record=True):
     expected = raw.copy().view(dtype)
     _fill_expected(view_of(expected), fn, args, kwargs)
     executed = []
-    saved = _cpu.run_rows, _cpu.run_strided
+    saved = runners.run_rows, runners.run_strided
 
     def recording(run):
         def wrapper(target, step):
@@ -165,7 +166,7 @@ def run_cpu(call, seed=1, record=True):
             return run(target, step)
         return wrapper
 
-    _cpu.run_rows, _cpu.run_strided = recording(saved[0]), recording(saved[1])
+    runners.run_rows, runners.run_strided = recording(saved[0]), recording(saved[1])
     try:
         with (setting() if setting else contextlib.nullcontext()):
             getattr(rotate, fn)(view_of(buf), *args, **kwargs)
@@ -173,7 +174,7 @@ def run_cpu(call, seed=1, record=True):
         assert buf.tobytes() == raw.tobytes(), f"{label}: a refused call moved bytes"
         return ("raised", type(exc).__name__, str(exc)[:60])
     finally:
-        _cpu.run_rows, _cpu.run_strided = saved
+        runners.run_rows, runners.run_strided = saved
     assert buf.tobytes() == expected.tobytes(), (
         f"{label}: {fn}{args} differs from numpy at bytes "
         f"{np.flatnonzero(buf.view(np.uint8) != expected.view(np.uint8))[:8]}")

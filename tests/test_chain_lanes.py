@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rotate
-from rotate import _cpu
+from rotate._cpu import planner, runners
 from rotate import _emulator as E
 from rotate import _schedule as S
 from rotate._tuning import cpu as cpu_tuning
@@ -34,10 +34,10 @@ TILES = [(32,), (48,), (64,), (112,), (64, 48, 32)]
 
 
 def _chain_details(n, k, lanes, tiles, ring=4):
-    """The chain plan (``_cpu._plan_chain``, as the planner makes it) of one row of ``n`` bytes rotated left
+    """The chain plan (``_cpu.planner._plan_chain``, as the planner makes it) of one row of ``n`` bytes rotated left
     by ``k`` on ``lanes`` lanes, as the runner's details, or None where no tile fits."""
     with cpu_tuning.override(chain_tile_bytes=tuple(tiles), chain_ring=ring):
-        plan = _cpu._plan_chain(1, n, k, 1 << 20, lanes)
+        plan = planner._plan_chain(1, n, k, 1 << 20, lanes)
     if plan is None:
         return None
     _, _, runner = plan
@@ -208,11 +208,11 @@ def test_chain_planner_charges_the_ring():
     256 MiB, one lane: 96% of the bytes, 1.66x copyto) takes a step that keeps almost none there (1.09x)."""
     n, k = 1 << 28, 127076851
     tuning = cpu_tuning.CpuTuning()
-    plan = _cpu._plan_chain(1, n, k, tuning.scratch_bytes, 1)
+    plan = planner._plan_chain(1, n, k, tuning.scratch_bytes, 1)
     tile, chain, lane_steps = plan[2][2], plan[2][3], plan[2][6]
     assert S.free_ring_bytes(n, k, 0, tile, chain, lane_steps, 4, 256) < n // 20, (tile, chain)
     with cpu_tuning.override(chain_ring_byte_cost=0):  # pre-reads alone: the ring-heavy step
-        blind = _cpu._plan_chain(1, n, k, tuning.scratch_bytes, 1)
+        blind = planner._plan_chain(1, n, k, tuning.scratch_bytes, 1)
     assert S.free_ring_bytes(n, k, 0, blind[2][2], blind[2][3], blind[2][6], 4, 256) > n // 2
 
 
@@ -225,8 +225,8 @@ def test_interpreted_and_compiled_builders_plan_alike(monkeypatch):
     for n, k, lanes in cases:
         plans = []
         for builders in ((S.layout_free_lanes, S.free_pre_bytes), S.compiled_free_builders()):
-            monkeypatch.setattr(_cpu, "_chain_builders", lambda n, tuning: builders)
-            plans.append(_cpu._plan_chain(1, n, k, 8 << 20, lanes))
+            monkeypatch.setattr(planner, "_chain_builders", lambda n, tuning: builders)
+            plans.append(planner._plan_chain(1, n, k, 8 << 20, lanes))
         assert (plans[0] is None) == (plans[1] is None), (n, k)
         if plans[0] is not None:
             assert plans[0][:2] == plans[1][:2] and plans[0][2][:4] == plans[1][2][:4], (n, k)
@@ -252,7 +252,7 @@ def test_straight_copies_stay_off_where_they_alias():
     for k, direct in ((n // 3, True), (4096 * 1365 + 4090, False), (n // 2 - 4, False), (n // 2 + 3, True),
                       (n // 2 - 24, False), (n // 2 - 31, False), (n // 2 - 32, True)):
         with cpu_tuning.override(lanes=2, adapt_to_load=False):
-            name, _, _, d = _cpu.plan_rows_params(1, n, k, 1)
+            name, _, _, d = planner.plan_rows_params(1, n, k, 1)
         assert name == "chain-lanes" and d.direct == direct, (k, name, getattr(d, "direct", None))
 
 
@@ -284,14 +284,14 @@ def test_chain_lanes_with_default_tiles(tune, direct, lanes, rows, seg):
     tune.cpu(lanes=lanes, min_lane_bytes=1 << 16, scratch_bytes=1 << 20, adapt_to_load=False, chain_direct=direct)
     taken = 0
     for k in (seg // 3, seg // 2 + 3, seg // 4 + 3, 2 * seg // 5 + 1, 1234567):
-        name, scratch, moved, d = _cpu.plan_rows_params(rows, seg, k, 1)
+        name, scratch, moved, d = planner.plan_rows_params(rows, seg, k, 1)
         if name == "chain-lanes":  # 48 tiles: a few shifts pre-read more than the bound holds
             taken += 1
             assert d.alias_slack == 4096 and scratch <= 1 << 20
-            assert d.direct == (direct and not (_cpu._aliasing(-k) or _cpu._aliasing(seg - k))), k
+            assert d.direct == (direct and not (planner._aliasing(-k) or planner._aliasing(seg - k))), k
         buf = np.random.default_rng(k).integers(0, 256, rows * seg, dtype=np.uint8)
         want = np.roll(buf.reshape(rows, seg), -k, axis=1).reshape(-1)
-        _cpu.rotate_rows_inplace(buf, rows, seg, k)
+        runners.rotate_rows_inplace(buf, rows, seg, k)
         assert buf.tobytes() == want.tobytes(), (rows, seg, k)
     assert taken >= 3, taken
 
@@ -353,8 +353,8 @@ with cpu.override(lanes=2, min_lane_bytes=1, chain_tile_bytes=(64, 48), scratch_
     rows, seg = 7, 6007
     buf = np.random.default_rng(3).integers(0, 2**63, rows * seg, dtype=np.uint64)
     want = np.roll(buf.reshape(rows, seg), -(seg // 3), axis=1).reshape(-1)
-    assert _cpu.plan_rows(rows, seg, seg // 3, 8)[0] == "chain-rows"
-    _cpu.rotate_rows_inplace(buf, rows, seg, seg // 3)
+    assert _cpu.planner.plan_rows(rows, seg, seg // 3, 8)[0] == "chain-rows"
+    _cpu.runners.rotate_rows_inplace(buf, rows, seg, seg // 3)
     assert buf.tobytes() == want.tobytes()
 print("ok", numba.threading_layer())
 '''
@@ -391,9 +391,9 @@ def test_chain_lanes_and_rows_on_any_team(lanes, tune):
     tune.cpu(lanes=lanes, min_lane_bytes=1, chain_tile_bytes=(64, 48), scratch_bytes=2048, adapt_to_load=False)
     for rows, seg in ((1, 6007), (7, 6007)):
         for k in (seg // 3, seg // 2 + 3, 2 * seg // 5 + 1):
-            name = _cpu.plan_rows(rows, seg, k, 8)[0]
+            name = planner.plan_rows(rows, seg, k, 8)[0]
             assert name in ("chain-lanes", "chain-rows"), name
             buf = np.random.default_rng(k).integers(0, 2**63, rows * seg, dtype=np.uint64)
             want = np.roll(buf.reshape(rows, seg), -k, axis=1).reshape(-1)
-            _cpu.rotate_rows_inplace(buf, rows, seg, k)
+            runners.rotate_rows_inplace(buf, rows, seg, k)
             assert buf.tobytes() == want.tobytes(), (rows, k, name)

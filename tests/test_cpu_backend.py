@@ -16,7 +16,7 @@ from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 
 import rotate
-from rotate import _cpu
+from rotate._cpu import kernels, planner, runners
 from rotate._tuning import cpu as cpu_tuning
 
 WORD_DTYPES = [np.uint8, np.uint16, np.uint32, np.uint64]
@@ -80,13 +80,13 @@ def check_rows(rows, seg, k, dtype, seed, setup):
     rng = np.random.default_rng(seed)
     buf = random_words(rng, rows * seg, dtype)
     expected = roll_rows_oracle(buf, rows, seg, k)
-    note(f"from rotate import _cpu; import numpy as np\n{setup}\n"
+    note(f"from rotate._cpu import planner, runners; import numpy as np\n{setup}\n"
          f"buf = np.random.default_rng({seed}).integers(1, np.iinfo(np.{np.dtype(dtype).name}).max, {rows * seg}, "
          f"dtype=np.{np.dtype(dtype).name}, endpoint=True)\n"
          f"expected = np.roll(buf.reshape({rows}, {seg}), -{k}, axis=1).ravel()\n"
-         f"_cpu.rotate_rows_inplace(buf, {rows}, {seg}, {k}); assert np.array_equal(buf, expected)\n"
-         f"# plan: {_cpu.plan_rows(rows, seg, k, buf.itemsize)}")
-    _cpu.rotate_rows_inplace(buf, rows, seg, k)
+         f"runners.rotate_rows_inplace(buf, {rows}, {seg}, {k}); assert np.array_equal(buf, expected)\n"
+         f"# plan: {planner.plan_rows(rows, seg, k, buf.itemsize)}")
+    runners.rotate_rows_inplace(buf, rows, seg, k)
     assert buf.tolist() == expected
 
 
@@ -116,13 +116,13 @@ def test_chain_serial_is_taken_and_fits_its_bound():
     with chain_tiles((64, 32), 400):
         for seg in (1500, 2000, 2999, 3000):
             for k in (seg // 3, seg // 2 + 3, seg // 4 + 3, seg - seg // 3, 123):
-                name, scratch, moved = _cpu.plan_rows(1, seg, k, 1)
+                name, scratch, moved = planner.plan_rows(1, seg, k, 1)
                 if name == "chain-serial":
                     taken += 1
                     assert scratch <= 400 and moved < 2.5 * seg, (seg, k, scratch, moved)
                 buf = random_words(np.random.default_rng(seg + k), seg, np.uint8)
                 expected = np.roll(buf, -k)
-                _cpu.rotate_rows_inplace(buf, 1, seg, k)
+                runners.rotate_rows_inplace(buf, 1, seg, k)
                 np.testing.assert_array_equal(buf, expected, err_msg=f"seg={seg} k={k} {name}")
     assert taken >= 12, taken
 
@@ -132,7 +132,7 @@ def test_chain_serial_ring_is_placed_away_from_4k_aliasing(row, ring, k):
     """Both streams of chain-serial (row -> ring at distance ring - row - k, ring -> row at row - ring)
     keep their stores at least 256 bytes off their loads modulo 4096, within the spare bytes, and the
     ring keeps the row's alignment modulo 64."""
-    offset = _cpu._ring_offset(row, ring, k)
+    offset = kernels._ring_offset(row, ring, k)
     assert 0 <= offset < cpu_tuning.current().alias_slack
     start = ring + offset
     for distance in ((row - start) % 4096, (start - row - k) % 4096):
@@ -146,15 +146,15 @@ def test_block_swaps_whose_copies_alias_take_the_chain():
     go through the placed ring there (``direct`` off), as at n/2 + 3 (24 bytes apart: 3.2x copyto straight,
     one thread), and stay straight at n/2 + 5 (40 bytes apart).
     Where the chain of each lane's rows does not fit, one lane walks the rows (chain-serial)."""
-    assert [_cpu._aliasing(d) for d in (0, 1, 15, 16, 4096, 4097, 4111, 4112, -4081, -8)] == \
+    assert [planner._aliasing(d) for d in (0, 1, 15, 16, 4096, 4097, 4111, 4112, -4081, -8)] == \
         [False, True, True, False, False, True, True, False, True, False]
     seg = 1 << 16  # 16 rows of 512 KiB float64, a 256 KiB bound: block swaps, the rows spread over two lanes
     with cpu_tuning.override(lanes=2):
-        aliasing = _cpu.plan_rows_params(16, seg, seg // 2 - 1, 8, 256 << 10)
-        apart = _cpu.plan_rows_params(16, seg, seg // 2 - 5, 8, 256 << 10)
-        near = _cpu.plan_rows_params(16, seg, seg // 2 - 3, 8, 256 << 10)
-        one_row = _cpu.plan_rows_params(1, 1 << 22, (1 << 21) - 1, 8)
-        tight = _cpu.plan_rows(16, seg, seg // 2 - 1, 8, 100 << 10)[0]  # two lanes' chains do not fit
+        aliasing = planner.plan_rows_params(16, seg, seg // 2 - 1, 8, 256 << 10)
+        apart = planner.plan_rows_params(16, seg, seg // 2 - 5, 8, 256 << 10)
+        near = planner.plan_rows_params(16, seg, seg // 2 - 3, 8, 256 << 10)
+        one_row = planner.plan_rows_params(1, 1 << 22, (1 << 21) - 1, 8)
+        tight = planner.plan_rows(16, seg, seg // 2 - 1, 8, 100 << 10)[0]  # two lanes' chains do not fit
     assert (aliasing[0], aliasing[3].direct) == ("chain-rows", False), aliasing[:3]
     assert (apart[0], apart[3].direct) == ("chain-rows", True), apart[:3]
     assert (near[0], near[3].direct) == ("chain-rows", False), near[:3]
@@ -171,13 +171,13 @@ def test_chain_rows_spread_over_lanes(lanes, dtype):
                              adapt_to_load=False):
         taken = 0
         for k in (seg // 3, seg // 2 + 3, seg // 4 + 3, 2 * seg // 5 + 1, seg - 777):
-            name, scratch, moved, d = _cpu.plan_rows_params(rows, seg, k, np.dtype(dtype).itemsize)
+            name, scratch, moved, d = planner.plan_rows_params(rows, seg, k, np.dtype(dtype).itemsize)
             if name == "chain-rows":
                 taken += 1
                 assert scratch <= 2048 and d.lanes == lanes, (k, scratch, d.lanes)
             buf = random_words(np.random.default_rng(k), rows * seg, dtype)
             expected = np.roll(buf.reshape(rows, seg), -k, axis=1).reshape(-1)
-            _cpu.rotate_rows_inplace(buf, rows, seg, k)
+            runners.rotate_rows_inplace(buf, rows, seg, k)
             assert buf.tobytes() == expected.tobytes(), (k, name)
     assert taken >= 3, taken
 
@@ -187,11 +187,11 @@ def test_chain_serial_with_its_default_tiles(rows, seg):
     """Rows long enough for 16-64 KiB tiles: the ring moves within its spare bytes row by row."""
     with cpu_tuning.override(lanes=1, scratch_bytes=200 << 10):  # a shift that fits scratch takes buffered-shift
         for k in (seg // 3, seg // 2 + 3, seg // 4 + 3):
-            name, scratch, moved = _cpu.plan_rows(rows, seg, k, 1)
+            name, scratch, moved = planner.plan_rows(rows, seg, k, 1)
             assert name == "chain-serial", (seg, k, name)
             buf = random_words(np.random.default_rng(seg + k), rows * seg, np.uint8)
             expected = np.roll(buf.reshape(rows, seg), -k, axis=1).reshape(-1)
-            _cpu.rotate_rows_inplace(buf, rows, seg, k)
+            runners.rotate_rows_inplace(buf, rows, seg, k)
             np.testing.assert_array_equal(buf, expected, err_msg=f"rows={rows} seg={seg} k={k}")
 
 
@@ -206,8 +206,8 @@ def test_fused_swap_shift_near_half(dtype, lanes):
             for k in sorted({seg // 2 + delta for delta in range(-9, 10)} & set(range(1, seg))):
                 buf = random_words(np.random.default_rng(seg * 1000 + k), seg, dtype)
                 expected = np.roll(buf, -k)
-                fused += _cpu.plan_rows(1, seg, k, itemsize)[0] == "block-swap+fused-shift"
-                _cpu.rotate_rows_inplace(buf, 1, seg, k)
+                fused += planner.plan_rows(1, seg, k, itemsize)[0] == "block-swap+fused-shift"
+                runners.rotate_rows_inplace(buf, 1, seg, k)
                 np.testing.assert_array_equal(buf, expected, err_msg=f"seg={seg} k={k} lanes={lanes}")
     assert fused > 20
 
@@ -237,18 +237,18 @@ def test_rows_rotated_in_registers(row_bytes, lanes):
             with tiny_budget(1 << 20, 64, lanes, small_row_bytes=256) as setup:
                 for k in range(1, seg):
                     want = "small-rows-registers" if rows * row_bytes >= 8 else "small-rows-copy"  # a window
-                    assert _cpu.plan_rows(rows, seg, k, itemsize)[0] == want
+                    assert planner.plan_rows(rows, seg, k, itemsize)[0] == want
                     buf = random_words(np.random.default_rng(rows * 1000 + seg), rows * seg, dtype)
                     expected = np.roll(buf.reshape(rows, seg), -k, axis=1).ravel()
-                    _cpu.rotate_rows_inplace(buf, rows, seg, k)
+                    runners.rotate_rows_inplace(buf, rows, seg, k)
                     assert buf.tobytes() == expected.tobytes(), (setup, rows, seg, k, np.dtype(dtype).name)
 
 
 def check_many_rows(rows, seg, k, dtype, setup):
     buf = random_words(np.random.default_rng(rows * 1000 + seg), rows * seg, dtype)
     expected = np.roll(buf.reshape(rows, seg), -k, axis=1).ravel()
-    note(f"{setup}\n_cpu.rotate_rows_inplace(buf, {rows}, {seg}, {k})  # dtype {np.dtype(dtype).name}")
-    _cpu.rotate_rows_inplace(buf, rows, seg, k)
+    note(f"{setup}\nrunners.rotate_rows_inplace(buf, {rows}, {seg}, {k})  # dtype {np.dtype(dtype).name}")
+    runners.rotate_rows_inplace(buf, rows, seg, k)
     np.testing.assert_array_equal(buf, expected)
 
 
@@ -262,7 +262,7 @@ def test_result_does_not_depend_on_threads(threads):
         for k in (1, 4097, n // 3, n // 2 + 3, n - 1):
             buf = random_words(rng, n, np.uint8)
             expected = np.roll(buf, -k)
-            _cpu.rotate_rows_inplace(buf, 1, n, k)
+            runners.rotate_rows_inplace(buf, 1, n, k)
             np.testing.assert_array_equal(buf, expected, err_msg=f"k={k}")
     finally:
         numba.set_num_threads(old)
@@ -272,16 +272,16 @@ def test_plan_rows_is_bounded_and_consistent():
     n = 1 << 28
     for k in (1, 3, 4097, n // 3, n // 2 + 3, n - 1, n // 2):
         for itemsize in (1, 8):
-            name, scratch, moved = _cpu.plan_rows(1, n // itemsize, k // itemsize or 1, itemsize)
+            name, scratch, moved = planner.plan_rows(1, n // itemsize, k // itemsize or 1, itemsize)
             assert scratch <= cpu_tuning.current().scratch_bytes
             assert 2 * n <= moved <= 6 * n, (name, moved)
-    assert _cpu.plan_rows(1, 100, 50, 8)[0] == "buffered-shift"
-    assert _cpu.plan_rows(10**6, 9, 3, 8)[0] == "small-rows-copy"  # 72-byte rows
-    assert _cpu.plan_rows(10**6, 2, 1, 8)[0] == "small-rows-registers"  # 16-byte rows: two words
-    assert _cpu.plan_rows(10**6, 8, 1, 2)[0] == "small-rows-registers"
-    assert _cpu.plan_rows(1, 1 << 25, 1 << 24, 8)[0] == "block-swap"
+    assert planner.plan_rows(1, 100, 50, 8)[0] == "buffered-shift"
+    assert planner.plan_rows(10**6, 9, 3, 8)[0] == "small-rows-copy"  # 72-byte rows
+    assert planner.plan_rows(10**6, 2, 1, 8)[0] == "small-rows-registers"  # 16-byte rows: two words
+    assert planner.plan_rows(10**6, 8, 1, 2)[0] == "small-rows-registers"
+    assert planner.plan_rows(1, 1 << 25, 1 << 24, 8)[0] == "block-swap"
     # A half rotation is a single swap: 4 array words + 2 tile words per swapped word.
-    assert _cpu.plan_rows(1, 1 << 25, 1 << 24, 8)[2] == 6 * (1 << 24) * 8
+    assert planner.plan_rows(1, 1 << 25, 1 << 24, 8)[2] == 6 * (1 << 24) * 8
 
 
 # --------------------------------------------------------------------------- strided
@@ -335,12 +335,12 @@ def check_strided(shape, steps, perm, axis, dtype, data, setup):
     assume(view.size > 0)
     before = base.copy()
     expected = np.roll(view, shift, axis=axis)
-    note(f"from rotate import _cpu; import numpy as np\n{setup}\n"
+    note(f"from rotate._cpu import planner, runners; import numpy as np\n{setup}\n"
          f"base = np.zeros({tuple(base_shape)}, dtype={dtype!r})\n"
          f"view = base[{tuple(slice(None, None, s) for s in steps)}].transpose({tuple(perm)})\n"
-         f"_cpu.roll_strided(view, {shift}, {axis})\n"
-         f"# plan: {_cpu.plan_strided(view.shape, view.strides, view.itemsize, shift, axis)}")
-    _cpu.roll_strided(view, shift, axis)
+         f"runners.roll_strided(view, {shift}, {axis})\n"
+         f"# plan: {planner.plan_strided(view.shape, view.strides, view.itemsize, shift, axis)}")
+    runners.roll_strided(view, shift, axis)
     assert view.tobytes() == expected.tobytes()
     # Nothing outside the view was touched.
     mask = np.ones(base.shape, dtype=bool)
@@ -354,15 +354,15 @@ def test_roll_strided_reversal_path():
     with tiny_budget(8, 8, 2):
         for shift in (2, 17, 50, 98):
             b = a.copy()
-            assert _cpu.plan_strided(a.shape, a.strides, a.itemsize, shift, 0)[0] == "strided-reversal"
-            _cpu.roll_strided(a, shift, 0)
+            assert planner.plan_strided(a.shape, a.strides, a.itemsize, shift, 0)[0] == "strided-reversal"
+            runners.roll_strided(a, shift, 0)
             np.testing.assert_array_equal(a, np.roll(b, shift))
 
 
 def test_plan_strided_bounded():
     shape, strides = (1 << 24,), (16,)
     for shift in (1, 3, 4097, (1 << 24) // 3):
-        name, scratch, moved = _cpu.plan_strided(shape, strides, 8, shift, 0)
+        name, scratch, moved = planner.plan_strided(shape, strides, 8, shift, 0)
         assert scratch <= cpu_tuning.current().scratch_bytes
         assert moved >= 2 * 8 * (1 << 24)
 

@@ -24,16 +24,16 @@ def test_random_cases_cpu(case):
 
 def test_the_harness_catches_a_wrong_roll(monkeypatch):
     """check_roll_case is not vacuous: a backend that rolls by one too many fails it."""
-    from rotate import _cpu
+    from rotate._cpu import runners
     from cases import Case
 
-    run_rows = _cpu.run_rows
+    run_rows = runners.run_rows
 
     def off_by_one(buf, step):
         run_rows(buf, step)
         buf[:] = buf[1:].tolist() + buf[:1].tolist()
 
-    monkeypatch.setattr(_cpu, "run_rows", off_by_one)
+    monkeypatch.setattr(runners, "run_rows", off_by_one)
     with pytest.raises(AssertionError, match="differ from numpy.roll"):
         check_roll_case(RUNNER, Case((97,), "uint8", 5))
 
@@ -41,10 +41,10 @@ def test_the_harness_catches_a_wrong_roll(monkeypatch):
 def test_the_harness_catches_writes_outside_the_view(monkeypatch):
     import numpy as np
 
-    from rotate import _cpu
+    from rotate._cpu import runners
     from cases import Case
 
-    run_rows = _cpu.run_rows
+    run_rows = runners.run_rows
 
     def spills(buf, step):
         run_rows(buf, step)
@@ -53,6 +53,6 @@ def test_the_harness_catches_writes_outside_the_view(monkeypatch):
             base = base.base
         base[-1] ^= 0xFF  # the last guard byte
 
-    monkeypatch.setattr(_cpu, "run_rows", spills)
+    monkeypatch.setattr(runners, "run_rows", spills)
     with pytest.raises(AssertionError, match="bytes after the array changed"):
         check_roll_case(RUNNER, Case((97,), "uint8", 5))

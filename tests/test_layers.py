@@ -15,7 +15,7 @@ PACKAGES = ("rotate", "waveops")
 # The front door: validate, consult the plan cache, hand the plan to a backend.
 PUBLIC = ("rotate", "rotate._api", "rotate.rows")
 # What the front door may not import: the backends' own modules and their kernels.
-BACKEND_MODULES = re.compile(r"^rotate\.(_cpu|_rows|_rowperm|_cuda(\..*)?|_backends\.(cpu|cuda))$")
+BACKEND_MODULES = re.compile(r"^rotate\.(_cpu(\..*)?|_rowperm|_cuda(\..*)?|_backends\.(cpu|cuda))$")
 
 
 def _module_name(path: pathlib.Path) -> str:
@@ -125,10 +125,11 @@ PLANNER_MODULE_CONSTANTS = {
     "rotate/_cuda/schedules/lane_chains.py": {"RUNS", "MAX_CHAIN_RUNS"},
     "rotate/_cuda/schedules/column_panels.py": {"LANE_RUNS"},
     "rotate/_cuda/schedules/multi_axis.py": {"ONE_PASS_SCHEDULES"},
-    "rotate/_cpu.py": {"_SWAP", "_SHIFT", "_SWAP_SHIFT", "_STRIDED_SHIFT", "_STRIDED_REVERSAL", "_U", "_BUSY_TTL",
-                       "_LOADAVG", "_CORES", "_WORDS", "ROW_RUNNERS",
-                       "_INTERPRET_TILES", "_INTERPRET_SECONDS"},  # interpreted or compiled: the same plan
-    "rotate/_rows.py": {"SMALL_ROW_WORDS", "_LANE_ROW", "_LANE_SMALL", "_LANE_STRIDED", "_LANE_COPY", "_LANE_BYTES",
+    "rotate/_cpu/kernels.py": {"_SWAP", "_SHIFT", "_SWAP_SHIFT", "_STRIDED_SHIFT", "_STRIDED_REVERSAL", "_U"},
+    "rotate/_cpu/threads.py": {"_BUSY_TTL", "_LOADAVG", "_CORES"},
+    "rotate/_cpu/runners.py": {"_WORDS", "ROW_RUNNERS"},
+    "rotate/_cpu/planner.py": {"_INTERPRET_TILES", "_INTERPRET_SECONDS"},  # interpreted or compiled: the same plan
+    "rotate/_cpu/lanes.py": {"SMALL_ROW_WORDS", "_LANE_ROW", "_LANE_SMALL", "_LANE_STRIDED", "_LANE_COPY", "_LANE_BYTES",
                         "WINDOW_BYTES", "_U", "_EXACT", "_CHECK_BLOCK", "GROUP_LANES", "_NO_MASKS",
                         "_SHORT_ONE_WORD", "_SHORT_WORDS", "_SHORT_FUNNEL", "_BYTE_WINDOW", "_BYTE_GROUPED",
                         "_BYTE_TWO_WORDS", "_BYTE_SHUFFLED", "_BYTE_DOUBLED", "_BYTE_FOUR_WORDS",
@@ -176,20 +177,21 @@ def test_steps_run_from_typed_params():
     algorithm name."""
     from dataclasses import is_dataclass
 
-    from rotate import _cpu, _rows
+    from rotate._cpu import lanes as cpu_lanes, params, runners
     from rotate._cuda import registry, schedules
 
     gpu = set().union(*(_params_types(module) for module in schedules.MODULES))
-    cpu = _params_types(_cpu) | _params_types(_rows)
+    cpu = _params_types(params) | _params_types(cpu_lanes)
     for kind in gpu | cpu:
         assert is_dataclass(kind) and kind.__dataclass_params__.frozen, kind
     concrete_gpu = {k for k in gpu if not k.__name__.startswith("_")}
     assert concrete_gpu == set(registry.RUNNERS) | set(registry.LANE_RUNNERS)
-    lanes = {_rows.LanesParams, _rows.ShortLanesParams, _rows.ByteLanesParams}  # rotate._rows.run_lanes
-    bases = {_cpu.RowsParams, _cpu.RowsChainParams}
-    assert cpu - bases - lanes - {_cpu.StridedParams} == set(_cpu.ROW_RUNNERS)  # strided: _cpu.run_strided
+    lanes = {cpu_lanes.LanesParams, cpu_lanes.ShortLanesParams, cpu_lanes.ByteLanesParams}  # rotate._cpu.lanes.run_lanes
+    bases = {params.RowsParams, params.RowsChainParams}
+    assert cpu - bases - lanes - {params.StridedParams} == set(runners.ROW_RUNNERS)  # strided: _cpu.runners.run_strided
     gpu_modules = [f"rotate/_cuda/schedules/{m.__name__.rpartition('.')[2]}.py" for m in schedules.MODULES]
-    for path in ("rotate/_cuda/registry.py", *gpu_modules, "rotate/_cpu.py", "rotate/_rows.py", "rotate/_backends/cpu.py",
+    for path in ("rotate/_cuda/registry.py", *gpu_modules, "rotate/_cpu/planner.py", "rotate/_cpu/runners.py", "rotate/_cpu/lanes.py",
+                 "rotate/_backends/cpu.py",
                  "rotate/_backends/cuda.py"):
         source = (ROOT / path).read_text()
         assert ".details" not in source and "details[" not in source, f"{path} reads Step.details"

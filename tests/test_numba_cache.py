@@ -1,5 +1,5 @@
 """numba's on-disk cache of the package's kernels is stamped with all of the package's sources
-(rotate/_numba_cache.py): an edit to _schedule.py alone must not leave _cpu.py's cached kernels, which
+(rotate/_numba_cache.py): an edit to _schedule.py alone must not leave _cpu/'s cached kernels, which
 inline its index math, running the old code."""
 
 import importlib
@@ -10,7 +10,7 @@ from numba.core.dispatcher import Dispatcher
 
 from rotate import _numba_cache
 
-CACHED_MODULES = ("rotate._cpu", "rotate._rows", "rotate._rowperm", "rotate._cuda.schedules.lane_walks",
+CACHED_MODULES = ("rotate._cpu.kernels", "rotate._cpu.lanes", "rotate._rowperm", "rotate._cuda.schedules.lane_walks",
                   "rotate._cuda.schedules.lane_swaps")
 
 

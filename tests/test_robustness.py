@@ -24,7 +24,8 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 import rotate
-from rotate import _api, _arrays, _cpu, _validate
+from rotate import _api, _arrays, _validate
+from rotate._cpu import planner
 from rotate._tuning import cpu as cpu_tuning
 from rotate import _schedule as S
 from rotate._cuda import device as gpu_device, registry as gpu_registry, runtime as gpu_runtime
@@ -42,7 +43,7 @@ KNOWN_CPU_ALGORITHMS = {
     "small-rows-copy", "small-rows-word-rotate", "small-rows-registers", "buffered-shift", "block-swap", "block-swap+buffered-shift",
     "block-swap+fused-shift", "reversal", "strided-buffered-shift", "strided-reversal",
     "chain-serial", "chain-lanes", "chain-rows",  # the chain schedule (issue #36)
-    "multi-axis-cycles",  # several axes in one pass (rotate._rows)
+    "multi-axis-cycles",  # several axes in one pass (rotate._cpu.lanes)
 }
 
 
@@ -172,7 +173,7 @@ def test_packed_field_view_word_width_follows_strides():
     dt = np.dtype([("a", "u1"), ("b", "<u8")])
     base = np.require(raw(11, 9 * 50).view(dt), requirements="W")
     before = base.copy()
-    word = _cpu._word_layout(base["b"].shape, base["b"].strides, 8, 0)[0]
+    word = planner._word_layout(base["b"].shape, base["b"].strides, 8, 0)[0]
     assert word == 1
     rotate.roll(base["b"], 7)
     assert np.array_equal(base["b"], np.roll(before["b"], 7))
@@ -997,9 +998,9 @@ def test_no_cpu_kernel_enters_a_numba_parallel_region():
     call compiles two to three times faster): none may be compiled with ``parallel=True``."""
     from numba.core.registry import CPUDispatcher
 
-    from rotate import _rows
+    from rotate._cpu import kernels as cpu_kernels, lanes as cpu_lanes
 
-    kernels = [obj for module in (_cpu, _rows) for obj in vars(module).values() if isinstance(obj, CPUDispatcher)]
+    kernels = [obj for module in (cpu_kernels, cpu_lanes) for obj in vars(module).values() if isinstance(obj, CPUDispatcher)]
     assert len(kernels) > 20
     assert [k.py_func.__name__ for k in kernels if k.targetoptions.get("parallel")] == []
 

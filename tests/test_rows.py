@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import rotate
 from rotate import _arrays
-from rotate import _cpu, _rows
+from rotate._cpu import lanes as cpu_lanes, runners
 from rotate._tuning import cpu as cpu_tuning
 
 from rows_cases import CpuRowsRunner, check_rows_case, short_lane_cases
@@ -72,7 +72,7 @@ def build(seed, base_shape, dtype, order, view_kind):
 @contextlib.contextmanager
 def tunables(lanes=None, poison_scratch=True, allocated=None, **tuning):
     """Force ``lanes`` threads of work on tiny arrays; poison and count scratch; other CPU tuning fields."""
-    saved = _cpu.scratch_array
+    saved = runners.scratch_array
 
     def scratch_array(words, dtype):
         if allocated is not None:
@@ -83,10 +83,10 @@ def tunables(lanes=None, poison_scratch=True, allocated=None, **tuning):
     try:
         with cpu_tuning.override(**fields):
             if poison_scratch:
-                _cpu.scratch_array = scratch_array
+                runners.scratch_array = scratch_array
             yield
     finally:
-        _cpu.scratch_array = saved
+        runners.scratch_array = saved
 
 
 def lanes_oracle(a, shifts, axis):
@@ -256,7 +256,7 @@ def test_short_lanes_match_numpy_roll_for_every_item_size(dtype, n, outer, layou
         if layout == "step":  # lane offsets from two dims that do not merge
             assert len(step.details["dims"]) == 2, str(p)
         if step.algorithm == "per-lane-byte-window":  # bytes addressed one by one, moved 8 at a time
-            assert step.word_bytes == 1 and _rows._word_for(lane_bytes, step.details["dim_strides"]) < 4, str(p)
+            assert step.word_bytes == 1 and cpu_lanes._word_for(lane_bytes, step.details["dim_strides"]) < 4, str(p)
         else:
             assert lane_bytes % step.word_bytes == 0 and step.word_bytes >= np.gcd(dtype.itemsize, 8)
 
@@ -286,7 +286,7 @@ def test_byte_shuffle_masks_are_numpy_roll_of_the_two_words():
     """``_shuffled_lanes``' masks: row ``b`` takes a lane rolled right by ``b`` bytes to its first 8 bytes and
     its last 8 (at ``L - 8``), for every lane length the shuffle takes."""
     for lane_bytes in range(9, 17):
-        masks = _rows.shuffle_masks(lane_bytes).reshape(lane_bytes, 16)
+        masks = cpu_lanes.shuffle_masks(lane_bytes).reshape(lane_bytes, 16)
         lane = np.arange(lane_bytes)
         for b in range(lane_bytes):
             rolled = np.roll(lane, b)
@@ -296,9 +296,9 @@ def test_byte_shuffle_masks_are_numpy_roll_of_the_two_words():
 
 def _byte_shuffle_case(monkeypatch, shuffle, lane_bytes, dtype):
     """Plan with the byte shuffle on or off (skipped where the host has none); ``(items a lane, rng)``."""
-    if shuffle and not _rows.HAS_BYTE_SHUFFLE:
+    if shuffle and not cpu_lanes.HAS_BYTE_SHUFFLE:
         pytest.skip("this host has no byte shuffle the kernels use (x86-64 SSSE3)")
-    monkeypatch.setattr(_rows, "HAS_BYTE_SHUFFLE", shuffle)
+    monkeypatch.setattr(cpu_lanes, "HAS_BYTE_SHUFFLE", shuffle)
     return lane_bytes // np.dtype(dtype).itemsize, np.random.default_rng(lane_bytes)
 
 
@@ -329,9 +329,9 @@ def test_group_masks_are_numpy_roll_of_each_lane():
     """``_grouped_lanes``' masks: row ``sum(b_i * L**i)`` rolls lane ``i`` of the group right by ``b_i`` bytes,
     the group's first 8 bytes in the row's first half and its last 8 in the second, for every grouped lane
     length."""
-    for lane_bytes, group in _rows.GROUP_LANES.items():
+    for lane_bytes, group in cpu_lanes.GROUP_LANES.items():
         width = group * lane_bytes
-        masks = _rows.group_masks(lane_bytes).reshape(lane_bytes ** group, 16)
+        masks = cpu_lanes.group_masks(lane_bytes).reshape(lane_bytes ** group, 16)
         rng = np.random.default_rng(lane_bytes)
         for row in list(range(min(40, len(masks)))) + list(rng.integers(0, len(masks), 40)):
             rolls = [(int(row) // lane_bytes ** i) % lane_bytes for i in range(group)]
@@ -440,7 +440,7 @@ def test_portable_byte_shuffle_equals_the_definition(monkeypatch):
 
     rng = np.random.default_rng(3)
     for lane_bytes in (9, 12, 16):
-        masks = _rows.shuffle_masks(lane_bytes)
+        masks = cpu_lanes.shuffle_masks(lane_bytes)
         for b in range(lane_bytes):
             buf = rng.integers(0, 256, 40, dtype=np.uint8)
             expected = buf.copy()
@@ -456,9 +456,9 @@ def test_short_lane_shift_reduction_is_numpys_modulo():
         inv = 1.0 / n
         for s in [0, 1, -1, n - 1, n, n + 1, -n, -n - 1, 7 * n, -7 * n, 12345 * n - 1, 2**52 - 1, -(2**52) + 1,
                   2**52, -(2**52) - 1, (2**52 // n) * n, -(2**52 // n) * n, 2**63 - 1, -(2**63)]:
-            assert _rows._reduce_shift(s, n, inv) == s % n, (s, n)
+            assert cpu_lanes._reduce_shift(s, n, inv) == s % n, (s, n)
             if abs(s) < 2**52:
-                assert _rows._reduce_near(s, n, inv) == s % n, (s, n)
+                assert cpu_lanes._reduce_near(s, n, inv) == s % n, (s, n)
 
 
 # int64 and int32 shifts (what users pass) in the README's command; every other integer dtype compiles the

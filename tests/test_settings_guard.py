@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import rotate
-from rotate import _cpu
+from rotate._cpu import runners
 from rotate._tuning import cpu as cpu_tuning
 
 GUARD = 4096
@@ -83,8 +83,8 @@ CALLS = _calls()
 
 @contextlib.contextmanager
 def _guarded_scratch(buffers: list):
-    """``_cpu.scratch_array`` returning views with ``GUARD`` poisoned bytes before and after."""
-    saved = _cpu.scratch_array
+    """``_cpu.runners.scratch_array`` returning views with ``GUARD`` poisoned bytes before and after."""
+    saved = runners.scratch_array
 
     def scratch_array(words, dtype):
         nbytes = words * np.dtype(dtype).itemsize
@@ -93,11 +93,11 @@ def _guarded_scratch(buffers: list):
         buffers.append((raw, start, nbytes))
         return raw[start:start + nbytes].view(dtype)
 
-    _cpu.scratch_array = scratch_array
+    runners.scratch_array = scratch_array
     try:
         yield
     finally:
-        _cpu.scratch_array = saved
+        runners.scratch_array = saved
 
 
 def _check_guards(buffers: list, what: str) -> None:

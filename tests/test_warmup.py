@@ -144,7 +144,8 @@ import json, sys
 import numpy as np, numba
 from numba.core import event, registry
 import rotate
-from rotate import _cpu, _rows, _schedule
+from rotate import _schedule
+from rotate._cpu import lanes as cpu_lanes
 from rotate._tuning import cpu as cpu_tuning
 
 DTYPES, FUNCTIONS = {dtypes!r}, {functions!r}
@@ -164,7 +165,7 @@ def dispatchers():
         found["table_builders." + str(index)] = value
     for index, value in enumerate(_schedule.compiled_free_builders()):
         found["free_builders." + str(index)] = value
-    for key, value in _rows.built_kernels.items():  # the kernels a kind of lane's factory built
+    for key, value in cpu_lanes.built_kernels.items():  # the kernels a kind of lane's factory built
         found["built." + repr(key)] = value
     return found
 
@@ -230,10 +231,10 @@ def test_after_warmup_the_common_calls_compile_and_load_nothing():
 
 
 def test_warmup_plans_as_on_an_idle_machine_and_restores_the_planners_setting(monkeypatch):
-    from rotate import _cpu
+    from rotate._cpu import threads as cpu_threads
     from rotate._tuning import cpu
 
-    monkeypatch.setattr(_cpu, "_others_running", lambda threads: 64)  # every core busy
+    monkeypatch.setattr(cpu_threads, "_others_running", lambda threads: 64)  # every core busy
     seen = []
     monkeypatch.setattr(rotate._warmup, "_CPU", {"roll": lambda dtype: seen.append(cpu.current().adapt_to_load)})
     with cpu.override(adapt_to_load=True):

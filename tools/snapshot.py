@@ -84,23 +84,23 @@ def adapter_case_tables():
 
 
 def adapter_pin_cpu_threads(threads: int) -> None:
-    """ADAPTER (CPU backend, rotate/_cpu.py): plans use ``threads`` threads whatever the machine's load.
+    """ADAPTER (CPU backend, rotate/_cpu/): plans use ``threads`` threads whatever the machine's load.
 
     The CPU planner reads numba's thread count less the cores other processes keep busy
-    (``_cpu.usable_threads``, from /proc/loadavg): a snapshot must not depend on the load.
+    (``_cpu.threads.usable_threads``, from /proc/loadavg): a snapshot must not depend on the load.
     """
     import numba
 
-    from rotate import _cpu
+    from rotate._cpu import threads as cpu_threads
 
     numba.set_num_threads(threads)
-    _cpu.usable_threads = lambda: threads
+    cpu_threads.usable_threads = lambda: threads
 
 
 @contextlib.contextmanager
 def adapter_cpu_tuning(pairs: tuple) -> Iterator[None]:
     """ADAPTER (CPU tuning): apply tests/cases.py's ``tunables`` pairs. Records name them as the module
-    constants of rotate/_cpu.py they were at the baseline (SCRATCH_BYTES ...); since the tuning objects
+    constants of rotate/_cpu/ they were at the baseline (SCRATCH_BYTES ...); since the tuning objects
     they are fields of rotate/_tuning/cpu.py, the same names in lower case."""
     from rotate._tuning import cpu as cpu_tuning
 

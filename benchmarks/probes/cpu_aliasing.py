@@ -3,7 +3,7 @@
 Backs: `cpu.alias_slack` (docs/tuning.md, "CPU: the chain"), from docs/results/cpu-aliasing.json.
 
 4 KiB aliasing on this CPU: the measurements behind chain-serial's ring placement and the
-block-swap rule (``rotate._cpu._ring_offset``, ``_ops_alias``; docs/perf-notes.md).
+block-swap rule (``rotate._cpu.kernels._ring_offset``, ``_ops_alias``; docs/perf-notes.md).
 
     .venv/bin/python benchmarks/probes/cpu_aliasing.py --json docs/results/cpu-aliasing.json
 
@@ -27,7 +27,7 @@ import numba
 import numpy as np
 
 import rotate
-from rotate import _cpu
+from rotate._cpu import kernels, planner as cpu_planner, runners
 from rotate._provenance import environment
 
 
@@ -71,7 +71,7 @@ def ring_sweep():
     for target in [None] + list(range(0, 4096, 256)) + [16, 32, 48, 64, 4064, 4080]:
         place = target is None
         scratch = big if place else big[(target - big.ctypes.data - d["_scratch_row"]) % 4096:]
-        ms = best(lambda: _cpu._chain_rows_serial(buf, 1, a.nbytes, k, d["tile_bytes"], d["ring"], d["_table"],
+        ms = best(lambda: kernels._chain_rows_serial(buf, 1, a.nbytes, k, d["tile_bytes"], d["ring"], d["_table"],
                                                    scratch, d["_scratch_row"], 4096 if place else 0)) * 1e3
         ring = scratch.ctypes.data + d["_scratch_row"]
         rows.append(dict(ring="placed" if place else target, row_minus_ring=None if place else
@@ -85,28 +85,28 @@ def rolls():
     a = np.random.default_rng(1).random(32 << 20)
     out = np.empty_like(a)
     copy_ms = best(lambda: np.copyto(out, a)) * 1e3
-    rule = _cpu._ops_alias
+    rule = cpu_planner._ops_alias
     rows = []
     for label, shift in (("n/2+1", a.size // 2 + 1), ("n/4+1", a.size // 4 + 1), ("n/2+3", a.size // 2 + 3)):
         left = a.size - shift
         words = a.view(np.uint64)
         for planner in ("as it is", "aliasing rule off"):
-            _cpu._ops_alias = rule if planner == "as it is" else (lambda ops, itemsize: False)
-            algorithm = _cpu.plan_rows(1, a.size, left, 8)[0]
+            cpu_planner._ops_alias = rule if planner == "as it is" else (lambda ops, itemsize: False)
+            algorithm = cpu_planner.plan_rows(1, a.size, left, 8)[0]
             before = a.copy()
-            _cpu.rotate_rows_inplace(words, 1, a.size, left)
+            runners.rotate_rows_inplace(words, 1, a.size, left)
             ok = bool(np.array_equal(a.view(np.uint8), np.roll(before, shift).view(np.uint8)))
             times = []
             for _ in range(5):  # the roll timed, the way back not (its plan differs)
                 t = time.perf_counter()
-                _cpu.rotate_rows_inplace(words, 1, a.size, left)
+                runners.rotate_rows_inplace(words, 1, a.size, left)
                 times.append(time.perf_counter() - t)
-                _cpu.rotate_rows_inplace(words, 1, a.size, shift)
+                runners.rotate_rows_inplace(words, 1, a.size, shift)
             ms = min(times) * 1e3
             rows.append(dict(shift=label, planner=planner, algorithm=algorithm, ok=ok, ms=round(ms, 2),
                              x_copyto=round(ms / copy_ms, 3)))
             print("roll", rows[-1], flush=True)
-    _cpu._ops_alias = rule
+    cpu_planner._ops_alias = rule
     return dict(copyto_ms=round(copy_ms, 2), rows=rows)
 
 

@@ -1,5 +1,6 @@
-"""Below which array size does a narrow-strip multi-axis roll run faster as one ``row-cycles`` launch than
-as a flat pass and a ``row-strips`` step (three launches)?
+"""Below which size does a narrow-strip multi-axis roll run faster without the flat pass and strip step?
+
+The flat pass and strip step are three launches (a flat chain pass, the ``row-strips`` save and move).
 
 Backs: `cuda.flat_strips_min_bytes` (docs/tuning.md, "GPU: multi-axis"), from
 docs/results/flat-strips-sizes-h200.json.

@@ -1,4 +1,4 @@
-"""The CPU backend's tuning policy (rotate/_cpu.py and rotate/_rows.py plan from it).
+"""The CPU backend's tuning policy (rotate/_cpu/ and rotate/_cpu/lanes.py plan from it).
 
 Every value here is a planner's choice; ``docs/tuning.md`` ("CPU") says why
 each is what it is. Values the compiled kernels bake in at compile time are

@@ -71,12 +71,13 @@ import numpy as np
 from numba import njit
 from numba.extending import overload
 
-from . import _cpu, _team
-from ._bytemem import HAS_BYTE_SHUFFLE, load_u64, shuffle_store16, store_u16, store_u32, store_u64
-from ._cpu import _move, _shift_serial, _swap_tiled
-from ._plan import Params, Step
-from ._tuning.cpu import current as _T
-from ._validate import word_view_params
+from .. import _team
+from . import runners, threads as cpu_threads
+from .._bytemem import HAS_BYTE_SHUFFLE, load_u64, shuffle_store16, store_u16, store_u32, store_u64
+from .kernels import _move, _shift_serial, _swap_tiled
+from .._plan import Params, Step
+from .._tuning.cpu import current as _T
+from .._validate import word_view_params
 
 # Block copies of rows up to this many words use element loops, not memmove (a compiled kernel's own
 # constant, baked in at compile time: not tuning, and not in the plan key).
@@ -1052,7 +1053,7 @@ def plan_lanes(shape, strides, itemsize: int, axis: int, max_scratch_bytes=None)
     dims, dim_strides = _merge_dims(dims, dim_strides)
     lanes = math.prod(dims)
     total = lanes * n * itemsize
-    threads = _cpu._lanes(total, max(1, lanes))
+    threads = cpu_threads._lanes(total, max(1, lanes))
     if mode == _LANE_SMALL:
         span = sum((d - 1) * abs(s) for d, s in zip(shape, strides)) + itemsize
         step = _plan_short_lanes(axis, n, itemsize, word, dims, dim_strides, lanes, threads, max_scratch_bytes,
@@ -1116,7 +1117,7 @@ def _plan_short_lanes(axis, n, itemsize, word, dims, dim_strides, lanes, threads
     need = 0 if words == 1 else 2 * words + block
     # Threads' scratch rows on separate cache lines: sharing one made two threads slower than one.
     # The scratch array is only 16-byte aligned, so rounding to 128 bytes is not enough: a spare
-    # 128 bytes keeps one thread's last line off the next one's first (rotate/_cpu.py's small rows
+    # 128 bytes keeps one thread's last line off the next one's first (rotate/_cpu/'s small rows
     # ran 3.7x slower by malloc's luck without it).
     slot = need if threads == 1 or need == 0 else (-(-need * lane_word // 128) * 128 + 128) // lane_word
     if threads * slot > budget_words:
@@ -1200,14 +1201,14 @@ def run_lanes(flat: np.ndarray, origin: int, shifts: np.ndarray, step: Step) -> 
     """
     p = step.params
     if isinstance(p, ByteLanesParams):
-        scratch = _cpu.scratch_array(p.threads * p.slot, np.dtype(np.uint64))
+        scratch = runners.scratch_array(p.threads * p.slot, np.dtype(np.uint64))
         masks = _byte_lane_masks(p)
         kernel = _byte_lanes_kernel(*_byte_kind(p.lane_bytes, p.dim_strides[-1], masks, p.two_words, p.registers))
         _team.run(kernel, p.threads, p.threads, flat, origin, p.lane_bytes, np.array(p.dims, np.int64),
                   np.array(p.dim_strides, np.int64), shifts, p.n, p.itemsize, p.threads, scratch,
                   scratch.view(np.uint8), p.slot, p.block, masks)
         return
-    scratch = _cpu.scratch_array(p.threads * p.slot, flat.dtype)
+    scratch = runners.scratch_array(p.threads * p.slot, flat.dtype)
     if isinstance(p, ShortLanesParams):
         wshift = p.word.bit_length() - 1
         kernel = _short_lanes_kernel(*_short_kind(p.words, p.itemsize, wshift))
@@ -1271,7 +1272,7 @@ def plan_multiaxis(info, rotations, max_scratch_bytes=None):
     cycle_len = n0 // g
     units = outer * g
     total = outer * n0 * blk * word
-    threads = _cpu._lanes(total, max(1, n0))
+    threads = cpu_threads._lanes(total, max(1, n0))
     budget_words = _budget(max_scratch_bytes) // word
     if blk > budget_words:
         return None
@@ -1298,7 +1299,7 @@ def plan_multiaxis(info, rotations, max_scratch_bytes=None):
 
 def run_multiaxis(buf: np.ndarray, step: Step, p: MultiAxisParams) -> None:
     """Run a :func:`plan_multiaxis` step on the array's memory as a flat word array."""
-    scratch = _cpu.scratch_array(p.slots * p.blk, buf.dtype)
+    scratch = runners.scratch_array(p.slots * p.blk, buf.dtype)
     row_dims, row_shifts = np.array(p.row_dims, np.int64), np.array(p.row_shifts, np.int64)
     q, threads = p.pieces_per_cycle, p.threads
     if q == 0:
@@ -1312,4 +1313,4 @@ def run_multiaxis(buf: np.ndarray, step: Step, p: MultiAxisParams) -> None:
 
 
 
-_cpu.ROW_RUNNERS[MultiAxisParams] = run_multiaxis
+runners.ROW_RUNNERS[MultiAxisParams] = run_multiaxis
