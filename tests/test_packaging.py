@@ -44,3 +44,16 @@ def test_the_changelog_has_an_entry_for_the_version():
     version = rotate._version.pyproject_version(PYPROJECT)
     assert re.search(rf"^## \[{re.escape(version)}\]", (ROOT / "CHANGELOG.md").read_text(), re.M), (
         f"CHANGELOG.md has no '## [{version}]' section: a release moves Unreleased there (CONTRIBUTING.md)")
+
+
+def test_every_package_of_the_source_tree_is_in_the_distribution():
+    """pyproject.toml lists the packages a wheel carries; a subpackage left out is missing from every
+    install but an editable one (rotate._cuda.schedules was, from 9dc3a0b: GPU rolls from a wheel failed)."""
+    import tomllib
+
+    listed = set(tomllib.loads(PYPROJECT.read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(init.parent.relative_to(ROOT).parts)
+             for top in ("rotate", "waveops") for init in (ROOT / top).rglob("__init__.py")
+             if "__pycache__" not in init.parts}
+    assert found == listed, f"pyproject.toml [tool.setuptools] packages: add {sorted(found - listed)}, " \
+                            f"remove {sorted(listed - found)}"
