@@ -6,7 +6,7 @@ first on the machine as it is, then with ``--load`` (default: one a core)
 CPU-bound background processes running. The gate: under that load the
 default call takes at most 1.5x the one-thread call, and the quiet default
 is no slower than before (the planner reads the cores other processes leave
-free: rotate/_cpu/, ``usable_threads``). Every call is checked against
+free: rotate/_backends/cpu/, ``usable_threads``). Every call is checked against
 numpy once. The load averages at start and end are recorded; a quiet phase
 taken at a load average above 0.5 a core is marked ``quiet_ok: false``.
 

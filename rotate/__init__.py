@@ -12,14 +12,14 @@ on the caller's stream. ``plan`` says what a call would do.
 array([4, 0, 1, 2, 3])
 """
 
-from . import _compile_notice, _numba_cache
+from ._core import compile_notice as _compile_notice, numba_cache as _numba_cache
 
 _numba_cache.install()  # before any module below defines a cached kernel
 _compile_notice.install()  # a call about to compile says so, once (logger "rotate")
 
 from ._api import plan, roll, rotate  # noqa: E402
-from ._plan import Plan, Step  # noqa: E402
-from ._validate import AxisError  # noqa: E402
+from ._core.plan import Plan, Step  # noqa: E402
+from ._core.validate import AxisError  # noqa: E402
 from .rows import fftshift, ifftshift, plan_roll_rows, roll_rows  # noqa: E402
 from ._warmup import warmup  # noqa: E402
 from . import distributed  # noqa: E402,F401  (registers DTensor rolls with roll; imports no torch)
@@ -66,7 +66,7 @@ def release_scratch() -> int:
     """
     import sys
 
-    runtime = sys.modules.get("rotate._cuda.runtime")
+    runtime = sys.modules.get("rotate._backends.cuda.runtime")
     return runtime.release_scratch() if runtime is not None else 0
 
 

@@ -9,9 +9,10 @@ from typing import Any, Optional, Sequence, SupportsIndex, TypeVar, Union
 import numpy as np
 import numpy.typing as npt
 
-from . import _arrays, _backends
-from ._plan import Plan, axis_rotations
-from ._validate import as_index, as_index_tuple, broadcast_shifts
+from ._core import arrays as _arrays
+from . import _backends
+from ._core.plan import Plan, axis_rotations
+from ._core.validate import as_index, as_index_tuple, broadcast_shifts
 
 #: A shift or axis, or several, as numpy.roll takes them: Python and numpy integers (anything with
 #: ``__index__``), and 1-D sequences or integer arrays of them.

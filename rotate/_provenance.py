@@ -54,8 +54,8 @@ def _package_version(dist: str) -> Any:
 
 def cpu_knobs() -> dict:
     """numba's threads and the CPU tuning policy in force (every field; an override shows here)."""
-    from ._cpu import threads
-    from ._tuning import cpu as tuning
+    from ._backends.cpu import threads
+    from ._backends.cpu import tuning
 
     return {
         "numba_threads": threads.num_threads(),
@@ -79,7 +79,7 @@ def gpu_knobs() -> dict:
     try:
         from numba import cuda
 
-        from ._cuda import device as gpu
+        from ._backends.cuda import device as gpu
 
         out["tuning"] = dataclasses.asdict(gpu.policy())
         dev = cuda.get_current_device()

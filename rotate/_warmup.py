@@ -20,9 +20,9 @@ from typing import Any, Callable, Iterable, Optional, Union
 
 import numpy as np
 
-from . import _compile_notice
+from ._core import compile_notice as _compile_notice
 from ._api import plan, roll
-from ._tuning import cpu as _cpu_tuning
+from ._backends.cpu import tuning as _cpu_tuning
 from .rows import fftshift, roll_rows
 
 FUNCTIONS = ("roll", "roll_rows", "fftshift")
@@ -205,7 +205,7 @@ def _big(dtype: np.dtype) -> int:
 
 
 def _cpu_roll(dtype: np.dtype) -> None:
-    from ._cpu import planner
+    from ._backends.cpu import planner
 
     n = _big(dtype)
     for length in _SHORT:  # one short row (one lane), then many (each lane a share of them)

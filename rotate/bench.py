@@ -126,11 +126,11 @@ def memcpy_baseline(size: int, repeat: int = 10):
 
 def forced_chain(tile_bytes: int, buffers: int):
     """A context for GPU probes: the planner's chain layouts other than ``(tile_bytes, buffers)`` are
-    refused (with ``rotate._tuning.cuda.override`` of those knobs, the chain plans only that configuration)."""
+    refused (with ``rotate._backends.cuda.tuning.override`` of those knobs, the chain plans only that configuration)."""
     import contextlib
 
-    from rotate._cuda.schedules import chain
-    from rotate._tuning import cuda as cuda_tuning
+    from ._backends.cuda.schedules import chain
+    from ._backends.cuda import tuning as cuda_tuning
 
     @contextlib.contextmanager
     def forced():
@@ -939,7 +939,7 @@ def main(argv=None) -> int:
                           help="sweep tile_bytes:threads[:buffers[:min_blocks]], e.g. 32768:256:2,24576:256:2:4")
     gpu_only.add_argument("--profile", action="store_true", help="cProfile the host overhead of small rolls")
     gpu_only.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE",
-                          help="a GPU planner setting for the whole run (a field of rotate/_tuning/cuda.py), e.g. "
+                          help="a GPU planner setting for the whole run (a field of rotate/_backends/cuda/tuning.py), e.g. "
                                "co_resident=False")
     cpu_only = parser.add_argument_group("CPU only")
     cpu_only.add_argument("--flush-mib", type=int, default=512,
@@ -1059,7 +1059,7 @@ def _main_gpu(args) -> int:
 
     from numba import cuda
 
-    from rotate._tuning import cuda as cuda_tuning  # GPU only: the CPU benchmark never imports the CUDA side
+    from ._backends.cuda import tuning as cuda_tuning  # GPU only: the CPU benchmark never imports the CUDA side
 
     sizes, dtypes, shifts = _choose(args, DEFAULT_SIZES, FULL_SIZES, QUICK_SIZES)
     started = time.time()
@@ -1102,8 +1102,8 @@ def _runs(args, sizes, dtypes, shifts, progress=None) -> list:
     """``run`` once, or once per ``--tiles`` configuration."""
     log = progress.log(print) if progress is not None else print
     if args.tiles:
-        from rotate._cuda import device as gpu
-        from rotate._tuning import cuda as cuda_tuning
+        from ._backends.cuda import device as gpu
+        from ._backends.cuda import tuning as cuda_tuning
 
         rows = []
         for config in args.tiles.split(","):

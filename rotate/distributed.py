@@ -40,9 +40,11 @@ from typing import Any, List, Optional, Sequence, SupportsIndex, Union, overload
 
 import numpy as np
 
-from . import _api, _arrays, _dschedule
+from . import _api
+from ._core import arrays as _arrays
+from ._schedules import exchange as _dschedule
 from ._api import ArrayT, IntOrInts, plan as local_plan, roll as local_roll
-from ._validate import as_index, normalize_axis
+from ._core.validate import as_index, normalize_axis
 
 DEFAULT_STAGING_BYTES = 64 << 20
 
@@ -765,7 +767,7 @@ def _dtensor_call(dt, shift, axis, staging_bytes, execute: bool):
     torch = _torch()
     dist = _dist()
     from torch.distributed.tensor import Replicate, Shard
-    from ._validate import broadcast_shifts, as_index_tuple
+    from ._core.validate import broadcast_shifts, as_index_tuple
 
     mesh = dt.device_mesh
     placements = tuple(dt.placements)

@@ -1,7 +1,7 @@
 """Per-lane shifts and in-place fftshift: ``roll_rows``, ``fftshift``, ``ifftshift``.
 
 Thin public functions (validate, plan, execute) over the kernels in
-rotate/_cpu/lanes.py, using the same array recognition, checks and plan objects
+rotate/_backends/cpu/lanes.py, using the same array recognition, checks and plan objects
 as :func:`rotate.roll`.
 
 >>> import numpy as np, rotate
@@ -20,10 +20,11 @@ import dataclasses
 
 import numpy as np
 
-from . import _api, _arrays
+from . import _api
+from ._core import arrays as _arrays
 from ._api import ArrayT, IntOrInts
-from ._plan import Plan
-from ._validate import as_index, normalize_axis
+from ._core.plan import Plan
+from ._core.validate import as_index, normalize_axis
 
 __all__ = ["roll_rows", "plan_roll_rows", "fftshift", "ifftshift"]
 

@@ -24,7 +24,7 @@ from typing import Any, Optional
 import numpy as np
 from hypothesis import note
 from hypothesis import strategies as st
-from rotate._tuning import cuda as cuda_tuning
+from rotate._backends.cuda import tuning as cuda_tuning
 
 POISON = 0xA5
 GUARD = 64  # bytes before and after the array; a multiple of 16 keeps ``offset`` the misalignment
@@ -41,7 +41,7 @@ class Case:
     """One roll: ``numpy.roll(a, shift, axis)`` on random bytes ``offset`` bytes past an aligned address.
 
     ``tunables`` are ``(name, value)`` pairs a runner applies for the call
-    (GPU: tuning fields such as tile_bytes; CPU: tuning fields, rotate/_tuning/cpu.py).
+    (GPU: tuning fields such as tile_bytes; CPU: tuning fields, rotate/_backends/cpu/tuning.py).
     """
 
     shape: tuple
@@ -85,7 +85,7 @@ def expected_bytes(case: Case) -> bytes:
     numpy cannot tell padding from another view's fields, so rotate never
     moves either (issue #10); here padding must keep its original bytes.
     """
-    from rotate import _arrays
+    from rotate._core import arrays as _arrays
 
     a = case.array()
     rolled = void(np.roll(void(a).copy(), case.shift, axis=case.axis)).tobytes()
@@ -154,7 +154,7 @@ def device_copy(raw: np.ndarray):
     """
     from numba import cuda
 
-    from rotate._cuda.kernels import memops
+    from rotate._backends.cuda.kernels import memops
 
     if not memops.SIMULATED:
         return cuda.to_device(raw)
@@ -174,8 +174,8 @@ class CpuRunner:
 
     def roll(self, raw: np.ndarray, case: Case):
         import rotate
-        from rotate._cpu import runners
-        from rotate._tuning import cpu as cpu_tuning
+        from rotate._backends.cpu import runners
+        from rotate._backends.cpu import tuning as cpu_tuning
 
         buf = raw.copy()
         view = view_of(buf, case)
@@ -210,8 +210,8 @@ class CpuRunner:
 def poison_launch_scratch() -> None:
     """Fill the launcher's cached scratch for the default stream with POISON (before a call, so a kernel
     that reads scratch it never wrote gets garbage). It reaches into today's launcher
-    (``rotate._cuda.runtime.scratch_for``): when the launcher changes, change it here, never drop it."""
-    from rotate._cuda import runtime as gpu_runtime
+    (``rotate._backends.cuda.runtime.scratch_for``): when the launcher changes, change it here, never drop it."""
+    from rotate._backends.cuda import runtime as gpu_runtime
 
     entry = gpu_runtime.scratch_for(0)  # the default stream's handle
     if entry.pre is not None:
@@ -222,7 +222,7 @@ class CudaRunner:
     """Device arrays (real GPU or the simulator) through the CUDA backend.
 
     ``poison_scratch`` fills the launcher's cached scratch with POISON before
-    each call; it reaches into today's launcher (``rotate._cuda.runtime.scratch_for``):
+    each call; it reaches into today's launcher (``rotate._backends.cuda.runtime.scratch_for``):
     when the launcher changes, change it here, never drop it.
     """
 

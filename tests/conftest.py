@@ -29,8 +29,8 @@ settings.register_profile("mutation", deadline=None, max_examples=60, derandomiz
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 # Plans that do not depend on what else runs on the machine: the CPU backend's thread count adapts to
-# other processes' load (rotate/_cpu/, usable_threads); tests/test_busy.py checks that on its own.
-from rotate._tuning import cpu as _cpu_tuning  # noqa: E402
+# other processes' load (rotate/_backends/cpu/, usable_threads); tests/test_busy.py checks that on its own.
+from rotate._backends.cpu import tuning as _cpu_tuning  # noqa: E402
 
 # For the whole session (held: a generator context dropped unreferenced would be closed, undoing it); tests
 # override on top.
@@ -48,13 +48,13 @@ class _Tune:
         self._stack.enter_context(_cpu_tuning.override(**fields))
 
     def cuda(self, **fields):
-        from rotate._tuning import cuda
+        from rotate._backends.cuda import tuning as cuda
 
         self._stack.enter_context(cuda.override(**fields))
 
 
 @pytest.fixture
 def tune():
-    """The one way a test changes tuning (rotate/_tuning): undone when the test ends."""
+    """The one way a test changes tuning (rotate/_backends/*/tuning.py): undone when the test ends."""
     with contextlib.ExitStack() as stack:
         yield _Tune(stack)

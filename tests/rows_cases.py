@@ -17,7 +17,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from cases import GUARD, POISON, device_copy, poison_launch_scratch, void
-from rotate._tuning import cuda as cuda_tuning
+from rotate._backends.cuda import tuning as cuda_tuning
 
 FUNCTIONS = ("roll_rows", "roll", "fftshift", "ifftshift")
 
@@ -151,7 +151,7 @@ class CpuRowsRunner:
 
 class CudaRowsRunner:
     """Device arrays (a GPU or the simulator), scratch poisoned before each call; ``settings`` are GPU
-    tuning fields (rotate/_tuning/cuda.py) the calls run under."""
+    tuning fields (rotate/_backends/cuda/tuning.py) the calls run under."""
 
     backend = "cuda"
 
@@ -295,7 +295,7 @@ def walk_pool_bytes(plan, case: RowsCase) -> Optional[int]:
     """The pool bytes a ``lane-walks`` call asks for (the spans of lanes over their block's share, the
     emulator's ``walk_plan`` lane by lane, the pool taken as ample), or None for cases whose lanes are not
     in memory order (only C-ordered cases rolled along the last axis are counted)."""
-    from rotate import _emulator as E
+    from rotate._testing import emulator as E
 
     step = plan.steps[0]
     d = step.details
@@ -318,7 +318,7 @@ def launch_scratch_state(plan) -> tuple:
     the pool (the bytes after the blocks' shares), POISON where the kernel did not write it, and the
     dispensers, which the last block out must leave at zero. Like ``poison_launch_scratch``, it reaches
     into today's launcher. Scratch a call grew was never poisoned: repeat the call to read the pool."""
-    from rotate._cuda import runtime as gpu_runtime
+    from rotate._backends.cuda import runtime as gpu_runtime
 
     d = plan.steps[0].details
     entry = gpu_runtime.scratch_for(0)

@@ -68,7 +68,7 @@ def check_sector_split():
     and every copy lands in shared memory at its global source's phase within a sector
     (``kernels.chain.sector_shift``) unless it continues the copy before it: every copy longer than a
     vector starts on a sector, the rolls stay right, and splits happen here."""
-    from rotate._cuda.kernels import chain, memops
+    from rotate._backends.cuda.kernels import chain, memops
 
     seen, landed = [], []
     plain_load = chain.bulk_load
@@ -311,7 +311,7 @@ def check_rows_flat_strips():
     against numpy; every case's plan is the two steps."""
     from rows_cases import FLAT_STRIP_CASES, CudaRowsRunner, RowsCase, check_rows_case
 
-    from rotate._cuda.schedules.multi_axis import ONE_PASS_SCHEDULES
+    from rotate._backends.cuda.schedules.multi_axis import ONE_PASS_SCHEDULES
 
     seen = set()
     for i, (function, shape, dtype, shifts, axes, order) in enumerate(FLAT_STRIP_CASES):
@@ -438,7 +438,7 @@ def check_write_moved():
     The simulator also faults 16-byte accesses that are not 16-byte aligned
     and shared reads past the buffer.
     """
-    from rotate._cuda.kernels import common
+    from rotate._backends.cuda.kernels import common
 
     threads, buffer_words, slot0 = 4, 4 * 12, 1
     rng = np.random.default_rng(7)
@@ -567,7 +567,7 @@ def check_rows_columns():
                          (lambda: rotate.roll_rows(a, list(range(8)), axis=0, max_scratch_bytes=8),
                           "max_scratch_bytes")):
         try:
-            with rotate._tuning.cuda.override(column_smem_bytes=16):
+            with rotate._backends.cuda.tuning.override(column_smem_bytes=16):
                 bad()
         except ValueError as exc:
             assert message in str(exc), exc

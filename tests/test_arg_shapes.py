@@ -8,7 +8,7 @@
   from overlapping layouts;
 * a padded struct inside a subarray field (1-D and 2-D subarrays), checked
   against numpy field by field (the padding must keep its bytes), never
-  against ``rotate._arrays.field_byte_ranges``, the code under test;
+  against ``rotate._core.arrays.field_byte_ranges``, the code under test;
 * byte-swapped shift arrays for ``roll_rows`` (``>i8``, ``>u4``, ``>i2``,
   ``>u8`` past int64), on the CPU and, device stubbed, as the host shifts a
   GPU launch gets.
@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import rotate
-from rotate import _validate
+from rotate._core import validate as _validate
 from cases import RARE_ARGUMENT_CASES, STRUCT16, CpuRunner, check_roll_case
 from test_cache_keys import FakeDeviceArray, caches, device  # noqa: F401 (fixtures)
 
@@ -109,7 +109,7 @@ def test_reversed_2d_views_past_the_enumeration_limit(axis):
     for view in (base[::-1, ::-1], base[::-1], base[:, ::-1], base.T[::-1]):
         assert view.size > 1 << 20
         assert not _validate.may_self_overlap(view.shape, view.strides, view.itemsize)
-        if axis is None and rotate._arrays.c_order_line(view.shape, view.strides) is None:
+        if axis is None and rotate._core.arrays.c_order_line(view.shape, view.strides) is None:
             continue  # numpy's C order is not one line of memory there: refused (tested elsewhere)
         want = np.roll(view, 777, axis)
         rotate.roll(view, 777, axis)

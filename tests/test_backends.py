@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 import rotate
 from rotate import _api, _backends
-from rotate._cpu import runners
-from rotate._arrays import ArrayInfo
-from rotate._tuning import cpu as cpu_tuning
-from rotate._plan import Step
+from rotate._backends.cpu import runners
+from rotate._core.arrays import ArrayInfo
+from rotate._backends.cpu import tuning as cpu_tuning
+from rotate._core.plan import Step
 
 from test_roll import (DTYPES, as_python, as_void, assert_same_bytes, make_array, make_view, shapes, shift_and_axis,
                        views)
@@ -136,7 +136,7 @@ def test_thread_count_and_budgets_change_the_plan_and_what_runs(recorded, tune):
 ])
 def test_roll_rows_runs_the_step_its_plan_names(monkeypatch, tune, shape, dtype, algorithm):
     """roll_rows executes plan_roll_rows' step (recorded at the lanes runner), on 1 and 2 threads."""
-    from rotate._cpu import lanes as cpu_lanes
+    from rotate._backends.cpu import lanes as cpu_lanes
 
     seen = []
     monkeypatch.setattr(cpu_lanes, "run_lanes", lambda flat, origin, shifts, step, run=cpu_lanes.run_lanes:

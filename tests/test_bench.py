@@ -107,7 +107,7 @@ def test_cases_are_the_ones_the_runs_time():
 
 def _bench(args, tmp_path):
     code = ("import sys, rotate.bench as b; rc = b.main(sys.argv[1:]); "
-            "print('CUDA planner imported:', 'rotate._cuda' in sys.modules); sys.exit(rc)")
+            "print('CUDA planner imported:', 'rotate._backends.cuda.registry' in sys.modules); sys.exit(rc)")
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=ENV,
                           cwd=tmp_path, timeout=900)
 

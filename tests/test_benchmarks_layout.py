@@ -60,10 +60,10 @@ def test_product_benchmarks_use_the_public_api_only(path):
 
 def test_the_check_sees_private_imports(tmp_path):
     script = tmp_path / "x.py"
-    script.write_text("import rotate._cpu\nfrom rotate import _provenance\nfrom rotate._tuning import cuda\n"
+    script.write_text("import rotate._backends.cpu\nfrom rotate import _provenance\nfrom rotate._backends.cuda import tuning as cuda\n"
                       "from waveops._core import rotate\nfrom rotate import bench\nbench._memcpy\n"
                       "from rotate import roll, bench_env\nimport numpy._core\n")
-    assert private_imports(script) == ["rotate._cpu", "rotate:_provenance", "rotate._tuning", "waveops._core",
+    assert private_imports(script) == ["rotate._backends.cpu", "rotate:_provenance", "rotate._backends.cuda", "waveops._core",
                                        "bench._memcpy"]
 
 

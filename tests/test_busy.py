@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import rotate
-from rotate._cpu import threads
+from rotate._backends.cpu import threads
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ every call of a sequence must give what the same call gives on empty caches:
   compared byte for byte with numpy (the whole buffer, so bytes outside a
   strided view count too) and step for step with the plan a fresh call runs.
   Each CPU group runs three ways (``cpu_run``): each call once; twice (the
-  second from the quick path), steps recorded; twice with ``_cpu.runners.run_rows``
+  second from the quick path), steps recorded; twice with ``cpu.runners.run_rows``
   left alone, so the quick path's own kernel calls run (bytes only);
 * the GPU quick paths (``_api._quick_calls``/``_quick_layouts`` for ``roll``
   and ``fftshift``, ``rows._quick_lanes`` for ``roll_rows`` with device
@@ -35,10 +35,11 @@ import numpy as np
 import pytest
 
 import rotate
-from rotate import _api, _arrays, _backends
-from rotate._cpu import runners
+from rotate import _api, _backends
+from rotate._core import arrays as _arrays
+from rotate._backends.cpu import runners
 from rotate import rows as _rows_api
-from rotate._tuning import cuda as cuda_tuning
+from rotate._backends.cuda import tuning as cuda_tuning
 
 # --- shared machinery ----------------------------------------------------------------------
 
@@ -147,7 +148,7 @@ def _fill_expected(view, fn, args, kwargs):
 def run_cpu(call, seed=1, record=True):
     """Run a CPU call on random bytes: (the whole buffer's bytes or the error, the steps that ran).
 
-    ``record=False`` leaves ``_cpu.runners.run_rows`` alone (the host quick path then calls its kernels directly):
+    ``record=False`` leaves ``cpu.runners.run_rows`` alone (the host quick path then calls its kernels directly):
     the steps are not seen, the bytes are still checked.
     """
     if not record:
@@ -289,7 +290,7 @@ def test_cpu_roll_scratch_bound_and_settings_vary(caches, cpu_run, monkeypatch):
             numba.set_num_threads(before)
 
     def budget(**values):
-        from rotate._tuning import cpu as cpu_tuning
+        from rotate._backends.cpu import tuning as cpu_tuning
 
         return cpu_tuning.override(**values)
 
@@ -382,8 +383,8 @@ class FakeDeviceArray:
 @pytest.fixture
 def device(monkeypatch, caches):
     """The CUDA backend with the device stubbed (an H200's shape) and its launcher recording instead of running."""
-    from rotate._cuda.kernels import memops
-    from rotate._cuda import device as gpu_device, registry as gpu_registry, runtime as gpu_runtime
+    from rotate._backends.cuda.kernels import memops
+    from rotate._backends.cuda import device as gpu_device, registry as gpu_registry, runtime as gpu_runtime
 
     if memops.SIMULATED:
         pytest.skip("the simulator's arrays take the full path")

@@ -1,6 +1,6 @@
 """The CPU's chain on every lane (issue #36): lanes of a row's chain positions that share nothing.
 
-* The exact plan tables the planner makes run in ``rotate._emulator.emulate_free_lanes`` with the lanes
+* The exact plan tables the planner makes run in ``rotate._testing.emulator.emulate_free_lanes`` with the lanes
   interleaved adversarially (one after another, the last first, random per action, round robin): the
   bytes equal ``numpy.roll``'s, scratch starts poisoned, and no lane reads row bytes after any lane wrote
   them. The GPU's table (readers in earlier lanes waited for, not pre-read) is caught by the same emulator.
@@ -24,17 +24,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rotate
-from rotate._cpu import planner, runners
-from rotate import _emulator as E
-from rotate import _schedule as S
-from rotate._tuning import cpu as cpu_tuning
+from rotate._backends.cpu import planner, runners
+from rotate._testing import emulator as E
+from rotate._schedules import chain as S
+from rotate._backends.cpu import tuning as cpu_tuning
 
 TILES = [(32,), (48,), (64,), (112,), (64, 48, 32)]
 
 
 
 def _chain_details(n, k, lanes, tiles, ring=4):
-    """The chain plan (``_cpu.planner._plan_chain``, as the planner makes it) of one row of ``n`` bytes rotated left
+    """The chain plan (``cpu.planner._plan_chain``, as the planner makes it) of one row of ``n`` bytes rotated left
     by ``k`` on ``lanes`` lanes, as the runner's details, or None where no tile fits."""
     with cpu_tuning.override(chain_tile_bytes=tuple(tiles), chain_ring=ring):
         plan = planner._plan_chain(1, n, k, 1 << 20, lanes)
@@ -330,8 +330,8 @@ import os, sys
 import numpy as np
 import numba
 import rotate
-from rotate import _cpu
-from rotate._tuning import cpu
+from rotate._backends import cpu as _cpu
+from rotate._backends.cpu import tuning as cpu
 
 n = 3 * (1 << 20) + 11
 with cpu.override(lanes=2, min_lane_bytes=1 << 16, scratch_bytes=1 << 20, adapt_to_load=False):
@@ -387,7 +387,7 @@ def test_chain_lanes_under_each_threading_layer(layer, tmp_path):
 
 @pytest.mark.parametrize("lanes", [2, 3])
 def test_chain_lanes_and_rows_on_any_team(lanes, tune):
-    """chain-lanes and chain-rows run by rotate._team's threads, 2 or 3 lanes: the same bytes as numpy."""
+    """chain-lanes and chain-rows run by rotate._backends.cpu.team's threads, 2 or 3 lanes: the same bytes as numpy."""
     tune.cpu(lanes=lanes, min_lane_bytes=1, chain_tile_bytes=(64, 48), scratch_bytes=2048, adapt_to_load=False)
     for rows, seg in ((1, 6007), (7, 6007)):
         for k in (seg // 3, seg // 2 + 3, 2 * seg // 5 + 1):

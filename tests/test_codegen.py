@@ -28,8 +28,8 @@ require_compiler()
 import numba.cuda.dispatcher as dispatcher  # noqa: E402
 from numba import cuda, types  # noqa: E402
 
-from rotate._cuda.kernels import block_swaps, chain  # noqa: E402
-from rotate._cuda import device as gpu_device  # noqa: E402
+from rotate._backends.cuda.kernels import block_swaps, chain  # noqa: E402
+from rotate._backends.cuda import device as gpu_device  # noqa: E402
 
 
 class _H200:
@@ -128,7 +128,7 @@ def test_swap_kernel_moves_128_bit_words_without_local_memory(swap_ptx):
 def test_lane_kernels_compile_for_every_unit(monkeypatch, which, unit):
     """roll_rows' lane panels and the row-cycles kernel: 128-bit copies in and stores out, the
     realigning gather's 128-bit shared loads, flag polls that cannot be hoisted, no local memory."""
-    from rotate._cuda.kernels import cycles, panels
+    from rotate._backends.cuda.kernels import cycles, panels
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
     threads = 256 if which == "panel" else 1024  # the largest block each is launched with
@@ -146,7 +146,7 @@ def test_lane_kernels_compile_for_every_unit(monkeypatch, which, unit):
 def test_panel_window_writer_compiles_to_realigned_vector_loads(monkeypatch, unit):
     """lane-panels' window writer (lanes of 16 bytes to 2 KiB): 128-bit shared loads (two windows a run),
     128-bit global stores, and no local memory (its runs' words stay in registers)."""
-    from rotate._cuda.kernels import panels
+    from rotate._backends.cuda.kernels import panels
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
     text, gather = (cuda.compile_ptx(panels.panel_kernel(unit, 256, 0, windows).py_func, (types.int64,) * 11,
@@ -163,7 +163,7 @@ def test_panel_window_writer_compiles_to_realigned_vector_loads(monkeypatch, uni
 def test_panel_run_writer_compiles_to_straight_vector_loops(monkeypatch, unit, row_threads):
     """lane-panels' run writer (lanes of 2 KiB and more): the chain kernel's realigning loops, 128-bit
     shared loads and global stores, 32-bit shared addresses (``ld.shared`` on ``%r``), no local memory."""
-    from rotate._cuda.kernels import panels
+    from rotate._backends.cuda.kernels import panels
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
     kernel = panels.panel_kernel(unit, 256, row_threads)
@@ -180,7 +180,7 @@ def test_warp_lane_kernel_syncs_warps_only(monkeypatch, slots, min_blocks, threa
     """lane-panels' warps variant: the run writer's loops, a warp barrier (``bar.warp.sync``) and no
     block barrier, ``cp.async`` ring waits by its slot count, no local memory (blocks of eight and four
     warps; also under a launch bound of three blocks an SM; a lane a warp, a half or a quarter warp)."""
-    from rotate._cuda.kernels import panels
+    from rotate._backends.cuda.kernels import panels
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
     kernel = panels.warp_lane_kernel(threads, slots, min_blocks, group)
@@ -195,7 +195,7 @@ def test_warp_lane_kernel_syncs_warps_only(monkeypatch, slots, min_blocks, threa
 @pytest.mark.parametrize("unit", [1, 8, 16])
 def test_cycle_run_writer_compiles_without_local_memory(monkeypatch, unit):
     """row-cycles' three-row kernel writing rows as runs, at the widest block the planner gives it (512)."""
-    from rotate._cuda.kernels import cycles
+    from rotate._backends.cuda.kernels import cycles
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
     threads = gpu_device.policy().run_cycle_threads
@@ -211,7 +211,7 @@ def test_cycle_run_writer_compiles_without_local_memory(monkeypatch, unit):
 def test_half_swap_kernel_loads_both_runs_before_storing(monkeypatch, vecs, group):
     """half-swaps: a pass's 128-bit loads of both runs all come before its first store (the loads are in
     flight together), no shared memory, no local memory."""
-    from rotate._cuda.kernels import half_swaps
+    from rotate._backends.cuda.kernels import half_swaps
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
     kernel = half_swaps.half_swap_kernel(256, vecs, group)
@@ -228,7 +228,7 @@ def test_row_strip_kernels_load_a_batch_before_the_barrier(monkeypatch, vecs):
     """row-strips: the save kernel is a 128-bit copy; the move kernel issues a batch's 128-bit loads
     (sources, and destinations the strip only partly covers) before its one barrier and every store
     after it, with no shared or local memory."""
-    from rotate._cuda.kernels import strips
+    from rotate._backends.cuda.kernels import strips
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
     save, _ = cuda.compile_ptx(strips.strip_save_kernel(256).py_func, (types.int64,) * 10, cc=(9, 0),
@@ -248,7 +248,7 @@ def test_row_strip_kernels_load_a_batch_before_the_barrier(monkeypatch, vecs):
 def test_swap_lane_kernel_compiles_to_128_bit_copies_and_stores(monkeypatch, panel_bytes):
     """roll_rows' long lanes (lane-swaps): 128-bit copies in, realigned 128-bit stores out, no local
     memory (also for the tests' 64-byte panels)."""
-    from rotate._cuda.kernels import lane_swaps, panels
+    from rotate._backends.cuda.kernels import lane_swaps, panels
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
     kernel = lane_swaps.swap_kernel(panels.THREADS, panel_bytes)
@@ -264,7 +264,7 @@ def test_walk_lane_kernel_compiles(monkeypatch, buffers, tile_bytes, panel_bytes
     """roll_rows' lane walks: 128-bit copies in (lane and scratch), realigned 128-bit stores out, a
     ``cp.async.wait_group`` for every look-ahead the ring allows, no local memory (also with the tests'
     64-byte tiles)."""
-    from rotate._cuda.kernels import panels, walks
+    from rotate._backends.cuda.kernels import panels, walks
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
     kernel = walks.walk_kernel(panels.THREADS, buffers, tile_bytes, 64, panel_bytes)
@@ -283,7 +283,7 @@ def test_chunked_cycle_kernel_compiles(monkeypatch, ring, threads):
     """row-cycles' chunked variant (rows beyond three row buffers): 128-bit copies in and stores out, the
     realigning 128-bit shared loads, ``cp.async.wait_group`` with the ring's count (every older group
     covered), flag polls that cannot be hoisted, no local memory."""
-    from rotate._cuda.kernels import cycles
+    from rotate._backends.cuda.kernels import cycles
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
     kernel = cycles.cycle_stream_kernel(threads, ring)
@@ -300,7 +300,7 @@ def test_chunked_cycle_kernel_compiles(monkeypatch, ring, threads):
 def test_walk_pre_bytes_compiles_for_the_device(monkeypatch):
     """The closed-form count of a long lane's pre-read bytes (``_schedule.walk_pre_bytes``) compiles for
     sm_90 as a device function, with no local memory: a block a lane counts both chain steps of a tile."""
-    from rotate import _schedule as S
+    from rotate._schedules import chain as S
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
 
@@ -321,7 +321,7 @@ def test_column_kernels_keep_their_loads_in_registers(monkeypatch, word, unit, s
     """column-panels (roll_rows along a strided axis): the words a thread loads ahead stay in registers (no
     local memory), rows move as ``word``-byte global loads and stores, the panel in shared memory unless
     staged."""
-    from rotate._cuda.kernels import columns
+    from rotate._backends.cuda.kernels import columns
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
     kernel = (columns.staged_kernel if staged else columns.panel_kernel)(word, unit, 256, 4)

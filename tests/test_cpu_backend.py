@@ -1,4 +1,4 @@
-"""Property tests of the CPU backend (rotate._cpu) against numpy.roll.
+"""Property tests of the CPU backend (rotate._backends.cpu) against numpy.roll.
 
 The module's budget constants are shrunk per example (``tiny_budget``) so that the
 block-swap, many-seam and reversal paths run on arrays of a few hundred words.
@@ -16,8 +16,8 @@ from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 
 import rotate
-from rotate._cpu import kernels, planner, runners
-from rotate._tuning import cpu as cpu_tuning
+from rotate._backends.cpu import kernels, planner, runners
+from rotate._backends.cpu import tuning as cpu_tuning
 
 WORD_DTYPES = [np.uint8, np.uint16, np.uint32, np.uint64]
 
@@ -39,7 +39,7 @@ def tiny_budget(scratch_bytes=None, tile_bytes=None, lanes=None, small_row_bytes
     fields = dict(scratch_bytes=scratch_bytes, tile_bytes=tile_bytes, lanes=lanes, min_lane_bytes=1,
                   small_row_bytes=small_row_bytes)
     with cpu_tuning.override(**fields):
-        yield f"rotate._tuning.cpu.override(**{fields})"
+        yield f"rotate._backends.cpu.tuning.override(**{fields})"
 
 
 def random_words(rng, size, dtype):
@@ -80,7 +80,7 @@ def check_rows(rows, seg, k, dtype, seed, setup):
     rng = np.random.default_rng(seed)
     buf = random_words(rng, rows * seg, dtype)
     expected = roll_rows_oracle(buf, rows, seg, k)
-    note(f"from rotate._cpu import planner, runners; import numpy as np\n{setup}\n"
+    note(f"from rotate._backends.cpu import planner, runners; import numpy as np\n{setup}\n"
          f"buf = np.random.default_rng({seed}).integers(1, np.iinfo(np.{np.dtype(dtype).name}).max, {rows * seg}, "
          f"dtype=np.{np.dtype(dtype).name}, endpoint=True)\n"
          f"expected = np.roll(buf.reshape({rows}, {seg}), -{k}, axis=1).ravel()\n"
@@ -94,7 +94,7 @@ def check_rows(rows, seg, k, dtype, seed, setup):
 def chain_tiles(tiles, scratch_bytes):
     """One lane, a small scratch bound and small chain tiles: long shifts of small rows take chain-serial."""
     with cpu_tuning.override(chain_tile_bytes=tuple(tiles), scratch_bytes=scratch_bytes, lanes=1):
-        yield f"rotate._tuning.cpu.override(chain_tile_bytes={tuple(tiles)}, scratch_bytes={scratch_bytes}, lanes=1)"
+        yield f"rotate._backends.cpu.tuning.override(chain_tile_bytes={tuple(tiles)}, scratch_bytes={scratch_bytes}, lanes=1)"
 
 
 @settings(deadline=None, max_examples=150)
@@ -335,7 +335,7 @@ def check_strided(shape, steps, perm, axis, dtype, data, setup):
     assume(view.size > 0)
     before = base.copy()
     expected = np.roll(view, shift, axis=axis)
-    note(f"from rotate._cpu import planner, runners; import numpy as np\n{setup}\n"
+    note(f"from rotate._backends.cpu import planner, runners; import numpy as np\n{setup}\n"
          f"base = np.zeros({tuple(base_shape)}, dtype={dtype!r})\n"
          f"view = base[{tuple(slice(None, None, s) for s in steps)}].transpose({tuple(perm)})\n"
          f"runners.roll_strided(view, {shift}, {axis})\n"

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from rotate import _dschedule
+from rotate._schedules import exchange as _dschedule
 
 ROOT = Path(__file__).resolve().parent.parent
 

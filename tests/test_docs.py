@@ -144,8 +144,8 @@ TUNING_ROW = re.compile(r"^\| `((?:rotate|cpu|cuda)\.[\w.]+?)` \| `([^`]+)` \|",
 def _tuning_default(name: str):
     """``cpu.x`` / ``cuda.x``: a field of the CPU policy or of the CUDA policy for sm_90 and newer;
     ``rotate.module.NAME``: a module constant."""
-    import rotate._tuning.cpu as cpu_tuning
-    import rotate._tuning.cuda as cuda_tuning
+    import rotate._backends.cpu.tuning as cpu_tuning
+    import rotate._backends.cuda.tuning as cuda_tuning
 
     owner, _, attr = name.rpartition(".")
     if owner == "cpu":
@@ -171,8 +171,8 @@ def test_every_tuning_field_has_a_row():
     """docs/tuning.md says why each value of both tuning objects is what it is: no field without a row."""
     import dataclasses
 
-    import rotate._tuning.cpu as cpu_tuning
-    import rotate._tuning.cuda as cuda_tuning
+    import rotate._backends.cpu.tuning as cpu_tuning
+    import rotate._backends.cuda.tuning as cuda_tuning
 
     listed = {name for name, _ in TUNING_ROW.findall((ROOT / "docs" / "tuning.md").read_text())}
     fields = {f"cpu.{f.name}" for f in dataclasses.fields(cpu_tuning.CpuTuning)}

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import rotate
-from rotate import _arrays
+from rotate._core import arrays as _arrays
 
 try:
     from numpy.exceptions import AxisError

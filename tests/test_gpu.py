@@ -23,7 +23,7 @@ if config.ENABLE_CUDASIM or not cuda.is_available():
 
 import rotate  # noqa: E402
 from cases import DTYPES, FIXED_CASES, Case, CudaRunner, cases, check_roll_case  # noqa: E402
-from rotate._tuning import cuda as cuda_tuning
+from rotate._backends.cuda import tuning as cuda_tuning
 
 pytestmark = pytest.mark.gpu
 
@@ -243,7 +243,7 @@ def test_repeated_calls_take_the_quick_path_correctly(lib):
 
 
 def _quick_key_pointer(a):
-    from rotate import _arrays
+    from rotate._core import arrays as _arrays
 
     return _arrays.quick_device(a)[1]
 

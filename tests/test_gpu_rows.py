@@ -25,7 +25,7 @@ from rows_cases import (BIG_ROWS_CASES, CHUNKED_ROWS_CASES, CHUNKED_RUNS, COLUMN
                         check_pool_filled, check_rows_case, column_cases, launch_scratch_state, long_lane_cases,
                         rows_cases,
                         walk_pool_bytes)
-from rotate._tuning import cuda as cuda_tuning  # noqa: E402
+from rotate._backends.cuda import tuning as cuda_tuning  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -369,7 +369,7 @@ def test_repeated_roll_rows_take_the_quick_path_and_stay_correct(library, monkey
 def test_flat_strips_small(index):
     """``flat_strips``: the simulator's cases (a flat one-pass rotation, then row-strips), with the
     default block and with one warp."""
-    from rotate._cuda.schedules.multi_axis import ONE_PASS_SCHEDULES
+    from rotate._backends.cuda.schedules.multi_axis import ONE_PASS_SCHEDULES
 
     function, shape, dtype, shifts, axes, order = FLAT_STRIP_CASES[index]
     case = RowsCase(function, shape, dtype, shifts if shifts is not None else 0, axes, 0, seed=index, order=order)

@@ -24,7 +24,7 @@ def test_random_cases_cpu(case):
 
 def test_the_harness_catches_a_wrong_roll(monkeypatch):
     """check_roll_case is not vacuous: a backend that rolls by one too many fails it."""
-    from rotate._cpu import runners
+    from rotate._backends.cpu import runners
     from cases import Case
 
     run_rows = runners.run_rows
@@ -41,7 +41,7 @@ def test_the_harness_catches_a_wrong_roll(monkeypatch):
 def test_the_harness_catches_writes_outside_the_view(monkeypatch):
     import numpy as np
 
-    from rotate._cpu import runners
+    from rotate._backends.cpu import runners
     from cases import Case
 
     run_rows = runners.run_rows

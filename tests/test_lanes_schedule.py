@@ -1,6 +1,6 @@
 """The GPU row-cycles schedule (multi-axis roll, fftshift) under a hostile scheduler, on the CPU.
 
-``rotate._emulator.emulate_row_cycles`` runs the kernel's index math
+``rotate._testing.emulator.emulate_row_cycles`` runs the kernel's index math
 (``segment_table``, ``source_row``) and protocol with 1-4 virtual blocks
 whose steps and asynchronous copies a scheduler interleaves: random, or
 always the highest / lowest block first. Every result must equal numpy.roll
@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 pytest.importorskip("numba.cuda")
 
-from rotate import _emulator as E  # noqa: E402
-from rotate._cuda.kernels import cycles  # noqa: E402
-from rotate import _rowperm
+from rotate._testing import emulator as E  # noqa: E402
+from rotate._backends.cuda.kernels import cycles  # noqa: E402
+from rotate._schedules import rowperm as _rowperm
 
 
 @settings(deadline=None, max_examples=300)
@@ -73,8 +73,8 @@ def test_the_emulator_catches_a_schedule_without_pre_reads(monkeypatch):
 
 # --- lane-swaps (roll_rows' lanes beyond a block's shared memory) ---
 
-from rotate import _schedule as S  # noqa: E402
-from rotate._tuning import cuda as cuda_tuning
+from rotate._schedules import chain as S  # noqa: E402
+from rotate._backends.cuda import tuning as cuda_tuning
 
 
 @settings(deadline=None, max_examples=400)
@@ -163,7 +163,7 @@ def test_walk_reach_is_the_farthest_reader_within_the_ring(n, data, head, reach)
 def test_walk_choice_is_one_round_of_chunks_that_cover_every_size(n, tile_max, max_tiles):
     """A choice is at most ``WALK_CHUNKS * WALK_CHAINS`` (256) picks, one round of the kernel's block, and
     its chunks hold every tile size once: consecutive, none empty, none past the last size."""
-    from rotate import _schedule as S
+    from rotate._schedules import chain as S
 
     tile_lo, tile_hi = S.walk_tile_range(n, tile_max, max_tiles)
     if tile_lo > tile_hi:
@@ -268,7 +268,7 @@ def test_the_emulator_catches_a_ring_wait_one_group_short():
     assert _chunked_finds_a_wrong_row(wait_pending=3)
 
 
-# --- half-swaps (every rolled axis by half its length; rotate/_rowperm.py) ---
+# --- half-swaps (every rolled axis by half its length; rotate/_schedules/rowperm.py) ---
 
 
 @settings(deadline=None, max_examples=300)
@@ -276,9 +276,9 @@ def test_the_emulator_catches_a_ring_wait_one_group_short():
 def test_half_swaps_equal_numpy_in_any_item_order(data, threads, vecs, seed):
     """The planner's half-swap items, run in a random order (blocks never wait for each other, so any
     interleaving of items is one order of them), touch every byte exactly once and give numpy.roll."""
-    from rotate import _rowperm as R
-    from rotate._cuda import device as gpu_device
-    from rotate._cuda.schedules import half_swaps as gpu_half_swaps
+    from rotate._schedules import rowperm as R
+    from rotate._backends.cuda import device as gpu_device
+    from rotate._backends.cuda.schedules import half_swaps as gpu_half_swaps
 
     ndim = data.draw(st.integers(0, 4))
     lead = tuple(data.draw(st.integers(1, 6)) for _ in range(ndim))
@@ -305,7 +305,7 @@ def test_half_swaps_equal_numpy_in_any_item_order(data, threads, vecs, seed):
 
 
 def test_half_swap_shape_takes_only_half_rolls():
-    from rotate._rowperm import half_swap_shape
+    from rotate._schedules.rowperm import half_swap_shape
 
     assert half_swap_shape((4, 6), (2, 0), 64, 32) == ((1, 1, 4, 6), (0, 0, 2, 0))
     assert half_swap_shape((), (), 64, 32) == ((1, 1, 1, 1), (0, 0, 0, 0))
@@ -317,7 +317,7 @@ def test_half_swap_shape_takes_only_half_rolls():
 
 def test_the_half_swap_emulator_catches_a_wrong_partner(monkeypatch):
     """Not vacuous: items pairing a row with itself instead of its partner leave rows unmoved."""
-    from rotate import _rowperm as R
+    from rotate._schedules import rowperm as R
 
     x = np.arange(4 * 64, dtype=np.uint8)
     got = x.copy()
@@ -326,11 +326,11 @@ def test_the_half_swap_emulator_catches_a_wrong_partner(monkeypatch):
     assert (touched == 1).all() and not np.array_equal(got, want)
 
 
-# --- flat pass and row strips (one rolled leading axis; rotate/_rowperm.py) ---
+# --- flat pass and row strips (one rolled leading axis; rotate/_schedules/rowperm.py) ---
 
 
 def _plan_as_h200(fn, *args, **overrides):
-    from rotate._cuda import device as gpu_device
+    from rotate._backends.cuda import device as gpu_device
 
     with cuda_tuning.override(**overrides), \
             mock.patch.object(gpu_device, "device_shape", lambda device_id=0: (132, 228 * 1024)), \
@@ -345,8 +345,8 @@ def test_flat_pass_then_row_strips_equal_numpy_in_any_item_order(data, threads, 
     step makes (numpy.roll of each batch's bytes here; the chain schedule is tested on its own), then
     the strip items in a random order, each in batches of loads before stores as the kernel runs them,
     give numpy.roll over both axes and write each strip byte exactly once."""
-    from rotate import _rowperm as R
-    from rotate._cuda.schedules import row_strips as gpu_row_strips
+    from rotate._schedules import rowperm as R
+    from rotate._backends.cuda.schedules import row_strips as gpu_row_strips
 
     ndim = data.draw(st.integers(1, 3))
     lead = tuple(data.draw(st.integers(1, 7)) for _ in range(ndim))
@@ -382,7 +382,7 @@ def test_flat_pass_then_row_strips_equal_numpy_in_any_item_order(data, threads, 
 
 
 def test_flat_strip_shape_takes_one_rolled_leading_radix():
-    from rotate._rowperm import flat_strip_shape
+    from rotate._schedules.rowperm import flat_strip_shape
 
     # (batches, rows, flat right rotation of a batch, strip lo, hi, up)
     assert flat_strip_shape((8,), (3,), 64, 10) == (1, 8, 3 * 64 + 10, 0, 10, True)
@@ -396,7 +396,7 @@ def test_flat_strip_shape_takes_one_rolled_leading_radix():
 def test_the_strip_emulator_catches_a_wrong_walk(monkeypatch):
     """Not vacuous: an upward chunk walked from its last row (sources right, the boundary row first)
     reads strips it has already overwritten, and the emulator's result shows it."""
-    from rotate import _rowperm as R
+    from rotate._schedules import rowperm as R
 
     x = np.arange(6 * 16, dtype=np.uint8)
     want = x.reshape(6, 16).copy()

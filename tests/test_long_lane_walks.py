@@ -18,7 +18,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rotate import _schedule as S
+from rotate._schedules import chain as S
 
 
 def walk(lane: np.ndarray, left: int, head: int, tile_bytes: int, chain: int, ahead: int) -> int:

@@ -1,5 +1,5 @@
 """numba's on-disk cache of the package's kernels is stamped with all of the package's sources
-(rotate/_numba_cache.py): an edit to _schedule.py alone must not leave _cpu/'s cached kernels, which
+(rotate/_core/numba_cache.py): an edit to _schedules/chain.py alone must not leave _backends/cpu/'s cached kernels, which
 inline its index math, running the old code."""
 
 import importlib
@@ -8,10 +8,10 @@ import os
 
 from numba.core.dispatcher import Dispatcher
 
-from rotate import _numba_cache
+from rotate._core import numba_cache as _numba_cache
 
-CACHED_MODULES = ("rotate._cpu.kernels", "rotate._cpu.lanes", "rotate._rowperm", "rotate._cuda.schedules.lane_walks",
-                  "rotate._cuda.schedules.lane_swaps")
+CACHED_MODULES = ("rotate._backends.cpu.kernels", "rotate._backends.cpu.lanes", "rotate._schedules.rowperm", "rotate._backends.cuda.schedules.lane_walks",
+                  "rotate._backends.cuda.schedules.lane_swaps")
 
 
 def cached_locators(module):
@@ -22,7 +22,7 @@ def cached_locators(module):
 
 
 def test_every_cached_kernel_of_the_package_is_stamped_with_the_package():
-    from rotate._cuda.schedules import lane_swaps as gpu_lane_swaps, lane_walks as gpu_lane_walks
+    from rotate._backends.cuda.schedules import lane_swaps as gpu_lane_swaps, lane_walks as gpu_lane_walks
 
     gpu_lane_walks._walk_traffic_compiled()  # built on first use
     gpu_lane_swaps._swap_traffic_compiled()

@@ -48,7 +48,7 @@ def test_the_changelog_has_an_entry_for_the_version():
 
 def test_every_package_of_the_source_tree_is_in_the_distribution():
     """pyproject.toml lists the packages a wheel carries; a subpackage left out is missing from every
-    install but an editable one (rotate._cuda.schedules was, from 9dc3a0b: GPU rolls from a wheel failed)."""
+    install but an editable one (rotate._backends.cuda.schedules was, from 9dc3a0b: GPU rolls from a wheel failed)."""
     import tomllib
 
     listed = set(tomllib.loads(PYPROJECT.read_text())["tool"]["setuptools"]["packages"])

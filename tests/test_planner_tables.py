@@ -18,10 +18,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rotate import _schedule as S
-from rotate._cuda import device as gpu_device, registry as gpu_registry
-from rotate._cuda.schedules import chain as gpu_chain
-from rotate._tuning import cuda as cuda_tuning
+from rotate._schedules import chain as S
+from rotate._backends.cuda import device as gpu_device, registry as gpu_registry
+from rotate._backends.cuda.schedules import chain as gpu_chain
+from rotate._backends.cuda import tuning as cuda_tuning
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ again; one contiguous step of a serial runner calls its kernel directly
 * a quick entry is never reused for a different dtype, shape, stride, argument or tuning override,
   and a read-only array of a cached layout raises, unchanged (``tests/test_cache_keys.py`` varies each
   key component one at a time; here calls of random layouts share one cache);
-* the quick path still calls ``_cpu.runners.run_rows`` when a test replaced it (the recorders and mutants the
+* the quick path still calls ``cpu.runners.run_rows`` when a test replaced it (the recorders and mutants the
   suite relies on see every step).
 """
 
@@ -27,8 +27,8 @@ from hypothesis import strategies as st
 
 import rotate
 from rotate import _api, _backends
-from rotate._cpu import runners
-from rotate._tuning import cpu as cpu_tuning
+from rotate._backends.cpu import runners
+from rotate._backends.cpu import tuning as cpu_tuning
 
 #: Item sizes 1-16: numbers of every width, and fixed-width bytes for the odd sizes.
 DTYPES = ["u1", "i2", "S3", "f4", "S5", "V6", "S7", "f8", "S9", "V10", "S11", "V12", "S13", "S14", "S15", "c16"]
@@ -156,7 +156,7 @@ def test_quick_rotate_equals_full_path_and_numpy(dtype, n, data):
     ("u2", (16, 7), 3, 1, "register-rows"),
 ])
 def test_direct_kernel_runners_are_covered(host_calls, dtype, shape, shift, axis, runner):
-    """The runners the executable calls directly (not through ``_cpu.runners.run_rows``): one case each, so a change
+    """The runners the executable calls directly (not through ``cpu.runners.run_rows``): one case each, so a change
     of their details (the planner is rewritten apart from this path) shows here first."""
     a = _view(_buffer(int(np.prod(shape)) * np.dtype(dtype).itemsize, 2), dtype, shape, "C")
     p = rotate.plan(a, shift, axis)
@@ -168,7 +168,7 @@ def test_direct_kernel_runners_are_covered(host_calls, dtype, shape, shift, axis
 
 
 def test_quick_path_calls_a_replaced_run_rows(host_calls, monkeypatch):
-    """Recorders and mutants replace ``_cpu.runners.run_rows``: a quick call must go through the replacement."""
+    """Recorders and mutants replace ``cpu.runners.run_rows``: a quick call must go through the replacement."""
     a = np.arange(10.0)
     rotate.roll(a, 3)
     seen = []

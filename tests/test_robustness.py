@@ -24,16 +24,17 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 import rotate
-from rotate import _api, _arrays, _validate
-from rotate._cpu import planner
-from rotate._tuning import cpu as cpu_tuning
-from rotate import _schedule as S
-from rotate._cuda import device as gpu_device, registry as gpu_registry, runtime as gpu_runtime
-from rotate._cuda.schedules import (chain as gpu_chain, half_swaps as gpu_half_swaps, lane_panels as gpu_lane_panels,
-                                    lane_swaps as gpu_lane_swaps, lane_walks as gpu_lane_walks,
-                                    multi_axis as gpu_multi_axis, row_cycles as gpu_row_cycles,
-                                    row_lanes as gpu_row_lanes, row_strips as gpu_row_strips)
-from rotate._tuning import cuda as cuda_tuning
+from rotate import _api
+from rotate._core import arrays as _arrays, validate as _validate
+from rotate._backends.cpu import planner
+from rotate._backends.cpu import tuning as cpu_tuning
+from rotate._schedules import chain as S
+from rotate._backends.cuda import device as gpu_device, registry as gpu_registry, runtime as gpu_runtime
+from rotate._backends.cuda.schedules import (chain as gpu_chain, half_swaps as gpu_half_swaps, lane_panels as gpu_lane_panels,
+                                             lane_swaps as gpu_lane_swaps, lane_walks as gpu_lane_walks,
+                                             multi_axis as gpu_multi_axis, row_cycles as gpu_row_cycles,
+                                             row_lanes as gpu_row_lanes, row_strips as gpu_row_strips)
+from rotate._backends.cuda import tuning as cuda_tuning
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
@@ -43,7 +44,7 @@ KNOWN_CPU_ALGORITHMS = {
     "small-rows-copy", "small-rows-word-rotate", "small-rows-registers", "buffered-shift", "block-swap", "block-swap+buffered-shift",
     "block-swap+fused-shift", "reversal", "strided-buffered-shift", "strided-reversal",
     "chain-serial", "chain-lanes", "chain-rows",  # the chain schedule (issue #36)
-    "multi-axis-cycles",  # several axes in one pass (rotate._cpu.lanes)
+    "multi-axis-cycles",  # several axes in one pass (rotate._backends.cpu.lanes)
 }
 
 
@@ -505,7 +506,7 @@ def test_gpu_rows_the_chain_and_block_swaps_decline_take_the_lane_kernels(gpu_pl
 def test_gpu_pipelined_kernel_only_where_bulk_copies_exist(gpu_planner, monkeypatch, capability):
     """The default chain kernel needs sm_90's bulk copies: an older GPU plans the "auto" variants, and
     asking for "pipeline" there by name is an error that names the fix, raised before any launch."""
-    from rotate._cuda.kernels import chain as chain_kernels
+    from rotate._backends.cuda.kernels import chain as chain_kernels
 
     monkeypatch.setattr(gpu_device, "device_capability", lambda device_id=0: capability)
     hopper = capability >= (9, 0)
@@ -572,7 +573,7 @@ def test_gpu_lane_warps_take_lanes_of_1_to_8_kib(gpu_planner):
     beyond (``warp_lane_threads`` forces one); blocks of eight warps up to 4 KiB lanes, four beyond; two
     slots a group unless ``warp_slots`` says; the grid holds the blocks an SM's shared memory and
     registers allow, at most one group a lane; bad knobs are named."""
-    from rotate._cuda.kernels import panels
+    from rotate._backends.cuda.kernels import panels
 
     def details(lanes, n, item=4, **forced):
         with cuda_tuning.override(**forced):
@@ -623,8 +624,8 @@ def test_gpu_long_lanes_plan_lane_swaps_one_launch_of_two_blocks_an_sm(gpu_plann
     """256 lanes of 4 MiB (issue #9) with ``long_lanes="swaps"``: lane-swaps, one launch, shifts host or
     device; the plan says grid, block, shared memory, scratch and bytes moved (exact for host shifts, a
     bound otherwise)."""
-    from rotate import _schedule as S
-    from rotate._cuda.kernels import lane_swaps as lane_swaps_kernels, panels
+    from rotate._schedules import chain as S
+    from rotate._backends.cuda.kernels import lane_swaps as lane_swaps_kernels, panels
 
     rows, n = 256, 1 << 22
     assert gpu_lane_panels.plan_lane_panels(1, rows, n, 1, 0) is None
@@ -680,9 +681,9 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
     scratch a block); shorter ones lane-swaps; the plan reports a bound on bytes moved, and
     ``walk_traffic`` the exact count (the kernel's own decisions, lane by lane: the emulator's plan);
     bad settings are errors that name the setting."""
-    from rotate import _emulator as E
-    from rotate import _schedule as S
-    from rotate._cuda.kernels import panels, walks
+    from rotate._testing import emulator as E
+    from rotate._schedules import chain as S
+    from rotate._backends.cuda.kernels import panels, walks
 
     rows, n, head = 300, 1 << 22, 3  # more lanes than blocks: a share of a twelfth of a lane
     shifts = np.random.default_rng(1).integers(-n, n, rows)
@@ -780,7 +781,7 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
 
 
 def test_gpu_even_fftshifts_and_half_rolls_plan_half_swaps(gpu_planner):
-    """Every rolled axis by half its length is disjoint swaps (rotate/_rowperm.py): issue #9's gate shapes
+    """Every rolled axis by half its length is disjoint swaps (rotate/_schedules/rowperm.py): issue #9's gate shapes
     (8192^2, 1 GiB and 4 GiB complex64 fftshifts), 3-D ones and one-axis rolls by n/2 plan ``half-swaps``,
     one pass, 2N, no scratch; misaligned halves, other shifts, a forced row-cycles variant or the setting
     off plan what they did before."""
@@ -909,7 +910,7 @@ def _layers():
 PROCESS_SCRIPT = textwrap.dedent('''
     import multiprocessing as mp, os, sys, threading
     import numpy as np, numba, rotate
-    from rotate import _cpu
+    from rotate._backends import cpu as _cpu
 
     def check(seed):
         n = (1 << 19) + seed
@@ -967,7 +968,7 @@ def test_processes_and_threads_under_each_threading_layer(layer, mode, tmp_path)
 
 @pytest.mark.parametrize("lanes", [1, 2, 3])
 def test_any_team_size_gives_the_same_bytes(lanes, tune):
-    """Lanes are run by rotate._team's threads: 1, 2 or 3 of them move the same bytes (every CPU schedule
+    """Lanes are run by rotate._backends.cpu.team's threads: 1, 2 or 3 of them move the same bytes (every CPU schedule
     with phases, strided grids and per-lane kernels included)."""
     tune.cpu(lanes=lanes, min_lane_bytes=1)
     rng = np.random.default_rng(4)
@@ -994,11 +995,11 @@ def test_any_team_size_gives_the_same_bytes(lanes, tune):
 
 
 def test_no_cpu_kernel_enters_a_numba_parallel_region():
-    """The CPU kernels are serial nogil code run by rotate._team (no threading layer's limits, and a first
+    """The CPU kernels are serial nogil code run by rotate._backends.cpu.team (no threading layer's limits, and a first
     call compiles two to three times faster): none may be compiled with ``parallel=True``."""
     from numba.core.registry import CPUDispatcher
 
-    from rotate._cpu import kernels as cpu_kernels, lanes as cpu_lanes
+    from rotate._backends.cpu import kernels as cpu_kernels, lanes as cpu_lanes
 
     kernels = [obj for module in (cpu_kernels, cpu_lanes) for obj in vars(module).values() if isinstance(obj, CPUDispatcher)]
     assert len(kernels) > 20
@@ -1035,7 +1036,7 @@ class _FakeDeviceArray:
 
 @pytest.fixture
 def quick_device(gpu_planner, monkeypatch):
-    from rotate._cuda.kernels import memops
+    from rotate._backends.cuda.kernels import memops
 
     if memops.SIMULATED:
         pytest.skip("the simulator's arrays take the full path")
@@ -1156,7 +1157,7 @@ def test_gpu_kernel_handles_are_cached_per_device(monkeypatch, name):
     context. Fakes stand in for the compiled kernels (no GPU needed)."""
     if gpu_runtime.SIMULATED:
         pytest.skip("the simulator compiles nothing")
-    from rotate._cuda.kernels import chain as chain_kernels, half_swaps as half_swaps_kernels, strips
+    from rotate._backends.cuda.kernels import chain as chain_kernels, half_swaps as half_swaps_kernels, strips
 
     current = [0]
 
@@ -1198,7 +1199,7 @@ def test_gpu_co_resident_chains_take_random_shifts(gpu_planner, monkeypatch):
     default bound (block swaps without it, where that bound is given; with no bound given the classic
     chain takes up to ``chain_default_share`` of the array first); structured shifts keep the classic
     plan; the plan's table is ``layout_pre_reads``' with the co-resident rule, its grid one block a lane."""
-    from rotate import _schedule as S
+    from rotate._schedules import chain as S
 
     n = 1 << 30
     shifts = [int(s) for s in np.random.default_rng(0).integers(1, n, 4)]

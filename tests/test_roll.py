@@ -18,7 +18,7 @@ from hypothesis import assume, given, note
 from hypothesis import strategies as st
 
 import rotate
-from rotate import _arrays
+from rotate._core import arrays as _arrays
 
 # Item sizes 1, 2, 4, 8, 16, plus odd sizes (3, 9) and padded structs.
 STRUCT9 = np.dtype([("a", "u1"), ("b", "<f8")])  # packed: itemsize 9

@@ -21,9 +21,9 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 import rotate
-from rotate import _arrays
-from rotate._cpu import lanes as cpu_lanes, runners
-from rotate._tuning import cpu as cpu_tuning
+from rotate._core import arrays as _arrays
+from rotate._backends.cpu import lanes as cpu_lanes, runners
+from rotate._backends.cpu import tuning as cpu_tuning
 
 from rows_cases import CpuRowsRunner, check_rows_case, short_lane_cases
 from test_roll import DTYPES, HUGE, STRUCT9
@@ -430,7 +430,7 @@ def test_portable_byte_shuffle_equals_the_definition(monkeypatch):
     runs) permutes and stores as defined."""
     from numba import njit
 
-    from rotate import _bytemem
+    from rotate._backends.cpu import bytemem as _bytemem
 
     monkeypatch.setattr(_bytemem, "HAS_BYTE_SHUFFLE", False)
 
@@ -488,7 +488,7 @@ def test_roll_rows_takes_narrow_integer_shifts(dtype, n, shift_dtype):
     a = rng.integers(1, 100, (257, n)).astype(dtype)
     expected = np.array([np.roll(r, int(s)) for r, s in zip(a, shifts)])
     assert np.array_equal(rotate.roll_rows(a, shifts), expected)
-    from rotate import _shifts
+    from rotate._core import shifts as _shifts
 
     taken = _shifts.lane_shifts(shifts, (257,), n, 1, a.shape, narrow=True)
     assert np.shares_memory(taken, shifts) and taken.dtype == shift_dtype

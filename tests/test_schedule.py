@@ -1,6 +1,6 @@
 """The GPU chain schedule, checked statically and run by the CPU emulator under hostile interleavings.
 
-The emulator executes the same ``rotate._schedule`` hooks the CUDA kernel
+The emulator executes the same ``rotate._schedules.chain`` hooks the CUDA kernel
 calls. These tests check, for small geometries exhaustively, that every
 byte a tile overwrites has its reader handled (waited for, in flight in the
 block's own ring, or served from a pre-read that covers it) and that every
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from rotate import _schedule as S
-from rotate._emulator import POLICIES, Deadlock, ScheduleError, emulate, plan_rows
+from rotate._schedules import chain as S
+from rotate._testing.emulator import POLICIES, Deadlock, ScheduleError, emulate, plan_rows
 
 
 def variant(control_warp):
@@ -301,7 +301,7 @@ def test_ring_wait_that_stops_short_is_reported(monkeypatch):
 @given(n=st.integers(2, 2000), data=st.data(), fits=st.integers(0, 2000))
 def test_gries_mills_swaps_then_rotation_equal_numpy(n, data, fits):
     """The GPU block-swap fallback's plan: the swaps, then the final rotation, equal numpy.roll."""
-    from rotate._cuda.schedules import block_swap as gpu_block_swap
+    from rotate._backends.cuda.schedules import block_swap as gpu_block_swap
 
     k = data.draw(st.integers(1, n - 1))
     a = np.arange(n)
@@ -317,8 +317,8 @@ def test_gries_mills_swaps_then_rotation_equal_numpy(n, data, fits):
 def test_block_swap_planning_gives_up_after_its_pass_limit():
     """A 1-byte distance with no scratch would take n block swaps, each asking whether the rest
     fits, on the host (the GPU test run sat in this loop for minutes): the planner stops early."""
-    from rotate._cuda import device as gpu_device
-    from rotate._cuda.schedules import block_swap as gpu_block_swap
+    from rotate._backends.cuda import device as gpu_device
+    from rotate._backends.cuda.schedules import block_swap as gpu_block_swap
 
     asked = []
     swaps, _ = gpu_block_swap.gries_mills(1_000_003, 1_000_002, lambda n, k: asked.append((n, k)) or False,

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 import rotate
-from rotate._cpu import runners
-from rotate._tuning import cpu as cpu_tuning
+from rotate._backends.cpu import runners
+from rotate._backends.cpu import tuning as cpu_tuning
 
 GUARD = 4096
 POISON = 0xA5
@@ -83,7 +83,7 @@ CALLS = _calls()
 
 @contextlib.contextmanager
 def _guarded_scratch(buffers: list):
-    """``_cpu.runners.scratch_array`` returning views with ``GUARD`` poisoned bytes before and after."""
+    """``cpu.runners.scratch_array`` returning views with ``GUARD`` poisoned bytes before and after."""
     saved = runners.scratch_array
 
     def scratch_array(words, dtype):

@@ -60,8 +60,8 @@ def test_roll_rows_shifts_that_do_not_alias_are_not_copied():
 
 def test_gpu_shifts_inside_the_rolled_array_are_refused(monkeypatch):
     """On the GPU such shifts are refused before anything moves (the device is stubbed: CAI objects)."""
-    from rotate import _arrays
-    lane_args = pytest.importorskip("rotate._cuda.lane_args")
+    from rotate._core import arrays as _arrays
+    lane_args = pytest.importorskip("rotate._backends.cuda.lane_args")
 
     class Fake:
         def __init__(self, shape, typestr, pointer):

@@ -1,4 +1,4 @@
-"""rotate._team: the CPU backend's threads run a kernel over contiguous runs of members."""
+"""rotate._backends.cpu.team: the CPU backend's threads run a kernel over contiguous runs of members."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 import numpy as np
 import pytest
 
-from rotate import _team
+from rotate._backends.cpu import team as _team
 
 
 @pytest.mark.parametrize("members, workers", [(0, 2), (1, 4), (5, 2), (7, 3), (2, 8), (64, 4)])

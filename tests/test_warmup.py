@@ -21,7 +21,7 @@ import pytest
 from numba import njit
 
 import rotate
-from rotate import _compile_notice
+from rotate._core import compile_notice as _compile_notice
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -144,9 +144,9 @@ import json, sys
 import numpy as np, numba
 from numba.core import event, registry
 import rotate
-from rotate import _schedule
-from rotate._cpu import lanes as cpu_lanes
-from rotate._tuning import cpu as cpu_tuning
+from rotate._schedules import chain as _schedule
+from rotate._backends.cpu import lanes as cpu_lanes
+from rotate._backends.cpu import tuning as cpu_tuning
 
 DTYPES, FUNCTIONS = {dtypes!r}, {functions!r}
 compiled = rotate.warmup(dtypes=DTYPES, functions=FUNCTIONS, gpu=False, progress=False)
@@ -231,8 +231,8 @@ def test_after_warmup_the_common_calls_compile_and_load_nothing():
 
 
 def test_warmup_plans_as_on_an_idle_machine_and_restores_the_planners_setting(monkeypatch):
-    from rotate._cpu import threads as cpu_threads
-    from rotate._tuning import cpu
+    from rotate._backends.cpu import threads as cpu_threads
+    from rotate._backends.cpu import tuning as cpu
 
     monkeypatch.setattr(cpu_threads, "_others_running", lambda threads: 64)  # every core busy
     seen = []

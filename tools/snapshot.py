@@ -84,25 +84,29 @@ def adapter_case_tables():
 
 
 def adapter_pin_cpu_threads(threads: int) -> None:
-    """ADAPTER (CPU backend, rotate/_cpu/): plans use ``threads`` threads whatever the machine's load.
+    """ADAPTER (CPU backend, rotate/_backends/cpu/): plans use ``threads`` threads whatever the machine's load.
 
     The CPU planner reads numba's thread count less the cores other processes keep busy
-    (``_cpu.threads.usable_threads``, from /proc/loadavg): a snapshot must not depend on the load.
+    (``cpu.threads.usable_threads``, from /proc/loadavg): a snapshot must not depend on the load.
     """
     import numba
 
-    from rotate._cpu import threads as cpu_threads
+    from rotate._backends.cpu import threads as cpu_threads
+
+    from rotate._backends.cpu import planner as cpu_planner, tuning as cpu_tuning
 
     numba.set_num_threads(threads)
-    cpu_threads.usable_threads = lambda: threads
+    # Where the name is read: the planner imported it by name, so patching threads.py alone missed it.
+    cpu_threads.usable_threads = cpu_planner.usable_threads = lambda: threads
+    cpu_tuning.override(adapt_to_load=False).__enter__()  # for the rest of the process
 
 
 @contextlib.contextmanager
 def adapter_cpu_tuning(pairs: tuple) -> Iterator[None]:
     """ADAPTER (CPU tuning): apply tests/cases.py's ``tunables`` pairs. Records name them as the module
-    constants of rotate/_cpu/ they were at the baseline (SCRATCH_BYTES ...); since the tuning objects
-    they are fields of rotate/_tuning/cpu.py, the same names in lower case."""
-    from rotate._tuning import cpu as cpu_tuning
+    constants of rotate/_backends/cpu/ they were at the baseline (SCRATCH_BYTES ...); since the tuning objects
+    they are fields of rotate/_backends/cpu/tuning.py, the same names in lower case."""
+    from rotate._backends.cpu import tuning as cpu_tuning
 
     with cpu_tuning.override(**{name.lower(): value for name, value in pairs}):
         yield
@@ -126,8 +130,8 @@ def adapter_stub_gpu() -> None:
     (``_arrays._device_usable``) and a shift array's device is not asked of the driver
     (``lane_args._check_same_device``, as tests/test_shared_state.py stubs it).
     """
-    from rotate import _arrays
-    from rotate._cuda import device, lane_args
+    from rotate._core import arrays as _arrays
+    from rotate._backends.cuda import device, lane_args
 
     device.device_shape = lambda device_id=0: DEVICE_SHAPE
     device._device_id = lambda: 0
@@ -140,8 +144,8 @@ def adapter_stub_gpu() -> None:
 @contextlib.contextmanager
 def adapter_gpu_tuning(settings: dict, constants: dict) -> Iterator[None]:
     """ADAPTER (CUDA tuning): the baseline's planner settings and planner module constants (upper case),
-    since the tuning objects all fields of rotate/_tuning/cuda.py, as tests/rows_cases.py's runners apply them."""
-    from rotate._tuning import cuda as cuda_tuning
+    since the tuning objects all fields of rotate/_backends/cuda/tuning.py, as tests/rows_cases.py's runners apply them."""
+    from rotate._backends.cuda import tuning as cuda_tuning
 
     with cuda_tuning.override(**settings, **{name.lower(): value for name, value in constants.items()}):
         yield
@@ -162,7 +166,7 @@ def adapter_step_record(step) -> dict:
 
 
 def adapter_kernel_builds(step, pointer: int, host_shifts) -> list:
-    """ADAPTER (GPU runners, rotate/_cuda/schedules/): the kernel builds running ``step`` launches.
+    """ADAPTER (GPU runners, rotate/_backends/cuda/schedules/): the kernel builds running ``step`` launches.
 
     Mirrors each schedule module's runner (``RUNS``, ``LANE_RUNS``): which factory it calls with which
     compile-time arguments, and the argument types the kernel is compiled for. Returns a list of
@@ -170,7 +174,7 @@ def adapter_kernel_builds(step, pointer: int, host_shifts) -> list:
     factory's positional arguments, ``signature`` a tuple of type names (see ``_numba_type``).
     ``lane-chains`` plans hold every run's chain step (``details["runs"]``).
     """
-    from rotate._cuda.schedules import chain
+    from rotate._backends.cuda.schedules import chain
 
     d = step.details
     i64 = ("int64",)
@@ -212,7 +216,7 @@ def adapter_kernel_builds(step, pointer: int, host_shifts) -> list:
 
 def adapter_kernel_factory(family: str):
     """ADAPTER (GPU kernels): the factory of each kernel family ``adapter_kernel_builds`` names."""
-    from rotate._cuda.kernels import block_swaps, chain, cycles, half_swaps, lane_swaps, panels, strips, walks
+    from rotate._backends.cuda.kernels import block_swaps, chain, cycles, half_swaps, lane_swaps, panels, strips, walks
 
     return {
         "chain": chain.chain_kernel,

@@ -75,7 +75,8 @@ On a GPU::
 import os as _os
 from typing import TYPE_CHECKING, Any, SupportsIndex, TypeVar
 
-from rotate import _numba_cache, _version
+from rotate._core import numba_cache as _numba_cache
+from rotate import _version
 
 # cpu.py's cached kernels inline _core.py: stamp their cache with every waveops source, so an edit to
 # _core.py alone cannot leave them running the old code (numba stamps a cache with its own file only).

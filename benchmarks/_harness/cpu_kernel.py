@@ -11,7 +11,7 @@ from __future__ import annotations
 
 def rotate_rows_inplace(words, rows: int, seg: int, k: int) -> None:
     """Rotate each of ``rows`` rows of ``seg`` words of ``words`` left by ``k``, in place."""
-    from rotate._cpu import runners
+    from rotate._backends.cpu import runners
 
     runners.rotate_rows_inplace(words, rows, seg, k)
 
@@ -20,8 +20,8 @@ def planned(words, rows: int, seg: int, k: int):
     """A callable running the kernel's plan for that call, planned once here: the timing then holds the
     kernel alone (``rotate_rows_inplace`` plans on every call, and a fresh process plans long rows with
     interpreted table builders for its first second, 0.1-0.2 s a 256 MiB plan)."""
-    from rotate._cpu import planner, runners
-    from rotate._plan import Step
+    from rotate._backends.cpu import planner, runners
+    from rotate._core.plan import Step
 
     rows, seg, k = int(rows), int(seg), int(k)
     word = words.itemsize
@@ -32,6 +32,6 @@ def planned(words, rows: int, seg: int, k: int):
 
 def plan_rows(rows: int, seg: int, k: int, word_bytes: int) -> tuple:
     """(algorithm, scratch bytes, bytes moved) the kernel's planner gives that call."""
-    from rotate._cpu import planner
+    from rotate._backends.cpu import planner
 
     return planner.plan_rows(rows, seg, k, word_bytes)

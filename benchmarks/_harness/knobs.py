@@ -1,8 +1,8 @@
 """GPU tuning overrides for A/B runs of a product benchmark, and a lane-walks plan's exact traffic.
 
-Why private: tuning fields are not API (docs/tuning.md lists them; ``rotate._tuning.cuda.override`` is
+Why private: tuning fields are not API (docs/tuning.md lists them; ``rotate._backends.cuda.tuning.override`` is
 how tests, probes and measurements change them), and the exact count replays the kernel's choices on
-the host (``rotate._cuda.schedules.lane_walks.walk_traffic``), where the public plan reports a bound.
+the host (``rotate._backends.cuda.schedules.lane_walks.walk_traffic``), where the public plan reports a bound.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ def parse_settings(items) -> dict:
 
 
 def gpu_override(**fields) -> contextlib.AbstractContextManager:
-    """``rotate._tuning.cuda.override(**fields)``: the GPU planner plans with these fields changed."""
-    from rotate._tuning import cuda as cuda_tuning
+    """``rotate._backends.cuda.tuning.override(**fields)``: the GPU planner plans with these fields changed."""
+    from rotate._backends.cuda import tuning as cuda_tuning
 
     return cuda_tuning.override(**fields)
 
@@ -30,6 +30,6 @@ def gpu_override(**fields) -> contextlib.AbstractContextManager:
 def walk_traffic(step, shifts) -> tuple:
     """(bytes moved, lanes walked) of a ``lane-walks`` step for host ``shifts``: the kernel's decisions
     replayed (the plan's ``bytes_moved`` is a bound)."""
-    from rotate._cuda.schedules import lane_walks as gpu_lane_walks
+    from rotate._backends.cuda.schedules import lane_walks as gpu_lane_walks
 
     return gpu_lane_walks.walk_traffic(step, shifts)

@@ -28,8 +28,8 @@ import cupy
 
 import rotate
 from rotate import bench
-from rotate._cuda.schedules import chain as gpu_chain
-from rotate._tuning import cuda as cuda_tuning
+from rotate._backends.cuda.schedules import chain as gpu_chain
+from rotate._backends.cuda import tuning as cuda_tuning
 
 label, points = sys.argv[1], [p.split(":", 1) for p in sys.argv[2].split(",")]
 size = int(sys.argv[3]) if len(sys.argv) > 3 and not sys.argv[3].startswith("--") else 1 << 30

@@ -1,13 +1,13 @@
 """Which chain configuration (tile, ring, lane length) runs fastest, and what does a small call cost the host?
 
-Backs: `rotate._cuda.kernels.chain.ENTRY_BATCH` and the lanes of a chain step (docs/tuning.md, "GPU: the chain
+Backs: `rotate._backends.cuda.kernels.chain.ENTRY_BATCH` and the lanes of a chain step (docs/tuning.md, "GPU: the chain
 kernel"), from docs/results/chain-probe-5-b342780.json and chain-probe-7-describe-ahead.json.
 
 Chain kernel probe on a GPU: configurations (tile, ring, lane length) and per-call host time.
 
 ``python benchmarks/probes/chain_probe.py --json out.json``. Device time of
 ``rotate.roll`` for the gate's shifts with each configuration forced through
-``rotate._tuning.cuda.override``, as % of a device-to-device memcpy in the
+``rotate._backends.cuda.tuning.override``, as % of a device-to-device memcpy in the
 same run; then host microseconds per call on 4 KiB arrays (rotate on numba,
 CuPy and torch arrays; torch.roll, cupy.roll). Every configuration is checked
 against cupy.roll before it is timed.
@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 from rotate import bench
-from rotate._tuning import cuda as cuda_tuning
+from rotate._backends.cuda import tuning as cuda_tuning
 
 
 def device_sweep(sizes_mib, dtypes, shifts, configs, repeat, log=print):

@@ -47,7 +47,7 @@ def main(argv=None) -> int:
     import rotate
     from rotate import _provenance
     from rotate import bench as B
-    from rotate._tuning import cuda as cuda_tuning
+    from rotate._backends.cuda import tuning as cuda_tuning
 
     stream = cuda.default_stream()
     timers = (*B._whole_call_timers(cuda, stream), B._events_timer(cuda, stream))

@@ -25,7 +25,7 @@ import numba
 import numpy as np
 
 import rotate
-from rotate._tuning import cpu as cpu_tuning
+from rotate._backends.cpu import tuning as cpu_tuning
 
 SHIFTS = {"1": lambda n: 1, "4097": lambda n: 4097, "n-1": lambda n: n - 1, "n/3": lambda n: n // 3,
           "n/2+3": lambda n: n // 2 + 3, "n/4+3": lambda n: n // 4 + 3, "2n/5+1": lambda n: 2 * n // 5 + 1}

@@ -47,7 +47,7 @@ def main(argv=None) -> int:
 
     import rotate
     from _harness.provenance import environment
-    from rotate._tuning import cpu
+    from rotate._backends.cpu import tuning as cpu
 
     rows, ok = [], True
     for lane_bytes, dtype in CASES:

@@ -71,7 +71,7 @@ def main(argv=None) -> int:
 
     import rotate
     from _harness.provenance import environment
-    from rotate._tuning import cpu
+    from rotate._backends.cpu import tuning as cpu
 
     splits = [int(s) for s in args.splits.split(",")]
     rows = []

@@ -51,9 +51,10 @@ def per_call_us(fn, sync, number: int = 250, rounds: int = 25) -> float:
 def stages(a, sync) -> dict:
     """Per-call microseconds of each stage of ``rotate.roll(a, 3)``."""
     import rotate
-    from rotate import _api, _arrays, _backends
-    from rotate._cuda import device as gpu_device, runtime as gpu_runtime
-    from rotate._cuda.schedules import chain as gpu_chain
+    from rotate import _api, _backends
+    from rotate._core import arrays as _arrays
+    from rotate._backends.cuda import device as gpu_device, runtime as gpu_runtime
+    from rotate._backends.cuda.schedules import chain as gpu_chain
 
     rotate.roll(a, 3)
     backend = _backends.backend_for(a)

@@ -35,8 +35,8 @@ def main(argv=None) -> int:
 
     import rotate
     from rotate import _api
-    from rotate._cuda import device as gpu_device, runtime as gpu_runtime
-    from rotate._cuda.schedules import chain as gpu_chain
+    from rotate._backends.cuda import device as gpu_device, runtime as gpu_runtime
+    from rotate._backends.cuda.schedules import chain as gpu_chain
 
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # the sibling probe host_path.py
     from host_path import per_call_us

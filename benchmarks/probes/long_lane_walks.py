@@ -104,7 +104,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from rotate import _provenance
-    from rotate import _schedule as S
+    from rotate._schedules import chain as S
 
     scan = S.compiled_table_builders()[2]
     units = {"K": 1 << 10, "M": 1 << 20}

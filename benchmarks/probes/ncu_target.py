@@ -21,7 +21,7 @@ from numba import cuda
 
 import rotate
 from rotate import bench
-from rotate._tuning import cuda as cuda_tuning
+from rotate._backends.cuda import tuning as cuda_tuning
 
 positional = [a for a in sys.argv[1:] if "=" not in a]
 knobs = dict(a.split("=", 1) for a in sys.argv[1:] if "=" in a)

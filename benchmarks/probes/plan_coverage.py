@@ -35,7 +35,7 @@ import sys
 from unittest import mock
 
 import numpy as np
-from rotate._tuning import cuda as cuda_tuning
+from rotate._backends.cuda import tuning as cuda_tuning
 
 GiB = 1 << 30
 H200_SHAPE = (132, 228 * 1024)
@@ -45,7 +45,7 @@ STRUCTURED = {"1": lambda n: 1, "3": lambda n: 3, "4097": lambda n: 4097, "1MiB+
 
 
 def plan_one(n_bytes: int, itemsize: int, shift_items: int, cap):
-    from rotate._cuda import registry as gpu_registry
+    from rotate._backends.cuda import registry as gpu_registry
 
     n = n_bytes // itemsize
     left = (n - shift_items % n) % n * itemsize
@@ -56,7 +56,7 @@ def plan_one(n_bytes: int, itemsize: int, shift_items: int, cap):
 
 def probes(seed: int) -> dict:
     """The ``--probes`` records (see the module docstring)."""
-    from rotate._cuda.schedules import chain as gpu_chain, multi_axis as gpu_multi_axis
+    from rotate._backends.cuda.schedules import chain as gpu_chain, multi_axis as gpu_multi_axis
 
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # benchmarks/: the product benchmark's cases
     from rows_gpu_bench import CASES
@@ -110,7 +110,7 @@ def main(argv=None) -> int:
     parser.add_argument("--probes", action="store_true", help="the levers' records instead (module docstring)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
-    from rotate._cuda import device as gpu_device
+    from rotate._backends.cuda import device as gpu_device
     from rotate._provenance import environment
 
     if args.probes:

@@ -5,7 +5,7 @@ docs/results/rows-knobs-h200.json.
 
 Sweep the GPU rows kernels' size knobs on a few cases of benchmarks/rows_gpu_bench.py.
 
-The knobs: ``lane-panels``' panel bytes (``rotate._cuda.kernels.panels.PANEL_BYTES``,
+The knobs: ``lane-panels``' panel bytes (``rotate._backends.cuda.kernels.panels.PANEL_BYTES``,
 read when a plan is made, so each value runs in its own process) and
 ``lane-swaps``' panel and saved-side bytes (planner settings). Every run
 checks its result against numpy like the benchmark does:
@@ -19,7 +19,7 @@ import argparse
 import json
 import subprocess
 import sys
-from rotate._tuning import cuda as cuda_tuning
+from rotate._backends.cuda import tuning as cuda_tuning
 
 PANEL_CASES = "0,1,2,5"  # roll_rows lanes of 4, 16 and 64 KiB at 1 GiB, 16 KiB at 4 GiB
 SWAP_CASE = "7"  # 256 lanes of 4 MiB, random device shifts
@@ -43,7 +43,7 @@ def main(argv=None) -> int:
     for panel in (16384, 32768, 49152):
         code = (
             "import json, sys, tempfile; sys.path.insert(0, 'benchmarks')\n"
-            "from rotate._cuda.kernels import panels\n"
+            "from rotate._backends.cuda.kernels import panels\n"
             f"panels.PANEL_BYTES = {panel}\n"
             "import rows_gpu_bench\n"
             "path = tempfile.mktemp(suffix='.json')\n"
@@ -55,7 +55,7 @@ def main(argv=None) -> int:
         code = (
             "import json, sys, tempfile; sys.path.insert(0, 'benchmarks')\n"
             "import rows_gpu_bench\n"
-            "from rotate._tuning import cuda as cuda_tuning\n"
+            "from rotate._backends.cuda import tuning as cuda_tuning\n"
             "path = tempfile.mktemp(suffix='.json')\n"
             f"with cuda_tuning.override(swap_panel_bytes={panel}, swap_save_bytes={save}):\n"
             f"    rows_gpu_bench.main(['--only', '{SWAP_CASE}', '--repeat', '5', '--json', path])\n"

@@ -5,7 +5,7 @@ walk-penalty-probe-share-sixth.json.
 
 How ``lane-walks``' choice would change with a softer penalty for pre-reads over a block's share (CPU only).
 
-The kernel's choice (``rotate._schedule.walk_pick_cost``) adds the lane's
+The kernel's choice (``rotate._schedules.chain.walk_pick_cost``) adds the lane's
 length to a candidate whose estimated pre-reads exceed the block's share,
 so a lane whose large tiles all pre-read more than the share walks small
 tiles instead (on an H200, the slowest lane of a 1 GiB launch: 301 tiles,
@@ -13,7 +13,7 @@ docs/perf-notes.md, "Lane walks: tickets and a pool"). Since the launch has
 a pool for such lanes, a softer rule is possible: count the bytes over the
 share twice, and add the lane's length only past share and pool together.
 This replays both rules (with the planner's share, or ``--share``) for seeded random shifts, the pool asked in lane
-order as ``rotate._cuda.schedules.lane_walks.walk_traffic`` does, and reports the tiles a lane walks,
+order as ``rotate._backends.cuda.schedules.lane_walks.walk_traffic`` does, and reports the tiles a lane walks,
 its pre-reads, and the lanes the pool turns away (block swaps).
 
     python benchmarks/probes/walk_penalty_probe.py --json docs/results/walk-penalty-probe.json
@@ -39,7 +39,7 @@ CASES = ((4 << 20, 1, 256), (4 << 20, 4, 1024), (2 << 20, 4, 512), (1 << 20, 4, 
 def _compiled():
     import numba
 
-    from rotate import _schedule as S
+    from rotate._schedules import chain as S
 
     @numba.njit
     def pick_cost(n, k, tile_hi, sizes, pick, reach, share, pool, soft):
@@ -104,8 +104,8 @@ def main(argv=None) -> int:
     parser.add_argument("--share", type=float, help="a block's share as a fraction of a lane (default: the "
                                                      "planner's WALK_SHARE)")
     args = parser.parse_args(argv)
-    from rotate._cuda import device as gpu_device
-    from rotate._cuda.schedules import lane_walks as gpu_lane_walks
+    from rotate._backends.cuda import device as gpu_device
+    from rotate._backends.cuda.schedules import lane_walks as gpu_lane_walks
     from rotate._provenance import environment
 
     replay = _compiled()

@@ -119,8 +119,8 @@ def backend_for(a: Any) -> Backend:
     )
 
 
-from .cpu import CpuBackend  # noqa: E402  (after the registry they join)
-from .cuda import CudaBackend  # noqa: E402
+from .cpu.backend import CpuBackend  # noqa: E402  (after the registry they join)
+from .cuda.backend import CudaBackend  # noqa: E402
 
 register(CpuBackend())  # numpy arrays first: the cheapest check
 register(CudaBackend())

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Optional, Protocol, runtime_checkable
 
-from .._arrays import ArrayInfo
-from .._plan import Plan, Step, contiguous_steps
+from .._core.arrays import ArrayInfo
+from .._core.plan import Plan, Step, contiguous_steps
 
 
 @runtime_checkable
