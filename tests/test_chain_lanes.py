@@ -27,6 +27,7 @@ import rotate
 from rotate._backends.cpu import planner, runners
 from rotate._testing import emulator as E
 from rotate._schedules import chain as S
+from rotate._schedules import free_lanes
 from rotate._backends.cpu import tuning as cpu_tuning
 
 TILES = [(32,), (48,), (64,), (112,), (64, 48, 32)]
@@ -136,7 +137,7 @@ def test_free_classify_pre_reads_every_other_lanes_reader():
     g, length, inv = S.chain_shape(m, S.chain_step(m, p))
     for reader in range(m):
         for writer in range(m):
-            kind = S.free_classify(m, g, length, inv, lane_steps, ring, reader, writer)
+            kind = free_lanes.free_classify(m, g, length, inv, lane_steps, ring, reader, writer)
             pr = S.position_of(m, g, length, inv, reader)
             pw = S.position_of(m, g, length, inv, writer)
             if pr // lane_steps != pw // lane_steps:
@@ -152,8 +153,8 @@ def test_free_classify_pre_reads_every_other_lanes_reader():
 def test_lattice_chains_find_short_vectors():
     """Random shifts: a lattice step pre-reads far less than q or q + 1 (about sqrt(n T) a boundary);
     structured shifts keep q or q + 1 first."""
-    _, pre_bytes = S.compiled_free_builders()
-    chains = S.lattice_chains  # the planner interprets it
+    _, pre_bytes = free_lanes.compiled_free_builders()
+    chains = free_lanes.lattice_chains  # the planner interprets it
     n, tile = 1 << 28, 16 << 10
     m = S.tile_count(n, 0, tile)
     better = 0
@@ -181,7 +182,7 @@ def _ring_bytes_exact(n, k, tile, chain, lane_steps, ring):
         z = x0
         while z < x1:
             reader, end = S.reader_run(n, k, 0, tile, z, x1)
-            total += (end - z) * (S.free_classify(m, g, length, inv, lane_steps, ring, reader, w) == S.RING)
+            total += (end - z) * (free_lanes.free_classify(m, g, length, inv, lane_steps, ring, reader, w) == S.RING)
             z = end
     return total
 
@@ -197,7 +198,7 @@ def test_free_ring_bytes_estimates_the_ring(n, k, tile, chain, lanes):
     m = S.tile_count(n, 0, tile)
     lane_steps = -(-m // lanes)
     exact = _ring_bytes_exact(n, k, tile, chain, lane_steps, 4)
-    estimate = S.free_ring_bytes(n, k, 0, tile, chain, lane_steps, 4, 64)
+    estimate = free_lanes.free_ring_bytes(n, k, 0, tile, chain, lane_steps, 4, 64)
     assert abs(estimate - exact) <= n // 32, (estimate, exact)
     if m <= 64:
         assert estimate == exact
@@ -210,10 +211,10 @@ def test_chain_planner_charges_the_ring():
     tuning = cpu_tuning.CpuTuning()
     plan = planner._plan_chain(1, n, k, tuning.scratch_bytes, 1)
     tile, chain, lane_steps = plan[2][2], plan[2][3], plan[2][6]
-    assert S.free_ring_bytes(n, k, 0, tile, chain, lane_steps, 4, 256) < n // 20, (tile, chain)
+    assert free_lanes.free_ring_bytes(n, k, 0, tile, chain, lane_steps, 4, 256) < n // 20, (tile, chain)
     with cpu_tuning.override(chain_ring_byte_cost=0):  # pre-reads alone: the ring-heavy step
         blind = planner._plan_chain(1, n, k, tuning.scratch_bytes, 1)
-    assert S.free_ring_bytes(n, k, 0, blind[2][2], blind[2][3], blind[2][6], 4, 256) > n // 2
+    assert free_lanes.free_ring_bytes(n, k, 0, blind[2][2], blind[2][3], blind[2][6], 4, 256) > n // 2
 
 
 def test_interpreted_and_compiled_builders_plan_alike(monkeypatch):
@@ -224,7 +225,7 @@ def test_interpreted_and_compiled_builders_plan_alike(monkeypatch):
     cases += [(int(n), int(rng.integers(1, n)), int(lanes)) for n, lanes in ((1 << 25, 1), (5 << 22, 2))]
     for n, k, lanes in cases:
         plans = []
-        for builders in ((S.layout_free_lanes, S.free_pre_bytes), S.compiled_free_builders()):
+        for builders in ((free_lanes.layout_free_lanes, free_lanes.free_pre_bytes), free_lanes.compiled_free_builders()):
             monkeypatch.setattr(planner, "_chain_builders", lambda n, tuning: builders)
             plans.append(planner._plan_chain(1, n, k, 8 << 20, lanes))
         assert (plans[0] is None) == (plans[1] is None), (n, k)

@@ -300,14 +300,14 @@ def test_chunked_cycle_kernel_compiles(monkeypatch, ring, threads):
 def test_walk_pre_bytes_compiles_for_the_device(monkeypatch):
     """The closed-form count of a long lane's pre-read bytes (``_schedule.walk_pre_bytes``) compiles for
     sm_90 as a device function, with no local memory: a block a lane counts both chain steps of a tile."""
-    from rotate._schedules import chain as S
+    from rotate._schedules import walks as SW
 
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: _H200())
 
     def kernel(lefts, n, tile, out):
         k = lefts[cuda.blockIdx.x]
         q = k // tile
-        out[cuda.blockIdx.x] = min(S.walk_pre_bytes(n, k, 0, tile, max(1, q)), S.walk_pre_bytes(n, k, 0, tile, q + 1))
+        out[cuda.blockIdx.x] = min(SW.walk_pre_bytes(n, k, 0, tile, max(1, q)), SW.walk_pre_bytes(n, k, 0, tile, q + 1))
 
     array = types.int64[::1]
     text, _ = cuda.compile_ptx(kernel, (array, types.int64, types.int64, array), cc=(9, 0))

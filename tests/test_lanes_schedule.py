@@ -74,6 +74,7 @@ def test_the_emulator_catches_a_schedule_without_pre_reads(monkeypatch):
 # --- lane-swaps (roll_rows' lanes beyond a block's shared memory) ---
 
 from rotate._schedules import chain as S  # noqa: E402
+from rotate._schedules import gries_mills, walks  # noqa: E402
 from rotate._backends.cuda import tuning as cuda_tuning
 
 
@@ -94,13 +95,13 @@ def test_lane_swaps_equal_numpy_whenever_the_staged_copies_land(n, data, save, p
 @given(n=st.integers(2, 10**7), data=st.data(), save=st.integers(1, 1 << 17))
 def test_swap_traffic_is_two_n_when_the_small_side_fits_and_at_most_four_n(n, data, save):
     k = data.draw(st.integers(1, n - 1))
-    traffic = S.swap_traffic(n, k, save)
+    traffic = gries_mills.swap_traffic(n, k, save)
     if min(k, n - k) <= save:
         assert traffic == 2 * n
     assert 2 * n <= traffic <= 4 * n
     lo, sub_n, sub_k, swapped = 0, n, k, 0
     while sub_k and min(sub_k, sub_n - sub_k) > save:  # every swap is disjoint and inside the lane
-        a, b, m, lo, sub_n, sub_k = S.swap_step(lo, sub_n, sub_k)
+        a, b, m, lo, sub_n, sub_k = gries_mills.swap_step(lo, sub_n, sub_k)
         assert 0 <= a and a + m <= b and b + m <= n and m > save
         swapped += m
     assert traffic == 4 * swapped + (2 * sub_n if sub_k else 0)
@@ -127,12 +128,12 @@ def test_lane_walks_equal_numpy_whenever_the_copies_land(n, data, head, tile, re
     assert np.array_equal(got, np.roll(lane, -k)), plan[:3]
     if plan[0] == "walk":
         assert plan[5] <= max(share, pool) and all(lo >= hi or (hi - lo) % 16 == 0 for lo, hi in plan[3])
-        tile_lo, tile_hi = S.walk_tile_range(n, tile, 4096)
+        tile_lo, tile_hi = walks.walk_tile_range(n, tile, 4096)
         assert tile_lo <= plan[1] <= tile_hi and plan[1] % 16 == 0
     else:
         assert plan[0] == ("none" if k == 0 else "swaps")
         if k:  # a swap is a walk with no room: with room for its spans it would have walked
-            tile_bytes, _, total = S.walk_decision(n, k, head, tile, 4096, reach, share, 1 << 40)
+            tile_bytes, _, total = walks.walk_decision(n, k, head, tile, 4096, reach, share, 1 << 40)
             assert tile_bytes == 0 or total > max(share, pool), (tile_bytes, total)
             assert plan[1] == (total if tile_bytes else 0)  # what the lane asked of the pool
 
@@ -154,7 +155,7 @@ def test_walk_reach_is_the_farthest_reader_within_the_ring(n, data, head, reach)
         x0, x1 = S.tile_dest(n, head, tile, j)
         readers = {S.tile_of(head, tile, (z - k) % n) for z in range(x0, x1)}
         ahead = [rank[r] - position for r in readers if 0 < rank[r] - position <= reach]
-        assert S.walk_reach(n, k, head, tile, rank, 0, position, j, reach) == max(ahead, default=0)
+        assert walks.walk_reach(n, k, head, tile, rank, 0, position, j, reach) == max(ahead, default=0)
 
 
 @settings(deadline=None, max_examples=300)
@@ -163,16 +164,16 @@ def test_walk_reach_is_the_farthest_reader_within_the_ring(n, data, head, reach)
 def test_walk_choice_is_one_round_of_chunks_that_cover_every_size(n, tile_max, max_tiles):
     """A choice is at most ``WALK_CHUNKS * WALK_CHAINS`` (256) picks, one round of the kernel's block, and
     its chunks hold every tile size once: consecutive, none empty, none past the last size."""
-    from rotate._schedules import chain as S
+    from rotate._schedules import walks
 
-    tile_lo, tile_hi = S.walk_tile_range(n, tile_max, max_tiles)
+    tile_lo, tile_hi = walks.walk_tile_range(n, tile_max, max_tiles)
     if tile_lo > tile_hi:
         return
-    sizes = S.walk_sizes(tile_lo, tile_hi)
-    picks = S.walk_picks(tile_lo, tile_hi)
-    assert picks % S.WALK_CHAINS == 0 and picks <= S.WALK_CHUNKS * S.WALK_CHAINS == 256
-    width = S.walk_chunk(sizes)
-    chunks = picks // S.WALK_CHAINS
+    sizes = walks.walk_sizes(tile_lo, tile_hi)
+    picks = walks.walk_picks(tile_lo, tile_hi)
+    assert picks % walks.WALK_CHAINS == 0 and picks <= walks.WALK_CHUNKS * walks.WALK_CHAINS == 256
+    width = walks.walk_chunk(sizes)
+    chunks = picks // walks.WALK_CHAINS
     assert width * (chunks - 1) < sizes <= width * chunks, (sizes, width, chunks)
 
 
@@ -183,18 +184,18 @@ def test_walk_choice_is_the_least_pick_and_its_tile_fits(n, data, head):
     is a tile size in range with a chain step in ``[1, m)``; the kernel reduces the same picks."""
     k = data.draw(st.integers(1, n - 1))
     share = data.draw(st.sampled_from([0, n // 12, n]))
-    tile_lo, tile_hi = S.walk_tile_range(n, 1024, 256)
+    tile_lo, tile_hi = walks.walk_tile_range(n, 1024, 256)
     if tile_lo > tile_hi:
         return
-    sizes = S.walk_sizes(tile_lo, tile_hi)
+    sizes = walks.walk_sizes(tile_lo, tile_hi)
     picks = []
-    for pick in range(S.walk_picks(tile_lo, tile_hi)):
-        cost, index = S.walk_pick_cost(n, k, head, tile_hi, sizes, pick, 3, share)
+    for pick in range(walks.walk_picks(tile_lo, tile_hi)):
+        cost, index = walks.walk_pick_cost(n, k, head, tile_hi, sizes, pick, 3, share)
         if index >= 0:
-            tile, chain = S.walk_candidate(n, k, head, tile_hi, index)
+            tile, chain = walks.walk_candidate(n, k, head, tile_hi, index)
             assert tile_lo <= tile <= tile_hi and 1 <= chain < S.tile_count(n, head, tile)
             picks.append((cost, index))
-    assert S.walk_choose(n, k, head, tile_lo, tile_hi, 3, share) == (min(picks) if picks else (-1, -1))
+    assert walks.walk_choose(n, k, head, tile_lo, tile_hi, 3, share) == (min(picks) if picks else (-1, -1))
 
 
 # --- the chunked variant (cycle_stream_kernel): rows streamed through a ring of chunks ---

@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rotate._schedules import chain as S
+from rotate._schedules import walks
 
 
 def walk(lane: np.ndarray, left: int, head: int, tile_bytes: int, chain: int, ahead: int) -> int:
@@ -113,7 +114,7 @@ def test_walk_pre_bytes_closed_form_matches_the_tile_count(data, n, head, tile_v
     chain = data.draw(st.sampled_from(sorted({max(1, q), q + 1})), label="chain")
     m = S.tile_count(n, head, tile_bytes)
     expected = S.compiled_table_builders()[1](n, left, head, tile_bytes, chain, m, 1, 0)[3]
-    got = S.walk_pre_bytes(n, left, head, tile_bytes, chain)
+    got = walks.walk_pre_bytes(n, left, head, tile_bytes, chain)
     assert got == expected, (f"reproduce: _schedule.walk_pre_bytes({n}, {left}, {head}, {tile_bytes}, {chain}) "
                              f"== {got}, count_kinds says {expected}")
 
@@ -123,7 +124,7 @@ def test_floor_sum_against_its_definition():
     for _ in range(2000):
         count, mod, a, b = (int(v) for v in (rng.integers(0, 60), rng.integers(1, 50), rng.integers(0, 200),
                                              rng.integers(0, 200)))
-        assert S.floor_sum(count, mod, a, b) == sum((a * i + b) // mod for i in range(count))
+        assert walks.floor_sum(count, mod, a, b) == sum((a * i + b) // mod for i in range(count))
 
 
 def test_residue_counts_against_their_definition():
@@ -136,4 +137,4 @@ def test_residue_counts_against_their_definition():
         u0 = int(rng.integers(0, 3 * mod))
         u1 = u0 + int(rng.integers(0, 3 * mod))
         expected = sum(1 for u in range(u0, u1) if u * step % mod >= low)
-        assert S._residues_at_least(u0, u1, step, low, mod) == expected, (u0, u1, step, low, mod)
+        assert walks._residues_at_least(u0, u1, step, low, mod) == expected, (u0, u1, step, low, mod)

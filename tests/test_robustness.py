@@ -29,6 +29,7 @@ from rotate._core import arrays as _arrays, validate as _validate
 from rotate._backends.cpu import planner
 from rotate._backends.cpu import tuning as cpu_tuning
 from rotate._schedules import chain as S
+from rotate._schedules import gries_mills
 from rotate._backends.cuda import device as gpu_device, registry as gpu_registry, runtime as gpu_runtime
 from rotate._backends.cuda.schedules import (chain as gpu_chain, half_swaps as gpu_half_swaps, lane_panels as gpu_lane_panels,
                                              lane_swaps as gpu_lane_swaps, lane_walks as gpu_lane_walks,
@@ -624,7 +625,6 @@ def test_gpu_long_lanes_plan_lane_swaps_one_launch_of_two_blocks_an_sm(gpu_plann
     """256 lanes of 4 MiB (issue #9) with ``long_lanes="swaps"``: lane-swaps, one launch, shifts host or
     device; the plan says grid, block, shared memory, scratch and bytes moved (exact for host shifts, a
     bound otherwise)."""
-    from rotate._schedules import chain as S
     from rotate._backends.cuda.kernels import lane_swaps as lane_swaps_kernels, panels
 
     rows, n = 256, 1 << 22
@@ -641,7 +641,7 @@ def test_gpu_long_lanes_plan_lane_swaps_one_launch_of_two_blocks_an_sm(gpu_plann
         assert lane_swaps_kernels.swap_smem_bytes(d["panel_bytes"], d["save_bytes"]) == d["smem_bytes"]
         assert 75 * 1024 < d["save_bytes"] < 90 * 1024 and d["panel_bytes"] == 16 * 1024
         assert step.scratch_bytes == 0
-    want = sum(S.swap_traffic(n, (n - int(s) % n) % n, host.details["save_bytes"]) for s in shifts)
+    want = sum(gries_mills.swap_traffic(n, (n - int(s) % n) % n, host.details["save_bytes"]) for s in shifts)
     assert host.bytes_moved == want and not host.details["bytes_moved_is_bound"]
     assert device.bytes_moved == 4 * rows * n >= want and device.details["bytes_moved_is_bound"]
     # Lanes whose every small side fits the saved side: exactly 2N even for device shifts.
@@ -682,7 +682,6 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
     ``walk_traffic`` the exact count (the kernel's own decisions, lane by lane: the emulator's plan);
     bad settings are errors that name the setting."""
     from rotate._testing import emulator as E
-    from rotate._schedules import chain as S
     from rotate._backends.cuda.kernels import panels, walks
 
     rows, n, head = 300, 1 << 22, 3  # more lanes than blocks: a share of a twelfth of a lane
@@ -723,7 +722,7 @@ def test_gpu_long_lanes_plan_lane_walks(gpu_planner):
                 over += plan[5] > d["share_bytes"]
             else:
                 assert plan[0] == "swaps", plan
-                want += max(2 * n, S.swap_traffic(n, k, d["save_bytes"]))
+                want += max(2 * n, gries_mills.swap_traffic(n, k, d["save_bytes"]))
         assert gpu_lane_walks.walk_traffic(host, shifts) == (want, walked)
         return host, want, walked, used, over, asks
 

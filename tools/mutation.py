@@ -218,11 +218,11 @@ MUTANTS = [
      "    lo = k * chunk - head\n", "    lo = k * chunk\n"),
     ("cycles-chunk-wrap-run-one-long", "rotate/_backends/cuda/kernels/cycles.py",
      "    if len_a > seg - a:\n        len_a = seg - a\n", "    if len_a > seg - a:\n        len_a = seg - a + 1\n"),
-    # lane-swaps' index math (rotate/_schedules/chain.py), judged by tests/test_lanes_schedule.py's emulator
+    # lane-swaps' index math (rotate/_schedules/gries_mills.py), judged by tests/test_lanes_schedule.py's emulator
     # and traffic tests.
-    ("swaps-step-partner-one-early", "rotate/_schedules/chain.py",
+    ("swaps-step-partner-one-early", "rotate/_schedules/gries_mills.py",
      "        a, b, m = lo, lo + n - k, k\n", "        a, b, m = lo, lo + n - k - 1, k\n"),
-    ("swaps-saved-side-put-one-early", "rotate/_schedules/chain.py",
+    ("swaps-saved-side-put-one-early", "rotate/_schedules/gries_mills.py",
      "        return lo, k, lo + k, lo, n - k, lo + n - k\n", "        return lo, k, lo + k, lo, n - k, lo + n - k - 1\n"),
     # The quick path of repeated GPU calls (rotate/_api.py), judged by tests/test_robustness.py with
     # the device stubbed: a cached plan used after a setting changed, a cached call at another address.
@@ -282,17 +282,17 @@ MUTANTS = [
     # The single-lane walk's pre-read bytes in closed form (rotate/_schedules/chain.py, walk_pre_bytes), judged by
     # tests/test_long_lane_walks.py against count_kinds: the residue window one short, the tile the wrap cuts
     # left out.
-    ("walk-pre-window-one-short", "rotate/_schedules/chain.py",
+    ("walk-pre-window-one-short", "rotate/_schedules/walks.py",
      "    return (floor_sum(u1 - u0, mod, step, base + mod - low) - floor_sum(u1 - u0, mod, step, base))",
      "    return (floor_sum(u1 - u0, mod, step, base + mod - low - 1) - floor_sum(u1 - u0, mod, step, base))"),
-    ("walk-pre-skips-the-cut-tile", "rotate/_schedules/chain.py",
+    ("walk-pre-skips-the-cut-tile", "rotate/_schedules/walks.py",
      "    for t in range(max(a0, a1), b0):\n", "    for t in range(max(a0, a1) + 1, b0):\n"),
     # lane-walks (rotate/_schedules/chain.py, the planner's exact traffic): a writer that does not wait for its last
     # look-ahead reader; spans that leave out the readers the ring's last buffer holds; pre-read bytes counted
     # once (tests/test_lanes_schedule.py's emulator, tests/test_robustness.py's plan).
-    ("walk-reach-one-short", "rotate/_schedules/chain.py",
+    ("walk-reach-one-short", "rotate/_schedules/walks.py",
      "        if ahead > farthest and ahead <= reach:\n", "        if ahead > farthest and ahead < reach:\n"),
-    ("walk-span-ring-too-long", "rotate/_schedules/chain.py",
+    ("walk-span-ring-too-long", "rotate/_schedules/walks.py",
      "    return pre_span(n, k, head, tile_bytes, m, g, length, inv, m, reach + 1, 0, w)",
      "    return pre_span(n, k, head, tile_bytes, m, g, length, inv, m, reach + 2, 0, w)"),
     ("walk-traffic-pre-reads-once", "rotate/_backends/cuda/schedules/lane_walks.py",
@@ -300,7 +300,7 @@ MUTANTS = [
     # lane-walks' pool (rotate/_schedules/chain.py walk_decision, the planner's replay): lanes over their share
     # never offered the pool; the pool's counter grown only by the lanes it takes (the kernel keeps every
     # ask), so a replay after a turned-away lane sees room the kernel does not have.
-    ("walk-pool-never-offered", "rotate/_schedules/chain.py",
+    ("walk-pool-never-offered", "rotate/_schedules/walks.py",
      "    if total > share and total > pool_left:\n", "    if total > share:\n"),
     ("walk-traffic-pool-only-on-fit", "rotate/_backends/cuda/schedules/lane_walks.py",
      "            if spans > share:  # asked of the pool, whether it fitted or not\n",
@@ -309,7 +309,7 @@ MUTANTS = [
     # tests/test_robustness.py): chunks too narrow (more than one round of 256 picks); the 16-32 KiB tiles for
     # lanes beyond their 480 tiles (which then take block swaps) or from 1 MiB; a sixth of a lane whatever
     # the lane count.
-    ("walk-chunks-floor", "rotate/_schedules/chain.py",
+    ("walk-chunks-floor", "rotate/_schedules/walks.py",
      "    return ceil_div(sizes, WALK_CHUNKS)\n", "    return max(1, sizes // WALK_CHUNKS)\n"),
     ("walk-wide-tiles-unchecked", "rotate/_backends/cuda/schedules/lane_walks.py",
      "        if tile_lo <= tile_hi:\n            tile, max_tiles = D.policy().walk_wide_tile_bytes",

@@ -65,17 +65,17 @@ def walk_pre_bytes(scan, S, seg: int, left: int, tiles) -> tuple:
     return (*best, interleaved)
 
 
-def closed_form_best(S, seg: int, left: int, lo: int, hi: int, step: int):
+def closed_form_best(walks, seg: int, left: int, lo: int, hi: int, step: int):
     """The fewest single-lane pre-read bytes over tile sizes ``lo..hi`` every ``step`` bytes and both chain
-    steps, by ``_schedule.walk_pre_bytes`` (the closed form, compiled here)."""
-    return int(_compiled_best(S)(seg, left, lo, hi, step))
+    steps, by ``walks.walk_pre_bytes`` (the closed form, compiled here)."""
+    return int(_compiled_best(walks)(seg, left, lo, hi, step))
 
 
 @functools.lru_cache(maxsize=None)
-def _compiled_best(S):
+def _compiled_best(walks):
     from numba import njit
 
-    walk = njit(S.walk_pre_bytes)
+    walk = njit(walks.walk_pre_bytes)
 
     @njit
     def best(n, k, lo, hi, step):
@@ -105,6 +105,8 @@ def main(argv=None) -> int:
 
     from rotate import _provenance
     from rotate._schedules import chain as S
+    from rotate._schedules import gries_mills
+    from rotate._schedules import walks as SW
 
     scan = S.compiled_table_builders()[2]
     units = {"K": 1 << 10, "M": 1 << 20}
@@ -117,11 +119,11 @@ def main(argv=None) -> int:
         for _ in range(args.shifts):
             left = int(rng.integers(1, seg))
             pre, tile, chain, pre_interleaved = walk_pre_bytes(scan, S, seg, left, tiles)
-            every16 = closed_form_best(S, seg, left, 8192, 32768, 16)
+            every16 = closed_form_best(SW, seg, left, 8192, 32768, 16)
             walks.append(1 + pre / seg)
             interleaved.append(1 + pre_interleaved / seg)
             fine.append(1 + every16 / seg)
-            swaps.append(max(2 * seg, S.swap_traffic(seg, left, args.save)) / (2 * seg))
+            swaps.append(max(2 * seg, gries_mills.swap_traffic(seg, left, args.save)) / (2 * seg))
             rows.append({"lane_bytes": seg, "left_bytes": left, "pre_bytes": pre, "tile_bytes": tile,
                          "chain_step": chain, "walk_traffic_over_2n": round(1 + pre / seg, 5),
                          "interleaved_pre_bytes": pre_interleaved,
@@ -137,8 +139,8 @@ def main(argv=None) -> int:
     if args.grid_lanes:
         seg = 4 << 20
         for left in rng.integers(1, seg, args.grid_lanes):
-            pre = closed_form_best(S, seg, int(left), 8192, 32768, 16)
-            swaps = max(2 * seg, S.swap_traffic(seg, int(left), args.save)) / (2 * seg)
+            pre = closed_form_best(SW, seg, int(left), 8192, 32768, 16)
+            swaps = max(2 * seg, gries_mills.swap_traffic(seg, int(left), args.save)) / (2 * seg)
             grid.append(pre / seg)
             grid_rows.append({"left_bytes": int(left), "pre_bytes": pre, "swaps_traffic_over_2n": round(swaps, 5)})
         cheaper = [min(1 + pre, row["swaps_traffic_over_2n"]) for pre, row in zip(grid, grid_rows)]
@@ -152,14 +154,14 @@ def main(argv=None) -> int:
 
     seg, left = 4 << 20, int(rng.integers(1, 4 << 20))
     count_kinds = S.compiled_table_builders()[1]
-    closed_form_best(S, seg, left, 8192, 8192, 16)  # compiled
+    closed_form_best(SW, seg, left, 8192, 8192, 16)  # compiled
     start = time.perf_counter()
     tiles_timed = list(range(8192, 32768 + 1, 256))
     for tile in tiles_timed:
         count_kinds(seg, left, 0, tile, max(1, left // tile), S.tile_count(seg, 0, tile), 1, 0)
     by_tile = (time.perf_counter() - start) / len(tiles_timed)
     start = time.perf_counter()
-    closed_form_best(S, seg, left, 8192, 32768, 16)
+    closed_form_best(SW, seg, left, 8192, 32768, 16)
     closed = (time.perf_counter() - start) / (2 * len(range(8192, 32768 + 1, 16)))
     print(f"a candidate, 4 MiB lane: tile by tile {by_tile * 1e6:.1f} us, closed form {closed * 1e6:.2f} us")
     if args.json:

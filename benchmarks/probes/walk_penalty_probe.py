@@ -5,7 +5,7 @@ walk-penalty-probe-share-sixth.json.
 
 How ``lane-walks``' choice would change with a softer penalty for pre-reads over a block's share (CPU only).
 
-The kernel's choice (``rotate._schedules.chain.walk_pick_cost``) adds the lane's
+The kernel's choice (``rotate._schedules.walks.walk_pick_cost``) adds the lane's
 length to a candidate whose estimated pre-reads exceed the block's share,
 so a lane whose large tiles all pre-read more than the share walks small
 tiles instead (on an H200, the slowest lane of a 1 GiB launch: 301 tiles,
@@ -40,18 +40,19 @@ def _compiled():
     import numba
 
     from rotate._schedules import chain as S
+    from rotate._schedules import walks
 
     @numba.njit
     def pick_cost(n, k, tile_hi, sizes, pick, reach, share, pool, soft):
-        size = S.walk_chunk_size(n, k, 0, tile_hi, sizes, pick // S.WALK_CHAINS)
+        size = walks.walk_chunk_size(n, k, 0, tile_hi, sizes, pick // walks.WALK_CHAINS)
         if size < 0:
             return -1, -1
-        index = size * S.WALK_CHAINS + pick % S.WALK_CHAINS
-        tile_bytes, chain = S.walk_candidate(n, k, 0, tile_hi, index)
+        index = size * walks.WALK_CHAINS + pick % walks.WALK_CHAINS
+        tile_bytes, chain = walks.walk_candidate(n, k, 0, tile_hi, index)
         if chain <= 0:
             return -1, -1
-        estimate = S.walk_estimate(n, k, 0, tile_bytes, chain, reach)
-        cost = estimate + S.tile_count(n, 0, tile_bytes) * S.WALK_ITEM_BYTES
+        estimate = walks.walk_estimate(n, k, 0, tile_bytes, chain, reach)
+        cost = estimate + S.tile_count(n, 0, tile_bytes) * walks.WALK_ITEM_BYTES
         if not soft:
             if estimate > share:  # the kernel's rule
                 cost += n
@@ -64,25 +65,25 @@ def _compiled():
 
     @numba.njit
     def replay(ks, n, tile_max, max_tiles, reach, share, pool, soft):
-        tile_lo, tile_hi = S.walk_tile_range(n, tile_max, max_tiles)
-        sizes = S.walk_sizes(tile_lo, tile_hi)
+        tile_lo, tile_hi = walks.walk_tile_range(n, tile_max, max_tiles)
+        sizes = walks.walk_sizes(tile_lo, tile_hi)
         out = np.zeros((ks.shape[0], 3), np.int64)  # tiles, pre-read bytes, walked (0: pool turned it away)
         used = 0
         for lane in range(ks.shape[0]):
             k = ks[lane]
             best = -1
             best_index = -1
-            for pick in range(S.walk_picks(tile_lo, tile_hi)):
+            for pick in range(walks.walk_picks(tile_lo, tile_hi)):
                 cost, index = pick_cost(n, k, tile_hi, sizes, pick, reach, share, pool, soft)
                 if index >= 0 and (best_index < 0 or cost < best or (cost == best and index < best_index)):
                     best = cost
                     best_index = index
-            tile_bytes, chain = S.walk_candidate(n, k, 0, tile_hi, best_index)
+            tile_bytes, chain = walks.walk_candidate(n, k, 0, tile_hi, best_index)
             m = S.tile_count(n, 0, tile_bytes)
             g, length, inv = S.chain_shape(m, S.chain_step(m, chain))
             total = 0
             for w in range(m):
-                lo, hi = S.walk_span(n, k, 0, tile_bytes, m, g, length, inv, reach, w)
+                lo, hi = walks.walk_span(n, k, 0, tile_bytes, m, g, length, inv, reach, w)
                 if lo < hi:
                     total += hi - lo
             walked = 1

@@ -2,7 +2,7 @@
 
 numba stamps a function's cache with its own source file only. The cached
 kernels here inline index math from other modules (``_backends/cpu/`` and
-``_backends/cpu/lanes.py`` from ``_schedules/chain.py``, the planner's replays from
+``_backends/cpu/lanes.py`` from ``_schedules/``, the planner's replays from
 ``_schedules/chain.py``), so after an edit to ``_schedules/chain.py`` alone (an editable
 install and a ``git pull``, or a mutant of ``tools/mutation.py``) numba would
 load their old machine code: a CPU roll could run the old schedule. Found

@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._schedules import chain as S
+from .._schedules import gries_mills
+from .._schedules import walks as SW
 
 POLICIES = ("random", "highest", "lowest", "newest")
 
@@ -691,12 +693,12 @@ def emulate_lane_swaps(lane: np.ndarray, k: int, save: int, panel: int, head: in
 
     lo, n = 0, len(x)
     while k != 0 and min(k, n - k) > save:
-        a, b, m, lo, n, k = S.swap_step(lo, n, k)
+        a, b, m, lo, n, k = gries_mills.swap_step(lo, n, k)
         grid = (head + a) & 15
         tiles = [S.tile_dest(m, grid, panel, j) for j in range(S.tile_count(m, grid, panel))]
         pipeline([[(a + x0, b + x0, x1 - x0), (b + x0, a + x0, x1 - x0)] for x0, x1 in tiles])
     if k != 0:
-        save_at, count, src, dst, length, put = S.saved_rotation(lo, n, k)
+        save_at, count, src, dst, length, put = gries_mills.saved_rotation(lo, n, k)
         saved = x[save_at:save_at + count].copy()  # its group is the oldest: landed before any write
         grid = (head + dst) & 15
         tiles = [S.tile_dest(length, grid, panel, j) for j in range(S.tile_count(length, grid, panel))]
@@ -718,12 +720,12 @@ def walk_plan(n: int, k: int, head: int, tile_max: int, max_tiles: int, reach: i
     in the same order."""
     if k == 0:
         return ("none",)
-    tile_bytes, chain, total = S.walk_decision(n, k, head, tile_max, max_tiles, reach, share, pool_left)
+    tile_bytes, chain, total = SW.walk_decision(n, k, head, tile_max, max_tiles, reach, share, pool_left)
     if tile_bytes == 0:
         return ("swaps", total)
     m = S.tile_count(n, head, tile_bytes)
     g, length, inv = S.chain_shape(m, S.chain_step(m, chain))
-    spans = [S.walk_span(n, k, head, tile_bytes, m, g, length, inv, reach, w) for w in range(m)]
+    spans = [SW.walk_span(n, k, head, tile_bytes, m, g, length, inv, reach, w) for w in range(m)]
     offsets = list(np.cumsum([0] + [max(hi - lo, 0) for lo, hi in spans[:-1]]))
     return ("walk", tile_bytes, chain, spans, offsets, total)
 
@@ -792,7 +794,7 @@ def emulate_lane_walk(lane: np.ndarray, k: int, head: int, tile_max: int, max_ti
         if position + reach < m:
             in_flight[position + reach] = sources(position + reach)
         tile = S.tile_at(m, p, g, length, position)
-        farthest = S.walk_reach(n, k, head, tile_bytes, rank, 0, position, tile, reach)
+        farthest = SW.walk_reach(n, k, head, tile_bytes, rank, 0, position, tile, reach)
         for landed in range(position, position + farthest + 1):  # the copies this write waits for
             if landed in in_flight and in_flight[landed][0] is not None:
                 _, _, _, pieces, data = in_flight[landed]

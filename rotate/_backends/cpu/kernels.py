@@ -626,7 +626,7 @@ def _chain_ring_at(data, base, scratch, ring_at, k, slack):
 def _chain_rows_serial(data, rows, n, k, tile_bytes, ring, table, scratch, scratch_row, slack, direct=False):
     """``chain-serial``: every row rotated left by ``k`` bytes in one pass, in chain order, by one thread.
 
-    ``table`` is the row's plan table (``rotate._schedules.chain.layout_free_lanes``, one lane, head 0). Per row:
+    ``table`` is the row's plan table (``rotate._schedules.free_lanes.layout_free_lanes``, one lane, head 0). Per row:
     copy the listed pre-read spans into scratch, then walk every chain position (``_chain_walk``).
     ``slack``: the spare scratch bytes the plan left after the ring; with a page of them (4096) the ring
     moves to ``_ring_offset``'s place, else it stays at ``scratch[scratch_row:]``.
@@ -642,7 +642,7 @@ def _chain_rows_serial(data, rows, n, k, tile_bytes, ring, table, scratch, scrat
 
 
 # ``chain-lanes``: ``chain-serial`` with each row's chain positions cut into ``lanes`` lanes of
-# ``lane_steps`` that share nothing (``rotate._schedules.chain.layout_free_lanes``): every byte a lane reads
+# ``lane_steps`` that share nothing (``rotate._schedules.free_lanes.layout_free_lanes``): every byte a lane reads
 # that another lane writes is pre-read, by all lanes, before any lane writes (``_chain_lanes_pre``, a
 # phase of its own); then the lanes walk with no waits, in whatever order the threads run
 # (``_chain_lanes_walk``). Lane ``i``'s ring: ``scratch[scratch_row + i * (ring * tile_bytes + slack):]``,

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..._schedules import chain as S
+from ..._schedules import free_lanes
 from .tuning import current as _T
 from .kernels import _SHIFT, _STRIDED_REVERSAL, _STRIDED_SHIFT, _SWAP, _SWAP_SHIFT
 from .params import (ChainLanesParams, ChainRowsParams, ChainSerialParams, RegisterRowsParams, RowsLanesParams,
@@ -176,18 +177,18 @@ def _chain_builders(n: int, tuning):
     """``(layout, pre_bytes)`` for ``_plan_chain``: compiled if already compiled in this process, if the
     interpreter would take long (many tiles), or once this process has interpreted ``_INTERPRET_SECONDS``;
     else the uncompiled functions (same results: the integers stay far below 2**63 there)."""
-    layout, pre_bytes = S.compiled_free_builders()
+    layout, pre_bytes = free_lanes.compiled_free_builders()
     if pre_bytes.signatures or _interpreted[0] >= _INTERPRET_SECONDS:
         return layout, pre_bytes
     tiles = sum(S.tile_count(n, 0, int(t)) for t in tuning.chain_tile_bytes if 16 <= int(t) < n)
     if tiles * (2 + max(0, int(tuning.chain_tries))) > _INTERPRET_TILES:
         return layout, pre_bytes
-    return S.layout_free_lanes, S.free_pre_bytes
+    return free_lanes.layout_free_lanes, free_lanes.free_pre_bytes
 
 
 def compile_chain_builders() -> None:
     """Compile the chain planner's table builders (``rotate.warmup``): rows too long to interpret need them."""
-    layout, pre_bytes = S.compiled_free_builders()
+    layout, pre_bytes = free_lanes.compiled_free_builders()
     n, tile_bytes, ring = 1 << 16, 1 << 12, int(_T().chain_ring)
     m_max = S.max_tiles(n, tile_bytes)
     pre_bytes(n, n // 3, 0, tile_bytes, 1, m_max, ring, 0)
@@ -195,7 +196,7 @@ def compile_chain_builders() -> None:
 
 
 def _count_interpreted(layout, began: float) -> None:
-    if layout is S.layout_free_lanes:
+    if layout is free_lanes.layout_free_lanes:
         _interpreted[0] += time.perf_counter() - began
 
 
@@ -206,7 +207,7 @@ def _ring_cost(n: int, k: int, tile_bytes: int, chain: int, lane_steps: int, rin
     1.66x copyto, against 0.00-0.02 and 0.98-1.09x for other random shifts)."""
     if not tuning.chain_direct or not tuning.chain_ring_byte_cost:
         return 0
-    return tuning.chain_ring_byte_cost * S.free_ring_bytes(n, k, 0, tile_bytes, chain, lane_steps, ring,
+    return tuning.chain_ring_byte_cost * free_lanes.free_ring_bytes(n, k, 0, tile_bytes, chain, lane_steps, ring,
                                                            max(1, int(tuning.chain_ring_samples)))
 
 
@@ -214,7 +215,7 @@ def _plan_chain(rows: int, n: int, k: int, budget: int, lanes: int):
     """The chain schedule for rows of ``n`` bytes rotated left by ``k`` bytes on ``lanes`` lanes, or None.
 
     Each row's chain positions are cut into ``lanes`` runs that share nothing
-    (``rotate._schedules.chain.layout_free_lanes``): the hooks class each reader as
+    (``rotate._schedules.free_lanes.layout_free_lanes``): the hooks class each reader as
     earlier in its lane's walk (``SELF``), at most ``chain_ring - 1`` items
     later in it (``RING``: read ahead), or ``PRE`` (another lane's, or further
     back in this one). Tries every tile of ``chain_tile_bytes`` with the chain
@@ -226,7 +227,7 @@ def _plan_chain(rows: int, n: int, k: int, budget: int, lanes: int):
     """
     tuning = _T()
     layout, pre_bytes = _chain_builders(n, tuning)
-    chains = S.lattice_chains  # a few dozen lattice points: interpreted, never compiled
+    chains = free_lanes.lattice_chains  # a few dozen lattice points: interpreted, never compiled
     ring = tuning.chain_ring
     began = time.perf_counter()
     best = None
@@ -235,7 +236,7 @@ def _plan_chain(rows: int, n: int, k: int, budget: int, lanes: int):
             continue
         m = S.tile_count(n, 0, tile_bytes)
         lane_steps = -(-m // max(1, min(lanes, m)))
-        used = S.free_lane_count(m, lane_steps)
+        used = free_lanes.free_lane_count(m, lane_steps)
         rings = used * (ring * tile_bytes + _alias_slack(tile_bytes))
         steps = np.zeros(2 + max(0, int(tuning.chain_tries)), np.int64)
         count = chains(n, k, 0, tile_bytes, ring, steps)

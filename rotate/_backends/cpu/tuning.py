@@ -35,7 +35,7 @@ class CpuTuning(Policy):
     chain_tile_bytes: Tuple[int, ...] = (64 << 10, 32 << 10, 16 << 10)
     chain_ring: int = 4
     #: Chain steps tried a tile size beyond ``q`` and ``q + 1``: those of the shortest lattice vectors
-    #: (rotate/_schedules/chain.py, "lanes that share nothing"), which keep a random shift's pre-reads near
+    #: (rotate/_schedules/free_lanes.py), which keep a random shift's pre-reads near
     #: sqrt(n T) bytes a lane where ``q`` and ``q + 1`` pre-read up to half the row.
     chain_tries: int = 6
     #: What the chain planner charges an item (a tile) in bytes of traffic, against three bytes a

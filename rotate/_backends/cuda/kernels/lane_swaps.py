@@ -15,6 +15,7 @@ import functools
 from numba import cuda, int64, uint32
 
 from ...._schedules import chain as S
+from ...._schedules import gries_mills
 from .common import _write_moved
 from .memops import SIMULATED, load_i64
 from .panels import PANEL_BYTES, THREADS, _movers, buffer_vecs, wait_all, wait_but_one, wait_but_two
@@ -120,10 +121,10 @@ def _swap_lane(threads: int, panel_bytes: int):
         lo = int64(0)
         length = seg
         while k != 0 and min(k, length - k) > save_bytes:
-            a, b, m, lo, length, k = S.swap_step(lo, length, k)
+            a, b, m, lo, length, k = gries_mills.swap_step(lo, length, k)
             swap(sm32, data, row_pos, head, a, b, m, tid)
         if k != 0:
-            save, count, src, dst, moved, put = S.saved_rotation(lo, length, k)
+            save, count, src, dst, moved, put = gries_mills.saved_rotation(lo, length, k)
             saved_al = stage_at(sm32, saved_vec, data, row_pos, head, save, count, tid)
             move(sm32, data, row_pos, head, src, dst, moved, tid)
             put_saved(sm32, data, row_pos, head, saved_al, save, count, put, tid)
@@ -144,13 +145,13 @@ def swap_kernel(threads: int = THREADS, panel_bytes: int = PANEL_BYTES):
     Per lane, as "rotate left by ``k`` bytes":
 
     * while the small side ``min(k, seg' - k)`` exceeds ``save_bytes``, a
-      Gries-Mills block swap (``rotate._schedules.chain.swap_step``): both regions
+      Gries-Mills block swap (``rotate._schedules.gries_mills.swap_step``): both regions
       staged panel by panel (the next pair's copies fly while a pair is
       written), each written from the other;
     * then the small side is staged into shared memory, the rest moved by
       its length through two panel buffers, walked away from the side it
       moves towards (no byte is written before it is staged), and the saved
-      bytes written back (``rotate._schedules.chain.saved_rotation``).
+      bytes written back (``rotate._schedules.gries_mills.saved_rotation``).
 
     No block ever waits for another (``co_resident`` is False). Panels are
     ``panel_bytes`` (a multiple of 16), cut on the destination's 16-byte

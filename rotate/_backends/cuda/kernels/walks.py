@@ -14,6 +14,7 @@ import os
 from numba import cuda, int32, int64, uint32, uint64
 
 from ...._schedules import chain as S
+from ...._schedules import walks
 from ..tuning import HOPPER as _HOPPER
 from .common import _write_moved, block_ticket, leave_launch, wait_copies_left
 from .cycles import run_vecs
@@ -135,13 +136,13 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
         chunk's size from the scores, then ``walk_size_cost``), then the least (cost, index)."""
         best = int64(-1)
         best_index = int64(-1)
-        sizes = S.walk_sizes(tile_lo, tile_hi)
+        sizes = walks.walk_sizes(tile_lo, tile_hi)
         for size in range(int64(tid), sizes, threads):
-            scores[size] = S.walk_residue_score(n, k, head, tile_hi - 16 * size)
+            scores[size] = walks.walk_residue_score(n, k, head, tile_hi - 16 * size)
         cuda.syncthreads()
-        width = S.walk_chunk(sizes)
-        for candidate in range(int64(tid), S.walk_picks(tile_lo, tile_hi), threads):
-            first = (candidate // S.WALK_CHAINS) * width
+        width = walks.walk_chunk(sizes)
+        for candidate in range(int64(tid), walks.walk_picks(tile_lo, tile_hi), threads):
+            first = (candidate // walks.WALK_CHAINS) * width
             size = int64(-1)
             least = int64(-1)
             for at in range(first, min(sizes, first + width)):  # walk_chunk_size's rule: first least wins
@@ -149,7 +150,7 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
                 if least < 0 or score < least:
                     least = score
                     size = at
-            cost, index = S.walk_size_cost(n, k, head, tile_hi, size, candidate % S.WALK_CHAINS, reach, share)
+            cost, index = walks.walk_size_cost(n, k, head, tile_hi, size, candidate % walks.WALK_CHAINS, reach, share)
             if index >= 0 and (best_index < 0 or cost < best or (cost == best and index < best_index)):
                 best = cost
                 best_index = index
@@ -197,14 +198,14 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
             if z >= n:
                 z -= n
             first = S.tile_of(head, tile, z)
-            smi[t_first + position] = int32(4 * first + S.walk_reach(n, k, head, tile, smi, t_rank, position, j,
+            smi[t_first + position] = int32(4 * first + walks.walk_reach(n, k, head, tile, smi, t_rank, position, j,
                                                                       reach))
         per = (m + threads - 1) // threads
         lo_w = tid * per
         hi_w = min(m, lo_w + per)
         subtotal = int64(0)
         for w in range(lo_w, hi_w):
-            lo, hi = S.walk_span(n, k, head, tile, m, g, length, inv, reach, w)
+            lo, hi = walks.walk_span(n, k, head, tile, m, g, length, inv, reach, w)
             size = hi - lo if lo < hi else int64(0)
             smi[t_lo + w] = int32(lo)
             smi[t_off + w] = int32(size)
@@ -374,7 +375,7 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
         tid = cuda.threadIdx.x
         share_pos = int64(cuda.blockIdx.x) * share
         pool0 = int64(cuda.gridDim.x) * share  # the pool follows the blocks' shares
-        tile_lo, tile_hi = S.walk_tile_range(seg, tile_bytes, max_tiles)
+        tile_lo, tile_hi = walks.walk_tile_range(seg, tile_bytes, max_tiles)
         while True:
             # Lanes by ticket, not grid-strided: a block held up by a costly lane takes fewer.
             lane = block_ticket(ctrl, counters, 0, tid)
@@ -397,7 +398,7 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
             total = int64(0)
             lane_scratch = share_pos
             if walk:
-                tile, chain = S.walk_candidate(seg, k, head, tile_hi, index)
+                tile, chain = walks.walk_candidate(seg, k, head, tile_hi, index)
                 m = S.tile_count(seg, head, tile)
                 p = S.chain_step(m, chain)
                 g, length, inv = S.chain_shape(m, p)

@@ -10,6 +10,7 @@ from typing import Optional
 import numpy as np
 
 from ...._schedules import chain as S
+from ...._schedules import gries_mills as GM
 from ...._core.plan import Params, Step, internal
 from ..kernels import block_swaps
 from .. import device as D
@@ -49,7 +50,7 @@ def gries_mills(n: int, k: int, fits, max_swaps: Optional[int] = None):
     while sub_k and not fits(sub_n, sub_k):
         if max_swaps is not None and len(swaps) > max_swaps:
             break
-        a, b, m, lo, sub_n, sub_k = S.swap_step(lo, sub_n, sub_k)  # the lane-swaps kernel's step too
+        a, b, m, lo, sub_n, sub_k = GM.swap_step(lo, sub_n, sub_k)  # the lane-swaps kernel's step too
         swaps.append((a, b, m))
     return swaps, (lo, sub_n, sub_k)
 

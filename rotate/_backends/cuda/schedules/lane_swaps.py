@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ...._schedules import chain as S
+from ...._schedules import gries_mills
 from ...._core.plan import Params, Step, internal
 from .. import device as D
 from .. import runtime as R
@@ -40,7 +40,7 @@ def swap_sizes():
     memory after four panel buffers (about 80 KiB on an H200): two blocks an
     SM keep twice the bytes in flight, and for random shifts of 4 MiB lanes a
     saved side of 80 KiB moves about 5% more bytes than one of 190 KiB (more
-    block swaps; ``rotate._schedules.chain.swap_traffic``).
+    block swaps; ``rotate._schedules.gries_mills.swap_traffic``).
     """
     from ..kernels import lane_swaps, panels
 
@@ -66,7 +66,7 @@ def _swap_traffic_compiled():
     def traffic(shifts, n, item, save):
         total = 0
         for s in shifts:  # a lane rolled by 0 counts 2 x its bytes, as in every plan (the kernel skips it)
-            total += max(2 * n * item, S.swap_traffic(n * item, ((n - s % n) % n) * item, save))
+            total += max(2 * n * item, gries_mills.swap_traffic(n * item, ((n - s % n) % n) * item, save))
         return total
 
     return traffic

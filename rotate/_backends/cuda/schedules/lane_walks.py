@@ -10,7 +10,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ...._schedules import chain as S
+from ...._schedules import gries_mills
+from ...._schedules import walks as SW
 from ...._core.plan import Params, Step, internal
 from .. import device as D
 from .. import runtime as R
@@ -48,7 +49,7 @@ def _walk_limits(seg: Optional[int] = None):
     ``walk_wide_min_lane_bytes`` that fit their most tiles, else ``default_walk_tile_bytes``."""
     tile, max_tiles = D.policy().walk_tile_bytes, D.policy().walk_max_tiles
     if tile is None and max_tiles is None and seg is not None and seg >= D.policy().walk_wide_min_lane_bytes:
-        tile_lo, tile_hi = S.walk_tile_range(seg, D.policy().walk_wide_tile_bytes, D.policy().walk_wide_max_tiles)
+        tile_lo, tile_hi = SW.walk_tile_range(seg, D.policy().walk_wide_tile_bytes, D.policy().walk_wide_max_tiles)
         if tile_lo <= tile_hi:
             tile, max_tiles = D.policy().walk_wide_tile_bytes, D.policy().walk_wide_max_tiles
     tile = tile or D.policy().default_walk_tile_bytes
@@ -81,7 +82,7 @@ def _walk_traffic_compiled():
             tile = 0
             spans = 0
             if k != 0:
-                tile, _, spans = S.walk_decision(seg, k, (head0 + lane * seg) % 16, tile_max, max_tiles, reach,
+                tile, _, spans = SW.walk_decision(seg, k, (head0 + lane * seg) % 16, tile_max, max_tiles, reach,
                                                  share, pool - used)
             if spans > share:  # asked of the pool, whether it fitted or not
                 used += spans
@@ -89,7 +90,7 @@ def _walk_traffic_compiled():
                 moved = 2 * seg + 2 * spans
                 walked += 1
             else:
-                moved = max(2 * seg, S.swap_traffic(seg, k, save))
+                moved = max(2 * seg, gries_mills.swap_traffic(seg, k, save))
             total += moved
         return total, walked
 
@@ -131,7 +132,7 @@ def plan_lane_walks(axis: int, rows: int, n: int, itemsize: int, pointer: int,
 
     seg = n * itemsize
     tile_max, max_tiles, buffers = _walk_limits(seg)
-    tile_lo, tile_hi = S.walk_tile_range(seg, tile_max, max_tiles)
+    tile_lo, tile_hi = SW.walk_tile_range(seg, tile_max, max_tiles)
     if tile_lo > tile_hi:
         return None
     threads = D.policy().lane_threads or D.policy().default_lane_threads
