@@ -19,7 +19,7 @@ results (default ``docs/results/cpu-rows-bench.json``); only when they go to
 that default file is the generated section of docs/perf-cpu.md rewritten
 from them (a run written elsewhere never touches the tracked docs);
 ``--docs-only`` only regenerates that section from the committed JSON
-(tests/test_rows.py checks the committed doc equals what this script
+(tests/api/test_rows.py checks the committed doc equals what this script
 generates). A result taken on a busy machine is not quoted there
 (``rotate/bench_env.py``): a run refuses to start when the 1-minute load
 average is over 0.5 per core (exit status 3; ``--allow-busy`` runs and marks
@@ -50,7 +50,7 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(1, str(ROOT / "benchmarks"))  # _harness, also where this file is loaded by path (tests/test_rows.py)
+sys.path.insert(1, str(ROOT / "benchmarks"))  # _harness, also where this file is loaded by path (tests/api/test_rows.py)
 
 from _harness import plots  # noqa: E402  (--plot, --from: the drawing every benchmark shares)
 

@@ -26,7 +26,7 @@ marked unusable, and :meth:`LoadGate.status` is 3.
 
 The documents only quote results that pass :func:`load_problem` at the default threshold, whatever
 ``--max-load`` a run was given (``tools/tables.py``, ``benchmarks/rows_bench.py --docs-only``;
-``tests/test_docs.py`` checks every CPU result README.md and docs/performance.md cite).
+``tests/project/test_docs.py`` checks every CPU result README.md and docs/performance.md cite).
 ``benchmarks/busy_bench.py`` loads the machine on purpose and does not take the check.
 
 No public API: the benchmarks' shared code, importable without numba's kernels being compiled.

@@ -42,7 +42,7 @@ import numpy as np
 
 from . import _api
 from ._core import arrays as _arrays
-from ._schedules import exchange as _dschedule
+from ._schedules import exchange
 from ._api import ArrayT, IntOrInts, plan as local_plan, roll as local_roll
 from ._core.validate import as_index, normalize_axis
 
@@ -566,7 +566,7 @@ def _prepare(local_shard, shift, group, axis, global_lengths, staging_bytes) -> 
         shift %= max(1, sum(lengths))
 
     elem_bytes = fields[5]
-    algorithm, stages = _dschedule.build(lengths, shift)
+    algorithm, stages = exchange.build(lengths, shift)
     if rows * elem_bytes == 0:  # the other dimensions are empty: nothing to move
         algorithm, stages = "none", ()
     ways_in = max([sum(1 for m in st.moves if m.dst == r) for st in stages for r in range(world)] or [1])
@@ -583,14 +583,14 @@ def _prepare(local_shard, shift, group, axis, global_lengths, staging_bytes) -> 
     # chunk sends its data from a packed copy taken *before* the local pass, so the exchange
     # runs while the local pass does (the same messages, only the local order differs).
     overlapped = tuple(
-        bool(st.moves) and all(len(_dschedule.chunks(rows, 0, m.length * elem_bytes, chunk_bytes)) == 1
+        bool(st.moves) and all(len(exchange.chunks(rows, 0, m.length * elem_bytes, chunk_bytes)) == 1
                                for m in st.moves)
         for st in stages)
     for st, early in zip(stages, overlapped):
         mine_in = [m for m in st.moves if m.dst == rank]
         mine_out = [m for m in st.moves if m.src == rank]
         if mine_in or mine_out:
-            per = [_dschedule.chunks(rows, m.dst_off * elem_bytes, (m.dst_off + m.length) * elem_bytes,
+            per = [exchange.chunks(rows, m.dst_off * elem_bytes, (m.dst_off + m.length) * elem_bytes,
                                      chunk_bytes) for m in mine_in]
             rounds += max(len(c) for c in per) if per else 0
             staging = max(staging, sum(max((r1 - r0) * (c1 - c0) for r0, r1, c0, c1 in c) for c in per))
@@ -661,9 +661,9 @@ def _execute(ctx: _Ctx) -> None:
                 local_roll(target, s, axis=1)
             if not outgoing and not incoming:
                 continue
-            out_chunks = [_dschedule.chunks(ctx.rows, m.src_off * eb, (m.src_off + m.length) * eb, ctx.chunk_bytes)
+            out_chunks = [exchange.chunks(ctx.rows, m.src_off * eb, (m.src_off + m.length) * eb, ctx.chunk_bytes)
                           for m in outgoing]
-            in_chunks = [_dschedule.chunks(ctx.rows, m.dst_off * eb, (m.dst_off + m.length) * eb, ctx.chunk_bytes)
+            in_chunks = [exchange.chunks(ctx.rows, m.dst_off * eb, (m.dst_off + m.length) * eb, ctx.chunk_bytes)
                          for m in incoming]
             n_rounds = max(len(c) for c in out_chunks + in_chunks)
             for t in range(n_rounds):

@@ -29,7 +29,7 @@ settings.register_profile("mutation", deadline=None, max_examples=60, derandomiz
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 # Plans that do not depend on what else runs on the machine: the CPU backend's thread count adapts to
-# other processes' load (rotate/_backends/cpu/, usable_threads); tests/test_busy.py checks that on its own.
+# other processes' load (rotate/_backends/cpu/, usable_threads); tests/backends/test_busy.py checks that on its own.
 from rotate._backends.cpu import tuning as _cpu_tuning  # noqa: E402
 
 # For the whole session (held: a generator context dropped unreferenced would be closed, undoing it); tests

@@ -38,13 +38,13 @@ ROOT = Path(__file__).resolve().parent.parent
 # The fast subset: API, errors, CPU backend, robustness (with one thread test and one
 # fork test), the software wave. 1.5-3 min a mutant on 2 cores (see above).
 TESTS = [
-    "tests/test_errors.py", "tests/test_robustness.py", "tests/test_roll.py",
-    "tests/test_cpu_backend.py", "tests/test_waveops_cpu.py", "tests/test_schedule.py",
-    "tests/test_lanes_schedule.py", "tests/test_long_lane_walks.py", "tests/test_numba_cache.py",
+    "tests/api/test_errors.py", "tests/robustness/test_robustness.py", "tests/api/test_roll.py",
+    "tests/backends/test_cpu_backend.py", "tests/waveops/test_waveops_cpu.py", "tests/schedules/test_schedule.py",
+    "tests/schedules/test_lanes_schedule.py", "tests/schedules/test_long_lane_walks.py", "tests/backends/test_numba_cache.py",
 ] + [
     # Issue #35's tests (cache keys varied one component at a time, rare argument shapes, the GPU planner's
     # head tables): first, so that the mutants they were written for die early.
-    "tests/test_planner_tables.py", "tests/test_cache_keys.py", "tests/test_arg_shapes.py",
+    "tests/backends/test_planner_tables.py", "tests/api/test_cache_keys.py", "tests/api/test_arg_shapes.py",
 ]
 ISSUE35_TESTS = TESTS[-3:]
 TESTS = ISSUE35_TESTS + TESTS[:-3]
@@ -133,7 +133,7 @@ MUTANTS = [
      "        w = DEFAULT_WIDTH\n", "        w = width()\n"),
     ("wave-default-width-simd-njit", "waveops/cpu.py",
      "    default_w = DEFAULT_WIDTH\n", "    default_w = simd_width_for(*_host_target())\n"),
-    # The GPU chain schedule (rotate/_schedules/chain.py), judged by tests/test_schedule.py: the
+    # The GPU chain schedule (rotate/_schedules/chain.py), judged by tests/schedules/test_schedule.py: the
     # byte-by-byte completeness check and the emulator under hostile interleavings.
     ("kinds-have-wait-matches-pre", "rotate/_schedules/chain.py",
      "        return (low & ~high & 0x55) != 0", "        return (low & 0x55) != 0"),
@@ -161,7 +161,7 @@ MUTANTS = [
     ("even-lanes-fewest-blocks-an-sm-first", "rotate/_backends/cuda/schedules/chain.py",
      "        best = int(fits[np.lexsort((pre[fits], -per_sm))[0]])",
      "        best = int(fits[np.lexsort((pre[fits], per_sm))[0]])"),
-    ("co-resident-block-walks-two-lanes", "rotate/_testing/emulator.py",
+    ("co-resident-block-walks-two-lanes", "rotate/_testing/emulator/chain.py",
      "            if co_resident and b.lane >= 0:  # one lane a block (the kernel's ``one_lane``)",
      "            if co_resident and b.lane >= total_lanes:"),
     ("schedule-pre-span-not-aligned-up", "rotate/_schedules/chain.py",  # the GPU's pre_span (classify, not free_classify)
@@ -186,22 +186,22 @@ MUTANTS = [
      "        lo, hi = pre_span(n, k, head, tile_bytes, m, g, length, inv, lane_steps, ring, co_resident, w)\n"
      "        if lo < hi:\n            table[entry + T_OFFSET] = total\n            table[entry + T_LO] = lo\n"
      "            table[entry + T_VECS] = (hi - lo) // 16 - 1"),
-    # The pipelined chain kernel's hand-offs as the emulator runs them (rotate/_testing/emulator.py, pl_*),
-    # judged by tests/test_schedule.py: a copy into an unwritten buffer, a descriptor slot reused
+    # The pipelined chain kernel's hand-offs as the emulator runs them (rotate/_testing/emulator/chain.py, pl_*),
+    # judged by tests/schedules/test_schedule.py: a copy into an unwritten buffer, a descriptor slot reused
     # early, a clear without its ring wait, a write before "cleared".
-    ("pipeline-issue-before-buffer-written", "rotate/_testing/emulator.py",
+    ("pipeline-issue-before-buffer-written", "rotate/_testing/emulator/chain.py",
      "                if c >= 1 and b.written < c:", "                if False:"),
-    ("pipeline-decode-into-busy-slot", "rotate/_testing/emulator.py",
+    ("pipeline-decode-into-busy-slot", "rotate/_testing/emulator/chain.py",
      "        if b.end is not None or j >= max(b.freed, buffers + 1):", "        if b.end is not None:"),
-    ("pipeline-clear-without-ring-wait", "rotate/_testing/emulator.py",
+    ("pipeline-clear-without-ring-wait", "rotate/_testing/emulator/chain.py",
      "                if not waits_clear(b, row, key, tile, ring=ring):",
      "                if not waits_clear(b, row, key, tile, kinds=(S.WAIT, S.PRE), ring=ring):"),
-    ("pipeline-write-before-cleared", "rotate/_testing/emulator.py",
+    ("pipeline-write-before-cleared", "rotate/_testing/emulator/chain.py",
      "        if b.phase == \"exit\" or b.cleared <= i:",
      "        if b.phase == \"exit\" or len(b.items) <= i or (\n"
      "                b.items[i] is not None and (not b.ring or b.ring[0][1] not in b.landed)):"),
     # The GPU row-cycles schedule's index math (rotate/_backends/cuda/kernels/cycles.py), judged by
-    # tests/test_lanes_schedule.py: the segment table's coverage and the emulator.
+    # tests/schedules/test_lanes_schedule.py: the segment table's coverage and the emulator.
     ("cycles-source-row-inverted", "rotate/_schedules/rowperm.py",
      "        i -= s\n", "        i += s\n"),
     ("cycles-cut-cycle-looks-whole", "rotate/_backends/cuda/kernels/cycles.py",
@@ -211,20 +211,20 @@ MUTANTS = [
      "            table[3 * g + 1] = min(piece, lengths[c] - first)",
      "            table[3 * g + 1] = max(1, min(piece, lengths[c] - first) - 1)"),
     # The chunked row-cycles variant's chunk math (rotate/_backends/cuda/kernels/cycles.py), judged by
-    # tests/test_lanes_schedule.py: the chunk tiling test and the chunked emulator.
+    # tests/schedules/test_lanes_schedule.py: the chunk tiling test and the chunked emulator.
     ("cycles-chunk-source-rolled-left", "rotate/_backends/cuda/kernels/cycles.py",
      "    a = lo - shift\n", "    a = lo + shift\n"),
     ("cycles-chunks-unaligned", "rotate/_backends/cuda/kernels/cycles.py",
      "    lo = k * chunk - head\n", "    lo = k * chunk\n"),
     ("cycles-chunk-wrap-run-one-long", "rotate/_backends/cuda/kernels/cycles.py",
      "    if len_a > seg - a:\n        len_a = seg - a\n", "    if len_a > seg - a:\n        len_a = seg - a + 1\n"),
-    # lane-swaps' index math (rotate/_schedules/gries_mills.py), judged by tests/test_lanes_schedule.py's emulator
+    # lane-swaps' index math (rotate/_schedules/gries_mills.py), judged by tests/schedules/test_lanes_schedule.py's emulator
     # and traffic tests.
     ("swaps-step-partner-one-early", "rotate/_schedules/gries_mills.py",
      "        a, b, m = lo, lo + n - k, k\n", "        a, b, m = lo, lo + n - k - 1, k\n"),
     ("swaps-saved-side-put-one-early", "rotate/_schedules/gries_mills.py",
      "        return lo, k, lo + k, lo, n - k, lo + n - k\n", "        return lo, k, lo + k, lo, n - k, lo + n - k - 1\n"),
-    # The quick path of repeated GPU calls (rotate/_api.py), judged by tests/test_robustness.py with
+    # The quick path of repeated GPU calls (rotate/_api.py), judged by tests/robustness/test_robustness.py with
     # the device stubbed: a cached plan used after a setting changed, a cached call at another address.
     ("quick-path-skips-plan-key", "rotate/_api.py",
      "            if hit is not None and hit[1] == backend.plan_key(hit[0], max_scratch_bytes):\n",
@@ -234,7 +234,7 @@ MUTANTS = [
      "                                             pointer, template.readonly), hit[1], hit[2])\n",
      "                    hit = (template, hit[1], hit[2])\n"),
     # Session 9: the plan table's ring reach (the GPU kernels wait that far for their own copies),
-    # judged by tests/test_schedule.py; the CPU chain-serial ring, by tests/test_cpu_backend.py.
+    # judged by tests/schedules/test_schedule.py; the CPU chain-serial ring, by tests/backends/test_cpu_backend.py.
     ("pre-reads-finished-one-short", "rotate/_schedules/chain.py",
      "    return finished >= total\n", "    return finished >= total - 1\n"),
     ("pre-list-large-at-the-boundary", "rotate/_schedules/chain.py",
@@ -254,22 +254,22 @@ MUTANTS = [
      "                if False:\n"),
     ("wave-pow2-check", "waveops/_core.py",
      "    return n > 0 and (n & (n - 1)) == 0", "    return n > 0 and (n & (n - 2)) == 0"),
-    # Issue #9's half-swaps (judged by tests/test_lanes_schedule.py's emulator and tests/test_robustness.py's
-    # planner checks) and the quick path's tuple keys (tests/test_robustness.py, device stubbed).
+    # Issue #9's half-swaps (judged by tests/schedules/test_lanes_schedule.py's emulator and tests/robustness/test_robustness.py's
+    # planner checks) and the quick path's tuple keys (tests/robustness/test_robustness.py, device stubbed).
     ("half-swap-partner-is-the-row", "rotate/_schedules/rowperm.py",
      "    partner = source_row(d, n0, n1, n2, n3, s0, s1, s2, s3)\n", "    partner = d\n"),
     ("half-swap-takes-odd-radices", "rotate/_schedules/rowperm.py",
      "    if any(s not in (0, n // 2) or (s and n % 2) for n, s in zip(lead, lead_shifts)):",
      "    if any(s not in (0, n // 2) for n, s in zip(lead, lead_shifts)):"),
-    # flat_strips' strip step (tests/test_lanes_schedule.py's emulator, tests/test_robustness.py's planner).
+    # flat_strips' strip step (tests/schedules/test_lanes_schedule.py's emulator, tests/robustness/test_robustness.py's planner).
     ("strip-boundary-row-off-by-one", "rotate/_schedules/rowperm.py",
      "        row = first + count\n", "        row = first + count - 1\n"),
     ("strip-mask-one-byte-short", "rotate/_schedules/rowperm.py",
      "    last = min(hi - at, 4)\n", "    last = min(hi - at - 1, 4)\n"),
     ("flat-strip-wider-strip", "rotate/_schedules/rowperm.py",
      "    if 2 * row_shift <= seg:\n", "    if 2 * row_shift >= seg:\n"),
-    # lane-panels' warps variant: which lanes take it and its grid (tests/test_robustness.py, device stubbed;
-    # the kernel itself is judged by the simulator, tests/test_cuda_sim.py, outside this fast subset).
+    # lane-panels' warps variant: which lanes take it and its grid (tests/robustness/test_robustness.py, device stubbed;
+    # the kernel itself is judged by the simulator, tests/backends/test_cuda_sim.py, outside this fast subset).
     ("warp-lanes-exclude-8-kib", "rotate/_backends/cuda/schedules/lane_panels.py",
      "    if choice is False or seg < 16 or (choice is None and not D.policy().warp_lane_min_bytes <= seg <= D.policy().warp_lane_bytes):",
      "    if choice is False or seg < 16 or (choice is None and not D.policy().warp_lane_min_bytes <= seg < D.policy().warp_lane_bytes):"),
@@ -280,7 +280,7 @@ MUTANTS = [
     ("warp-group-half-warp-at-1-kib", "rotate/_backends/cuda/schedules/lane_panels.py",
      "    if seg <= 1024:\n        return 8\n", "    if seg < 1024:\n        return 8\n"),
     # The single-lane walk's pre-read bytes in closed form (rotate/_schedules/chain.py, walk_pre_bytes), judged by
-    # tests/test_long_lane_walks.py against count_kinds: the residue window one short, the tile the wrap cuts
+    # tests/schedules/test_long_lane_walks.py against count_kinds: the residue window one short, the tile the wrap cuts
     # left out.
     ("walk-pre-window-one-short", "rotate/_schedules/walks.py",
      "    return (floor_sum(u1 - u0, mod, step, base + mod - low) - floor_sum(u1 - u0, mod, step, base))",
@@ -289,7 +289,7 @@ MUTANTS = [
      "    for t in range(max(a0, a1), b0):\n", "    for t in range(max(a0, a1) + 1, b0):\n"),
     # lane-walks (rotate/_schedules/chain.py, the planner's exact traffic): a writer that does not wait for its last
     # look-ahead reader; spans that leave out the readers the ring's last buffer holds; pre-read bytes counted
-    # once (tests/test_lanes_schedule.py's emulator, tests/test_robustness.py's plan).
+    # once (tests/schedules/test_lanes_schedule.py's emulator, tests/robustness/test_robustness.py's plan).
     ("walk-reach-one-short", "rotate/_schedules/walks.py",
      "        if ahead > farthest and ahead <= reach:\n", "        if ahead > farthest and ahead < reach:\n"),
     ("walk-span-ring-too-long", "rotate/_schedules/walks.py",
@@ -305,8 +305,8 @@ MUTANTS = [
     ("walk-traffic-pool-only-on-fit", "rotate/_backends/cuda/schedules/lane_walks.py",
      "            if spans > share:  # asked of the pool, whether it fitted or not\n",
      "            if tile and spans > share:\n"),
-    # lane-walks' choice and defaults (rotate/_schedules/chain.py, rotate/_backends/cuda/schedules/lane_walks.py; tests/test_lanes_schedule.py,
-    # tests/test_robustness.py): chunks too narrow (more than one round of 256 picks); the 16-32 KiB tiles for
+    # lane-walks' choice and defaults (rotate/_schedules/chain.py, rotate/_backends/cuda/schedules/lane_walks.py; tests/schedules/test_lanes_schedule.py,
+    # tests/robustness/test_robustness.py): chunks too narrow (more than one round of 256 picks); the 16-32 KiB tiles for
     # lanes beyond their 480 tiles (which then take block swaps) or from 1 MiB; a sixth of a lane whatever
     # the lane count.
     ("walk-chunks-floor", "rotate/_schedules/walks.py",
@@ -325,7 +325,7 @@ MUTANTS = [
     # waveops' cached CPU kernels inline _core.py: their cache must be stamped with all of waveops' sources.
     ("waveops-cache-stamped-by-own-file", "waveops/__init__.py",
      "_numba_cache.install(_os.path.dirname(_os.path.abspath(__file__)))\n", "_os.path.dirname(__file__)\n"),
-    # Scratch of a stream evicted from the 8-stream cache (rotate/_backends/cuda/runtime.py; tests/test_robustness.py
+    # Scratch of a stream evicted from the 8-stream cache (rotate/_backends/cuda/runtime.py; tests/robustness/test_robustness.py
     # with a stand-in driver): dropped at once instead of kept until its stream passes an event.
     ("evicted-scratch-dropped-at-once", "rotate/_backends/cuda/runtime.py",
      "        _evicted = _held_until_passed(_evicted, entry._handle, entry)\n",
@@ -334,7 +334,7 @@ MUTANTS = [
      "    return type(value) is int or (type(value) is tuple and all(type(v) is int for v in value))",
      "    return type(value) is int or (type(value) in (tuple, list) and all(type(v) is int for v in value))"),
     # Issue #36: the host quick path of repeated numpy calls (rotate/_api.py), judged by
-    # tests/test_cache_keys.py: a key component dropped, the writeable flag or the plan key not checked.
+    # tests/api/test_cache_keys.py: a key component dropped, the writeable flag or the plan key not checked.
     ("host-key-drops-strides", "rotate/_api.py",
      "        return (a.shape, a.strides, a.dtype, shift, axis, middle, max_scratch_bytes)",
      "        return (a.shape, a.dtype, shift, axis, middle, max_scratch_bytes)"),
@@ -409,8 +409,8 @@ def run_tests(tree: Path, timeout: int, tests: list = TESTS) -> tuple[str, float
     env = dict(os.environ, CI="true", HYPOTHESIS_PROFILE="mutation", PYTHONPATH=str(tree),
                PYTHONDONTWRITEBYTECODE="1")
     # The fast suite, plus the slow tests marked ``mutants`` (they kill mutants the fast ones miss).
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "not slow or mutants", "-k",
-           DESELECT, *tests]
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "not slow or mutants",
+           "-k", DESELECT, *tests]
     start = time.perf_counter()
     try:
         r = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=timeout)

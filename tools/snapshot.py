@@ -3,8 +3,8 @@
 Issue 31 ("Nothing lost: prove it") moves most files of the package. Before the move this tool dumps
 
 * ``plans``: what the public planners (``rotate.plan``, ``rotate.plan_roll_rows``; fftshift/ifftshift and
-  ``rotate(middle)`` through ``rotate.plan``) return for the shared case tables (tests/cases.py,
-  tests/rows_cases.py, under the settings the GPU tests run them with) and for a seeded random set of
+  ``rotate(middle)`` through ``rotate.plan``) return for the shared case tables (tests/cases/roll.py,
+  tests/cases/rows.py, under the settings the GPU tests run them with) and for a seeded random set of
   calls, on the CPU backend (numba threads pinned) and on the CUDA backend with the device stubbed
   (an H200: 132 SMs, 228 KiB shared memory an SM, compute capability 9.0, no cooperative launch), as
   canonical JSON (keys sorted, tuples as lists, numpy arrays as dtype, shape and sha256);
@@ -56,11 +56,11 @@ if str(ROOT) not in sys.path:
 
 FORMAT = 1
 CPU_THREADS = 2
-DEVICE_SHAPE = (132, 228 * 1024)  # H200: SMs, shared memory an SM (tests/test_robustness.py's gpu_planner)
+DEVICE_SHAPE = (132, 228 * 1024)  # H200: SMs, shared memory an SM (tests/robustness/test_robustness.py's gpu_planner)
 CAPABILITY = (9, 0)
 BASE_POINTER = 1 << 32  # fake device arrays start here (256-byte aligned, as cudaMalloc's memory), plus GUARD
 SHIFTS_POINTER = 1 << 40  # fake device shift arrays, far from any array
-GUARD = 64  # tests/cases.py's guard bytes before an array: the case's offset is its misalignment
+GUARD = 64  # tests/cases/roll.py's guard bytes before an array: the case's offset is its misalignment
 RANDOM_SEED = 31
 RANDOM_CALLS = 2000
 
@@ -70,15 +70,14 @@ RANDOM_CALLS = 2000
 # =====================================================================================================
 
 def adapter_case_tables():
-    """ADAPTER (test layout): the shared case tables, imported from tests/cases.py and tests/rows_cases.py.
+    """ADAPTER (test layout): the shared case tables, imported from tests/cases/roll.py and tests/cases/rows.py.
 
     Returns ``(cases_module, rows_cases_module)``.
     """
     tests = str(ROOT / "tests")
     if tests not in sys.path:
         sys.path.insert(0, tests)
-    import cases
-    import rows_cases
+    from cases import roll as cases, rows as rows_cases
 
     return cases, rows_cases
 
@@ -103,7 +102,7 @@ def adapter_pin_cpu_threads(threads: int) -> None:
 
 @contextlib.contextmanager
 def adapter_cpu_tuning(pairs: tuple) -> Iterator[None]:
-    """ADAPTER (CPU tuning): apply tests/cases.py's ``tunables`` pairs. Records name them as the module
+    """ADAPTER (CPU tuning): apply tests/cases/roll.py's ``tunables`` pairs. Records name them as the module
     constants of rotate/_backends/cpu/ they were at the baseline (SCRATCH_BYTES ...); since the tuning objects
     they are fields of rotate/_backends/cpu/tuning.py, the same names in lower case."""
     from rotate._backends.cpu import tuning as cpu_tuning
@@ -113,7 +112,7 @@ def adapter_cpu_tuning(pairs: tuple) -> Iterator[None]:
 
 
 def adapter_legacy_cpu_names(pairs) -> tuple:
-    """ADAPTER (CPU tuning): tests/cases.py's tuning pairs under the baseline's names (upper case)."""
+    """ADAPTER (CPU tuning): tests/cases/roll.py's tuning pairs under the baseline's names (upper case)."""
     return tuple((name.upper(), value) for name, value in pairs)
 
 
@@ -125,10 +124,10 @@ LEGACY_GPU_CONSTANTS = ("min_cycle_row", "max_lane_smem", "min_chain_lane_bytes"
 def adapter_stub_gpu() -> None:
     """ADAPTER (CUDA backend): plan for a stubbed H200 without a GPU or driver.
 
-    As tests/test_robustness.py's ``gpu_planner`` fixture: device shape (132, 228 KiB), device 0, no
+    As tests/robustness/test_robustness.py's ``gpu_planner`` fixture: device shape (132, 228 KiB), device 0, no
     cooperative launch (classic chain plans); compute capability 9.0; device arrays are accepted
     (``_arrays._device_usable``) and a shift array's device is not asked of the driver
-    (``lane_args._check_same_device``, as tests/test_shared_state.py stubs it).
+    (``lane_args._check_same_device``, as tests/robustness/test_shared_state.py stubs it).
     """
     from rotate._core import arrays as _arrays
     from rotate._backends.cuda import device, lane_args
@@ -144,7 +143,7 @@ def adapter_stub_gpu() -> None:
 @contextlib.contextmanager
 def adapter_gpu_tuning(settings: dict, constants: dict) -> Iterator[None]:
     """ADAPTER (CUDA tuning): the baseline's planner settings and planner module constants (upper case),
-    since the tuning objects all fields of rotate/_backends/cuda/tuning.py, as tests/rows_cases.py's runners apply them."""
+    since the tuning objects all fields of rotate/_backends/cuda/tuning.py, as tests/cases/rows.py's runners apply them."""
     from rotate._backends.cuda import tuning as cuda_tuning
 
     with cuda_tuning.override(**settings, **{name.lower(): value for name, value in constants.items()}):
@@ -235,7 +234,7 @@ def adapter_kernel_factory(family: str):
 
 
 def adapter_stub_compiler() -> None:
-    """ADAPTER (numba-cuda): compile for an H200 without a GPU, as tests/test_codegen.py does (the device
+    """ADAPTER (numba-cuda): compile for an H200 without a GPU, as tests/codegen/test_codegen.py does (the device
     functions a kernel calls ask numba-cuda for the current device)."""
     import numba.cuda.dispatcher as dispatcher
 
@@ -388,7 +387,7 @@ class Call:
 
 
 def fft_shifts(kind: str, shape: tuple, axes) -> tuple:
-    """What rotate.fftshift/ifftshift hand to rotate.roll (tests/rows_cases.py's ``call``)."""
+    """What rotate.fftshift/ifftshift hand to rotate.roll (tests/cases/rows.py's ``call``)."""
     ax = tuple(range(len(shape))) if axes is None else ((axes,) if isinstance(axes, int) else tuple(axes))
     ax = tuple(a % len(shape) for a in ax)
     sign = 1 if kind == "fftshift" else -1
@@ -437,8 +436,8 @@ def table_calls(limit: Optional[int] = None) -> list:
         out.append(Call(f"{prefix}/{backend}/{len(out)}", backend, kind, tuple(shape), str(dtype), shift, axis,
                         offset, order, **extra))
 
-    # tests/cases.py: FIXED_CASES on the CPU (tests/test_harness.py, plus the tiny budgets its random cases
-    # take) and on the GPU (tests/test_gpu.py: default settings, and the tile sizes its random cases take).
+    # tests/cases/roll.py: FIXED_CASES on the CPU (tests/backends/test_harness.py, plus the tiny budgets its random cases
+    # take) and on the GPU (tests/backends/test_gpu.py: default settings, and the tile sizes its random cases take).
     for i, budgets in enumerate(cases.CPU_TINY_BUDGETS):
         for c in cases.FIXED_CASES:
             add(f"roll-fixed-budgets{i}", "cpu", "roll", c.shape, c.dtype, c.shift, c.axis, c.offset,
@@ -467,7 +466,7 @@ def table_calls(limit: Optional[int] = None) -> list:
         settings = dict(settings)
         return {name.upper(): settings.pop(name) for name in LEGACY_GPU_CONSTANTS if name in settings}, settings
 
-    # tests/test_gpu_rows.py's runners.
+    # tests/backends/test_gpu_rows.py's runners.
     fixed_runners = [runner("default"), runner("small-rows", {"MIN_CYCLE_ROW": 16}),
                      runner("no-half-swaps", half_swaps=False, flat_strips=False),
                      runner("run-writer", lane_writer="runs", lane_warps=False),

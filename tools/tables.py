@@ -8,9 +8,9 @@ Each generated block sits between marker comments::
 
 (``<!-- numbers:NAME -->`` ... ``<!-- /numbers -->`` in README.md). Run
 ``python tools/tables.py`` after committing a result file; ``--check``
-exits 1 when a document is out of date (tests/test_tables.py runs it).
+exits 1 when a document is out of date (tests/project/test_tables.py runs it).
 docs/results/MANIFEST.md lists every result file, the commit it measured,
-the question it answers and the document citing it (tests/test_docs.py).
+the question it answers and the document citing it (tests/project/test_docs.py).
 
 Sources (the constants below name the runs)
 -------------------------------------------

@@ -1,7 +1,7 @@
 """What the product benchmarks in benchmarks/ share, and the few private reads they need, each with its why.
 
 The product benchmarks (benchmarks/*.py) call the public API only: ``rotate``, ``rotate.distributed``,
-``waveops``, ``rotate.bench`` and ``rotate.bench_env``; tests/test_benchmarks_layout.py checks their import
+``waveops``, ``rotate.bench`` and ``rotate.bench_env``; tests/project/test_benchmarks_layout.py checks their import
 graph. Where one needs something the package keeps private, it reads it here, never from ``rotate._*``:
 
 * ``provenance``: the environment block every result file records (commit, versions, knobs, load);

@@ -23,7 +23,7 @@ and both chain steps (the schedule's ``PRE`` count, as
 ``compiled_table_builders()[2]`` scans it), the fewest when the block cuts
 its lane into sub-lanes walked in ``(step, sub-lane)`` order, the fewest
 over every 16-byte tile size of 8-32 KiB by the closed form
-(``_schedule.walk_pre_bytes``; ``--grid-lanes`` random 4 MiB lanes too,
+(``walks.walk_pre_bytes``; ``--grid-lanes`` random 4 MiB lanes too,
 for the largest pre-read one launch's lanes would need), and the traffic of
 ``lane-swaps`` for the same shifts (``swap_traffic`` at the
 default saved side, 80 KiB on an H200), all over the ideal 2N.

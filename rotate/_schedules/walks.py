@@ -18,7 +18,7 @@ from .chain import (align_up, ceil_div, chain_shape, chain_step, position_of, pr
 # --- a lane walked by one block: its pre-read bytes in closed form ---------------
 #
 # A block that owns a whole lane and writes its tiles in chain order (one lane of all ``m`` tiles, a ring of
-# one: tests/test_long_lane_walks.py, docs/results/long-lane-walks-probe.json) must pre-read every byte
+# one: tests/schedules/test_long_lane_walks.py, docs/results/long-lane-walks-probe.json) must pre-read every byte
 # whose reader tile comes after its writer tile in that order. Counting them tile by tile
 # (``count_kinds``) is a walk over all ``m`` tiles, too slow for a block choosing among many tile sizes.
 # ``walk_pre_bytes`` counts the same bytes in O(log m): a full tile's bytes go to at most two writer tiles

@@ -5,7 +5,7 @@ it again against the installed wheel, from outside the source tree, which is wha
 for. ``assert_type`` fails when a type differs, ``Any`` included, so a public function whose
 annotations are lost fails here; a ``# type: ignore`` that mypy finds unneeded fails too
 (warn_unused_ignores), which makes the lines marked "not Any" assert that a wrong use is caught.
-``tests/test_typing.py`` also runs ``run()``, so every call below is one the package accepts.
+``tests/api/test_typing.py`` also runs ``run()``, so every call below is one the package accepts.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The ``lane-walks`` kernel: ``roll_rows`` of long lanes in one pass (docs/design.md "Lane walks").
 
 ``walk_kernel``: a block owns a lane at a time, chooses a tile size and
-chain step on the device as ``_schedule.walk_choose`` does, pre-reads the
+chain step on the device as ``walks.walk_choose`` does, pre-reads the
 spans its ring cannot hold into scratch and walks the tiles in chain order
 through a ring of tile buffers. No block waits for another.
 """
@@ -75,7 +75,7 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
 
     1. picks a tile size (``tile_bytes`` down to half) and chain step: each
        thread estimates its share of the candidates
-       (``_schedule.walk_estimate``), the block takes the cheapest;
+       (``walks.walk_estimate``), the block takes the cheapest;
     2. lays out the walk in shared memory, the block's threads a share of
        the tiles each: every tile's chain position and every position's
        tile, first writer and ring reach (``walk_reach``), every tile's
@@ -131,7 +131,7 @@ def walk_kernel(threads: int = THREADS, buffers: int = WALK_BUFFERS, tile_bytes:
 
     @cuda.jit(device=True)
     def choose(pick, scores, n, k, head, tile_lo, tile_hi, share, tid):
-        """The block's cheapest candidate index (-1: none), as ``_schedule.walk_choose`` finds it: every
+        """The block's cheapest candidate index (-1: none), as ``walks.walk_choose`` finds it: every
         tile size's ``walk_residue_score`` once into ``scores`` (shared memory), a thread a pick (its
         chunk's size from the scores, then ``walk_size_cost``), then the least (cost, index)."""
         best = int64(-1)
