@@ -409,7 +409,8 @@ def run_tests(tree: Path, timeout: int, tests: list = TESTS) -> tuple[str, float
     env = dict(os.environ, CI="true", HYPOTHESIS_PROFILE="mutation", PYTHONPATH=str(tree),
                PYTHONDONTWRITEBYTECODE="1")
     # The fast suite, plus the slow tests marked ``mutants`` (they kill mutants the fast ones miss).
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "not slow or mutants",
+    # -n 0: one process (a timeout then kills the whole run, and -x stops at the first failure as it did).
+    cmd = [sys.executable, "-m", "pytest", "-n", "0", "-x", "-q", "-p", "no:cacheprovider", "-m", "not slow or mutants",
            "-k", DESELECT, *tests]
     start = time.perf_counter()
     try:
