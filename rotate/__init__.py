@@ -22,6 +22,7 @@ from ._core.plan import Plan, Step  # noqa: E402
 from ._core.validate import AxisError  # noqa: E402
 from .rows import fftshift, ifftshift, plan_roll_rows, roll_rows  # noqa: E402
 from ._warmup import warmup  # noqa: E402
+from . import _backends  # noqa: E402
 from . import distributed  # noqa: E402,F401  (registers DTensor rolls with roll; imports no torch)
 from . import _version  # noqa: E402
 
@@ -64,10 +65,7 @@ def release_scratch() -> int:
     >>> rotate.release_scratch() >= 0
     True
     """
-    import sys
-
-    runtime = sys.modules.get("rotate._backends.cuda.runtime")
-    return runtime.release_scratch() if runtime is not None else 0
+    return sum(backend.release_scratch() for backend in _backends.backends())
 
 
 __all__ = ["roll", "rotate", "plan", "roll_rows", "plan_roll_rows", "fftshift", "ifftshift", "release_scratch",

@@ -124,33 +124,6 @@ def memcpy_baseline(size: int, repeat: int = 10):
     return time_it, time_it(copy, repeat), keep
 
 
-def forced_chain(tile_bytes: int, buffers: int):
-    """A context for GPU probes: the planner's chain layouts other than ``(tile_bytes, buffers)`` are
-    refused (with ``rotate._backends.cuda.tuning.override`` of those knobs, the chain plans only that configuration)."""
-    import contextlib
-
-    from ._backends.cuda.schedules import chain
-    from ._backends.cuda import tuning as cuda_tuning
-
-    @contextlib.contextmanager
-    def forced():
-        real = chain.chain_layout
-
-        def only(n, k, heads, tile, chain, lane_steps, ring, co_resident=False):
-            if tile != tile_bytes or ring != buffers:
-                return None, 0
-            return real(n, k, heads, tile, chain, lane_steps, ring, co_resident)
-
-        chain.chain_layout = only
-        try:
-            with cuda_tuning.override(tile_bytes=tile_bytes, buffers=buffers):
-                yield
-        finally:
-            chain.chain_layout = real
-
-    return forced()
-
-
 def roll_matches_cupy(x, shift, axis=None) -> bool:
     """Roll the CuPy array ``x`` in place with rotate; whether it equals ``cupy.roll`` of its old
     contents byte for byte (NaN payloads included)."""
@@ -166,7 +139,7 @@ def roll_matches_cupy(x, shift, axis=None) -> bool:
 def _memcpy(cuda, size, stream):
     """A device-to-device copy of ``size`` bytes: the speed of light of an in-place rotate.
 
-    torch's ``copy_`` when available (what gpu-notes measured), else CuPy's,
+    torch's ``copy_`` when available (what docs/performance.md's ceilings use), else CuPy's,
     else numba's cuMemcpyDtoD.
     """
     try:

@@ -1,7 +1,7 @@
 """Per-lane shifts and in-place fftshift: ``roll_rows``, ``fftshift``, ``ifftshift``.
 
-Thin public functions (validate, plan, execute) over the kernels in
-rotate/_backends/cpu/lanes.py, using the same array recognition, checks and plan objects
+Thin public functions (validate, plan, execute): the array's backend plans
+and runs the lanes, with the same array recognition, checks and plan objects
 as :func:`rotate.roll`.
 
 >>> import numpy as np, rotate

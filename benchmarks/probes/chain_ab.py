@@ -22,14 +22,18 @@ configuration and its pre-read ticket count.
 """
 import contextlib
 import json
+import pathlib
 import sys
 
 import cupy
 
 import rotate
 from rotate import bench
-from rotate._backends.cuda.schedules import chain as gpu_chain
-from rotate._backends.cuda import tuning as cuda_tuning
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _harness
+from _harness.knobs import forced_chain  # noqa: E402
+from rotate._backends.cuda.schedules import chain as gpu_chain  # noqa: E402
+from rotate._backends.cuda import tuning as cuda_tuning  # noqa: E402
 
 label, points = sys.argv[1], [p.split(":", 1) for p in sys.argv[2].split(",")]
 size = int(sys.argv[3]) if len(sys.argv) > 3 and not sys.argv[3].startswith("--") else 1 << 30
@@ -52,7 +56,7 @@ for dtype, shift_label in points:
     x = arrays[dtype]
     s = bench.shift_elements(shift_label, x.size, x.itemsize)
     for force in forced:
-        with bench.forced_chain(*force) if force else contextlib.nullcontext(), \
+        with forced_chain(*force) if force else contextlib.nullcontext(), \
                 cuda_tuning.override(**knobs):
             p = rotate.plan(x, s)
             d = p.steps[0].details

@@ -13,12 +13,16 @@ docs/results/chain-tiles-describe-ahead-h200.json (the measurement behind
 ``planner._t().item_cost_bytes``).
 """
 import json
+import pathlib
 import sys
 
 import cupy
 
 import rotate
 from rotate import bench
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _harness
+from _harness import knobs  # noqa: E402
 
 size = 1 << 30
 time_it, memcpy_ms, keep = bench.memcpy_baseline(size)
@@ -27,7 +31,7 @@ rows = []
 for label in sys.argv[1].split(","):
     s = bench.shift_elements(label, size, 1)
     for T, B in ((32768, 2), (32768, 3), (16384, 2), (16384, 3), (16384, 4)):
-        with bench.forced_chain(T, B):
+        with knobs.forced_chain(T, B):
             p = rotate.plan(x, s)
             if p.algorithm != "chain":
                 print(label, T, B, p.algorithm, flush=True)

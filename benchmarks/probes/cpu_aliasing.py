@@ -3,7 +3,7 @@
 Backs: `cpu.alias_slack` (docs/tuning.md, "CPU: the chain"), from docs/results/cpu-aliasing.json.
 
 4 KiB aliasing on this CPU: the measurements behind chain-serial's ring placement and the
-block-swap rule (``rotate._backends.cpu.kernels._ring_offset``, ``_ops_alias``; docs/perf-notes.md).
+block-swap rule (``rotate._backends.cpu.kernels._ring_offset``, ``_ops_alias``; archive/perf-notes-2026-12-02.md).
 
     .venv/bin/python benchmarks/probes/cpu_aliasing.py --json docs/results/cpu-aliasing.json
 

@@ -19,7 +19,7 @@ for 256 MiB arrays (``cpu_rows``: this machine's thread count) come after.
     python benchmarks/probes/plan_coverage.py --json docs/results/plan-coverage-h200-shape.json
     python benchmarks/probes/plan_coverage.py --probes --json docs/results/plan-probes-h200-shape.json
 
-``--probes`` records instead what docs/perf-notes.md quotes about the
+``--probes`` records instead what archive/perf-notes-2026-12-02.md quotes about the
 levers: ``flat_strips``' plans for the multi-axis cases of
 ``rows_gpu_bench.py`` at three scratch bounds, and, for random 1 GiB uint8
 shifts, the fewest chain pre-read bytes over tile sizes of 8-64 KiB (1 KiB

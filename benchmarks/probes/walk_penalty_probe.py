@@ -9,7 +9,7 @@ The kernel's choice (``rotate._schedules.walks.walk_pick_cost``) adds the lane's
 length to a candidate whose estimated pre-reads exceed the block's share,
 so a lane whose large tiles all pre-read more than the share walks small
 tiles instead (on an H200, the slowest lane of a 1 GiB launch: 301 tiles,
-docs/perf-notes.md, "Lane walks: tickets and a pool"). Since the launch has
+archive/perf-notes-2026-12-02.md, "Lane walks: tickets and a pool"). Since the launch has
 a pool for such lanes, a softer rule is possible: count the bytes over the
 share twice, and add the lane's length only past share and pool together.
 This replays both rules (with the planner's share, or ``--share``) for seeded random shifts, the pool asked in lane

@@ -36,6 +36,12 @@ The protocol
     its ``execute_lanes`` takes. None: nothing moves.
 ``execute_lanes(target, info, step, stream, lane_shifts)``
     Runs that step exactly as planned.
+``warmup(function, dtype, calls)``
+    ``rotate.warmup``: makes ``function``'s representative calls on this
+    backend's arrays of ``dtype``; ``calls`` maps the public functions' names
+    to them (handed down: no backend imports the API).
+``release_scratch() -> int``
+    ``rotate.release_scratch``: frees what the backend keeps between calls.
 
 Optional, for the quick path of repeated calls (issue #8):
 

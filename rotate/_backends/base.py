@@ -6,7 +6,7 @@ the package that registers them: no import cycle.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Protocol, runtime_checkable
+from typing import Any, Callable, Mapping, Optional, Protocol, runtime_checkable
 
 from .._core.arrays import ArrayInfo
 from .._core.plan import Plan, Step, contiguous_steps
@@ -33,6 +33,15 @@ class Backend(Protocol):
                    max_scratch_bytes: Optional[int]) -> tuple[Optional[Step], Any]: ...
 
     def execute_lanes(self, target: Any, info: ArrayInfo, step: Step, stream: Any, lane_shifts: Any) -> None: ...
+
+    def warmup(self, function: str, dtype: Any, calls: Mapping[str, Callable]) -> None:
+        """Make ``function``'s representative calls on ``dtype`` arrays of this backend (``rotate.warmup``;
+        ``calls`` holds the public functions by name)."""
+        ...
+
+    def release_scratch(self) -> int:
+        """Free the scratch this backend keeps between calls; the bytes released (``rotate.release_scratch``)."""
+        ...
 
 
 class RowBackend:
@@ -64,6 +73,12 @@ class RowBackend:
 
     def execute_lanes(self, target: Any, info: ArrayInfo, step: Step, stream: Any, lane_shifts: Any) -> None:
         raise NotImplementedError(f"the {self.name} backend runs no per-lane shifts")
+
+    def warmup(self, function: str, dtype: Any, calls: Mapping[str, Callable]) -> None:
+        """Nothing to compile ahead (a backend whose kernels compile on first use overrides this)."""
+
+    def release_scratch(self) -> int:
+        return 0  # nothing kept between calls
 
     def plan_noncontiguous(self, info: ArrayInfo, rotations: list, max_scratch_bytes: Optional[int]):
         raise ValueError(

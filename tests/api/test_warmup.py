@@ -233,10 +233,11 @@ def test_after_warmup_the_common_calls_compile_and_load_nothing():
 def test_warmup_plans_as_on_an_idle_machine_and_restores_the_planners_setting(monkeypatch):
     from rotate._backends.cpu import threads as cpu_threads
     from rotate._backends.cpu import tuning as cpu
+    from rotate._backends.cpu import warmup as cpu_warmup
 
     monkeypatch.setattr(cpu_threads, "_others_running", lambda threads: 64)  # every core busy
     seen = []
-    monkeypatch.setattr(rotate._warmup, "_CPU", {"roll": lambda dtype: seen.append(cpu.current().adapt_to_load)})
+    monkeypatch.setattr(cpu_warmup, "_CPU", {"roll": lambda dtype, calls: seen.append(cpu.current().adapt_to_load)})
     with cpu.override(adapt_to_load=True):
         rotate.warmup(dtypes="float32", functions="roll", gpu=False, progress=False)
         assert cpu.current().adapt_to_load is True

@@ -24,7 +24,7 @@ from rotate._core.arrays import ArrayInfo
 from rotate._backends.cpu import tuning as cpu_tuning
 from rotate._core.plan import Step
 
-from test_roll import (DTYPES, as_python, as_void, assert_same_bytes, make_array, make_view, shapes, shift_and_axis,
+from api.test_roll import (DTYPES, as_python, as_void, assert_same_bytes, make_array, make_view, shapes, shift_and_axis,
                        views)
 
 

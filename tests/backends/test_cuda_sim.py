@@ -19,7 +19,7 @@ SIM = HERE.parent / "cases" / "sim.py"  # run as a script, tests/ on its path
 
 
 def _groups() -> dict:
-    """sim_cases.GROUPS, read without importing sim_cases (it must run under the simulator)."""
+    """tests/cases/sim.py's GROUPS, read without importing it (it must run under the simulator)."""
     import ast
 
     tree = ast.parse((SIM).read_text())

@@ -20,7 +20,7 @@ import numpy as np  # noqa: E402
 
 import rotate  # noqa: E402
 from cases.rows import (BIG_ROWS_CASES, CHUNKED_ROWS_CASES, CHUNKED_RUNS, COLUMN_CASES, FIXED_ROWS_CASES,  # noqa: E402
-                        FLAT_STRIP_CASES, LONG_LANE_CASES, LONG_LANE_SETTINGS, NO_SCRATCH_WALK_SETTINGS,
+                        FLAT_STRIP_CASES, LONG_LANE_CASES, ONE_PASS, LONG_LANE_SETTINGS, NO_SCRATCH_WALK_SETTINGS,
                         POOL_WALK_SETTINGS, TIGHT_POOL_WALK_SETTINGS, WALK_SETTINGS, CudaRowsRunner, RowsCase,
                         check_pool_filled, check_rows_case, column_cases, launch_scratch_state, long_lane_cases,
                         rows_cases,
@@ -369,13 +369,12 @@ def test_repeated_roll_rows_take_the_quick_path_and_stay_correct(library, monkey
 def test_flat_strips_small(index):
     """``flat_strips``: the simulator's cases (a flat one-pass rotation, then row-strips), with the
     default block and with one warp."""
-    from rotate._backends.cuda.schedules.multi_axis import ONE_PASS_SCHEDULES
 
     function, shape, dtype, shifts, axes, order = FLAT_STRIP_CASES[index]
     case = RowsCase(function, shape, dtype, shifts if shifts is not None else 0, axes, 0, seed=index, order=order)
     for settings_ in ({}, {"lane_threads": 32}):
         plan = check_rows_case(CudaRowsRunner(flat_strips=True, **settings_), case)
-        assert plan.steps[0].algorithm in ONE_PASS_SCHEDULES and plan.steps[1].algorithm == "row-strips", plan
+        assert plan.steps[0].algorithm in ONE_PASS and plan.steps[1].algorithm == "row-strips", plan
 
 
 @pytest.mark.parametrize("case", [

@@ -20,6 +20,8 @@ from cases.roll import GUARD, POISON, device_copy, poison_launch_scratch, void
 from rotate._backends.cuda import tuning as cuda_tuning
 
 FUNCTIONS = ("roll_rows", "roll", "fftshift", "ifftshift")
+#: The flat passes a strip step may follow: schedules that move each byte once (plus pre-reads).
+ONE_PASS = ("chain", "half-swaps", "row-panels")
 
 
 @dataclass(frozen=True)

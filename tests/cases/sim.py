@@ -86,7 +86,7 @@ def check_sector_split():
                                         (61, "complex128", 7, 8), (1000, "uint8", 30, 0),
                                         (1000, "uint8", 32, 16), (500, "complex128", 2, 48)]:
             # The last two start 16 bytes into a sector (device buffers start on 256-byte
-            # boundaries, tests/cases.device_copy) with whole-vector shifts.
+            # boundaries, tests/cases/roll.py's device_copy) with whole-vector shifts.
             check_roll_case(runner, Case((n,), dtype, shift, offset=offset, seed=n + shift))
         check_roll_case(runner, Case((5, 307), "uint8", 40, axis=1, offset=7, seed=5))  # rows of every phase
     finally:
@@ -309,9 +309,8 @@ def check_rows_flat_strips():
     """``flat_strips``: a flat chain pass then ``row-strips`` (the boundary rows saved, then the chunks in
     any order), blocks of 1-8 threads so chunks hold one or several batches of loads, grids of 1 and 3,
     against numpy; every case's plan is the two steps."""
-    from cases.rows import FLAT_STRIP_CASES, CudaRowsRunner, RowsCase, check_rows_case
+    from cases.rows import FLAT_STRIP_CASES, ONE_PASS, CudaRowsRunner, RowsCase, check_rows_case
 
-    from rotate._backends.cuda.schedules.multi_axis import ONE_PASS_SCHEDULES
 
     seen = set()
     for i, (function, shape, dtype, shifts, axes, order) in enumerate(FLAT_STRIP_CASES):
@@ -320,7 +319,7 @@ def check_rows_flat_strips():
             case = RowsCase(function, shape, dtype, shifts if shifts is not None else 0, axes, 0, seed=i, order=order)
             plan = check_rows_case(runner, case)
             flat, strip = plan.steps
-            assert flat.algorithm in ONE_PASS_SCHEDULES and strip.algorithm == "row-strips", plan
+            assert flat.algorithm in ONE_PASS and strip.algorithm == "row-strips", plan
             seen.add((flat.algorithm, strip.details["up"], strip.details["chunks"] > 1))
     assert {"chain", "half-swaps"} == {flat for flat, _, _ in seen}, seen  # 112 of 224 bytes: a half-swap
     assert {(up, many) for _, up, many in seen} >= {(True, True), (False, True), (True, False)}, seen

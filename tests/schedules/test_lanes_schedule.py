@@ -298,7 +298,7 @@ def test_half_swaps_equal_numpy_in_any_item_order(data, threads, vecs, seed):
     x = np.random.default_rng(seed).integers(0, 256, rows * seg, dtype=np.uint8)
     got = x.copy()
     order = np.random.default_rng(seed + 1).permutation(d["items"])
-    touched = R.emulate_half_swaps(got, order, rows, d["rows_per_item"], d["chunk_bytes"], d["chunks_per_half"],
+    touched = E.emulate_half_swaps(got, order, rows, d["rows_per_item"], d["chunk_bytes"], d["chunks_per_half"],
                                    seg, seg // 2, *d["lead"], *d["lead_shifts"])
     assert (touched == 1).all(), "every byte lies in exactly one item, on one side"
     want = np.roll(x.reshape(*lead, seg), (*shifts, seg // 2), tuple(range(ndim + 1))).reshape(-1)
@@ -322,7 +322,7 @@ def test_the_half_swap_emulator_catches_a_wrong_partner(monkeypatch):
 
     x = np.arange(4 * 64, dtype=np.uint8)
     got = x.copy()
-    touched = R.emulate_half_swaps(got, np.arange(4), 4, 1, 32, 1, 64, 32, 1, 1, 1, 4, 0, 0, 0, 0)  # no shifts
+    touched = E.emulate_half_swaps(got, np.arange(4), 4, 1, 32, 1, 64, 32, 1, 1, 1, 4, 0, 0, 0, 0)  # no shifts
     want = np.roll(x.reshape(4, 64), (2, 32), (0, 1)).reshape(-1)
     assert (touched == 1).all() and not np.array_equal(got, want)
 
@@ -373,7 +373,7 @@ def test_flat_pass_then_row_strips_equal_numpy_in_any_item_order(data, threads, 
     x = np.random.default_rng(seed).integers(0, 256, int(np.prod(lead)) * seg, dtype=np.uint8)
     got = np.roll(x.reshape(batches, rows * seg), flat, axis=1).reshape(-1)  # the flat step: each batch by flat
     order = np.random.default_rng(seed + 1).permutation(d["items"])
-    written = R.emulate_row_strips(got, order, d["items"], d["chunks"], d["chunk_rows"], d["rows"], seg, d["v_lo"],
+    written = E.emulate_row_strips(got, order, d["items"], d["chunks"], d["chunk_rows"], d["rows"], seg, d["v_lo"],
                                    d["vectors"], lo, hi, d["up"], threads * d["vecs"])
     want = np.roll(x.reshape(*lead, seg), (*shifts, row_shift), tuple(range(ndim + 1))).reshape(-1)
     assert np.array_equal(got, want)
@@ -403,14 +403,16 @@ def test_the_strip_emulator_catches_a_wrong_walk(monkeypatch):
     want = x.reshape(6, 16).copy()
     want[:, :5] = np.roll(want[:, :5], -1, axis=0)
     got = x.copy()
-    R.emulate_row_strips(got, np.arange(1), 1, 1, 6, 6, 16, 0, 1, 0, 5, True, 1)
+    E.emulate_row_strips(got, np.arange(1), 1, 1, 6, 6, 16, 0, 1, 0, 5, True, 1)
     assert np.array_equal(got.reshape(6, 16), want)
 
     def from_the_last_row(first, count, j, rows, up):
         dest = first + count - 1 - j
         return dest, (dest + 1) % rows, j == 0
 
-    monkeypatch.setattr(R, "strip_step", from_the_last_row)
+    from rotate._testing.emulator import rowperm as emulated
+
+    monkeypatch.setattr(emulated, "strip_step", from_the_last_row)
     got = x.copy()
-    R.emulate_row_strips.py_func(got, np.arange(1), 1, 1, 6, 6, 16, 0, 1, 0, 5, True, 1)
+    E.emulate_row_strips.py_func(got, np.arange(1), 1, 1, 6, 6, 16, 0, 1, 0, 5, True, 1)
     assert not np.array_equal(got.reshape(6, 16), want)

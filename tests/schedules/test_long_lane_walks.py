@@ -1,9 +1,9 @@
 """The single-lane chain walk that benchmarks/probes/long_lane_walks.py sizes, run on the CPU (no GPU needed).
 
 The walk is the candidate one-pass schedule for ``roll_rows`` lanes longer
-than a block's shared memory (docs/perf-notes.md, "Long lanes in one pass"):
+than a block's shared memory (archive/perf-notes-2026-12-02.md, "Long lanes in one pass"):
 one block owns a lane and writes its tiles in chain order
-(``_schedule.tile_at`` over one lane of all ``m`` tiles); every piece whose
+(``chain.tile_at`` over one lane of all ``m`` tiles); every piece whose
 reader comes after its writer (``classify`` with a ring of one, no
 co-residence) is pre-read before the walk, the rest is read from the lane
 itself. This runs exactly that order and those rules tile by tile, with the

@@ -93,6 +93,14 @@ class CpuBackend(RowBackend):
         flat = np.asarray(runners._WordSpan(target, low, (high - low) // word, word))
         cpu_lanes.run_lanes(flat, (address - low) // word, lane_shifts, step)
 
+    def warmup(self, function: str, dtype: np.dtype, calls) -> None:
+        from . import warmup
+
+        warmup.warmup_calls(function, dtype, calls)
+
+    def release_scratch(self) -> int:
+        return 0  # scratch is allocated per call and freed with it
+
     def resolve_stream(self, target: Any, stream: Any) -> None:
         check_stream_for_host(False, stream)  # the one check: a TypeError naming stream=
         return None

@@ -53,8 +53,8 @@ whose first blocks are all saved first (the seams), so one cycle still uses
 every thread.
 
 Scratch bound: ``slots * blk`` words, ``slots`` at most ``2 * threads``, and
-never more than the budget (``max_scratch_bytes`` or ``rotate._backends.cpu.
-SCRATCH_BYTES``, 8 MiB): the planner drops threads to fit, and when even one
+never more than the budget (``max_scratch_bytes`` or the CPU tuning's
+``scratch_bytes``, 8 MiB): the planner drops threads to fit, and when even one
 block does not fit (a huge trailing block, e.g. a 3-D roll whose planes are
 larger than the budget) it returns None and the caller plans one pass per
 axis instead, which ``plan()`` shows as one step per axis.
@@ -775,7 +775,7 @@ def _byte_run_for(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes,
         # Always true (_byte_kind sends only lanes of 8 bytes or more here), but LLVM cannot know it: the
         # parfor kernel's branch chain told it (lane_bytes < 8 went elsewhere), and without the range its
         # word loops took an 8x-unrolled form with a remainder loop and more spills: lanes of 17-41 B ran
-        # 1.12-1.18x slower than at 3a01d42 (issue #36), as fast again with this test.
+        # 1.12-1.18x slower (issue #36), as fast again with this test.
         if lane_bytes >= 8:
             _doubled_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, sbytes, s0, block)
     return doubled

@@ -1,4 +1,4 @@
-"""The CUDA backend: a thin adapter over rotate/_cuda (the device, the schedule registry, the runtime).
+"""The CUDA backend: a thin adapter over rotate/_backends/cuda/ (the device, the schedule registry, the runtime).
 
 Nothing here imports numba.cuda until an array has been recognised as a
 CUDA array: numpy-only users never pay for it.
@@ -6,6 +6,7 @@ CUDA array: numpy-only users never pay for it.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Optional
 
 from ..._core import arrays as _arrays
@@ -101,7 +102,7 @@ class CudaBackend(RowBackend):
 
     def plan_steps(self, info, rotations, max_scratch_bytes):
         # Several axes of a C- or F-contiguous array: one pass (half-swaps, or row-cycles where rows fit a block;
-        # or a flat pass and a strip step, settings['flat_strips']).
+        # or a flat pass and a strip step, the tuning field ``flat_strips``).
         if len(rotations) >= 2 and rotations[0][0] is not None and (info.c_contiguous or info.f_contiguous):
             from .schedules import multi_axis
 
@@ -129,9 +130,21 @@ class CudaBackend(RowBackend):
         device), or None: host shifts are uploaded per call, and lane-chains plans from host shifts."""
         if lane_shifts is None or lane_shifts[1] is None:
             return None
-        if step is not None and step.algorithm == "lane-chains":
+        from .schedules.lane_chains import LaneChainsParams
+
+        if step is not None and isinstance(step.params, LaneChainsParams):
             return None
         return lane_shifts[2]
+
+    def warmup(self, function: str, dtype, calls) -> None:
+        from . import warmup
+
+        warmup.warmup_calls(function, dtype, calls)
+
+    def release_scratch(self) -> int:
+        # Only a process that has used the GPU holds scratch: numpy-only users never import numba.cuda here.
+        runtime = sys.modules.get(__package__ + ".runtime")
+        return runtime.release_scratch() if runtime is not None else 0
 
     def resolve_stream(self, target: Any, stream: Any):
         # The raw handle, resolved once before anything moves (a bad stream=

@@ -135,7 +135,7 @@ class CudaTuning(Policy):
     long_lanes: Optional[str] = None
     walk_min_lane_bytes: int = 1 << 20
     #: A walking block's scratch share of a lane, more where there are no more lanes than blocks, and the
-    #: pool for lanes over a share (docs/tuning.md, "WALK_SHARE", "WALK_SHARE_ONE_LANE", "WALK_POOL").
+    #: pool for lanes over a share (docs/tuning.md, `cuda.walk_share`, `cuda.walk_share_one_lane`, `cuda.walk_pool`).
     walk_share: float = 1 / 12
     walk_share_one_lane: float = 1 / 6
     walk_pool: float = 1 / 100

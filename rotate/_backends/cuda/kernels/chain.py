@@ -123,7 +123,7 @@ def chain_kernel(tile_bytes: int = TILE_BYTES, threads: int = THREADS, buffers: 
     (row, tile), then "pre-read done" per (row, tile); a flag equal to
     ``epoch`` is set, so flags never need clearing), ``counters`` (uint64:
     lane tickets, pre-read tickets, finished blocks; the last block out
-    rewinds them), ``table`` (the plan table, ``rotate._schedules.chain.TABLE_FIELDS``
+    rewinds them), ``table`` (the plan table, ``rotate._schedules.chain.TILE_FIELDS``
     int64 per (head, tile): pre-read span, (lane, step) key, chain order),
     then ``rows, n, k, head0, lane_steps, lanes_row, pre_row`` (pre-read
     tickets per row), ``scratch_row, table_heads, epoch``.

@@ -1,6 +1,6 @@
 """Global memory operations for the kernels, and their simulator twins.
 
-numba emits 128-bit global accesses only through inline PTX (gpu-notes), so
+numba emits 128-bit global accesses only through inline PTX (docs/design.md), so
 on a GPU these are intrinsics. Each takes a *base* and a byte position (or an
 element index for flags, counters and tables): on the GPU the base is either
 a raw device address (an ``int64`` kernel argument: the chain kernel takes

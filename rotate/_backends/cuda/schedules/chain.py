@@ -162,7 +162,7 @@ def _heads(rows: int, seg: int, head0: int):
 
 def even_lane_steps(rows: int, m_max: int, shortest: int, longest: int, sms: int) -> np.ndarray:
     """The lane lengths in ``[shortest, longest]`` whose lane count fills the SMs evenly
-    (``CO_RESIDENT_EVEN_SLACK``), at least two blocks an SM (one leaves too few bytes in flight)."""
+    (the tuning's ``co_resident_even_slack``), at least two blocks an SM (one leaves too few bytes in flight)."""
     steps = np.arange(shortest, longest + 1, dtype=np.int64)
     lanes = rows * -(-m_max // steps)
     per_sm = -(-lanes // sms)
@@ -178,9 +178,9 @@ def co_resident_lane_steps(rows: int, seg: int, left: int, head: int, tile_bytes
     ``S0 = ceil(m / (grid // rows))`` steps. Longer lanes (fewer blocks)
     are scanned too, because which lengths leave a piece's writer at a later
     step than its reader depends on the shift. ``far`` False: the length up
-    to ``CO_RESIDENT_NEAR * S0`` that pre-reads least. ``far`` True (the
+    to ``co_resident_near * S0`` that pre-reads least. ``far`` True (the
     planner asks only when no configuration fitted ``cap`` otherwise): the
-    shortest length up to ``CO_RESIDENT_SCAN * S0`` that fits, failing that
+    shortest length up to ``co_resident_scan * S0`` that fits, failing that
     the one that pre-reads least. Both rules are the measured ones
     (docs/tuning.md, "GPU: co-resident chains"). A far scan
     that prefers fewer pre-reads over more lanes lost 3-4 points: lanes for

@@ -57,7 +57,7 @@ def _chain_run(s: int, lanes: int, n: int, itemsize: int, head: int, max_scratch
 def plan_lane_chains(axis: int, rows: int, n: int, itemsize: int, pointer: int,
                      max_scratch_bytes: Optional[int], host_shifts) -> Step:
     """``roll_rows`` of a few huge lanes with host shifts: one chain launch per run of lanes with equal
-    shifts, each spread over the whole GPU (see MAX_CHAIN_LANES). Every run's chain step is planned here,
+    shifts, each spread over the whole GPU (see the tuning's max_chain_lanes). Every run's chain step is planned here,
     from the shifts (``params.runs``: first lane, end lane, Step); the launcher runs them as given."""
     seg = n * itemsize
     shifts = np.asarray(host_shifts, np.int64) % n

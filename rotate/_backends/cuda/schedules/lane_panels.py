@@ -68,7 +68,7 @@ def plan_lane_panels(axis: int, rows: int, n: int, itemsize: int, pointer: int) 
         if step is not None:
             return step
     # The run writer's loops take 96 registers: big panels and wide blocks keep bytes in flight at one
-    # block an SM (docs/tuning.md, "RUN_PANEL_BYTES"); the gather writer streams at 48.
+    # block an SM (docs/tuning.md, `cuda.run_panel_bytes`); the gather writer streams at 48.
     threads = T.lane_threads or (T.run_threads if writer == "runs" else T.default_lane_threads)
     panel_bytes = T.panel_bytes or (T.run_panel_bytes if writer == "runs" else T.default_panel_bytes)
     panel_rows = max(1, min(T.max_panel_rows, panel_bytes // seg, rows))
@@ -154,7 +154,7 @@ def _plan_lane_warps(axis: int, rows: int, n: int, itemsize: int, head0: int) ->
 def group_threads(threads: int, panel_rows: int) -> int:
     """Threads of a group that writes one lane of a ``lane-panels`` panel with the run writer.
 
-    Groups of at least MIN_ROW_THREADS, as many as the panel has lanes (the
+    Groups of at least the tuning's min_row_threads, as many as the panel has lanes (the
     largest such power-of-two split of ``threads``). Not balanced: 24 lanes
     of 4 KiB in a 512-thread block get 16 groups of 32, so half the groups
     idle through the second round; groups of 64 would take three full rounds

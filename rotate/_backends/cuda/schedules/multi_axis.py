@@ -10,8 +10,11 @@ import numpy as np
 
 from .. import device as D
 from .. import registry as REG
+from . import chain
 from . import half_swaps
+from . import lane_panels
 from . import row_cycles
+from . import row_lanes
 from . import row_strips
 
 
@@ -44,8 +47,12 @@ def plan_multi_axis(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     return (step,)
 
 
-#: Schedules that move each byte once (plus pre-reads): a flat pass worth a strip step after it.
-ONE_PASS_SCHEDULES = ("chain", "half-swaps", "row-panels")
+def _one_pass(params) -> bool:
+    """A schedule that moves each byte once (plus pre-reads): a flat pass worth a strip step after it
+    (``chain``, ``half-swaps``, ``row-panels``)."""
+    if isinstance(params, row_lanes.RowLanesParams):
+        return isinstance(params.lanes, (lane_panels.LanePanelsParams, lane_panels.LaneWarpsParams))
+    return isinstance(params, (chain.ChainParams, half_swaps.HalfSwapsParams))
 
 
 def plan_flat_strips(lead, lead_shifts, seg: int, row_shift: int, word: int, pointer: int,
@@ -70,6 +77,6 @@ def plan_flat_strips(lead, lead_shifts, seg: int, row_shift: int, word: int, poi
     if strip is None:
         return None
     flat_step = REG.plan_step(None, flat // word, batches, total, (total - flat) % total, word, pointer, bound)
-    if flat_step.algorithm not in ONE_PASS_SCHEDULES:  # the chain's pre-reads passed the bound: two passes
+    if not _one_pass(flat_step.params):  # the chain's pre-reads passed the bound: two passes
         return None
     return flat_step, strip

@@ -81,7 +81,7 @@ def _cycle_stream_config(seg: int, limit: int, first_rows_in_smem: bool, max_blo
 
     Picks the most bytes staged ahead per SM (``(ring - 1) x chunk`` a block,
     at most a row's worth, times the blocks that fit) up to
-    CYCLE_AHEAD_BYTES, then the most blocks an SM (their barriers and
+    the tuning's cycle_ahead_bytes, then the most blocks an SM (their barriers and
     writes overlap), then the least shared memory. A prediction, not a
     measurement: ``cycle_chunk_bytes`` and ``cycle_ring`` pin the choice
     for a sweep. ``max_blocks``: the walks an SM can have at most (few
@@ -137,7 +137,7 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     rows do not fit, ``chunked`` (``cycle_stream_kernel``: the saved first
     row and a ring of chunks; rows up to about 200 KiB keep first rows in
     shared memory, longer ones pre-read every segment's first row into
-    scratch). None when a row is shorter than MIN_CYCLE_ROW, the leading
+    scratch). None when a row is shorter than the tuning's min_cycle_row, the leading
     axes do not fold into MAX_LEAD radices, the table is too large or the
     pre-reads exceed ``cap``.
     """
