@@ -531,6 +531,14 @@ def _make_plan(backend, info, shifts: dict, max_scratch_bytes: Any) -> Plan:
                         backend.plan_key(info, scratch))
 
 
+def lanes_step(backend, info, axis: int, scratch: Optional[int]):
+    """``roll_rows``' step from the one plan cache, for a backend whose lane step depends on the layout, the
+    axis, the scratch bound and its plan key only (``plan_lane_layout``); None: nothing moves."""
+    p = _cached_plan(backend, (info.shape, info.strides, info.dtype, info.kind, info.pointer % 16),
+                     ("lanes", axis), scratch, backend.plan_key(info, scratch))
+    return p.steps[0] if p.steps else None
+
+
 @functools.lru_cache(maxsize=256)
 def _cached_plan(backend, layout_key, shift_items, max_scratch_bytes, plan_key) -> Plan:
     # Plans depend on the layout (the address only through its offset from a
@@ -538,6 +546,9 @@ def _cached_plan(backend, layout_key, shift_items, max_scratch_bytes, plan_key) 
     # plan_key (everything else the backend's planner reads), never on the data.
     shape, strides, dtype, kind, head = layout_key
     info = _arrays.ArrayInfo(shape, strides, dtype, kind, pointer=head)
+    if shift_items[:1] == ("lanes",):  # roll_rows on a backend whose lane step reads the layout alone
+        step = backend.plan_lane_layout(info, shift_items[1], max_scratch_bytes)
+        return Plan(backend.name, info.shape, info.dtype, () if step is None else (step,))
     shifts = dict(shift_items)
     if None in shifts:
         rotations = axis_rotations(info, None, shifts[None])

@@ -433,5 +433,9 @@ def _prepare_lanes(part: Any, shifts: Any, axis: Any, max_scratch_bytes: Any):
     backend, target, info = _api._inspect(part)
     axis = normalize_axis(as_index(axis, "axis"), info.ndim)
     scratch = _api._check_scratch(max_scratch_bytes)
-    step, lane_shifts = backend.plan_lanes(target, info, shifts, axis, scratch)
+    if getattr(backend, "plan_lane_layout", None) is None:  # its lane step may read the shifts' values
+        step, lane_shifts = backend.plan_lanes(target, info, shifts, axis, scratch)
+    else:
+        lane_shifts = backend.lane_shifts(target, info, shifts, axis)
+        step = _api.lanes_step(backend, info, axis, scratch)
     return backend, target, info, step, lane_shifts

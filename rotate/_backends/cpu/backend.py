@@ -29,9 +29,9 @@ class CpuBackend(RowBackend):
 
     def plan_key(self, info: ArrayInfo, max_scratch_bytes: Optional[int]) -> tuple:
         # Everything the CPU planners (rotate/_backends/cpu/, rotate/_backends/cpu/lanes.py) read: the thread count, the tuning
-        # policy (every field) and the caller's scratch bound (it tightens the policy's scratch_bytes, down
-        # to the scratch-free reversal fallback).
-        return planner.planner_settings(info.size * info.itemsize) + (max_scratch_bytes,)
+        # policy (every field), the caller's scratch bound (it tightens the policy's scratch_bytes, down
+        # to the scratch-free reversal fallback) and whether this host has the byte shuffle short lanes use.
+        return planner.planner_settings(info.size * info.itemsize) + (max_scratch_bytes, cpu_lanes.HAS_BYTE_SHUFFLE)
 
     def plan_steps(self, info, rotations, max_scratch_bytes):
         # Two or more axes of a contiguous array: one pass (rotate/_backends/cpu/lanes.py)
@@ -78,13 +78,21 @@ class CpuBackend(RowBackend):
         return tuple(steps)
 
     def plan_lanes(self, target: np.ndarray, info: ArrayInfo, shifts: Any, axis: int, max_scratch_bytes):
+        lane_shifts = self.lane_shifts(target, info, shifts, axis)
+        return self.plan_lane_layout(info, axis, max_scratch_bytes), lane_shifts
+
+    def lane_shifts(self, target: np.ndarray, info: ArrayInfo, shifts: Any, axis: int):
         # roll_rows: shifts of any integer dtype but uint64 are read as they are (rotate/_core/shifts.py).
         n = info.shape[axis]
         lane_shape = info.shape[:axis] + info.shape[axis + 1:]
-        lane_shifts = _shifts.lane_shifts(shifts, lane_shape, n, axis, info.shape, narrow=True)
-        if n <= 1 or info.size == 0:
-            return None, lane_shifts
-        return cpu_lanes.plan_lanes(info.shape, info.strides, info.itemsize, axis, max_scratch_bytes), lane_shifts
+        return _shifts.lane_shifts(shifts, lane_shape, n, axis, info.shape, narrow=True)
+
+    def plan_lane_layout(self, info: ArrayInfo, axis: int, max_scratch_bytes) -> Optional[Step]:
+        # The lanes' step reads the layout, the axis, the bound and the tuning (plan_key), never the shifts'
+        # values: the front door caches it in the one plan cache.
+        if info.shape[axis] <= 1 or info.size == 0:
+            return None
+        return cpu_lanes.plan_lanes(info.shape, info.strides, info.itemsize, axis, max_scratch_bytes)
 
     def execute_lanes(self, target: np.ndarray, info: ArrayInfo, step: Step, stream: Any, lane_shifts) -> None:
         # The lanes' span as one flat array of the step's words (strided views: from their lowest byte).

@@ -18,9 +18,13 @@ def _lanes(work_bytes: int, units: int, max_lanes=None) -> int:
     return max(1, min(int(wanted), units, work_bytes // _T().min_lane_bytes))
 
 
-def _get_num_threads_fast():
+_getter = None  # numba's C getter of the calling thread's count, once the thread pool is up
+
+
+def _first_getter():
     # numba.get_num_threads() takes a lock and checks the thread pool every
     # call (~0.7 us); once the pool is up, the C getter alone says the same.
+    global _getter
     numba.get_num_threads()
     try:
         from numba.np.ufunc import parallel
@@ -29,14 +33,14 @@ def _get_num_threads_fast():
         getter()
     except Exception:  # pragma: no cover - numba internals moved
         getter = numba.get_num_threads
-    global num_threads
-    num_threads = getter
-    return getter()
+    _getter = getter
+    return getter
 
 
 def num_threads() -> int:
     """numba's thread count for the calling thread."""
-    return _get_num_threads_fast()
+    getter = _getter
+    return (getter if getter is not None else _first_getter())()
 
 
 # A busy machine: numba's threads wait for each other at the end of every
