@@ -36,6 +36,11 @@ The protocol
     its ``execute_lanes`` takes. None: nothing moves.
 ``execute_lanes(target, info, step, stream, lane_shifts)``
     Runs that step exactly as planned.
+``lane_shifts(target, info, shifts, axis)`` and ``plan_lane_layout(info, axis, max_scratch_bytes)``
+    Optional, together: a backend whose lane step never reads the shifts'
+    values splits ``plan_lanes`` in two, and ``roll_rows`` takes the step
+    from the one plan cache (keyed by the layout, the axis, the bound and
+    ``plan_key``) and converts the shifts per call.
 ``warmup(function, dtype, calls)``
     ``rotate.warmup``: makes ``function``'s representative calls on this
     backend's arrays of ``dtype``; ``calls`` maps the public functions' names
