@@ -274,12 +274,17 @@ def test_long_lanes_with_device_shifts_from_each_library(library):
 @pytest.mark.parametrize("case", BIG_ROWS_CASES, ids=repr)
 def test_big_rows_run_chunked_row_cycles_in_one_pass(case):
     """Rows beyond the three-row kernel (~75 KiB): the chunked variant, first rows in shared memory up to
-    ~200 KiB, pre-read into scratch beyond (the even fftshift is half-swaps by default: both run)."""
+    ~200 KiB, pre-read into scratch beyond (the even fftshift is half-swaps by default: both run); or,
+    where the bytes after the last rolled axis make rows of ``min_cycle_row``, three rows on those."""
     plan = check_rows_case(RUNNER, case)
     if plan.algorithm != "row-cycles":  # half-swaps, or a flat pass and a strip: both run, then row-cycles
         plan = check_rows_case(NO_HALF_SWAPS, case)
     assert plan.algorithm == "row-cycles", plan
     details = plan.steps[0].details
+    if details["variant"] == "three-rows":  # folded: rows after the last rolled axis, no in-row shift
+        assert details["row_shift_bytes"] == 0 and plan.steps[0].seg_bytes < 75 * 1024, plan
+        check_rows_case(CudaRowsRunner(cycle_fold=False), case)  # and unfolded, chunked
+        return
     assert details["variant"] == "chunked", details
     want = "shared memory" if plan.steps[0].seg_bytes <= 200 * 1024 else "scratch"
     assert details["first_rows"] == want, details

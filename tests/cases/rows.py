@@ -404,7 +404,8 @@ CHUNKED_RUNS = (("chunked", 16, 2), ("chunked", 32, 3), ("chunked-scratch", 48, 
 
 def _big_rows() -> list:
     """Rows too long for row-cycles' three-row kernel (above ~75 KiB) at their real size: the chunked variant
-    by default on a GPU (first rows in shared memory up to ~200 KiB, in scratch beyond)."""
+    by default on a GPU (first rows in shared memory up to ~200 KiB, in scratch beyond), or three rows on the
+    bytes after the last rolled axis where those make rows of ``min_cycle_row`` or more."""
     return [
         RowsCase("fftshift", (64, 16384), "complex64", None, None, 0, seed=1),         # 128 KiB rows, even
         RowsCase("fftshift", (63, 16385), "complex64", None, None, 8, seed=2),         # odd, misaligned
@@ -415,6 +416,9 @@ def _big_rows() -> list:
         RowsCase("roll", (25000, 33), "float32", (12345, -40), (0, 1), 4, seed=7, order="F"),  # 100 KB rows
         RowsCase("roll", (7, 80001), "V3", (3, -2), (0, 1), 1, seed=8),                # 240 KB: first rows in scratch
         RowsCase("fftshift", (16, 3, 300000), "uint8", None, None, 13, seed=9),         # 300 KB, 3-D, scratch
+        # 160 KiB rows from the last rolled axis on, 4 KiB after it: three-rows on the folded rows
+        RowsCase("roll", (3, 5, 40, 512), "complex64", (2, -7, 61), (0, 1, 2), 8, seed=10),
+        RowsCase("roll", (5, 41, 300, 3), "V3", (-1, 20, 0), (0, 1, 2), 1, seed=11),     # the last axis unrolled
     ]
 
 

@@ -208,6 +208,9 @@ class CudaTuning(Policy):
     cycle_chunk_bytes: Optional[int] = None
     cycle_ring: Optional[int] = None
     cycle_smem: Optional[int] = None
+    #: row-cycles on the rows after the last rolled axis where rows from it on are too long for three-rows
+    #: (``multi_axis._row_cycles``): None, that rule; True, wherever those rows can; False, never.
+    cycle_fold: Optional[bool] = None
     #: Rolls by half of every rolled axis (even fftshifts) as disjoint swaps of aligned runs; a block's
     #: threads and the 16-byte vectors of each run a thread holds (None: ``default_half_swap_vecs``).
     half_swaps: bool = True

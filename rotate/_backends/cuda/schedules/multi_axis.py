@@ -41,10 +41,22 @@ def plan_multi_axis(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     if steps is not None and (D.policy().flat_strips
                               or steps[1].seg_bytes <= D.policy().flat_strip_fraction * steps[0].seg_bytes):
         return steps  # a narrow strip: row-cycles need not be planned at all
-    step = row_cycles.plan_row_cycles(shape, itemsize, c_shifts, pointer, cap)
+    step = _row_cycles(shape, itemsize, c_shifts, pointer, cap, seg)
     if step is None:
         return steps  # a wide strip, but row-cycles cannot take the roll (None if neither can)
     return (step,)
+
+
+def _row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int, cap: Optional[int], seg: int):
+    """row-cycles on rows from the last rolled axis on, or, where those are too long for ``three-rows``
+    and the bytes after that axis make rows of at least ``min_cycle_row``, on those (the tuning's
+    ``cycle_fold``: None, that rule; True, wherever the folded rows can; False, never)."""
+    fold = D.policy().cycle_fold
+    if fold is not False and (fold or not row_cycles.three_rows_fit(seg)):
+        step = row_cycles.plan_row_cycles_folded(shape, itemsize, c_shifts, pointer, cap)
+        if step is not None:
+            return step
+    return row_cycles.plan_row_cycles(shape, itemsize, c_shifts, pointer, cap)
 
 
 def _one_pass(params) -> bool:

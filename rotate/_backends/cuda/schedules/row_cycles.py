@@ -125,6 +125,24 @@ def _fold_rows(shape: tuple, itemsize: int, c_shifts: dict):
     return lead, offs, shape[last] * block, block
 
 
+def plan_row_cycles_folded(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
+                           cap: Optional[int]) -> Optional[Step]:
+    """``row-cycles`` with the last rolled axis folded into the leading radices too: rows are the bytes
+    after it (no in-row shift), or None. A row from the last rolled axis on can be far too long for a
+    block (an axis of a thousand 8 KiB blocks: 8 MiB rows) where the bytes after it make rows of a few
+    KiB that three-rows moves whole. The fold is a length-1 axis after the last rolled one, "rolled" by 0."""
+    last = max(c_shifts)
+    folded = tuple(shape[:last + 1]) + (1,) + tuple(shape[last + 1:])
+    return plan_row_cycles(folded, itemsize, {**c_shifts, last + 1: 0}, pointer, cap)
+
+
+def three_rows_fit(seg: int) -> bool:
+    """Whether ``three-rows`` (a saved first row and two staging buffers) holds rows of ``seg`` bytes."""
+    from ..kernels import cycles
+
+    return cycles.cycle_smem_bytes(seg) <= (D.policy().cycle_smem or D.policy().max_lane_smem)
+
+
 def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
                     cap: Optional[int]) -> Optional[Step]:
     """A multi-axis roll of a C-ordered array in one pass (``row-cycles``), or None.
