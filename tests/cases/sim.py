@@ -294,6 +294,54 @@ def check_rows_chunked_picked_where_three_rows_do_not_fit():
             assert details["smem_bytes"] <= limit
 
 
+def check_rows_folded_row_cycles():
+    """row-cycles with the last rolled axis folded into the leading radices: where rows from that axis on
+    do not fit three-rows (``cycle_smem`` shrunk here) but the bytes after it reach ``min_cycle_row``,
+    rows are those bytes, moved whole (no in-row shift). Item sizes 1-16 and 3, misaligned bases, shifts
+    negative and beyond the length; five rolled leading axes are more radices than the kernels walk."""
+    from cases.rows import CudaRowsRunner, RowsCase, check_rows_case
+
+    for i, (dtype, offset) in enumerate((("uint8", 3), ("int16", 2), ("float32", 12), ("float64", 8),
+                                        ("complex128", 0), ("V3", 1))):
+        item = np.dtype(dtype).itemsize
+        tail = max(1, 24 // item)  # 24-48 bytes after the last rolled axis
+        for shape, shifts, axes in (((3, 4, 5, tail), (1, -2, 13), (0, 1, 2)),
+                                    ((6, 7, tail), (-4, 9), (0, 1)),
+                                    ((2, 3, 4, 5, tail), (1, 1, -1, 2), (0, 1, 2, 3)),
+                                    ((2, 3, 2, 3, 5, tail), (1, 1, -1, 2, 2), (0, 1, 2, 3, 4))):
+            if len(shape) == 6 and i > 1:  # the slowest shape under the simulator: two item sizes
+                continue
+            case = RowsCase("roll", shape, dtype, shifts, axes, offset, seed=i)
+            runner = CudaRowsRunner(min_cycle_row=16, lane_threads=8, grid=(1, 3)[i % 2], cycle_smem=200,
+                                    tile_bytes=64, threads=4)
+            plan = check_rows_case(runner, case)
+            if len(shape) == 6:  # five rolled leading axes: one radix too many once folded
+                assert plan.algorithm != "row-cycles" or plan.steps[0].seg_bytes != tail * item, plan
+                continue
+            details = plan.steps[0].details
+            assert plan.algorithm == "row-cycles" and plan.steps[0].seg_bytes == tail * item, plan
+            assert details["row_shift_bytes"] == 0, details
+
+
+def check_rows_halves_apart():
+    """A multi-axis roll no one-pass schedule takes (rows shorter than ``min_cycle_row``): the axes rolled
+    by half their length in one ``half-swaps`` pass, the others in their own, in either order of memory
+    (C and F), item sizes 1-16; rows off a 16-byte boundary keep a pass an axis."""
+    from cases.rows import CudaRowsRunner, RowsCase, check_rows_case
+
+    runner = CudaRowsRunner(tile_bytes=64, threads=4, lane_threads=8, grid=3)
+    for i, (function, shape, dtype, shifts, axes, offset, order, passes) in enumerate((
+            ("fftshift", (3, 4, 16), "float32", None, None, 0, "C", 2),
+            ("roll", (5, 6, 8, 16), "int16", (2, 3, -4, 24), (0, 1, 2, 3), 0, "C", 2),
+            ("fftshift", (16, 4, 3), "float32", None, None, 0, "F", 2),
+            ("ifftshift", (7, 2, 32), "uint8", None, None, 0, "C", 2),
+            ("roll", (3, 5, 4, 2), "complex128", (1, 2, 2, 1), (0, 1, 2, 3), 0, "C", 3),
+            ("fftshift", (3, 4, 16), "float32", None, None, 4, "C", 3))):
+        case = RowsCase(function, shape, dtype, shifts, axes, offset, seed=i, order=order)
+        plan = check_rows_case(runner, case)
+        assert len(plan.steps) == passes and (passes == 3 or plan.steps[-1].algorithm == "half-swaps"), plan
+
+
 @settings(deadline=None, max_examples=EXAMPLES // 2, database=None)
 @given(data=st.data(), threads=st.sampled_from([4, 32]), grid=st.integers(1, 4))
 def check_rows_random(data, threads, grid):
@@ -579,7 +627,8 @@ GROUPS = {
     "rows-long": ("check_rows_8_mod_16", "check_rare_arguments", "check_rows_long_lanes",
                   "check_rows_long_lanes_random", "check_rows_lane_walks", "check_rows_columns"),
     "rows": ("check_rows_fixed", "check_rows_run_writer", "check_rows_window_writer", "check_rows_lane_warps", "check_rows_flat_strips",
-             "check_rows_chunked", "check_rows_chunked_picked_where_three_rows_do_not_fit", "check_rows_random"),
+             "check_rows_chunked", "check_rows_chunked_picked_where_three_rows_do_not_fit", "check_rows_folded_row_cycles",
+             "check_rows_halves_apart", "check_rows_random"),
     "flat": ("check_write_moved", "check_fallback", "check_row_lanes", "check_block_swap_rows_at_every_offset", "check_block_swap",
              "check_fixed", "check_fixed_single_kernel", "check_sector_split",
              "check_random"),

@@ -1390,3 +1390,37 @@ def test_gpu_chain_planner_lays_out_only_the_cheapest_tables(gpu_planner, monkey
     cfg = gpu_chain.plan_chain(1, n, shift, 0, gpu_device.default_cap(1, n))
     assert cfg is not None and cfg["co_resident"] and len(calls) <= 3, (len(calls), cfg and cfg["lane_steps"])
     assert cfg["scratch_row"] + 8 * cfg["m_max"] + 64 <= gpu_device.default_cap(1, n)
+
+
+class _FakeDeviceNd:
+    """A C-contiguous device array's interface at a made-up address (planning reads no memory)."""
+
+    def __init__(self, shape, dtype, pointer=1 << 33):
+        self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+        self.__cuda_array_interface__ = {"shape": self.shape, "strides": None, "data": (pointer, False),
+                                         "typestr": self.dtype.str, "version": 3}
+
+
+def test_gpu_multi_axis_rolls_group_the_half_axes(gpu_planner, monkeypatch):
+    """Where no one-pass schedule takes a multi-axis roll, the axes rolled by half their length take one
+    ``half-swaps`` pass together and the others their own plan, rather than a pass an axis: issue #33's
+    random fftshifts of 3-4 axes with an odd side ran a pass an axis at 17-28% of memcpy. Rows off a
+    16-byte boundary (no half-swaps) keep a pass an axis; a plan saving no pass is not grouped."""
+    from rotate._backends.cuda.kernels import memops
+
+    if memops.SIMULATED:
+        pytest.skip("the simulator's arrays take the full path")
+    monkeypatch.setattr(_arrays, "_device_usable", True)
+
+    def algorithms(shape, dtype, shifts=None, axes=None, offset=0):
+        a = _FakeDeviceNd(shape, dtype, (1 << 33) + offset)
+        if shifts is None:  # fftshift over every axis
+            axes = tuple(range(len(shape)))
+            shifts = tuple(n // 2 for n in shape)
+        return [s.algorithm for s in rotate.plan(a, shifts, axes).steps]
+
+    assert algorithms((29683, 38, 8, 64), "float16") == ["chain", "half-swaps"]  # was four passes
+    assert algorithms((16385, 151, 128), "float32") == ["row-cycles", "half-swaps"]  # was three
+    assert algorithms((99, 20, 64), "complex64", (5, 10, 32), (0, 1, 2)) == ["chain", "half-swaps"]
+    assert len(algorithms((29683, 38, 8, 64), "float16", offset=4)) == 4  # misaligned: a pass an axis
+    assert len(algorithms((99, 20, 64), "complex64", (5, 3, 32), (0, 1, 2))) <= 2  # one half axis: no group

@@ -110,9 +110,32 @@ class CudaBackend(RowBackend):
             shape = info.shape[::-1] if flip else info.shape
             c_shifts = {(info.ndim - 1 - axis if flip else axis): s for axis, _, s in rotations}
             steps = multi_axis.plan_multi_axis(shape, info.itemsize, c_shifts, info.pointer, max_scratch_bytes)
+            if steps is None:
+                steps = self._plan_halves_apart(info, rotations, max_scratch_bytes)
             if steps is not None:
                 return steps
         return super().plan_steps(info, rotations, max_scratch_bytes)
+
+    def _plan_halves_apart(self, info, rotations, max_scratch_bytes):
+        """Where no one-pass schedule takes the whole roll: the axes rolled by half their length together
+        (one ``half-swaps`` pass) and the others together, rather than a pass an axis (rolls along
+        different axes commute). None where that saves no pass."""
+        from .schedules import multi_axis
+
+        halves = [r for r in rotations if 2 * r[2] == r[1]]
+        others = [r for r in rotations if 2 * r[2] != r[1]]
+        if not halves or not others or (len(halves) < 2 and len(others) < 2):
+            return None
+        flip = not info.c_contiguous
+        shape = info.shape[::-1] if flip else info.shape
+        steps = []
+        for group in (others, halves):
+            joint = None
+            if len(group) >= 2:
+                c_shifts = {(info.ndim - 1 - axis if flip else axis): s for axis, _, s in group}
+                joint = multi_axis.plan_multi_axis(shape, info.itemsize, c_shifts, info.pointer, max_scratch_bytes)
+            steps.extend(joint if joint is not None else super().plan_steps(info, group, max_scratch_bytes))
+        return tuple(steps) if len(steps) < len(rotations) else None
 
     def plan_step(self, info, axis, shift, rows, seg_bytes, left_bytes, word, max_scratch_bytes):
         return _registry().plan_step(axis, shift, rows, seg_bytes, left_bytes, word, info.pointer, max_scratch_bytes)
