@@ -100,6 +100,10 @@ class CudaTuning(Policy):
     #: memcpy, 256 at 85%).
     run_registers: int = 120
     run_cycle_threads: int = 256
+    #: The narrowest such block: halved from ``run_cycle_threads`` while registers, not shared memory, cap
+    #: its blocks an SM (bytes in flight an SM are blocks times a row; rows of 4-16 KiB: 40-76% of memcpy
+    #: at 128-256 threads, 63-95% at 64: docs/results/row-cycles-inflight-h100.json).
+    run_cycle_min_threads: int = 64
     #: Threads a group writing one lane has; None: group_threads.
     row_threads: Optional[int] = None
     #: "runs" (each lane as two runs through the chain kernel's realigning loops), "gather" (each

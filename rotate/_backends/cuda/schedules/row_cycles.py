@@ -106,6 +106,18 @@ def _cycle_stream_config(seg: int, limit: int, first_rows_in_smem: bool, max_blo
     return None if best is None else best[1]
 
 
+def _unbound_block(smem: int, threads: int) -> int:
+    """A three-rows block with the run writer: halved (down to ``run_cycle_min_threads``) while the register
+    file, not shared memory, caps the blocks an SM holds. A block has about one row in flight, so an SM's
+    bytes in flight are its blocks times a row: rows of 4-16 KiB ran at 40-76% of memcpy with 128-256
+    threads (2-4 blocks an SM) and 63-95% with 64 (8); docs/tuning.md, ``cuda.run_cycle_min_threads``."""
+    T = D.policy()
+    while threads > T.run_cycle_min_threads and \
+            D.blocks_for_smem(smem, threads, T.run_registers) < D.blocks_for_smem(smem, threads):
+        threads //= 2
+    return max(threads, T.run_cycle_min_threads)
+
+
 def _fold_rows(shape: tuple, itemsize: int, c_shifts: dict):
     """``(lead, lead_shifts, seg, block)``: a C-ordered array as rows of ``seg`` bytes from the last rolled
     axis on (``block``: the bytes of one index of that axis), the axes before it folded into leading radices
@@ -192,7 +204,7 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
         smem = cycles.cycle_smem_bytes(seg)
         threads = T.lane_threads or cycles.cycle_threads(seg)
         if writer == "runs":
-            threads = T.lane_threads or min(threads, T.run_cycle_threads)
+            threads = T.lane_threads or _unbound_block(smem, min(threads, T.run_cycle_threads))
         blocks = D.blocks_for_smem(smem, threads, T.run_registers if writer == "runs" else 0)
         first_rows_in_smem = True
     elif variant == "three-rows":
