@@ -273,8 +273,7 @@ def staged_kernel(word: int, unit: int, threads: int, unroll: int = 4):
                     u += warps
                 cuda.syncthreads()  # the tile free for the next rows
                 j0 += tile_rows
-            # Out: each tile of rows from its lanes' source rows in the slot (runs of 32 but at a wrap), a
-            # lane's ``unroll`` reads in flight before it stores them (one at a time, the loop waited on each).
+            # Out: each tile of rows from its lanes' source rows in the slot (runs of 32 but at a wrap).
             j0 = int64(0)
             while j0 < n:
                 rows = min(tile_rows, n - j0)
@@ -282,17 +281,11 @@ def staged_kernel(word: int, unit: int, threads: int, unroll: int = 4):
                 while u < units:
                     jl = lane
                     while jl < rows:
-                        got = cuda.local.array(unroll, utype)
-                        for r in range(unroll):
-                            if jl + 32 * r < rows:
-                                src = j0 + jl + 32 * r - rot[u]
-                                if src < 0:
-                                    src += n
-                                got[r] = slots[slot + u * n + src]
-                        for r in range(unroll):
-                            if jl + 32 * r < rows:
-                                tile[(jl + 32 * r) * stride_u + u] = got[r]
-                        jl += 32 * unroll
+                        src = j0 + jl - rot[u]
+                        if src < 0:
+                            src += n
+                        tile[jl * stride_u + u] = slots[slot + u * n + src]
+                        jl += 32
                     u += warps
                 cuda.syncthreads()
                 tile_out(words, tile, base, pitch_w, sw, j0, rows, tid)
