@@ -293,26 +293,6 @@ def _rotate_word_rows_serial(buf, rows, r, bits):
 
 
 @njit(cache=True, inline="always")
-def _shr128(hi, lo, s):
-    """``(hi, lo)`` as one 128-bit value shifted right by ``s`` (uint64, below 128) bits."""
-    if s == 0:
-        return hi, lo
-    if s < 64:
-        return hi >> s, (lo >> s) | (hi << (_U(64) - s))
-    return _U(0), hi >> (s - _U(64))
-
-
-@njit(cache=True, inline="always")
-def _shl128(hi, lo, s):
-    """``(hi, lo)`` as one 128-bit value shifted left by ``s`` (uint64, below 128) bits."""
-    if s == 0:
-        return hi, lo
-    if s < 64:
-        return (hi << s) | (lo >> (_U(64) - s)), lo << s
-    return lo << (s - _U(64)), _U(0)
-
-
-@njit(cache=True, inline="always")
 def _rotated_chunk(buf, at, row_bytes, p, wrap, lo_shift, hi_shift):
     """Bytes ``p .. p + 7`` (mod ``row_bytes``) of the row at ``at``, from loads within the row only: the
     8 bytes at ``p``, or where they wrap (``wrap``) the window ending the row shifted down by ``lo_shift``
@@ -359,7 +339,7 @@ def _register_rows_run(buf, r0, r1, row_bytes, b):
 
     Rows of up to 8 bytes are read as the 8-byte window at the row (the last few rows: the window that
     ends the span) and written back as two overlapping stores of their own bytes only; rows of 9-16 bytes
-    as their first and last 8 bytes; rows of 17-32 bytes as four 8-byte chunks of the rotated row (at 0,
+    as two 8-byte chunks of the rotated row (at 0 and 8 before the end); rows of 17-32 bytes as four (at 0,
     8, 16 and 8 before the end, overlapping where the row is shorter), each loaded whole or, where its
     source wraps, from two loads; rows of 33-64 bytes as eight (``_register_rows_run64``). Loop-invariant
     shift counts: no per-row branch but the span's end.
@@ -408,18 +388,19 @@ def _register_rows_run(buf, r0, r1, row_bytes, b):
                 store_u16(buf, _U(at), y)
                 store_u16(buf, _U(at + 1), y >> tail)
         return
-    top = ~_U(0) >> (_U(128) - w)
-    high = _U(8 * (16 - row_bytes))
-    back = _U(8 * (row_bytes - 8))
+    # 9-16 bytes: the rotated row's first 8 bytes and its last 8 (overlapping where the row is shorter),
+    # each loaded whole or, where its source wraps, from two loads. As one 128-bit value rotated per row
+    # (128-bit shifts) this ran 2.5-3.7x np.copyto, as chunks 0.7-1.3x (one thread).
+    e = row_bytes - 8
+    p0 = b % row_bytes
+    p1 = (e + b) % row_bytes
+    w0, w1 = p0 + 8 > row_bytes, p1 + 8 > row_bytes
     for r in range(r0, r1):
         at = r * row_bytes
-        lo = load_u64(buf, _U(at))
-        hi = load_u64(buf, _U(at + row_bytes - 8)) >> high  # the row's bytes 8 .. row_bytes - 1
-        a_hi, a_lo = _shr128(hi, lo, s)
-        c_hi, c_lo = _shl128(hi, lo, t)
-        o_hi, o_lo = (a_hi | c_hi) & top, a_lo | c_lo
-        store_u64(buf, _U(at), o_lo)
-        store_u64(buf, _U(at + row_bytes - 8), _shr128(o_hi, o_lo, back)[1])
+        v0 = _rotated_chunk(buf, at, row_bytes, p0, w0, _U(8 * (p0 - e)), _U(8 * (row_bytes - p0)))
+        v1 = _rotated_chunk(buf, at, row_bytes, p1, w1, _U(8 * (p1 - e)), _U(8 * (row_bytes - p1)))
+        store_u64(buf, _U(at), v0)
+        store_u64(buf, _U(at + e), v1)
 
 
 @njit(cache=True, nogil=True)
