@@ -450,6 +450,43 @@ def test_portable_byte_shuffle_equals_the_definition(monkeypatch):
             assert np.array_equal(buf, expected), (lane_bytes, b)
 
 
+@pytest.mark.parametrize("pshufb", [True, False])
+def test_three_vector_byte_shuffle_equals_the_definition(monkeypatch, pshufb):
+    """``shuffle3_store16`` (the period shuffles of CPU rows of 3-7 bytes), with ``pshufb`` where the host
+    has it and compiled without (what a host without SSSE3 runs): each output byte is the byte its mask
+    indexes in the vector before, at or after the source position (0x80 and up: zero), ORed."""
+    from numba import njit
+
+    from rotate._backends.cpu import bytemem as _bytemem
+
+    if pshufb and not _bytemem.HAS_BYTE_SHUFFLE:
+        pytest.skip("this host has no pshufb")
+    monkeypatch.setattr(_bytemem, "HAS_BYTE_SHUFFLE", pshufb)
+
+    @njit(cache=False)
+    def shuffle(dst, at, src, src_at, masks):
+        _bytemem.shuffle3_store16(dst, at, src, src_at, masks, 0)
+
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        src = rng.integers(0, 256, 64, dtype=np.uint8)
+        masks = rng.integers(0, 16, 48, dtype=np.uint8)
+        masks[rng.random(48) < 0.5] = rng.choice([0x80, 0x8F, 0xFF])  # picks nothing
+        for i in range(16):  # at most one of the three picks a byte, as the period masks do
+            picks = [k for k in range(3) if masks[16 * k + i] < 0x80]
+            for k in picks[1:]:
+                masks[16 * k + i] = 0x80
+        dst = rng.integers(0, 256, 40, dtype=np.uint8)
+        expected = dst.copy()
+        for i in range(16):
+            expected[7 + i] = 0
+            for k in range(3):
+                if masks[16 * k + i] < 0x80:
+                    expected[7 + i] = src[16 + 16 * (k - 1) + masks[16 * k + i]]
+        shuffle(dst, 7, src, 16, masks)
+        assert np.array_equal(dst, expected)
+
+
 def test_short_lane_shift_reduction_is_numpys_modulo():
     """The division-free reduction (float64 quotient, one correction each way) against Python's %."""
     for n in range(1, 300):

@@ -102,3 +102,61 @@ def shuffle_store16(typingctx, buf, index, masks, mask_index, tail):
         return context.get_dummy_value()
 
     return types.void(buf, index, masks, mask_index, tail), codegen
+
+
+@intrinsic
+def copy16(typingctx, dst, dst_at, src, src_at):
+    """``dst[dst_at:dst_at+16] = src[src_at:src_at+16]`` as one 16-byte load and store (a later 16-byte
+    load of the same bytes is forwarded from the store; two 8-byte stores would make it wait)."""
+    i8x16 = ir.VectorType(ir.IntType(8), 16)
+
+    def codegen(context, builder, sig, args):
+        data, at, source, source_at = args
+        x = builder.load(builder.bitcast(_pointer(context, builder, sig.args[2], source, source_at, 8),
+                                         i8x16.as_pointer()), align=1)
+        builder.store(x, builder.bitcast(_pointer(context, builder, sig.args[0], data, at, 8), i8x16.as_pointer()),
+                      align=1)
+        return context.get_dummy_value()
+
+    return types.void(dst, dst_at, src, src_at), codegen
+
+
+@intrinsic
+def shuffle3_store16(typingctx, dst, dst_at, src, src_at, masks, mask_at):
+    """Store at ``dst[dst_at:dst_at+16]`` the bytes picked from the 48 at ``src[src_at-16:src_at+32]``: three
+    16-byte loads, each permuted by its 16 indices at ``masks[mask_at + 16 i:]`` (an index of 0x80 or more
+    picks a zero byte), ORed. Three ``pshufb`` on x86-64 with SSSE3 (``HAS_BYTE_SHUFFLE``); elsewhere
+    16 extracts and inserts each (correct, slower)."""
+    i8x16 = ir.VectorType(ir.IntType(8), 16)
+
+    def shuffle(builder, x, mask):
+        if HAS_BYTE_SHUFFLE:
+            pshufb = builder.module.declare_intrinsic("llvm.x86.ssse3.pshuf.b.128", fnty=ir.FunctionType(
+                i8x16, [i8x16, i8x16]))
+            return builder.call(pshufb, [x, mask])
+        y = ir.Constant(i8x16, None)
+        for j in range(16):
+            index = builder.extract_element(mask, ir.Constant(ir.IntType(32), j))
+            byte = builder.extract_element(x, builder.and_(index, ir.Constant(ir.IntType(8), 15)))
+            zero = builder.icmp_unsigned(">=", index, ir.Constant(ir.IntType(8), 0x80))
+            byte = builder.select(zero, ir.Constant(ir.IntType(8), 0), byte)
+            y = builder.insert_element(y, byte, ir.Constant(ir.IntType(32), j))
+        return y
+
+    def codegen(context, builder, sig, args):
+        data, at, source, source_at, table, table_at = args
+        out = None
+        for i in range(3):
+            where = builder.add(source_at, ir.Constant(source_at.type, 16 * (i - 1)))
+            x = builder.load(builder.bitcast(_pointer(context, builder, sig.args[2], source, where, 8),
+                                             i8x16.as_pointer()), align=1)
+            mask_where = builder.add(table_at, ir.Constant(table_at.type, 16 * i))
+            mask = builder.load(builder.bitcast(_pointer(context, builder, sig.args[4], table, mask_where, 8),
+                                                i8x16.as_pointer()), align=1)
+            y = shuffle(builder, x, mask)
+            out = y if out is None else builder.or_(out, y)
+        builder.store(out, builder.bitcast(_pointer(context, builder, sig.args[0], data, at, 8), i8x16.as_pointer()),
+                      align=1)
+        return context.get_dummy_value()
+
+    return types.void(dst, dst_at, src, src_at, masks, mask_at), codegen

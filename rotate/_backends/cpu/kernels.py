@@ -12,7 +12,7 @@ from numba.extending import intrinsic
 
 from ..._schedules import chain as S
 from . import team as _team
-from .bytemem import load_u64, store_u16, store_u32, store_u64
+from .bytemem import HAS_BYTE_SHUFFLE, copy16, load_u64, shuffle3_store16, store_u16, store_u32, store_u64
 
 # Schedule op kinds for the contiguous path.
 _SWAP = 0
@@ -332,13 +332,63 @@ def _register_rows_run64(buf, r0, r1, row_bytes, b):
         store_u64(buf, _U(at + e), v7)
 
 
+@njit(cache=True, inline="always")
+def _period_rows(row_bytes):
+    """Rows of a *period*: the fewest rows of ``row_bytes`` that end on a 16-byte vector's end (16 / the
+    largest power of two up to 16 dividing the row)."""
+    g = 1
+    for d in (16, 8, 4, 2):
+        if row_bytes % d == 0:
+            g = d
+            break
+    return 16 // g
+
+
+@njit(cache=True)
+def _period_masks(row_bytes, b):
+    """``(masks, vectors, rows)`` of a period (``rows`` rows of ``row_bytes``, ``vectors`` 16-byte vectors)
+    rotated left by ``b`` bytes: for each output vector, three masks of 16 indices into the vector before
+    it, itself and the one after (0x80: none)."""
+    rows = _period_rows(row_bytes)
+    vectors = rows * row_bytes // 16
+    masks = np.full(48 * vectors, 0x80, np.uint8)
+    for p in range(16 * vectors):
+        c = p % row_bytes
+        q = p - c + (c + b) % row_bytes
+        v = p // 16
+        masks[48 * v + 16 * (q // 16 - v + 1) + p % 16] = q % 16
+    return masks, vectors, rows
+
+
+@njit(cache=True)
+def _shuffled_rows_run(buf, r0, r1, row_bytes, b):
+    """Rows ``r0..`` of 3-7 bytes rotated left by ``b`` bytes a period at a time (``_period_masks``): the
+    period copied aside, each 16-byte vector rebuilt from its three neighbours there by byte shuffles
+    (three ``pshufb``: a row of 3-7 bytes a few instructions, where the 8-byte window took a dozen). Returns
+    the first row not done (the rows after the last whole period)."""
+    periods = (r1 - r0) // _period_rows(row_bytes)
+    if periods == 0:
+        return r0
+    masks, vectors, rows = _period_masks(row_bytes, b)
+    aside = np.zeros(16 * (vectors + 2), np.uint8)  # a zero vector either side: never picked
+    for k in range(periods):
+        base = (r0 + k * rows) * row_bytes
+        for v in range(vectors):
+            copy16(aside, 16 + 16 * v, buf, base + 16 * v)
+        for v in range(vectors):
+            shuffle3_store16(buf, base + 16 * v, aside, 16 + 16 * v, masks, 48 * v)
+    return r0 + periods * rows
+
+
 @njit(cache=True)
 def _register_rows_run(buf, r0, r1, row_bytes, b):
     """Rows ``r0..r1-1`` of ``row_bytes`` (3-64) bytes of ``buf`` (bytes), each rotated left by ``b`` bytes
     in registers: the row read as one little-endian integer is rotated right by ``8 b`` bits.
 
-    Rows of up to 8 bytes are read as the 8-byte window at the row (the last few rows: the window that
-    ends the span) and written back as two overlapping stores of their own bytes only; rows of 9-16 bytes
+    Rows of up to 8 bytes go a period of 16-byte vectors at a time through byte shuffles where the host has
+    them (``_shuffled_rows_run``); the rows after the last whole period, or all of them, are read as the
+    8-byte window at the row (the last few rows: the window that ends the span) and written back as two
+    overlapping stores of their own bytes only; rows of 9-16 bytes
     as two 8-byte chunks of the rotated row (at 0 and 8 before the end); rows of 17-32 bytes as four (at 0,
     8, 16 and 8 before the end, overlapping where the row is shorter), each loaded whole or, where its
     source wraps, from two loads; rows of 33-64 bytes as eight (``_register_rows_run64``). Loop-invariant
@@ -366,6 +416,8 @@ def _register_rows_run(buf, r0, r1, row_bytes, b):
             store_u64(buf, _U(at + o2), v2)
             store_u64(buf, _U(at + e), v3)
         return
+    if row_bytes <= 8 and HAS_BYTE_SHUFFLE:
+        r0 = _shuffled_rows_run(buf, r0, r1, row_bytes, b)
     s = _U(8 * b)
     w = _U(8 * row_bytes)
     t = w - s
