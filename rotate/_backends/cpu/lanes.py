@@ -1242,8 +1242,9 @@ def plan_multiaxis(info, rotations, max_scratch_bytes=None):
     """One Step rolling every axis of ``rotations`` in one pass, or None when it cannot.
 
     ``rotations``: ``[(axis, length, shift)]`` with ``0 < shift < length``, at
-    least two axes. None for layouts that are not C- or F-contiguous and for
-    blocks larger than the scratch budget (the caller plans per axis).
+    least two axes. None for layouts that are not C- or F-contiguous, for
+    blocks larger than the scratch budget and, in arrays of ``split_min_bytes``
+    or more, for blocks under ``cycle_min_block_bytes`` (the caller plans per axis).
     """
     if len(rotations) < 2 or rotations[0][0] is None:
         return None
@@ -1276,6 +1277,8 @@ def plan_multiaxis(info, rotations, max_scratch_bytes=None):
     budget_words = _budget(max_scratch_bytes) // word
     if blk > budget_words:
         return None
+    if blk * word < _T().cycle_min_block_bytes and outer * n0 * blk * word >= _T().split_min_bytes:
+        return None  # a random access a small block: latency-bound (a pass an axis streams instead)
     if units >= threads:
         q, slots = 0, threads
         while slots > 1 and slots * blk > budget_words:

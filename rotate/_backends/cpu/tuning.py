@@ -74,6 +74,10 @@ class CpuTuning(Policy):
     #: ... on arrays of at least this many bytes: below it the one pass takes microseconds, and a second
     #: pass only adds a kernel for a first call to compile (a (3, 4) fftshift's first call 1.2 -> 2.2 s).
     split_min_bytes: int = 1 << 20
+    #: ``multi-axis-cycles`` walks its cycles a block (everything after the first rolled axis) at a time, each
+    #: block a random access: blocks under this many bytes wait on memory latency more than they move, and
+    #: the roll takes a pass an axis instead (docs/tuning.md, "CPU: multi-axis rolls").
+    cycle_min_block_bytes: int = 1024
 
     def __post_init__(self) -> None:
         self._seal()
