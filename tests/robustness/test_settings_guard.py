@@ -49,6 +49,7 @@ SETTINGS = [
     ("register_lane_bytes", [0, 16, 32, 1 << 20]),
     ("split_inner_row_bytes", [0, 16, 1 << 20]),
     ("split_min_bytes", [0, 1 << 30]),
+    ("cycle_min_block_bytes", [0, 1 << 40]),
 ]
 
 

@@ -80,8 +80,9 @@ def _cpu_fftshift(dtype: np.dtype, calls: Mapping[str, Callable]) -> None:
         for rows in (6, max(6, n // length)):
             fftshift(np.zeros((rows, length), dtype))
     # Rolls over several axes where fewer cycles than threads are walked: each cycle cut into pieces (rows
-    # longer than split_inner_row_bytes, which stay in the one pass).
-    length = max(8, (2 * tuning.current().split_inner_row_bytes) // dtype.itemsize)
+    # longer than split_inner_row_bytes and blocks of cycle_min_block_bytes, which stay in the one pass).
+    policy = tuning.current()
+    length = max(8, max(2 * policy.split_inner_row_bytes, policy.cycle_min_block_bytes) // dtype.itemsize)
     roll(np.zeros((max(2, n // length), length), dtype), (1, 3), axis=(0, 1))
 
 
