@@ -1277,7 +1277,7 @@ def plan_multiaxis(info, rotations, max_scratch_bytes=None):
     budget_words = _budget(max_scratch_bytes) // word
     if blk > budget_words:
         return None
-    if blk * word < _T().cycle_min_block_bytes and outer * n0 * blk * word >= _T().split_min_bytes:
+    if blk * word < _T().cycle_min_block_bytes and total >= _T().split_min_bytes:
         return None  # a random access a small block: latency-bound (a pass an axis streams instead)
     if units >= threads:
         q, slots = 0, threads

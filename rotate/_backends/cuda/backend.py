@@ -65,6 +65,17 @@ def _simulated() -> bool:
     return flag
 
 
+def _plan_multi_axis(info, rotations, max_scratch_bytes):
+    """``multi_axis.plan_multi_axis`` for ``rotations`` of a C- or F-contiguous array (an F-contiguous array
+    is its transpose, C-ordered), or None."""
+    from .schedules import multi_axis
+
+    flip = not info.c_contiguous
+    shape = info.shape[::-1] if flip else info.shape
+    c_shifts = {(info.ndim - 1 - axis if flip else axis): s for axis, _, s in rotations}
+    return multi_axis.plan_multi_axis(shape, info.itemsize, c_shifts, info.pointer, max_scratch_bytes)
+
+
 class CudaBackend(RowBackend):
     name = "cuda"
     device_kind = "cuda"
@@ -104,12 +115,7 @@ class CudaBackend(RowBackend):
         # Several axes of a C- or F-contiguous array: one pass (half-swaps, or row-cycles where rows fit a block;
         # or a flat pass and a strip step, the tuning field ``flat_strips``).
         if len(rotations) >= 2 and rotations[0][0] is not None and (info.c_contiguous or info.f_contiguous):
-            from .schedules import multi_axis
-
-            flip = not info.c_contiguous  # an F-contiguous array is its transpose, C-ordered
-            shape = info.shape[::-1] if flip else info.shape
-            c_shifts = {(info.ndim - 1 - axis if flip else axis): s for axis, _, s in rotations}
-            steps = multi_axis.plan_multi_axis(shape, info.itemsize, c_shifts, info.pointer, max_scratch_bytes)
+            steps = _plan_multi_axis(info, rotations, max_scratch_bytes)
             if steps is None:
                 steps = self._plan_halves_apart(info, rotations, max_scratch_bytes)
             if steps is not None:
@@ -120,20 +126,13 @@ class CudaBackend(RowBackend):
         """Where no one-pass schedule takes the whole roll: the axes rolled by half their length together
         (one ``half-swaps`` pass) and the others together, rather than a pass an axis (rolls along
         different axes commute). None where that saves no pass."""
-        from .schedules import multi_axis
-
         halves = [r for r in rotations if 2 * r[2] == r[1]]
         others = [r for r in rotations if 2 * r[2] != r[1]]
         if not halves or not others or (len(halves) < 2 and len(others) < 2):
             return None
-        flip = not info.c_contiguous
-        shape = info.shape[::-1] if flip else info.shape
         steps = []
         for group in (others, halves):
-            joint = None
-            if len(group) >= 2:
-                c_shifts = {(info.ndim - 1 - axis if flip else axis): s for axis, _, s in group}
-                joint = multi_axis.plan_multi_axis(shape, info.itemsize, c_shifts, info.pointer, max_scratch_bytes)
+            joint = _plan_multi_axis(info, group, max_scratch_bytes) if len(group) >= 2 else None
             steps.extend(joint if joint is not None else super().plan_steps(info, group, max_scratch_bytes))
         return tuple(steps) if len(steps) < len(rotations) else None
 

@@ -199,7 +199,7 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     writer = D.lane_writer("runs")
     if writer == "windows":  # the cycle kernel has no window writer
         writer = "gather"
-    if variant in (None, "three-rows") and cycles.cycle_smem_bytes(seg) <= limit and \
+    if variant in (None, "three-rows") and three_rows_fit(seg) and \
             not (variant is None and swaps_aligned):
         smem = cycles.cycle_smem_bytes(seg)
         threads = T.lane_threads or cycles.cycle_threads(seg)
