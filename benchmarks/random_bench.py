@@ -56,7 +56,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import subprocess
@@ -71,12 +70,13 @@ for _path in (ROOT, ROOT / "benchmarks"):  # the checkout's rotate; _harness/ ho
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
+from _harness.shapes import draw_shape, log_uniform, snap  # noqa: E402
+
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 OPS = ("roll", "roll-axes", "roll_rows", "fftshift", "ifftshift")
 #: Item size -> the dtypes drawn for it (each item size is drawn with equal probability, then a dtype).
 DTYPES = {1: ("uint8",), 2: ("int16", "float16"), 4: ("float32",), 8: ("float64", "complex64"),
           16: ("complex128",)}
-MAX_SIDE = 1 << 17
 LANE_BYTES = (16, 4 * MiB)  # roll_rows' lane lengths, log-uniform in bytes (at least 2 items)
 GPU_BYTES = (256 * MiB, 8 * GiB)
 CPU_BYTES = (16 * MiB, 256 * MiB)
@@ -91,91 +91,6 @@ WORST = 5
 
 # --- the draw (no timing) ------------------------------------------------------------------------------
 
-def is_prime(n: int) -> bool:
-    """Deterministic Miller-Rabin (exact below 3.3e24, far beyond any side here)."""
-    if n < 2:
-        return False
-    small = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
-    for p in small:
-        if n % p == 0:
-            return n == p
-    d, r = n - 1, 0
-    while d % 2 == 0:
-        d, r = d // 2, r + 1
-    for a in small:
-        x = pow(a, d, n)
-        if x in (1, n - 1):
-            continue
-        for _ in range(r - 1):
-            x = x * x % n
-            if x == n - 1:
-                break
-        else:
-            return False
-    return True
-
-
-def _prime_near(x: int, lo: int, hi: int) -> int:
-    p = max(x, 2)
-    while not is_prime(p):
-        p += 1
-    if p <= hi:
-        return p
-    p = min(x, hi)
-    while p >= 2 and not is_prime(p):
-        p -= 1
-    return p if p >= lo else x
-
-
-def _log_uniform(rng, lo: float, hi: float) -> int:
-    """An integer log-uniform in [lo, hi] (lo >= 1)."""
-    if hi <= lo:
-        return int(lo)
-    return int(min(hi, max(lo, math.floor(math.exp(rng.uniform(math.log(lo), math.log(hi + 1)))))))
-
-
-def _snap(rng, x: int, lo: int, hi: int) -> int:
-    """``x`` as drawn (45%), or the power of two nearest to it (25%), a prime near it (15%), or that power
-    of two plus or minus one (15%); kept in [lo, hi]."""
-    r = rng.random()
-    if r < 0.45 or x < 1:
-        return x
-    power = 1 << max(0, round(math.log2(x)))
-    if r < 0.70:
-        y = power
-    elif r < 0.85:
-        y = _prime_near(x, lo, hi)
-    else:
-        y = power + (1 if rng.random() < 0.5 else -1)
-    return y if lo <= y <= hi else x
-
-
-def _shape(rng, ndim: int, elements: int, lo_e: int, hi_e: int, last=None) -> tuple:
-    """``ndim`` sides whose product is about ``elements`` (within [lo_e, hi_e] elements): the sides drawn
-    one by one, log-uniform from 1 to 2**17 within what the total leaves, and snapped, then one side at a
-    random axis fixed to hit the total. ``last``: the last side, given (roll_rows' lane length)."""
-    free = list(range(ndim - (last is not None)))
-    fixed = int(rng.choice(free))
-    sides = [1] * ndim
-    product = 1
-    if last is not None:
-        sides[-1] = last
-        product = last
-    for axis in rng.permutation(free):
-        if axis == fixed:
-            continue
-        room = max(1, elements // product)
-        side = _snap(rng, _log_uniform(rng, 1, min(MAX_SIDE, room)), 1, min(MAX_SIDE, room))
-        sides[axis] = side
-        product *= side
-    low = max(1, -(-lo_e // product))
-    high = max(1, hi_e // product)
-    side = min(high, max(low, round(elements / product)))
-    snapped = _snap(rng, side, low, high)
-    sides[fixed] = snapped
-    return tuple(int(s) for s in sides)
-
-
 def draw_case(seed: int, index: int, min_bytes: int, max_bytes: int) -> dict:
     """Case ``index`` of ``seed``: op, shape, dtype, axes and shifts (roll_rows: its lanes' shifts come from
     `lane_shifts`). Depends only on its arguments."""
@@ -184,7 +99,7 @@ def draw_case(seed: int, index: int, min_bytes: int, max_bytes: int) -> dict:
     itemsize = [1, 2, 4, 8, 16][int(rng.integers(5))]
     names = DTYPES[itemsize]
     dtype = names[int(rng.integers(len(names)))]
-    nbytes = _log_uniform(rng, min_bytes, max_bytes)
+    nbytes = log_uniform(rng, min_bytes, max_bytes)
     lo_e, hi_e = -(-min_bytes // itemsize), max_bytes // itemsize
     elements = max(2, nbytes // itemsize)
     ndim = int(rng.integers(2 if op == "roll-axes" else 1, 5))
@@ -192,10 +107,10 @@ def draw_case(seed: int, index: int, min_bytes: int, max_bytes: int) -> dict:
     if op == "roll_rows" and ndim > 1:
         lo_lane = max(LANE_BYTES[0] // itemsize, 2)
         hi_lane = max(lo_lane, min(LANE_BYTES[1] // itemsize, elements // 2))
-        lane = _snap(rng, _log_uniform(rng, lo_lane, hi_lane), lo_lane, hi_lane)
-        shape = _shape(rng, ndim, elements, lo_e, hi_e, last=lane)
+        lane = snap(rng, log_uniform(rng, lo_lane, hi_lane), lo_lane, hi_lane)
+        shape = draw_shape(rng, ndim, elements, lo_e, hi_e, last=lane)
     else:
-        shape = _shape(rng, ndim, elements, lo_e, hi_e)
+        shape = draw_shape(rng, ndim, elements, lo_e, hi_e)
     case["shape"] = list(shape)
     case["nbytes"] = int(np.prod(shape)) * itemsize
     size = int(np.prod(shape))

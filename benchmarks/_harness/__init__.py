@@ -9,6 +9,8 @@ graph. Where one needs something the package keeps private, it reads it here, ne
 * ``knobs``: GPU tuning overrides for A/B runs (``--set``) and the exact traffic of a lane-walks plan;
 * ``cpu_kernel``: the CPU row kernel cpu_bench.py times without the call's dispatch;
 * ``std_rotate.cpp``: the C++ reference cpu_bench.py builds.
+* ``shapes``: the seeded shapes random_bench.py and soak.py draw (sides log-uniform, snapped to powers
+  of two, primes and powers of two plus or minus one); nothing private, only shared.
 * ``plots``: the PNG every benchmark draws (``--plot``) and redraws from a result (``--from``); nothing
   private, only shared.
 

@@ -20,6 +20,7 @@ ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("P
 spec = importlib.util.spec_from_file_location("random_bench", SCRIPT)
 rb = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(rb)
+from _harness import shapes  # noqa: E402 (on sys.path once random_bench is loaded)
 
 RANGES = [rb.GPU_BYTES, rb.CPU_BYTES, rb.CPU_QUICK_BYTES]
 
@@ -54,13 +55,13 @@ def test_the_draw_covers_every_op_item_size_dimension_count_and_kind_of_side(lo,
         assert {len(c["shape"]) for c in cases if c["op"] == op} >= {2, 3, 4}
     sides = [s for c in cases for s in c["shape"] if s > 2]
     kinds = {"power of two": [s for s in sides if s & (s - 1) == 0],
-             "prime": [s for s in sides if rb.is_prime(s)],
+             "prime": [s for s in sides if shapes.is_prime(s)],
              "power of two +-1": [s for s in sides if (s - 1) & (s - 2) == 0 or (s + 1) & s == 0],
-             "odd, not prime": [s for s in sides if s % 2 and not rb.is_prime(s)],
+             "odd, not prime": [s for s in sides if s % 2 and not shapes.is_prime(s)],
              "even, not a power of two": [s for s in sides if s % 2 == 0 and s & (s - 1)]}
     for kind, found in kinds.items():
         assert len(found) > 0.04 * len(sides), (kind, len(found), len(sides))
-    assert max(s for c in cases for s in c["shape"]) >= min(rb.MAX_SIDE, hi // 16) // 2  # long sides reached
+    assert max(s for c in cases for s in c["shape"]) >= min(shapes.MAX_SIDE, hi // 16) // 2  # long sides reached
     fft = [c for c in cases if c["op"] in ("fftshift", "ifftshift")]
     assert any(c["axes"] is None for c in fft) and any(c["axes"] is not None for c in fft)
     assert {len(c["axes"]) for c in cases if c["op"] == "roll-axes"} == {1, 2, 3, 4}
