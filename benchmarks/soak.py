@@ -173,7 +173,7 @@ def host_view(buf: np.ndarray, case: dict) -> np.ndarray:
     """The case's array inside a host copy of the buffer."""
     start = GUARD + case["offset"]
     dtype = dtype_of(case["dtype"])
-    v = buf[start:start + int(np.prod(case["shape"])) * dtype.itemsize].view(dtype).reshape(case["shape"])
+    v = buf[start:start + int(np.prod(case["shape"])) * dtype.itemsize].view(dtype).reshape(tuple(case["shape"]))
     return v.T if case["transposed"] else v
 
 
@@ -243,13 +243,13 @@ class Libraries:
         if name.startswith("torch"):
             buf = self.torch.from_numpy(raw.copy())
             buf = buf.cuda() if name == "torch" else buf
-            view = buf[start:stop].view(getattr(self.torch, str(dtype))).reshape(case["shape"])
+            view = buf[start:stop].view(getattr(self.torch, str(dtype))).reshape(tuple(case["shape"]))
         elif name == "cupy":
             buf = self.cupy.asarray(raw)
-            view = buf[start:stop].view(dtype).reshape(case["shape"])
+            view = buf[start:stop].view(dtype).reshape(tuple(case["shape"]))
         else:
             buf = self.cuda.to_device(raw)
-            view = buf[start:stop].view(dtype).reshape(case["shape"])
+            view = buf[start:stop].view(dtype).reshape(tuple(case["shape"]))
         return buf, (view.T if case["transposed"] else view)
 
     def host(self, name: str, buf) -> np.ndarray:
