@@ -24,7 +24,9 @@ reruns it without the others:
 The buffer holds random bytes (NaN payloads included); after the call the whole buffer, guards
 included, must equal numpy's result (``numpy.roll``, ``numpy.fft.fftshift``, a gather for
 ``roll_rows``) byte for byte. A watchdog thread reports a case that runs longer than ``--hang-s`` and
-stops the run. Exit status 1 on a wrong byte or a hang.
+stops the run; a call that raises is recorded with its case (a CUDA error, which may leave the context
+unusable, stops the run: rerun from the next case with ``--first``). Exit status 1 on a wrong byte, an
+exception or a hang.
 """
 
 from __future__ import annotations
@@ -290,9 +292,9 @@ def call(rotate, case: dict, x, shifts) -> str:
         return algorithm
     if op in ("fftshift", "ifftshift"):
         axes = _axes(case)
-        named = range(x.ndim) if axes is None else [axes] if isinstance(axes, int) else axes
+        named = range(x.ndim) if axes is None else [axes] if isinstance(axes, int) else axes  # the simulator: no negative index of a shape
         sign = 1 if op == "fftshift" else -1
-        algorithm = rotate.plan(x, [sign * (x.shape[a] // 2) for a in named], list(named)).algorithm
+        algorithm = rotate.plan(x, [sign * (x.shape[a] // 2) for a in named], [a % x.ndim for a in named]).algorithm
         (rotate.fftshift if op == "fftshift" else rotate.ifftshift)(x, axes)
         return algorithm
     shift, axis = case["shift"], case["axis"]
@@ -346,12 +348,20 @@ def main(argv=None) -> int:
                 print(f"HANG: {state['case']}", flush=True)
 
     threading.Thread(target=watchdog, daemon=True).start()
-    wrong, ops, algorithms, done = [], {}, {}, 0
+    wrong, errors, ops, algorithms, done = [], [], {}, {}, 0
     t0 = time.time()
     for index in indices:
         case = draw_case(args.seed, index, libs.names, args.max_bytes)
         state.update(case=describe(case), started=time.time())
-        algorithm, bad = run_case(rotate, libs, case)
+        try:
+            algorithm, bad = run_case(rotate, libs, case)
+        except Exception as exc:  # a valid call that raises is a failure; on the GPU it may end the context
+            errors.append(dict(case, error=f"{type(exc).__name__}: {exc}"[:2000]))
+            print("ERROR", describe(case), errors[-1]["error"][:500], flush=True)
+            done += 1
+            if "cuda" in type(exc).__module__.lower() or "Cuda" in type(exc).__name__:
+                break
+            continue
         done += 1
         ops[case["op"]] = ops.get(case["op"], 0) + 1
         key = f"{case['op']}: {algorithm}"
@@ -360,22 +370,24 @@ def main(argv=None) -> int:
             wrong.append(dict(case, wrong_bytes=int(bad.size), first=int(bad[0])))
             print("WRONG", describe(case), f"{bad.size} bytes, the first at {bad[0]}", flush=True)
         if args.json and done % 500 == 0:  # a run cut short still leaves its count
-            _write(args.json, dict(cases=done, wrong_cases=len(wrong), wrong=wrong[:50], partial=True,
+            _write(args.json, dict(cases=done, wrong_cases=len(wrong), wrong=wrong[:50], errors=errors[:50],
+                                   partial=True,
                                    seconds=time.time() - t0, ops=ops, algorithms=algorithms))
         if hung:
             break
     state["running"] = False
-    result = dict(benchmark="soak", cases=done, wrong_cases=len(wrong), wrong=wrong[:50], hangs=hung,
+    result = dict(benchmark="soak", cases=done, wrong_cases=len(wrong), wrong=wrong[:50], errors=errors[:50],
+                  error_cases=len(errors), hangs=hung,
                   seconds=time.time() - t0, ops=ops, algorithms=dict(sorted(algorithms.items())),
                   libraries=list(libs.names),
                   knobs={"seed": args.seed, "cases": args.cases, "first": args.first, "only": args.only,
                          "cpu": args.cpu, "max_bytes": args.max_bytes, "hang_s": args.hang_s},
                   environment=environment(gpu=not args.cpu))
     print(f"soak ({'CPU' if args.cpu else 'GPU'}, seed {args.seed}): {done} cases, {len(wrong)} wrong, "
-          f"{len(hung)} hangs, {result['seconds']:.0f} s; cases by op {ops}", flush=True)
+          f"{len(errors)} raised, {len(hung)} hangs, {result['seconds']:.0f} s; cases by op {ops}", flush=True)
     if args.json:
         _write(args.json, result)
-    return 1 if wrong or hung else 0
+    return 1 if wrong or errors or hung else 0
 
 
 def _write(path: str, data: dict) -> None:

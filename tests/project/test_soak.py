@@ -91,3 +91,15 @@ def test_the_watchdog_reports_a_hang_and_stops(monkeypatch, tmp_path):
     code = soak.main(["--cpu", "--cases", "5", "--hang-s", "1", "--max-bytes", "256", "--json", str(out)])
     data = json.loads(out.read_text())
     assert code == 1 and len(data["hangs"]) == 1 and data["cases"] == 1
+
+
+def test_a_call_that_raises_is_a_failure_with_its_case(monkeypatch, tmp_path):
+    def raising(rotate, case, x, shifts):
+        raise ValueError("refused")
+
+    monkeypatch.setattr(soak, "call", raising)
+    out = tmp_path / "soak.json"
+    code = soak.main(["--cpu", "--cases", "3", "--max-bytes", "256", "--json", str(out)])
+    data = json.loads(out.read_text())
+    assert code == 1 and data["error_cases"] == 3 and data["cases"] == 3
+    assert data["errors"][0]["error"] == "ValueError: refused" and data["errors"][0]["op"] in soak.OPS
