@@ -292,9 +292,10 @@ def call(rotate, case: dict, x, shifts) -> str:
         return algorithm
     if op in ("fftshift", "ifftshift"):
         axes = _axes(case)
-        named = range(x.ndim) if axes is None else [axes] if isinstance(axes, int) else axes  # the simulator: no negative index of a shape
+        # axes made non-negative: the CUDA simulator's shapes take no negative index
+        named = [a % x.ndim for a in (range(x.ndim) if axes is None else [axes] if isinstance(axes, int) else axes)]
         sign = 1 if op == "fftshift" else -1
-        algorithm = rotate.plan(x, [sign * (x.shape[a] // 2) for a in named], [a % x.ndim for a in named]).algorithm
+        algorithm = rotate.plan(x, [sign * (x.shape[a] // 2) for a in named], named).algorithm
         (rotate.fftshift if op == "fftshift" else rotate.ifftshift)(x, axes)
         return algorithm
     shift, axis = case["shift"], case["axis"]
