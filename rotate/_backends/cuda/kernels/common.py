@@ -79,9 +79,22 @@ def load_realigned(smem, w, r):
 @cuda.jit(device=True)
 def store_realigned(smem, w, r, data, pos):
     """Store to ``data[pos:pos + 16]`` the 16 bytes that start ``r`` bytes into shared word ``w``
-    (``load_realigned``). Both the chain kernel's and the lane kernels' writes."""
-    u0, u1, u2, u3 = load_realigned(smem, w, r)
-    store16(data, pos, u0, u1, u2, u3)
+    (``load_realigned``'s bytes). Both the chain kernel's and the lane kernels' writes. Written out
+    with a store on each branch, not through ``load_realigned``: that form takes the lane-panels
+    gather kernel from 48 registers to 40 and its short lanes 3% slower on the H100 (issue #31's
+    benchmark before and after 01164aa)."""
+    lo_words = load16_shared(smem, w)
+    if r == 0:
+        store16(data, pos, lo_words[0], lo_words[1], lo_words[2], lo_words[3])
+    else:
+        hi_words = load16_shared(smem, w + 4)
+        u0, u1, u2, u3, u4 = S.window5(
+            r >> 2, uint64(lo_words[0]), uint64(lo_words[1]), uint64(lo_words[2]),
+            uint64(lo_words[3]), uint64(hi_words[0]), uint64(hi_words[1]),
+            uint64(hi_words[2]), uint64(hi_words[3]))
+        bs = r & 3
+        store16(data, pos, uint32(S.funnel(u0, u1, bs)), uint32(S.funnel(u1, u2, bs)),
+                uint32(S.funnel(u2, u3, bs)), uint32(S.funnel(u3, u4, bs)))
 
 
 @functools.lru_cache(maxsize=None)
