@@ -15,9 +15,10 @@ reruns it without the others:
   drawn as random_bench.py draws them (log-uniform, snapped to powers of two, primes near them and powers
   of two plus or minus one); a 2-D array is a transposed view a quarter of the time (F-ordered lanes;
   never for the flattened roll and ``rotate``, which refuse one);
-* the library: numba, CuPy or torch device arrays (numba where the others lack the dtype), or numpy arrays
-  and torch CPU tensors; the array starts 0-15 bytes into a buffer (torch: aligned to its items) with 64
-  random guard bytes on each side;
+* the library: numba, CuPy or torch device arrays (numba where the others lack the dtype; a transposed
+  numba array is a strided view made through the CUDA Array Interface, since numba's ``.T`` launches a
+  kernel into a copy), or numpy arrays and torch CPU tensors; the array starts 0-15 bytes into a buffer
+  (torch: aligned to its items) with 64 random guard bytes on each side;
 * shifts from structured families: 0, +-1, +-n, n/p plus or minus a little, near multiples of the 16 and
   32 KiB tiles, up to 10 n either way, uniform.
 
@@ -252,7 +253,19 @@ class Libraries:
         else:
             buf = self.cuda.to_device(raw)
             view = buf[start:stop].view(dtype).reshape(tuple(case["shape"]))
+            if case["transposed"]:  # numba's .T launches a transpose kernel into a new array: a view instead
+                return buf, self._transposed_view(view, buf)
         return buf, (view.T if case["transposed"] else view)
+
+    def _transposed_view(self, view, owner):
+        """A C-ordered 2-D numba device array's transpose as a view of the same memory (F-ordered)."""
+        cai = getattr(view, "__cuda_array_interface__", None)
+        if cai is None:  # numba's CUDA simulator: its .T is numpy's, a view
+            return view.T
+        rows, cols = cai["shape"]
+        itemsize = view.dtype.itemsize
+        desc = dict(cai, shape=(cols, rows), strides=(itemsize, cols * itemsize))
+        return self.cuda.from_cuda_array_interface(desc, owner=owner, sync=False)
 
     def host(self, name: str, buf) -> np.ndarray:
         if name == "numpy":
@@ -293,7 +306,8 @@ def call(rotate, case: dict, x, shifts) -> str:
     if op in ("fftshift", "ifftshift"):
         axes = _axes(case)
         # axes made non-negative: the CUDA simulator's shapes take no negative index
-        named = [a % x.ndim for a in (range(x.ndim) if axes is None else [axes] if isinstance(axes, int) else axes)]
+        given = range(x.ndim) if axes is None else [axes] if isinstance(axes, int) else axes
+        named = [a % x.ndim for a in given]
         sign = 1 if op == "fftshift" else -1
         algorithm = rotate.plan(x, [sign * (x.shape[a] // 2) for a in named], named).algorithm
         (rotate.fftshift if op == "fftshift" else rotate.ifftshift)(x, axes)

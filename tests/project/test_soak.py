@@ -103,3 +103,27 @@ def test_a_call_that_raises_is_a_failure_with_its_case(monkeypatch, tmp_path):
     data = json.loads(out.read_text())
     assert code == 1 and data["error_cases"] == 3 and data["cases"] == 3
     assert data["errors"][0]["error"] == "ValueError: refused" and data["errors"][0]["op"] in soak.OPS
+
+
+def test_a_transposed_numba_array_is_a_view_of_the_buffer_not_a_copy():
+    """numba's DeviceNDArray.T launches a transpose kernel into a new array (the soak once rolled that copy
+    and reported the buffer unmoved): the soak builds the F-ordered view through the CUDA Array Interface."""
+    class View:  # a C-ordered (3, 5) float32 device array, as numba exports it
+        dtype = np.dtype(np.float32)
+        __cuda_array_interface__ = {"shape": (3, 5), "strides": None, "typestr": "<f4", "data": (4096, False),
+                                    "version": 3}
+
+    made = {}
+
+    class Cuda:
+        @staticmethod
+        def from_cuda_array_interface(desc, owner=None, sync=True):
+            made.update(desc=desc, owner=owner)
+            return "view"
+
+    libs = soak.Libraries.__new__(soak.Libraries)
+    libs.cuda = Cuda
+    assert libs._transposed_view(View(), "buffer") == "view" and made["owner"] == "buffer"
+    host = np.zeros((3, 5), np.float32).T
+    assert made["desc"]["shape"] == host.shape and made["desc"]["strides"] == host.strides
+    assert made["desc"]["data"] == (4096, False) and made["desc"]["typestr"] == "<f4"
