@@ -244,6 +244,28 @@ def test_rows_rotated_in_registers(row_bytes, lanes):
                     assert buf.tobytes() == expected.tobytes(), (setup, rows, seg, k, np.dtype(dtype).name)
 
 
+@pytest.mark.parametrize("row_bytes", [65, 72, 80, 96, 127, 128, 129, 136, 192, 248, 255, 256])
+@pytest.mark.parametrize("lanes", [1, 3])
+def test_rows_of_65_to_256_bytes_in_16_byte_copies(row_bytes, lanes):
+    """Rows of 65-256 bytes take ``small-rows-copy`` in 16-byte copies (``_small_rows_vectors``: each row twice
+    into scratch, the window back, the last copy of each span ending at its end): every item size dividing
+    the row, shifts at every 16-byte phase and the ends, 1-33 rows over 1 or 3 lanes; bytes against
+    numpy.roll."""
+    for itemsize in (1, 2, 4, 8):
+        if row_bytes % itemsize:
+            continue
+        dtype, seg = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[itemsize], row_bytes // itemsize
+        shifts = sorted({1, 2, seg // 2, seg - 1} | set(range(1, seg, max(1, 17 // itemsize))))
+        for rows in (1, 2, 5, 33):
+            with tiny_budget(1 << 20, 64, lanes, small_row_bytes=256) as setup:
+                for k in shifts:
+                    assert planner.plan_rows(rows, seg, k, itemsize)[0] == "small-rows-copy"
+                    buf = random_words(np.random.default_rng(rows * 1000 + seg + k), rows * seg, dtype)
+                    expected = np.roll(buf.reshape(rows, seg), -k, axis=1).ravel()
+                    runners.rotate_rows_inplace(buf, rows, seg, k)
+                    assert buf.tobytes() == expected.tobytes(), (setup, rows, seg, k, np.dtype(dtype).name)
+
+
 def check_many_rows(rows, seg, k, dtype, setup):
     buf = random_words(np.random.default_rng(rows * 1000 + seg), rows * seg, dtype)
     expected = np.roll(buf.reshape(rows, seg), -k, axis=1).ravel()

@@ -294,7 +294,9 @@ def _plan_rows_lanes(rows: int, seg: int, k: int, itemsize: int, budget: int, ma
         # 16-byte aligned, and a row filling its 128 bytes exactly then shared a
         # cache line with the next lane's (false sharing: (10**6, 8) float64 took
         # 11 ms instead of 3, depending on where malloc put the scratch).
-        lane_stride = 2 * seg if lanes == 1 else (-(-2 * seg * itemsize // 128) + 1) * 128 // itemsize
+        # Rows of 16 bytes or more alternate two doubled rows, each rounded to 16 bytes (kernels._small_rows_vectors).
+        need = 2 * seg * itemsize if seg * itemsize < 16 else 2 * ((2 * seg * itemsize + 15) // 16 * 16)
+        lane_stride = -(-need // itemsize) if lanes == 1 else (-(-need // 128) + 1) * 128 // itemsize
         return "small-rows-copy", lanes * lane_stride, 5 * rows * seg, ("small", lanes, lane_stride)
     seg_bytes = seg * itemsize
     if rows > 1 and (rows >= 8 * _lanes(total_bytes, rows, max_lanes) or seg_bytes <= (1 << 20)):
