@@ -376,15 +376,14 @@ def test_three_to_seven_byte_lanes_in_groups_with_and_without_the_byte_shuffle(m
     assert grouped >= (11 if shuffle else 0), grouped
 
 
-@pytest.mark.parametrize("registers", [64, 16])
 @pytest.mark.parametrize("lane_bytes,dtype", [(17, np.uint8), (19, np.uint8), (26, np.uint16), (31, np.uint8),
                                              (33, np.uint8), (41, np.uint8), (46, np.uint16), (49, np.uint8),
-                                             (57, np.uint8), (63, np.uint8), (65, np.uint8)])
-def test_seventeen_to_sixty_four_byte_lanes_in_registers(lane_bytes, dtype, registers):
-    """Byte-window lanes of 17-64 bytes are built as four (17-32) or five to eight (33-64) words in
-    registers (``register_lane_bytes``, 64), longer ones and all with the field at 16 doubled through
-    scratch; every shift of a lane length, back-to-back and strided lanes, 1-3 threads, against
-    numpy.roll, the bytes between strided lanes untouched."""
+                                             (57, np.uint8), (63, np.uint8), (65, np.uint8), (99, np.uint8),
+                                             (130, np.uint16)])
+def test_byte_window_lanes_of_seventeen_bytes_and_more_doubled_in_16_byte_copies(lane_bytes, dtype):
+    """Byte-window lanes over 16 bytes are copied twice into scratch and their rotated window copied back, in
+    16-byte copies (the last of each span ending at its end); every shift of a lane length, back-to-back
+    and strided lanes, 1-3 threads, against numpy.roll, the bytes between strided lanes untouched."""
     n = lane_bytes // np.dtype(dtype).itemsize
     rng = np.random.default_rng(lane_bytes)
     for shape, columns in (((3 * n, n), slice(None)), ((40, n + 3), slice(None, n)), ((2, 5, n), slice(None))):
@@ -394,7 +393,7 @@ def test_seventeen_to_sixty_four_byte_lanes_in_registers(lane_bytes, dtype, regi
             untouched = base.copy()
             shifts = np.resize(np.arange(-n, 2 * n), a.shape[:-1])
             expected = np.array([np.roll(lane, s) for lane, s in zip(a.reshape(-1, n), shifts.reshape(-1))])
-            with tunables(lanes, register_lane_bytes=registers):
+            with tunables(lanes):
                 plan = rotate.plan_roll_rows(a, shifts)
                 assert rotate.roll_rows(a, shifts) is a
             assert np.array_equal(a.reshape(-1, n), expected), str(plan)
@@ -402,8 +401,7 @@ def test_seventeen_to_sixty_four_byte_lanes_in_registers(lane_bytes, dtype, regi
             gaps[..., columns] = False
             assert np.array_equal(base[gaps], untouched[gaps])
             step = plan.steps[0]
-            assert step.algorithm == "per-lane-byte-window", str(plan)
-            assert step.details["registers"] == (lane_bytes <= registers), str(plan)
+            assert step.algorithm == "per-lane-byte-window" and not step.details["two_words"], str(plan)
 
 
 @pytest.mark.parametrize("lane_bytes,dtype", [(3, np.uint8), (5, np.uint8), (6, np.uint16), (7, np.uint8),
@@ -544,7 +542,9 @@ def test_roll_rows_takes_narrow_integer_shifts(dtype, n, shift_dtype):
     (np.uint8, 3, 8, "per-lane-byte-window"),  # one reduced shift (8 bytes) a thread
     (np.uint8, 3, 7, "per-lane-small-copy"),  # byte windows need 8; two copies of 3 bytes and a shift fit
     (np.uint8, 3, 6, "per-lane-copy"),
-    (np.uint8, 17, 8, "per-lane-byte-window"),  # lanes of 17-64 bytes in registers: one reduced shift a thread
+    (np.uint8, 17, 104, "per-lane-byte-window"),  # a shift and two doubled 17-byte lanes (2 * 48 bytes) a thread
+    (np.uint8, 17, 103, "per-lane-small-copy"),
+    (np.uint8, 17, 8, "per-lane-shift"),
     (np.uint8, 65, 296, "per-lane-byte-window"),  # a shift and two doubled 65-byte lanes (2 * 144 bytes) a thread
     (np.uint8, 65, 295, "per-lane-small-copy"),
 ])

@@ -46,7 +46,6 @@ SETTINGS = [
     ("shift_block", [1, 3, 1024]),
     ("copy_lane_bytes", [0, 64, 1 << 20]),
     ("small_lane_bytes", [0, 8, 4096]),
-    ("register_lane_bytes", [0, 16, 32, 1 << 20]),
     ("split_inner_row_bytes", [0, 16, 1 << 20]),
     ("split_min_bytes", [0, 1 << 30]),
     ("cycle_min_block_bytes", [0, 1 << 40]),

@@ -31,8 +31,8 @@ words; they are addressed as bytes and moved 8 at a time instead
 (``per-lane-byte-window``): a lane of 2-7 bytes is rotated inside the 8-byte
 window that holds it and written back with two overlapping stores that stay
 in the lane, a lane of 8-16 bytes as two 8-byte words built in registers, a
-longer one copied twice into scratch as 8-byte words and its rotated window
-copied back. A lane that is strided in memory is gathered into the scratch row and written back rotated when it
+longer one copied twice into scratch and its rotated window copied back, in
+16-byte copies. A lane that is strided in memory is gathered into the scratch row and written back rotated when it
 fits (``per-lane-strided-gather``), else reversed three times in place
 (``per-lane-strided-reversal``: no scratch, twice the traffic).
 
@@ -73,7 +73,7 @@ from numba.extending import overload
 
 from . import team as _team
 from . import runners, threads as cpu_threads
-from .bytemem import HAS_BYTE_SHUFFLE, load_u64, shuffle_store16, store_u16, store_u32, store_u64
+from .bytemem import HAS_BYTE_SHUFFLE, copy16, load_u64, shuffle_store16, store_u16, store_u32, store_u64
 from .kernels import _move, _shift_serial, _swap_tiled
 from ..._core.plan import Params, Step
 from .tuning import current as _T
@@ -579,67 +579,6 @@ def _roll_two_words(buf, lane, b, lane_bytes, top):
 
 
 @njit(cache=True, inline="always")
-def _roll_four_words(buf, lane, b, lane_bytes):
-    """The lane of 17-32 bytes at byte ``lane`` rolled right by ``b`` bytes: four words (at 0, 8, 16 and
-    ending at the lane's end, overlapping where the lane is shorter) built from loads, then stored."""
-    head = load_u64(buf, _U(lane))
-    top = lane_bytes - 8
-    mid = min(16, top)
-    w0 = _rolled_word(buf, lane, 0, b, lane_bytes, head)
-    w1 = _rolled_word(buf, lane, 8, b, lane_bytes, head)
-    w2 = _rolled_word(buf, lane, mid, b, lane_bytes, head)
-    w3 = _rolled_word(buf, lane, top, b, lane_bytes, head)
-    store_u64(buf, _U(lane), w0)
-    store_u64(buf, _U(lane + 8), w1)
-    store_u64(buf, _U(lane + mid), w2)
-    store_u64(buf, _U(lane + top), w3)
-
-
-@njit(cache=True, inline="always")
-def _roll_eight_words(buf, lane, b, lane_bytes):
-    """The lane of 33-64 bytes at byte ``lane`` rolled right by ``b`` bytes: five to eight words (at 0, 8,
-    16, 24, then 32, 40 and 48 where the lane has 8 bytes past them, and ending at the lane's end) built
-    from loads, then stored. The lane length is the same for every lane: its branches are predicted."""
-    head = load_u64(buf, _U(lane))
-    top = lane_bytes - 8
-    w0 = _rolled_word(buf, lane, 0, b, lane_bytes, head)
-    w1 = _rolled_word(buf, lane, 8, b, lane_bytes, head)
-    w2 = _rolled_word(buf, lane, 16, b, lane_bytes, head)
-    w3 = _rolled_word(buf, lane, 24, b, lane_bytes, head)
-    w7 = _rolled_word(buf, lane, top, b, lane_bytes, head)
-    w4 = _rolled_word(buf, lane, 32, b, lane_bytes, head) if top > 32 else _U(0)
-    w5 = _rolled_word(buf, lane, 40, b, lane_bytes, head) if top > 40 else _U(0)
-    w6 = _rolled_word(buf, lane, 48, b, lane_bytes, head) if top > 48 else _U(0)
-    store_u64(buf, _U(lane), w0)
-    store_u64(buf, _U(lane + 8), w1)
-    store_u64(buf, _U(lane + 16), w2)
-    store_u64(buf, _U(lane + 24), w3)
-    if top > 32:
-        store_u64(buf, _U(lane + 32), w4)
-    if top > 40:
-        store_u64(buf, _U(lane + 40), w5)
-    if top > 48:
-        store_u64(buf, _U(lane + 48), w6)
-    store_u64(buf, _U(lane + top), w7)
-
-
-@njit(cache=True, inline="always")
-def _word_chunk_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, s0, block, eight):
-    """Lanes of 17-32 bytes (``eight`` False: four words) or 33-64 (eight words), built in registers."""
-    inv = 1.0 / n
-    for start in range(0, count, block):
-        m = min(block, count - start)
-        _byte_shifts(scratch, s0, shifts, first + start, m, n, inv, itemsize)
-        for i in range(m):
-            lane = lo + (start + i) * pitch
-            b = np.int64(scratch[_U(s0 + i)])
-            if eight:
-                _roll_eight_words(buf, lane, b, lane_bytes)
-            else:
-                _roll_four_words(buf, lane, b, lane_bytes)
-
-
-@njit(cache=True, inline="always")
 def _two_word_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, s0, block):
     """Lanes of 8-16 bytes: two words, at 0 and ending at the lane's end, built in registers, then stored."""
     inv = 1.0 / n
@@ -700,6 +639,38 @@ def _copy_doubled(buf, lane, sbytes, at, lane_bytes, words):
 
 
 @njit(cache=True, inline="always")
+def _span16(dst, d, src, s, nbytes):
+    """``dst[d:d+nbytes] = src[s:s+nbytes]`` (``nbytes >= 16``, the spans apart) in 16-byte copies, the
+    last one ending at ``nbytes``."""
+    j = 0
+    while j + 16 < nbytes:
+        copy16(dst, _U(d + j), src, _U(s + j))
+        j += 16
+    copy16(dst, _U(d + nbytes - 16), src, _U(s + nbytes - 16))
+
+
+@njit(cache=True, inline="always")
+def _doubled_lanes16(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, sbytes, s0, block,
+                     inv, room, base):
+    """:func:`_doubled_lanes` for lanes of 16 bytes or more, in 16-byte copies (8-byte moves took 1.2-2x
+    as long on lanes of 65-100 bytes)."""
+    for start in range(0, count, block):
+        m = min(block, count - start)
+        _byte_shifts(scratch, s0, shifts, first + start, m, n, inv, itemsize)
+        lane = lo + start * pitch
+        _span16(sbytes, base, buf, lane, lane_bytes)
+        _span16(sbytes, base + lane_bytes, buf, lane, lane_bytes)
+        for i in range(m):
+            if i + 1 < m:
+                at = base + ((i + 1) & 1) * room
+                _span16(sbytes, at, buf, lane + pitch, lane_bytes)
+                _span16(sbytes, at + lane_bytes, buf, lane + pitch, lane_bytes)
+            window = base + (i & 1) * room + lane_bytes - np.int64(scratch[_U(s0 + i)])
+            _span16(buf, lane, sbytes, window, lane_bytes)
+            lane += pitch
+
+
+@njit(cache=True, inline="always")
 def _doubled_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, sbytes, s0, block):
     """Lanes over 16 bytes: each copied twice into scratch, the rotated window copied back, in 8-byte moves.
 
@@ -712,6 +683,10 @@ def _doubled_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes
     words = (lane_bytes + 7) // 8
     room = (2 * lane_bytes + 15) // 8 * 8
     base = (s0 + block) * 8
+    if lane_bytes >= 16:  # 16-byte copies (the chosen path: lanes of more than two_words_max bytes)
+        _doubled_lanes16(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, sbytes, s0,
+                         block, inv, room, base)
+        return
     for start in range(0, count, block):
         m = min(block, count - start)
         _byte_shifts(scratch, s0, shifts, first + start, m, n, inv, itemsize)
@@ -757,13 +732,6 @@ def _byte_run_for(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes,
                      kind, fixed, group):
             _shuffled_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, s0, block, masks)
         return shuffled
-    if the_kind in (_BYTE_FOUR_WORDS, _BYTE_EIGHT_WORDS):
-        eight = the_kind == _BYTE_EIGHT_WORDS
-
-        def chunk_words(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, sbytes, s0, block,
-                        masks, kind, fixed, group):
-            _word_chunk_lanes(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, s0, block, eight)
-        return chunk_words
     if the_kind == _BYTE_TWO_WORDS:
         def two_words(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, sbytes, s0, block, masks,
                       kind, fixed, group):
@@ -786,10 +754,9 @@ def _byte_run_for(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes,
 # of 3, 5, 6 and 7 bytes get their size as a constant (the shift amounts and
 # stores are then constants); ``group`` is the lanes a grouped shuffle moves at once.
 _BYTE_WINDOW, _BYTE_GROUPED, _BYTE_TWO_WORDS, _BYTE_SHUFFLED, _BYTE_DOUBLED = 0, 1, 2, 3, 4
-_BYTE_FOUR_WORDS, _BYTE_EIGHT_WORDS = 5, 6
 
 
-def _byte_kind(lane_bytes: int, pitch: int, masks: np.ndarray, two_words: bool, registers: bool = False) -> tuple:
+def _byte_kind(lane_bytes: int, pitch: int, masks: np.ndarray, two_words: bool) -> tuple:
     """``(kind, constant lane bytes or 0, group)``: which loop a plan's byte-window lanes run."""
     fixed = lane_bytes if lane_bytes in GROUP_LANES else 0
     if lane_bytes < 8:
@@ -798,8 +765,6 @@ def _byte_kind(lane_bytes: int, pitch: int, masks: np.ndarray, two_words: bool, 
         return _BYTE_WINDOW, fixed, 0
     if two_words:  # the plan's choice for lanes of 9-16 bytes: in registers
         return (_BYTE_SHUFFLED if masks.shape[0] else _BYTE_TWO_WORDS), 0, 0  # "shuffle": one byte shuffle a lane
-    if registers:  # the plan's choice for lanes of 17-64 bytes
-        return (_BYTE_FOUR_WORDS if lane_bytes <= 32 else _BYTE_EIGHT_WORDS), 0, 0
     return _BYTE_DOUBLED, 0, 0
 
 
@@ -1021,7 +986,6 @@ class ByteLanesParams(Params):
     slot: int
     block: int
     two_words: bool
-    registers: bool  # 17-64 bytes: four or eight words built in registers, not doubled through scratch
     shuffle: bool  # 9-16 bytes: one byte shuffle a lane where the host has one (pshufb), else two words
     group_shuffle: bool  # back-to-back lanes of 3, 5, 6 or 7 bytes: one byte shuffle for up to five of them
 
@@ -1148,9 +1112,7 @@ def _plan_byte_lanes(axis, n, itemsize, dims, byte_strides, lanes, threads, max_
     # lanes over 16 bytes: two doubled copies (2 * 2L bytes, each rounded up to 8 with 8 to spare);
     # two words hold at most 16 bytes whatever two_words_max says
     two_words = lane_bytes <= min(_T().two_words_max, 2 * WINDOW_BYTES)
-    # eight words hold at most 64 bytes whatever register_lane_bytes says
-    registers = not two_words and 2 * WINDOW_BYTES < lane_bytes <= min(_T().register_lane_bytes, 8 * WINDOW_BYTES)
-    buffered = 0 if two_words or registers else 2 * ((2 * lane_bytes + 15) // 8)
+    buffered = 0 if two_words else 2 * ((2 * lane_bytes + 15) // 8)
     budget_words = _budget(max_scratch_bytes) // 8
     while threads > 1 and threads * (1 + buffered) > budget_words:
         threads -= 1
@@ -1167,7 +1129,7 @@ def _plan_byte_lanes(axis, n, itemsize, dims, byte_strides, lanes, threads, max_
     moved = (2 * total + 16 * lanes) if buffered == 0 else (5 * total + 16 * lanes)
     params = ByteLanesParams(
         lane_bytes=lane_bytes, n=n, itemsize=itemsize, dims=dims, dim_strides=tuple(byte_strides), threads=threads,
-        slot=slot, block=block, two_words=two_words, registers=registers,
+        slot=slot, block=block, two_words=two_words,
         shuffle=HAS_BYTE_SHUFFLE and WINDOW_BYTES < lane_bytes and two_words,
         group_shuffle=HAS_BYTE_SHUFFLE and lane_bytes in GROUP_LANES and byte_strides[-1] == lane_bytes)
     return Step(axis, 0, lanes, lane_bytes, 0, 1, "per-lane-byte-window", threads * slot * 8, moved, params=params)
@@ -1203,7 +1165,7 @@ def run_lanes(flat: np.ndarray, origin: int, shifts: np.ndarray, step: Step) -> 
     if isinstance(p, ByteLanesParams):
         scratch = runners.scratch_array(p.threads * p.slot, np.dtype(np.uint64))
         masks = _byte_lane_masks(p)
-        kernel = _byte_lanes_kernel(*_byte_kind(p.lane_bytes, p.dim_strides[-1], masks, p.two_words, p.registers))
+        kernel = _byte_lanes_kernel(*_byte_kind(p.lane_bytes, p.dim_strides[-1], masks, p.two_words))
         _team.run(kernel, p.threads, p.threads, flat, origin, p.lane_bytes, np.array(p.dims, np.int64),
                   np.array(p.dim_strides, np.int64), shifts, p.n, p.itemsize, p.threads, scratch,
                   scratch.view(np.uint8), p.slot, p.block, masks)
