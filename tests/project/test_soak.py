@@ -79,7 +79,8 @@ def test_the_soak_reports_a_wrong_byte(monkeypatch, tmp_path, where):
 
     monkeypatch.setattr(soak, "call", corrupting)
     out = tmp_path / "soak.json"
-    only = next(str(i) for i in range(100) if soak.draw_case(1, i, ("numpy",), 4096)["lib"] == "numpy")
+    libs = soak.Libraries(gpu=False).names  # as main draws (torch CPU tensors where torch is installed)
+    only = next(str(i) for i in range(100) if soak.draw_case(1, i, libs, 4096)["lib"] == "numpy")
     code = soak.main(["--cpu", "--seed", "1", "--only", only, "--max-bytes", "4096", "--json", str(out)])
     data = json.loads(out.read_text())
     assert code == 1 and data["wrong_cases"] == 1 and data["wrong"][0]["wrong_bytes"] == 1

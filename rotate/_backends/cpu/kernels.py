@@ -274,7 +274,7 @@ def _doubled16(scratch, at, data, row, row_bytes):
 @njit(cache=True)
 def _small_rows_vectors(data, r0, r1, row_bytes, kb, scratch, s0):
     """:func:`_small_rows_copy` on bytes, for rows of 16 bytes or more: each row twice into scratch and the
-    window at ``kb`` back, 16-byte copies all (element loops took 1.5-2.2x np.copyto on rows of 96
+    window at ``kb`` back, 16-byte copies all (element loops took 1.4-2.0x np.copyto on rows of 96
     bytes, one thread). Two doubled rows alternate at ``s0``: row ``r + 1`` is copied out before row
     ``r``'s window is read back, so those unaligned loads find their stores written to the cache, not
     waiting in the store buffer (as ``lanes._doubled_lanes``)."""

@@ -73,8 +73,8 @@ from numba.extending import overload
 
 from . import team as _team
 from . import runners, threads as cpu_threads
-from .bytemem import HAS_BYTE_SHUFFLE, copy16, load_u64, shuffle_store16, store_u16, store_u32, store_u64
-from .kernels import _move, _shift_serial, _swap_tiled
+from .bytemem import HAS_BYTE_SHUFFLE, load_u64, shuffle_store16, store_u16, store_u32, store_u64
+from .kernels import _copy_span16, _doubled16, _move, _shift_serial, _swap_tiled
 from ..._core.plan import Params, Step
 from .tuning import current as _T
 from ..._core.validate import word_view_params
@@ -639,34 +639,20 @@ def _copy_doubled(buf, lane, sbytes, at, lane_bytes, words):
 
 
 @njit(cache=True, inline="always")
-def _span16(dst, d, src, s, nbytes):
-    """``dst[d:d+nbytes] = src[s:s+nbytes]`` (``nbytes >= 16``, the spans apart) in 16-byte copies, the
-    last one ending at ``nbytes``."""
-    j = 0
-    while j + 16 < nbytes:
-        copy16(dst, _U(d + j), src, _U(s + j))
-        j += 16
-    copy16(dst, _U(d + nbytes - 16), src, _U(s + nbytes - 16))
-
-
-@njit(cache=True, inline="always")
 def _doubled_lanes16(buf, lo, pitch, shifts, first, count, n, itemsize, lane_bytes, scratch, sbytes, s0, block,
                      inv, room, base):
-    """:func:`_doubled_lanes` for lanes of 16 bytes or more, in 16-byte copies (8-byte moves took 1.2-2x
-    as long on lanes of 65-100 bytes)."""
+    """:func:`_doubled_lanes` for lanes of 16 bytes or more, in 16-byte copies (the spans of
+    ``kernels._small_rows_vectors``)."""
     for start in range(0, count, block):
         m = min(block, count - start)
         _byte_shifts(scratch, s0, shifts, first + start, m, n, inv, itemsize)
         lane = lo + start * pitch
-        _span16(sbytes, base, buf, lane, lane_bytes)
-        _span16(sbytes, base + lane_bytes, buf, lane, lane_bytes)
+        _doubled16(sbytes, base, buf, lane, lane_bytes)
         for i in range(m):
             if i + 1 < m:
-                at = base + ((i + 1) & 1) * room
-                _span16(sbytes, at, buf, lane + pitch, lane_bytes)
-                _span16(sbytes, at + lane_bytes, buf, lane + pitch, lane_bytes)
+                _doubled16(sbytes, base + ((i + 1) & 1) * room, buf, lane + pitch, lane_bytes)
             window = base + (i & 1) * room + lane_bytes - np.int64(scratch[_U(s0 + i)])
-            _span16(buf, lane, sbytes, window, lane_bytes)
+            _copy_span16(buf, lane, sbytes, window, lane_bytes)
             lane += pitch
 
 

@@ -59,14 +59,9 @@ def leave_launch(counters):
 
 
 @cuda.jit(device=True)
-def load_realigned(smem, w, r):
-    """The 16 bytes that start ``r`` bytes (0-15) into shared word ``w`` (a multiple of 4), as four
-    words: one 16-byte shared load when ``r == 0``, else two, a 5-word window chosen by branch and
-    four funnel shifts."""
-    lo_words = load16_shared(smem, w)
-    if r == 0:
-        return lo_words[0], lo_words[1], lo_words[2], lo_words[3]
-    hi_words = load16_shared(smem, w + 4)
+def _realigned_words(lo_words, hi_words, r):
+    """The 16 bytes ``r`` bytes (1-15) into the 32 of ``lo_words`` and ``hi_words``: a 5-word window
+    chosen by branch and four funnel shifts."""
     u0, u1, u2, u3, u4 = S.window5(
         r >> 2, uint64(lo_words[0]), uint64(lo_words[1]), uint64(lo_words[2]),
         uint64(lo_words[3]), uint64(hi_words[0]), uint64(hi_words[1]),
@@ -77,24 +72,28 @@ def load_realigned(smem, w, r):
 
 
 @cuda.jit(device=True)
+def load_realigned(smem, w, r):
+    """The 16 bytes that start ``r`` bytes (0-15) into shared word ``w`` (a multiple of 4), as four
+    words: one 16-byte shared load when ``r == 0``, else two and ``_realigned_words``."""
+    lo_words = load16_shared(smem, w)
+    if r == 0:
+        return lo_words[0], lo_words[1], lo_words[2], lo_words[3]
+    return _realigned_words(lo_words, load16_shared(smem, w + 4), r)
+
+
+@cuda.jit(device=True)
 def store_realigned(smem, w, r, data, pos):
     """Store to ``data[pos:pos + 16]`` the 16 bytes that start ``r`` bytes into shared word ``w``
-    (``load_realigned``'s bytes). Both the chain kernel's and the lane kernels' writes. Written out
-    with a store on each branch, not through ``load_realigned``: that form takes the lane-panels
-    gather kernel from 48 registers to 40 and its short lanes 3% slower on the H100 (issue #31's
-    benchmark before and after 01164aa)."""
+    (``load_realigned``'s bytes). Both the chain kernel's and the lane kernels' writes. A store on
+    each branch, not one store of ``load_realigned``'s words: that form takes the lane-panels gather
+    kernel from 48 registers to 40 and its short lanes 3% slower on the H100 (issue #31's benchmark
+    before and after 01164aa)."""
     lo_words = load16_shared(smem, w)
     if r == 0:
         store16(data, pos, lo_words[0], lo_words[1], lo_words[2], lo_words[3])
     else:
-        hi_words = load16_shared(smem, w + 4)
-        u0, u1, u2, u3, u4 = S.window5(
-            r >> 2, uint64(lo_words[0]), uint64(lo_words[1]), uint64(lo_words[2]),
-            uint64(lo_words[3]), uint64(hi_words[0]), uint64(hi_words[1]),
-            uint64(hi_words[2]), uint64(hi_words[3]))
-        bs = r & 3
-        store16(data, pos, uint32(S.funnel(u0, u1, bs)), uint32(S.funnel(u1, u2, bs)),
-                uint32(S.funnel(u2, u3, bs)), uint32(S.funnel(u3, u4, bs)))
+        u0, u1, u2, u3 = _realigned_words(lo_words, load16_shared(smem, w + 4), r)
+        store16(data, pos, u0, u1, u2, u3)
 
 
 @functools.lru_cache(maxsize=None)
