@@ -642,6 +642,21 @@ def test_multi_axis_plan_reports_one_pass_with_bounded_scratch():
     assert np.array_equal(b, expected)
 
 
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_outer_axis_beyond_the_budget_alone_and_the_other_axes_in_one_pass(order):
+    # The first rolled axis's blocks (10 KiB) exceed the bound, the next axis's (2 KiB) fit: two passes, not three.
+    shape, shifts, axes = (3, 5, 64, 4), (1, -2, 30), (0, 1, 2)
+    if order == "F":
+        shape, shifts, axes = shape[::-1], shifts[::-1], (1, 2, 3)
+    b = np.random.default_rng(7).integers(1, 2**62, shape).astype(np.int64, order=order)
+    expected = np.roll(b, shifts, axes)
+    p = rotate.plan(b, shifts, axes, max_scratch_bytes=4096)
+    assert [s.algorithm == "multi-axis-cycles" for s in p.steps] == [False, True], str(p)
+    assert p.scratch_bytes <= 4096
+    rotate.roll(b, shifts, axes, max_scratch_bytes=4096)
+    assert np.array_equal(b, expected)
+
+
 def test_fftshift_of_a_2d_image_in_one_pass_without_a_copy():
     image = np.fft.fft2(np.random.default_rng(0).standard_normal((257, 384))).astype(np.complex64)
     expected = np.fft.fftshift(image)

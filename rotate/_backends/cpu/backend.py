@@ -49,6 +49,14 @@ class CpuBackend(RowBackend):
         step = cpu_lanes.plan_multiaxis(info, rotations, max_scratch_bytes)
         if step is not None:
             return (step,)
+        if len(rotations) >= 3 and rotations[0][0] is not None and (info.c_contiguous or info.f_contiguous):
+            # The outermost axis's blocks exceed the scratch budget: that axis alone (a pass that streams),
+            # the others in one pass where their blocks fit ((13, 835, 1025, 5) float32: 2 passes, not 4).
+            outer = (min if info.c_contiguous else max)(rotations, key=lambda r: r[0])
+            rest = [r for r in rotations if r is not outer]
+            rest_steps = self.plan_steps(info, rest, max_scratch_bytes)
+            if len(rest_steps) < len(rest):
+                return super().plan_steps(info, [outer], max_scratch_bytes) + rest_steps
         return super().plan_steps(info, rotations, max_scratch_bytes)
 
     def plan_step(self, info, axis, shift, rows, seg_bytes, left_bytes, word, max_scratch_bytes) -> Step:
