@@ -272,8 +272,8 @@ def fftshift(a: ArrayT, axes: Axes = None, *, stream: Any = None,
     >>> rotate.plan(np.zeros((100, 100)), (50, 50), axis=(0, 1)).algorithm  # every axis in one pass
     'multi-axis-cycles'
     """
-    axes, shape = _fft_axes(a, axes)  # tuples: a repeated call takes roll's cached plan
-    return _api.roll(a, tuple(shape[ax] // 2 for ax in axes), axes, stream=stream, max_scratch_bytes=max_scratch_bytes)
+    shifts, axes = _fft_shifts(a, axes, False)  # tuples: a repeated call takes roll's cached plan
+    return _api.roll(a, shifts, axes, stream=stream, max_scratch_bytes=max_scratch_bytes)
 
 
 def ifftshift(a: ArrayT, axes: Axes = None, *, stream: Any = None,
@@ -336,9 +336,8 @@ def ifftshift(a: ArrayT, axes: Axes = None, *, stream: Any = None,
     array([[0, 1, 2],
            [3, 4, 5]])
     """
-    axes, shape = _fft_axes(a, axes)
-    return _api.roll(a, tuple(-(shape[ax] // 2) for ax in axes), axes, stream=stream,
-                     max_scratch_bytes=max_scratch_bytes)
+    shifts, axes = _fft_shifts(a, axes, True)
+    return _api.roll(a, shifts, axes, stream=stream, max_scratch_bytes=max_scratch_bytes)
 
 
 # --- internals -------------------------------------------------------------
@@ -389,6 +388,28 @@ def _remember_quick(key: tuple, max_scratch_bytes: Any, prepared: tuple) -> None
     stride = None if replayable is None or key[1] != info.pointer else replayable(step, lane_shifts)
     if stride is not None:
         _api._remember(_quick_lanes, key, (info, backend.plan_key(info, max_scratch_bytes), step, stride))
+
+
+#: ``(shape, axes, inverse) -> (shifts, axes)`` of calls whose ``axes`` were None, an int or a tuple of ints
+#: (what a repeated call passes): the normalisation ran once, with every check, for that shape.
+_fft_calls: dict = {}
+
+
+def _fft_shifts(a: Any, axes: Axes, inverse: bool) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """fftshift's (``inverse``: ifftshift's) shifts and axes for ``rotate.roll``."""
+    shape = getattr(a, "shape", None)
+    key = None
+    if type(shape) is tuple or type(shape).__name__ == "Size":  # tuples, torch.Size
+        if axes is None or type(axes) is int or (type(axes) is tuple and all(type(ax) is int for ax in axes)):
+            key = (shape, axes, inverse)
+            hit = _fft_calls.get(key)
+            if hit is not None:
+                return hit
+    axes, shape = _fft_axes(a, axes)
+    shifts = tuple(-(shape[ax] // 2) if inverse else shape[ax] // 2 for ax in axes)
+    if key is not None:
+        _api._remember(_fft_calls, key, (shifts, axes))
+    return shifts, axes
 
 
 def _fft_axes(a: Any, axes: Axes) -> tuple[tuple[int, ...], tuple[int, ...]]:

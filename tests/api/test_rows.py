@@ -721,6 +721,17 @@ def test_roll_rows_masked_array_mask_moves_with_its_data():
     assert np.array_equal(m.data, expected.data) and np.array_equal(m.mask, expected.mask)
 
 
+def test_repeated_fftshift_calls_reuse_their_shifts_per_shape_and_still_check_axes():
+    for shape in [(3, 4), (4, 3), (3, 4), (5,), (3, 4)]:
+        for axes in [None, 1, (1, 0), (-1,)] if len(shape) == 2 else [None, 0, (0, 0), (-1,)]:
+            for shift, oracle in [(rotate.fftshift, np.fft.fftshift), (rotate.ifftshift, np.fft.ifftshift)]:
+                a = np.arange(int(np.prod(shape))).reshape(shape)
+                assert np.array_equal(shift(a, axes), oracle(np.arange(a.size).reshape(shape), axes))
+    for _ in range(2):  # a call that raised left nothing behind to skip its check the next time
+        with pytest.raises(np.exceptions.AxisError):
+            rotate.fftshift(np.zeros((3, 4)), axes=(0, 2))
+
+
 def test_fftshift_errors():
     a = np.arange(12).reshape(3, 4)
     with pytest.raises(np.exceptions.AxisError):
