@@ -256,20 +256,23 @@ def test_short_lanes_match_numpy_roll_for_every_item_size(dtype, n, outer, layou
         if layout == "step":  # lane offsets from two dims that do not merge
             assert len(step.details["dims"]) == 2, str(p)
         if step.algorithm == "per-lane-byte-window":  # bytes addressed one by one, moved 8 at a time
-            assert step.word_bytes == 1 and cpu_lanes._word_for(lane_bytes, step.details["dim_strides"]) < 4, str(p)
+            word = cpu_lanes._word_for(lane_bytes, step.details["dim_strides"])
+            assert step.word_bytes == 1, str(p)
+            assert word < 4 or lane_bytes // word >= cpu_tuning.current().window_min_words, str(p)
         else:
             assert lane_bytes % step.word_bytes == 0 and step.word_bytes >= np.gcd(dtype.itemsize, 8)
 
 
 @settings(deadline=None, max_examples=150)
-@given(case=short_lane_cases(), lanes=st.sampled_from([None, 2, 3]))
-def test_short_lanes_of_every_item_size_and_length(case, lanes):
+@given(case=short_lane_cases(), lanes=st.sampled_from([None, 2, 3]), window_min_words=st.sampled_from([4, 0]))
+def test_short_lanes_of_every_item_size_and_length(case, lanes, window_min_words):
     """Lanes of 1-300 bytes (most next to a word boundary), item sizes 1-16, poisoned guards and scratch.
 
     Lanes of at most 256 bytes that are not a multiple of 4 bytes take the
-    byte windows (the array spans at least 8 bytes); the plan says so.
+    byte windows (the array spans at least 8 bytes); the plan says so. Lanes of
+    whole words take them too from ``window_min_words`` words (0: the word loop).
     """
-    with tunables(lanes):
+    with tunables(lanes, window_min_words=window_min_words):
         plan = check_rows_case(_CPU_ROWS, case)
     n = case.shape[-1]
     lane_bytes = n * np.dtype(case.dtype).itemsize

@@ -131,7 +131,8 @@ def test_thread_count_and_budgets_change_the_plan_and_what_runs(recorded, tune):
     ((200, 5), "int16", "per-lane-byte-window"),  # 10 B: two words built in registers
     ((90, 11), "V3", "per-lane-byte-window"),  # 33 B: twice through scratch
     ((400, 4), "uint8", "per-lane-word-rotate"),
-    ((100, 8), "float32", "per-lane-small-copy"),
+    ((100, 6), "float32", "per-lane-small-copy"),  # 24 B: three 8-byte words (from four: the byte windows)
+    ((100, 8), "float32", "per-lane-byte-window"),  # 32 B: four words, doubled in 16-byte copies
     ((10, 2000), "float32", "per-lane-copy"),
 ])
 def test_roll_rows_runs_the_step_its_plan_names(monkeypatch, tune, shape, dtype, algorithm):

@@ -43,6 +43,7 @@ SETTINGS = [
     ("scratch_bytes", [0, 4096, 1 << 16]),
     ("adapt_to_load", [True]),
     ("two_words_max", [0, 8, 12, 24, 32]),
+    ("window_min_words", [0, 2, 3, 64]),
     ("shift_block", [1, 3, 1024]),
     ("copy_lane_bytes", [0, 64, 1 << 20]),
     ("small_lane_bytes", [0, 8, 4096]),

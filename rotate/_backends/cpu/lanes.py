@@ -23,11 +23,12 @@ reversals. Contiguous lanes of at most ``small_lane_bytes`` bytes are moved as
 words of the widest size up to 8 bytes that divides the lane and the lane
 pitch (a lane of 4 uint8 is one uint32), many lanes per call: a lane that is
 one word is rotated in a register (``per-lane-word-rotate``: bit rotation, no
-scratch); a longer one is copied twice into the thread's scratch row and the
+scratch); a lane of two or three words is copied twice into the thread's scratch row and the
 rotated window written back (``per-lane-small-copy``), with a funnel shift
 across word boundaries when an element is narrower than the word. Short lanes
 whose bytes (or pitch) are not a multiple of 4 would move as 1- or 2-byte
-words; they are addressed as bytes and moved 8 at a time instead
+words, and lanes of ``window_min_words`` words or more pay a funnel shift a
+word where 16-byte copies move four or two; they are addressed as bytes and moved 8 at a time instead
 (``per-lane-byte-window``): a lane of 2-7 bytes is rotated inside the 8-byte
 window that holds it and written back with two overlapping stores that stay
 in the lane, a lane of 8-16 bytes as two 8-byte words built in registers, a
@@ -1053,7 +1054,8 @@ def _plan_short_lanes(axis, n, itemsize, word, dims, dim_strides, lanes, threads
     byte_strides = [s * word for s in dim_strides]
     lane_word = _word_for(lane_bytes, byte_strides)
     words = lane_bytes // lane_word
-    if lane_word < 4 and words > 1:
+    windowed = 0 < _T().window_min_words <= words  # a lane's fixed doubling cost against a funnel shift a word
+    if words > 1 and (lane_word < 4 or windowed):
         step = _plan_byte_lanes(axis, n, itemsize, dims, byte_strides, lanes, threads, max_scratch_bytes, span)
         if step is not None:
             return step

@@ -64,6 +64,9 @@ class CpuTuning(Policy):
     #: roll_rows' byte-window lanes of 8 up to this many bytes are built as two words in registers
     #: (9 B lanes: 4.0 ns a lane in registers, 5.2 ns through scratch); two words hold at most 16 bytes.
     two_words_max: int = 16
+    #: roll_rows' lanes of at least this many whole 4- or 8-byte words go to the byte windows (doubled
+    #: through scratch in 16-byte copies) instead of the word loop of funnel shifts; 0: never.
+    window_min_words: int = 4
     #: A multi-axis roll whose innermost rolled axis, rolled alone, is a roll of rows of at most this
     #: many bytes (``small-rows-registers``) takes that axis in a pass of its own: the one pass would cut
     #: every such row into pieces of a few bytes (docs/tuning.md, "CPU: multi-axis rolls").
