@@ -387,10 +387,31 @@ def _compiled_lanes(which: str, unit: int, threads: int, args: int, device: int,
     return kernel, cufunc.kernel
 
 
-def _launch_core(handle: int, grid: int, block: int, smem: int, kernel, *args) -> None:
-    from cuda.core import LaunchConfig, launch
+_launch_configs: dict = {}
 
-    launch(core_stream(handle), LaunchConfig(grid=grid, block=block, shmem_size=smem), kernel, *args)
+
+def _launch_core(handle: int, grid: int, block: int, smem: int, kernel, *args) -> None:
+    # A LaunchConfig is built once per shape (0.5 us each on the CPU machine) and the import bound once.
+    config = _launch_configs.get((grid, block, smem))
+    if config is None:
+        config = _new_launch_config(grid, block, smem)
+    _core_launch()(core_stream(handle), config, kernel, *args)
+
+
+def _new_launch_config(grid: int, block: int, smem: int):
+    from cuda.core import LaunchConfig
+
+    if len(_launch_configs) > 256:
+        _launch_configs.clear()
+    config = _launch_configs[(grid, block, smem)] = LaunchConfig(grid=grid, block=block, shmem_size=smem)
+    return config
+
+
+@functools.lru_cache(maxsize=1)
+def _core_launch():
+    from cuda.core import launch
+
+    return launch
 
 
 def launch_lane_kernel(compiled: tuple, target: Any, info, step, p, handle: int, shifts: Any, scalars: tuple) -> None:
