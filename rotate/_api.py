@@ -509,7 +509,14 @@ def _prepare(part: Any, shift: Any, axis: Any, middle: Any, max_scratch_bytes: A
 
 def _plain_ints(value: Any) -> bool:
     """An int, or a tuple of ints (multi-axis rolls, fftshift): arguments a cached plan can be keyed on."""
-    return type(value) is int or (type(value) is tuple and all(type(v) is int for v in value))
+    if type(value) is int:
+        return True
+    if type(value) is not tuple:
+        return False
+    for v in value:  # a loop, not all() over a generator: half the time for two or three axes
+        if type(v) is not int:
+            return False
+    return True
 
 
 def _remember_quick(pointer: int, args: tuple, entry: tuple) -> None:
