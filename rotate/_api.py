@@ -238,9 +238,10 @@ def plan(a: Any, shift: Optional[IntOrInts] = None, axis: Optional[IntOrInts] = 
         does not fit take the slower scratch-free fallback. Default: the
         larger of 1% of the array and 16 MiB (GPU; a roll whose chain needs
         more may take up to an eighth of the array instead of that
-        fallback); 8 MiB on the CPU, where a
-        bound too small for any buffered algorithm falls back to in-place
-        reversals (no scratch), so every bound, 0 included, is met.
+        fallback); 8 MiB on the CPU (a multi-axis roll whose blocks need
+        more may take up to an eighth of the array instead of a pass per
+        axis), where a bound too small for any buffered algorithm falls back
+        to in-place reversals (no scratch), so every bound, 0 included, is met.
 
     Returns
     -------

@@ -50,6 +50,7 @@ SETTINGS = [
     ("split_inner_row_bytes", [0, 16, 1 << 20]),
     ("split_min_bytes", [0, 1 << 30]),
     ("cycle_min_block_bytes", [0, 1 << 40]),
+    ("multiaxis_default_share", [0.0, 0.5, 1.0]),
 ]
 
 

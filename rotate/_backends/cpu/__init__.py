@@ -82,7 +82,9 @@ Scratch bound
 -------------
 Every call allocates at most ``min(scratch_bytes, max_scratch_bytes)`` bytes of
 scratch (the tuning's ``scratch_bytes``, 8 MiB), whatever the array size, plus
-O(ndim + log(seg)) integers of bookkeeping.  The budget is split evenly between
+O(ndim + log(seg)) integers of bookkeeping; the one exception, where the caller
+gave no bound, is a one-pass multi-axis roll whose blocks need more (up to the
+tuning's ``multiaxis_default_share`` of the array instead of a pass per axis).  The budget is split evenly between
 lanes; when it cannot hold even one lane's scratch, the step falls back to
 ``reversal`` (three in-place reversals, no scratch, about 2x the traffic), so
 any bound, 0 included, is met.  Those sizes are fields of the CPU tuning

@@ -55,7 +55,8 @@ every thread.
 
 Scratch bound: ``slots * blk`` words, ``slots`` at most ``2 * threads``, and
 never more than the budget (``max_scratch_bytes`` or the CPU tuning's
-``scratch_bytes``, 8 MiB): the planner drops threads to fit, and when even one
+``scratch_bytes``, 8 MiB; with no bound given, blocks larger than that may take
+up to ``multiaxis_default_share`` of the array): the planner drops threads to fit, and when even one
 block does not fit (a huge trailing block, e.g. a 3-D roll whose planes are
 larger than the budget) it returns None and the caller plans one pass per
 axis instead, which ``plan()`` shows as one step per axis.
@@ -1225,6 +1226,8 @@ def plan_multiaxis(info, rotations, max_scratch_bytes=None):
     total = outer * n0 * blk * word
     threads = cpu_threads._lanes(total, max(1, n0))
     budget_words = _budget(max_scratch_bytes) // word
+    if max_scratch_bytes is None and blk > budget_words:  # no bound given: a share of the array saves a pass
+        budget_words = max(budget_words, int(total * _T().multiaxis_default_share) // word)
     if blk > budget_words:
         return None
     if blk * word < _T().cycle_min_block_bytes and total >= _T().split_min_bytes:

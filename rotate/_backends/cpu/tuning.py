@@ -78,6 +78,10 @@ class CpuTuning(Policy):
     #: block a random access: blocks under this many bytes wait on memory latency more than they move, and
     #: the roll takes a pass an axis instead (docs/tuning.md, "CPU: multi-axis rolls").
     cycle_min_block_bytes: int = 1024
+    #: Where the caller gave no max_scratch_bytes and a block of the first rolled axis passes
+    #: ``scratch_bytes``, ``multi-axis-cycles`` may take up to this share of the array for its blocks
+    #: rather than leave that axis a pass of its own (as the GPU's ``chain_default_share``).
+    multiaxis_default_share: float = 1 / 8
 
     def __post_init__(self) -> None:
         self._seal()
