@@ -187,3 +187,26 @@ def test_roll_rows_scalar_shift_allocates_nothing_a_lane():
         tracemalloc.stop()
     assert peak < 1 << 16, peak
     assert (a[:, 0] == 1).all() and (a[:, 1] == 0).all()  # rolled twice by one: back where it was
+
+
+def test_cached_launch_configurations_launch_each_call_as_given(monkeypatch):
+    # GPU launches reuse a cuda.core LaunchConfig per (grid, block, shared memory): each call still passes
+    # its own stream, kernel and arguments, and another shape gets its own configuration.
+    cuda_core = pytest.importorskip("cuda.core")
+    from rotate._backends.cuda import runtime as R
+
+    launched = []
+    monkeypatch.setattr(cuda_core, "launch", lambda *args: launched.append(args))
+    R._core_launch.cache_clear()
+    monkeypatch.setattr(R, "_stream_refs", {7: "stream 7", 9: "stream 9"})
+    try:
+        R._launch_core(7, 3, 256, 1024, "kernel a", 1, 2)
+        R._launch_core(9, 3, 256, 1024, "kernel b", 5)
+        R._launch_core(7, 4, 256, 0, "kernel a", 6)
+    finally:
+        R._core_launch.cache_clear()
+    assert [(s, k, a) for s, _, k, *a in launched] == [("stream 7", "kernel a", [1, 2]), ("stream 9", "kernel b", [5]),
+                                                      ("stream 7", "kernel a", [6])]
+    first, second, third = (args[1] for args in launched)
+    assert first is second and (first.grid, first.block, first.shmem_size) == ((3, 1, 1), (256, 1, 1), 1024)
+    assert (third.grid, third.shmem_size) == ((4, 1, 1), 0)
