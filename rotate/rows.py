@@ -137,9 +137,7 @@ def roll_rows(a: ArrayT, shifts: Any, axis: SupportsIndex = -1, *, stream: Any =
     if keys is not None and len(prepared) == 1:
         _remember_quick(keys[1], max_scratch_bytes, prepared[0])
     for (backend, target, info, step, lane_shifts), handle in zip(prepared, handles):  # all checked: now move
-        if type(step) is Plan:  # a single lane, planned as a roll
-            backend.execute(target, info, step, handle)
-        elif step is not None:
+        if step is not None:
             backend.execute_lanes(target, info, step, handle, lane_shifts)
     _arrays.mark_written(a)
     return a
@@ -167,8 +165,7 @@ def plan_roll_rows(a: Any, shifts: Any, axis: SupportsIndex = -1, *,
         One step per array the call moves (none when nothing moves): the
         backend, the lane algorithm (CPU: ``per-lane-copy``,
         ``per-lane-shift``, ...; GPU: ``lane-panels``, ``lane-walks``,
-        ``lane-swaps``, ``column-panels``, ...; a single lane on the CPU: the
-        plan :func:`rotate.plan` gives its roll along ``axis``), its scratch bytes and the bytes it moves; a
+        ``lane-swaps``, ``column-panels``, ...), its scratch bytes and the bytes it moves; a
         step's ``params`` say more, and its ``shift_copy_bytes`` counts host
         shifts that share memory with ``a``, copied first.
 
@@ -199,8 +196,7 @@ def plan_roll_rows(a: Any, shifts: Any, axis: SupportsIndex = -1, *,
     """
     plans = []
     for backend, _, info, step, _ in _prepare_call(a, shifts, axis, max_scratch_bytes):
-        steps = () if step is None else step.steps if type(step) is Plan else (step,)
-        plans.append(Plan(backend.name, info.shape, info.dtype, steps))
+        plans.append(Plan(backend.name, info.shape, info.dtype, () if step is None else (step,)))
     return _api.public_plan(_api._merge_plans(a, plans))
 
 
@@ -445,7 +441,7 @@ def _unaliased(prepared: tuple, targets: list) -> tuple:
     (the CUDA backend refuses device shifts inside the array; host shifts of a GPU call are uploaded).
     """
     backend, target, info, step, lane_shifts = prepared
-    if info.device or lane_shifts is None or not any(np.may_share_memory(lane_shifts, t) for t in targets):
+    if info.device or not any(np.may_share_memory(lane_shifts, t) for t in targets):
         return prepared
     lane_shifts = lane_shifts.copy()
     if step is not None:
@@ -462,8 +458,5 @@ def _prepare_lanes(part: Any, shifts: Any, axis: Any, max_scratch_bytes: Any):
         step, lane_shifts = backend.plan_lanes(target, info, shifts, axis, scratch)
     else:
         lane_shifts = backend.lane_shifts(target, info, shifts, axis)
-        if lane_shifts.size == 1 and info.size > 1:  # one lane: a roll along the axis (the roll planners')
-            p = _api._make_plan(backend, info, {axis: int(lane_shifts.reshape(-1)[0])}, scratch)
-            return backend, target, info, p if p.steps else None, None
         step = _api.lanes_step(backend, info, axis, scratch)
     return backend, target, info, step, lane_shifts

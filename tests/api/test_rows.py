@@ -276,9 +276,7 @@ def test_short_lanes_of_every_item_size_and_length(case, lanes, window_min_words
         plan = check_rows_case(_CPU_ROWS, case)
     n = case.shape[-1]
     lane_bytes = n * np.dtype(case.dtype).itemsize
-    one_lane = case.nbytes == lane_bytes  # planned as a roll along the axis
-    if (n > 1 and not one_lane and lane_bytes % 4 and lane_bytes <= cpu_tuning.current().small_lane_bytes
-            and case.nbytes >= 8):
+    if n > 1 and lane_bytes % 4 and lane_bytes <= cpu_tuning.current().small_lane_bytes and case.nbytes >= 8:
         (step,) = plan.steps
         if step.word_bytes == lane_bytes:  # a 2-byte lane at even pitches is one word: bit-rotated in a register
             assert lane_bytes == 2 and plan.algorithm == "per-lane-word-rotate", str(plan)
@@ -323,8 +321,6 @@ def test_nine_to_sixteen_byte_lanes_with_and_without_the_byte_shuffle(monkeypatc
         plan = rotate.plan_roll_rows(a, shifts)
         assert rotate.roll_rows(a, shifts) is a
         assert np.array_equal(a.reshape(-1, a.shape[-1]), expected), str(plan)
-        if a.size == a.shape[-1]:  # one lane: planned as a roll along the axis
-            continue
         step = plan.steps[0]
         if step.algorithm == "per-lane-byte-window":
             assert step.details["shuffle"] == shuffle, str(plan)
@@ -376,8 +372,6 @@ def test_three_to_seven_byte_lanes_in_groups_with_and_without_the_byte_shuffle(m
             gaps = np.ones(shape, bool)
             gaps[..., columns] = False
             assert np.array_equal(base[gaps], untouched[gaps])
-        if a.size == a.shape[-1]:  # one lane: planned as a roll along the axis
-            continue
         step = plan.steps[0]
         if step.algorithm == "per-lane-byte-window":
             assert step.details["group_shuffle"] == (shuffle and contiguous), str(plan)
@@ -755,30 +749,6 @@ def test_zero_length_and_noop_lanes():
     a = np.arange(10).reshape(2, 5)
     before = a.copy()
     assert rotate.roll_rows(a, [5, -10]) is a and np.array_equal(a, before)  # lanes rolled by 0 are skipped
-
-
-@pytest.mark.parametrize("shape, axis, shifts", [((1000,), 0, 337), ((1000,), -1, np.int16(-1)), ((1, 999), 1, [5]),
-                                                   ((999, 1), 0, np.array([2**40 + 3])), ((1, 7, 1), 1, -8)])
-def test_one_lane_is_planned_and_run_as_a_roll_along_its_axis(shape, axis, shifts):
-    # One lane with one shift is a roll: the roll planners' plan (a 1-D lane of 267 MB took per-lane-shift at
-    # 1.85x np.copyto, the roll's chain 0.8x), with the same result, scratch bound and errors.
-    a = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
-    shift = int(np.asarray(shifts).reshape(-1)[0])
-    expected = np.roll(a, shift, axis)
-    assert rotate.plan_roll_rows(a, shifts, axis).steps == rotate.plan(a, shift, axis).steps
-    assert rotate.plan_roll_rows(a, shifts, axis, max_scratch_bytes=0).scratch_bytes == 0
-    assert rotate.roll_rows(a, shifts, axis, max_scratch_bytes=0) is a
-    assert np.array_equal(a, expected)
-
-
-def test_one_lane_reads_its_shift_before_anything_moves():
-    a = np.arange(10)
-    rotate.roll_rows(a, a[3:4].reshape(()))  # the shift lives in the lane it moves
-    assert np.array_equal(a, np.roll(np.arange(10), 3))
-    m = np.ma.array(np.arange(9), mask=np.arange(9) % 4 == 1)
-    expected = np.roll(m, 4)
-    rotate.roll_rows(m, 4)
-    assert np.array_equal(m.data, expected.data) and np.array_equal(m.mask, expected.mask)
 
 
 # --- the benchmark's numbers in docs/perf-cpu.md come from its JSON ----------------------
