@@ -395,12 +395,11 @@ def _fft_shifts(a: Any, axes: Axes, inverse: bool) -> tuple[tuple[int, ...], tup
     """fftshift's (``inverse``: ifftshift's) shifts and axes for ``rotate.roll``."""
     shape = getattr(a, "shape", None)
     key = None
-    if type(shape) is tuple or type(shape).__name__ == "Size":  # tuples, torch.Size
-        if axes is None or type(axes) is int or (type(axes) is tuple and all(type(ax) is int for ax in axes)):
-            key = (shape, axes, inverse)
-            hit = _fft_calls.get(key)
-            if hit is not None:
-                return hit
+    if isinstance(shape, tuple) and (axes is None or _api._plain_ints(axes)):  # tuples, torch.Size
+        key = (shape, axes, inverse)
+        hit = _fft_calls.get(key)
+        if hit is not None:
+            return hit
     axes, shape = _fft_axes(a, axes)
     shifts = tuple(-(shape[ax] // 2) if inverse else shape[ax] // 2 for ax in axes)
     if key is not None:
