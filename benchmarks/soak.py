@@ -277,8 +277,8 @@ class Libraries:
         return buf.copy_to_host()
 
     def shifts(self, name: str, shifts: np.ndarray):
-        """int64 shifts on the device, C-ordered in the lanes' shape."""
-        shifts = np.ascontiguousarray(shifts, np.int64)
+        """int64 shifts on the device, C-ordered in the lanes' shape (a single lane's: shape ())."""
+        shifts = np.array(shifts, np.int64, order="C")  # np.ascontiguousarray makes shape () into (1,)
         if name == "torch":
             return self.torch.from_numpy(shifts).cuda()
         if name == "cupy":
