@@ -129,7 +129,8 @@ def gpu_functions_table(data, source: str) -> str:
     by_case = {r["case"]: r.get("us_per_call") for r in data.get("gpu") or []}
     env = data.get("environment", {})
     commit = str(env.get("git_commit") or env.get("commit") or "?")[:7]
-    lines = [f"Source: `docs/results/{source}` (commit `{commit}`; median of {data.get('repeats')} rounds of "
+    gpu = (env.get("gpu_knobs") or {}).get("gpu") or "GPU not recorded"
+    lines = [f"Source: `docs/results/{source}` ({gpu}, commit `{commit}`; median of {data.get('repeats')} rounds of "
              f"{data.get('number')} calls, back to back; plot: `docs/results/{source[:-5]}.png`).", "",
              "| function (4 KiB torch tensor) | rotate, us a call | torch peer | peer, us a call |", "|---|---|---|---|"]
     rows = [("roll", "rotate.roll (torch tensor)", "torch.roll")] + list(FUNCTION_ROWS)
@@ -559,7 +560,7 @@ CHAIN_GATE_16G_RUN = "gpu-e2e-chain-16g-eee3343-h200.json"
 CHAIN_GATE_PLOT = "gpu-e2e-chain-eee3343-h200.png"
 #: Host work per call on 4 KiB arrays, peers beside (rotate.bench --quick, after the quick path).
 QUICK_RUN = "gpu-e2e-quick-h200.json"
-FUNCTIONS_RUN = "call-overhead-functions-h200.json"
+FUNCTIONS_RUN = "call-overhead-functions-h100.json"
 #: The newest run of benchmarks/rows_gpu_bench.py (roll_rows, fftshift, multi-axis rolls): performance.md's
 #: gpu-rows table and the README's rows sentence.
 ROWS_RUN = "gpu-rows-65d666e-h200.json"
