@@ -20,7 +20,7 @@ import numpy as np  # noqa: E402
 
 import rotate  # noqa: E402
 from cases.rows import (BIG_ROWS_CASES, CHUNKED_ROWS_CASES, CHUNKED_RUNS, COLUMN_CASES, FIXED_ROWS_CASES,  # noqa: E402
-                        FLAT_STRIP_CASES, LONG_LANE_CASES, ONE_PASS, LONG_LANE_SETTINGS, NO_SCRATCH_WALK_SETTINGS,
+                        FLAT_STRIP_CASES, SHORT_ROW_CYCLES_CASES, LONG_LANE_CASES, ONE_PASS, LONG_LANE_SETTINGS, NO_SCRATCH_WALK_SETTINGS,
                         POOL_WALK_SETTINGS, TIGHT_POOL_WALK_SETTINGS, WALK_SETTINGS, CudaRowsRunner, RowsCase,
                         check_pool_filled, check_rows_case, column_cases, launch_scratch_state, long_lane_cases,
                         rows_cases,
@@ -368,6 +368,24 @@ def test_repeated_roll_rows_take_the_quick_path_and_stay_correct(library, monkey
         rotate.roll_rows(x, s)
     want = np.stack([np.roll(r, int(k)) for r, k in zip(want, read(s))])
     assert np.array_equal(read(x), want)
+
+
+@pytest.mark.parametrize("case", SHORT_ROW_CYCLES_CASES, ids=repr)
+def test_small_multi_axis_rolls_take_one_row_cycles_launch_whatever_their_rows(case):
+    """Up to ``short_row_cycles_max_bytes`` a multi-axis roll is one ``row-cycles`` launch, rows of 2 bytes
+    and up, C and F, every offset; with the limit at 0 the same rolls take a pass an axis or more."""
+    plan = check_rows_case(RUNNER, case)
+    assert [step.algorithm for step in plan.steps] == ["row-cycles"], plan
+    plan = check_rows_case(CudaRowsRunner(short_row_cycles_max_bytes=0), case)
+    assert len(plan.steps) >= 2 or plan.algorithm != "row-cycles", plan
+
+
+@pytest.mark.parametrize("rows,want", [(1 << 15, ["row-cycles"]), ((1 << 15) + 1, None)])
+def test_short_row_cycles_end_at_their_size_limit(rows, want):
+    """A two-axis roll of 32-byte rows: one row-cycles launch at 1 MiB, a pass an axis one row beyond."""
+    plan = check_rows_case(RUNNER, RowsCase("roll", (rows, 8), "float32", (5, -3), (0, 1), 0, seed=rows))
+    algorithms = [step.algorithm for step in plan.steps]
+    assert algorithms == want if want else len(algorithms) == 2, plan
 
 
 @pytest.mark.parametrize("index", range(len(FLAT_STRIP_CASES)))

@@ -323,13 +323,32 @@ def check_rows_folded_row_cycles():
             assert details["row_shift_bytes"] == 0, details
 
 
+def check_rows_short_row_cycles():
+    """Small multi-axis rolls with rows of 2 bytes and up: one row-cycles launch up to
+    ``short_row_cycles_max_bytes`` (the shared cases that fit the simulator, one block and three), a
+    pass an axis beyond it (the limit lowered here to 1 KiB)."""
+    from cases.rows import SHORT_ROW_CYCLES_CASES, CudaRowsRunner, RowsCase, check_rows_case
+
+    small = [case for case in SHORT_ROW_CYCLES_CASES if case.nbytes <= SIM_MAX_BYTES]
+    assert len(small) >= 2, small
+    for grid in (1, 3):
+        for case in small:
+            plan = check_rows_case(CudaRowsRunner(lane_threads=8, grid=grid), case)
+            assert [step.algorithm for step in plan.steps] == ["row-cycles"], plan
+    for limit, steps in ((1024, 1), (1020, 2)):
+        case = RowsCase("roll", (64, 4), "float32", (5, -3), (0, 1), 4, seed=limit)
+        plan = check_rows_case(CudaRowsRunner(lane_threads=8, grid=2, short_row_cycles_max_bytes=limit), case)
+        assert len(plan.steps) == steps and (steps == 2 or plan.algorithm == "row-cycles"), plan
+
+
 def check_rows_halves_apart():
     """A multi-axis roll no one-pass schedule takes (rows shorter than ``min_cycle_row``): the axes rolled
     by half their length in one ``half-swaps`` pass, the others in their own, in either order of memory
     (C and F), item sizes 1-16; rows off a 16-byte boundary keep a pass an axis."""
     from cases.rows import CudaRowsRunner, RowsCase, check_rows_case
 
-    runner = CudaRowsRunner(tile_bytes=64, threads=4, lane_threads=8, grid=3)
+    # The simulator's arrays are small enough for one row-cycles launch (short_row_cycles_max_bytes): off here.
+    runner = CudaRowsRunner(tile_bytes=64, threads=4, lane_threads=8, grid=3, short_row_cycles_max_bytes=0)
     for i, (function, shape, dtype, shifts, axes, offset, order, passes) in enumerate((
             ("fftshift", (3, 4, 16), "float32", None, None, 0, "C", 2),
             ("roll", (5, 6, 8, 16), "int16", (2, 3, -4, 24), (0, 1, 2, 3), 0, "C", 2),
@@ -628,7 +647,7 @@ GROUPS = {
                   "check_rows_long_lanes_random", "check_rows_lane_walks", "check_rows_columns"),
     "rows": ("check_rows_fixed", "check_rows_run_writer", "check_rows_window_writer", "check_rows_lane_warps", "check_rows_flat_strips",
              "check_rows_chunked", "check_rows_chunked_picked_where_three_rows_do_not_fit", "check_rows_folded_row_cycles",
-             "check_rows_halves_apart", "check_rows_random"),
+             "check_rows_short_row_cycles", "check_rows_halves_apart", "check_rows_random"),
     "flat": ("check_write_moved", "check_fallback", "check_row_lanes", "check_block_swap_rows_at_every_offset", "check_block_swap",
              "check_fixed", "check_fixed_single_kernel", "check_sector_split",
              "check_random"),

@@ -145,7 +145,7 @@ def plan_row_cycles_folded(shape: tuple, itemsize: int, c_shifts: dict, pointer:
     KiB that three-rows moves whole. The fold is a length-1 axis after the last rolled one, "rolled" by 0."""
     last = max(c_shifts)
     folded = tuple(shape[:last + 1]) + (1,) + tuple(shape[last + 1:])
-    return plan_row_cycles(folded, itemsize, {**c_shifts, last + 1: 0}, pointer, cap)
+    return plan_row_cycles(folded, itemsize, {**c_shifts, last + 1: 0}, pointer, cap, short_rows=False)
 
 
 def three_rows_fit(seg: int) -> bool:
@@ -156,7 +156,7 @@ def three_rows_fit(seg: int) -> bool:
 
 
 def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
-                    cap: Optional[int]) -> Optional[Step]:
+                    cap: Optional[int], short_rows: bool = True) -> Optional[Step]:
     """A multi-axis roll of a C-ordered array in one pass (``row-cycles``), or None.
 
     ``c_shifts`` maps C-order axes to shifts in ``(0, length)``. The axes up
@@ -167,9 +167,10 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     rows do not fit, ``chunked`` (``cycle_stream_kernel``: the saved first
     row and a ring of chunks; rows up to about 200 KiB keep first rows in
     shared memory, longer ones pre-read every segment's first row into
-    scratch). None when a row is shorter than the tuning's min_cycle_row, the leading
-    axes do not fold into MAX_LEAD radices, the table is too large or the
-    pre-reads exceed ``cap``.
+    scratch). None when rows are shorter than the tuning's min_cycle_row in
+    an array larger than its short_row_cycles_max_bytes (in any array
+    without ``short_rows``), the leading axes do not fold into MAX_LEAD
+    radices, the table is too large or the pre-reads exceed ``cap``.
     """
     T = D.policy()  # the policy, resolved once for the whole search
     from ..kernels import cycles, panels
@@ -180,11 +181,11 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     lead, offs, seg, block = _fold_rows(shape, itemsize, c_shifts)
     head0 = pointer % 16
     unit = D.lane_unit(itemsize, head0)
-    if seg < T.min_cycle_row:
-        return None
     if len(lead) > _rowperm.MAX_LEAD:
         return None
     rows = int(np.prod(lead, dtype=np.int64)) if lead else 1
+    if seg < T.min_cycle_row and (not short_rows or rows * seg > T.short_row_cycles_max_bytes):
+        return None
     limit = T.cycle_smem or T.max_lane_smem
     variant = T.cycle_variant
     sms, _ = D.device_shape(D._device_id())
