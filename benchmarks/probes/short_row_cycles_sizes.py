@@ -1,15 +1,17 @@
-"""Up to which array size does one ``row-cycles`` launch beat a launch an axis, however short the rows?
+"""Up to how many rows does one ``row-cycles`` launch beat a launch an axis, however short the rows?
 
-Backs: `cuda.short_row_cycles_max_bytes` (docs/tuning.md, "GPU: multi-axis").
+Backs: `cuda.short_row_cycles_max_rows` (docs/tuning.md, "GPU: multi-axis"), from
+docs/results/short-row-cycles-sizes-h100.json (run at 311c8dc, where the limit was in bytes,
+``short_row_cycles_max_bytes``: the same two plans).
 
 Rows (the bytes from the last rolled axis on) shorter than ``min_cycle_row`` (2 KiB) move slower
 through row-cycles than through a pass an axis in large arrays, so those take a pass an axis: two
-launches or more. In a small array the launches cost the call more than the short rows lose. This
+launches or more. With few rows the launches cost the call more than the short rows lose. This
 times multi-axis rolls and fftshifts with rows of 2 B-1 KiB from 4 KiB to 16 MiB, planned both ways
-(``short_row_cycles_max_bytes`` 0: a pass an axis; 2^40: row-cycles) and alternated in one process:
+(``short_row_cycles_max_rows`` 0: a pass an axis; 2^40: row-cycles) and alternated in one process:
 the whole call back to back (20 calls) and device time, as % of a device-to-device memcpy of the same
 bytes timed in the same run, and microseconds a call; each result checked against torch once, byte
-for byte.
+for byte. Each case records the row-cycles step's rows and row length.
 
     python benchmarks/probes/short_row_cycles_sizes.py --json out.json [--repeat 7]
 """
@@ -73,7 +75,7 @@ def main(argv=None) -> int:
         row = {"case": index, "function": function, "shape": list(shape), "dtype": dtype, "nbytes": nbytes,
                "shifts": shifts, "memcpy_ms": memcpy_ms}
         for label, limit in (("axes", 0), ("cycles", 1 << 40)):
-            with knobs.gpu_override(short_row_cycles_max_bytes=limit):
+            with knobs.gpu_override(short_row_cycles_max_rows=limit):
                 plan = rotate.plan(x, shifts, axes)
                 want = torch.roll(x, shifts, axes)
                 rotate.roll(x, shifts, axes)

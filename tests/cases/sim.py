@@ -324,9 +324,9 @@ def check_rows_folded_row_cycles():
 
 
 def check_rows_short_row_cycles():
-    """Small multi-axis rolls with rows of 2 bytes and up: one row-cycles launch up to
-    ``short_row_cycles_max_bytes`` (the shared cases that fit the simulator, one block and three), a
-    pass an axis beyond it (the limit lowered here to 1 KiB)."""
+    """Multi-axis rolls of few short rows (2 bytes and up): one row-cycles launch up to
+    ``short_row_cycles_max_rows`` (the shared cases that fit the simulator, one block and three), a
+    pass an axis beyond it (the limit lowered here to 64 rows)."""
     from cases.rows import SHORT_ROW_CYCLES_CASES, CudaRowsRunner, RowsCase, check_rows_case
 
     small = [case for case in SHORT_ROW_CYCLES_CASES if case.nbytes <= SIM_MAX_BYTES]
@@ -335,9 +335,9 @@ def check_rows_short_row_cycles():
         for case in small:
             plan = check_rows_case(CudaRowsRunner(lane_threads=8, grid=grid), case)
             assert [step.algorithm for step in plan.steps] == ["row-cycles"], plan
-    for limit, steps in ((1024, 1), (1020, 2)):
+    for limit, steps in ((64, 1), (63, 2)):
         case = RowsCase("roll", (64, 4), "float32", (5, -3), (0, 1), 4, seed=limit)
-        plan = check_rows_case(CudaRowsRunner(lane_threads=8, grid=2, short_row_cycles_max_bytes=limit), case)
+        plan = check_rows_case(CudaRowsRunner(lane_threads=8, grid=2, short_row_cycles_max_rows=limit), case)
         assert len(plan.steps) == steps and (steps == 2 or plan.algorithm == "row-cycles"), plan
 
 
@@ -347,8 +347,8 @@ def check_rows_halves_apart():
     (C and F), item sizes 1-16; rows off a 16-byte boundary keep a pass an axis."""
     from cases.rows import CudaRowsRunner, RowsCase, check_rows_case
 
-    # The simulator's arrays are small enough for one row-cycles launch (short_row_cycles_max_bytes): off here.
-    runner = CudaRowsRunner(tile_bytes=64, threads=4, lane_threads=8, grid=3, short_row_cycles_max_bytes=0)
+    # The simulator's arrays have few enough rows for one row-cycles launch (short_row_cycles_max_rows): off here.
+    runner = CudaRowsRunner(tile_bytes=64, threads=4, lane_threads=8, grid=3, short_row_cycles_max_rows=0)
     for i, (function, shape, dtype, shifts, axes, offset, order, passes) in enumerate((
             ("fftshift", (3, 4, 16), "float32", None, None, 0, "C", 2),
             ("roll", (5, 6, 8, 16), "int16", (2, 3, -4, 24), (0, 1, 2, 3), 0, "C", 2),

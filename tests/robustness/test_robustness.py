@@ -1424,5 +1424,7 @@ def test_gpu_multi_axis_rolls_group_the_half_axes(gpu_planner, monkeypatch):
     assert algorithms((199, 20, 64), "complex64", (5, 10, 32), (0, 1, 2)) == ["chain", "half-swaps"]
     assert len(algorithms((29683, 38, 8, 64), "float16", offset=4)) == 4  # misaligned: a pass an axis
     assert len(algorithms((199, 20, 64), "complex64", (5, 3, 32), (0, 1, 2))) <= 2  # one half axis: no group
-    # Up to short_row_cycles_max_bytes (1 MiB) one row-cycles launch takes any rows, however short.
+    # Up to short_row_cycles_max_rows (2048) one row-cycles launch takes any rows, however short.
     assert algorithms((99, 20, 64), "complex64", (5, 10, 32), (0, 1, 2)) == ["row-cycles"]
+    assert algorithms((2048, 32), "float32", (3, 5), (0, 1)) == ["row-cycles"]
+    assert len(algorithms((2049, 32), "float32", (3, 5), (0, 1))) == 2

@@ -194,9 +194,9 @@ class CudaTuning(Policy):
     #: Cycle-kernel tables above this many segments, or rows shorter than ``min_cycle_row``: one pass per axis.
     max_segments: int = 1 << 17
     min_cycle_row: int = 2048
-    #: ... but arrays up to this size take row-cycles whatever their rows' length: there one launch costs
-    #: less than a launch an axis, however short the rows (docs/tuning.md).
-    short_row_cycles_max_bytes: int = 1 << 20
+    #: ... but up to this many rows row-cycles takes rows of any length: its cost grows with the rows (a
+    #: step a row), and up to here one launch costs less than a launch an axis (docs/tuning.md).
+    short_row_cycles_max_rows: int = 2048
     #: row-cycles declines (one pass per axis instead) where merging segments to fit the scratch bound
     #: left it fewer walks than this share of the SMs: each walk is one block, and with first rows
     #: pre-read a row a walk, megabyte rows under a 1% bound left 1-42 walks for 132 SMs (0.8-26% of

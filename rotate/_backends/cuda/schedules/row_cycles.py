@@ -167,10 +167,10 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     rows do not fit, ``chunked`` (``cycle_stream_kernel``: the saved first
     row and a ring of chunks; rows up to about 200 KiB keep first rows in
     shared memory, longer ones pre-read every segment's first row into
-    scratch). None when rows are shorter than the tuning's min_cycle_row in
-    an array larger than its short_row_cycles_max_bytes (in any array
-    without ``short_rows``), the leading axes do not fold into MAX_LEAD
-    radices, the table is too large or the pre-reads exceed ``cap``.
+    scratch). None when rows are shorter than the tuning's min_cycle_row and
+    more than its short_row_cycles_max_rows (any number without
+    ``short_rows``), the leading axes do not fold into MAX_LEAD radices, the
+    table is too large or the pre-reads exceed ``cap``.
     """
     T = D.policy()  # the policy, resolved once for the whole search
     from ..kernels import cycles, panels
@@ -184,7 +184,7 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     if len(lead) > _rowperm.MAX_LEAD:
         return None
     rows = int(np.prod(lead, dtype=np.int64)) if lead else 1
-    if seg < T.min_cycle_row and (not short_rows or rows * seg > T.short_row_cycles_max_bytes):
+    if seg < T.min_cycle_row and (not short_rows or rows > T.short_row_cycles_max_rows):
         return None
     limit = T.cycle_smem or T.max_lane_smem
     variant = T.cycle_variant
