@@ -1424,6 +1424,11 @@ def test_gpu_multi_axis_rolls_group_the_half_axes(gpu_planner, monkeypatch):
     assert algorithms((199, 20, 64), "complex64", (5, 10, 32), (0, 1, 2)) == ["chain", "half-swaps"]
     assert len(algorithms((29683, 38, 8, 64), "float16", offset=4)) == 4  # misaligned: a pass an axis
     assert len(algorithms((199, 20, 64), "complex64", (5, 3, 32), (0, 1, 2))) <= 2  # one half axis: no group
+    # A wide strip in few batches (14 strip items of 17 MiB: 9% of memcpy on the H100) is no flat pass
+    # and row-strips step where row-cycles declines: a pass an axis, the half axes grouped.
+    shape = (14, 17, 16305, 64)
+    ifft = algorithms(shape, "float16", tuple(-(n // 2) for n in shape), (0, 1, 2, 3))
+    assert "row-strips" not in ifft and ifft[-1] == "half-swaps", ifft
     # Up to short_row_cycles_max_rows (2048) one row-cycles launch takes any rows, however short.
     assert algorithms((99, 20, 64), "complex64", (5, 10, 32), (0, 1, 2)) == ["row-cycles"]
     assert algorithms((2048, 32), "float32", (3, 5), (0, 1)) == ["row-cycles"]
