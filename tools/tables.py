@@ -669,8 +669,8 @@ def dist_table(data) -> str:
     return "\n".join(lines)
 
 
-RANDOM_SHAPES_RUN = "random-gpu-h200.json"
-RANDOM_SHAPES_PLOT = "random-gpu-h200.png"
+RANDOM_SHAPES_RUN = "random-gpu-h100.json"
+RANDOM_SHAPES_PLOT = "random-gpu-h100.png"
 RANDOM_SHAPES_CPU_RUN = "random-cpu.json"
 
 
