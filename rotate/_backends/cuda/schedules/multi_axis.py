@@ -24,9 +24,9 @@ def plan_multi_axis(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     """The steps of a roll over several axes of a C-ordered array: one ``half-swaps`` step where every
     rolled axis moves by half its length; a flat one-pass rotation and a ``row-strips`` step where one
     leading axis rolls in an array of at least ``flat_strips_min_bytes`` and the strip is narrow
-    (``flat_strip_fraction``) or ``row-cycles`` cannot take it (the tuning's ``flat_strips``: None, that
-    rule; True, wherever it applies; False, never); else one ``row-cycles`` step. None when none takes
-    it (one pass per axis then)."""
+    (``flat_strip_fraction``) or ``row-cycles`` cannot take it and the strip step fills the SMs (the
+    tuning's ``flat_strips``: None, that rule; True, wherever it applies; False, never); else one
+    ``row-cycles`` step. None when none takes it (one pass per axis then)."""
     lead, offs, seg, block = row_cycles._fold_rows(shape, itemsize, c_shifts)
     rows = int(np.prod(lead, dtype=np.int64)) if lead else 1
     row_shift = c_shifts[max(c_shifts)] * block
