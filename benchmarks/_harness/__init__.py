@@ -7,6 +7,7 @@ graph. Where one needs something the package keeps private, it reads it here, ne
 * ``provenance``: the environment block every result file records (commit, versions, knobs, load);
 * ``timing``: the CUDA timers ``python -m rotate.bench`` times with, so every GPU number is taken alike;
 * ``knobs``: GPU tuning overrides for A/B runs (``--set``) and the exact traffic of a lane-walks plan;
+* ``ab``: one roll planned, checked and timed under each of several GPU tuning settings (the probes' A/B loop);
 * ``cpu_kernel``: the CPU row kernel cpu_bench.py times without the call's dispatch;
 * ``std_rotate.cpp``: the C++ reference cpu_bench.py builds.
 * ``shapes``: the seeded shapes random_bench.py and soak.py draw (sides log-uniform, snapped to powers
