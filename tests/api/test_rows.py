@@ -569,6 +569,23 @@ def test_short_lanes_within_a_scratch_budget(dtype, n, budget, algorithm):
         assert np.array_equal(b, expected)
 
 
+@pytest.mark.parametrize("n", [256, 257, 301])
+def test_short_lanes_of_more_than_256_bytes_keep_their_shifts(n):
+    """``per-lane-small-copy`` keeps the lanes' reduced shifts in scratch as words of the lane's word: 1-byte
+    words hold shifts up to 255. A ``small_lane_bytes`` override made odd lanes of 257 bytes and more short
+    (the byte windows being too big for the budget), and their shifts from 256 on wrapped: wrong rows, no
+    error. Those lanes now take a kernel that keeps the whole shift."""
+    a = (np.arange(n * n) % 251).astype(np.uint8).reshape(n, n)
+    shifts = np.arange(n)  # every shift of the lane, 256 and on included
+    expected = np.array([np.roll(r, s) for r, s in zip(a, shifts)])
+    budget = 2 * n + 8  # two copies of a lane and a shift; too small for two doubled lanes (byte windows)
+    with cpu_tuning.override(small_lane_bytes=1024):
+        p = rotate.plan_roll_rows(a, shifts, max_scratch_bytes=budget)
+        rotate.roll_rows(a, shifts, max_scratch_bytes=budget)
+    assert (p.algorithm == "per-lane-small-copy") == (n <= 256), str(p)
+    assert a.tobytes() == expected.tobytes()
+
+
 @given(layout=layouts(max_ndim=4), dtype=st.sampled_from(DTYPES), seed=st.integers(0, 2**32 - 1),
        lanes=st.sampled_from([None, 2, 3]), data=st.data())
 def test_fftshift_and_ifftshift_match_numpy_fft(layout, dtype, seed, lanes, data):

@@ -1041,7 +1041,9 @@ def plan_lanes(shape, strides, itemsize: int, axis: int, max_scratch_bytes=None)
 
 
 def _plan_short_lanes(axis, n, itemsize, word, dims, dim_strides, lanes, threads, max_scratch_bytes, span):
-    """The short-lane step (lanes of at most ``small_lane_bytes``), or None when its scratch does not fit.
+    """The short-lane step (lanes of at most ``small_lane_bytes``), or None when its scratch does not fit
+    or a lane's shift does not fit one of its words (lanes of more than 256 1-byte words: only a tuning
+    override of ``small_lane_bytes`` makes those short).
 
     The kernels move words of ``lane_word`` bytes: the widest up to 8 that
     divides the lane's bytes and every lane pitch, wider than the element when
@@ -1060,6 +1062,8 @@ def _plan_short_lanes(axis, n, itemsize, word, dims, dim_strides, lanes, threads
         step = _plan_byte_lanes(axis, n, itemsize, dims, byte_strides, lanes, threads, max_scratch_bytes, span)
         if step is not None:
             return step
+    if words > 1 << (8 * lane_word):
+        return None  # the lanes' shifts wait in scratch as words of lane_word bytes: 1-byte words hold < 256
     least = 0 if words == 1 else 2 * words + 1
     budget_words = _budget(max_scratch_bytes) // lane_word
     while threads > 1 and threads * least > budget_words:
