@@ -1,9 +1,11 @@
 """Do many short rows move faster in one ``row-cycles`` pass than in a pass an axis?
 
-Backs: `cuda.min_cycle_row` and `cuda.max_segments` (docs/tuning.md, "GPU: `fftshift` and multi-axis rolls").
+Backs: `cuda.min_cycle_row`, `cuda.max_segments` and `cuda.many_segments_min_row` (docs/tuning.md, "GPU:
+`fftshift` and multi-axis rolls"), from docs/results/row-cycles-rows-ab-h100.json (16 of the 20 cases).
 
-Both bounds were reasoned, not measured: rows (the bytes from the last rolled axis on) under 2 KiB, or
-cycle tables over 2^17 segments, take a pass an axis, two to four launches. The cases are the random
+At 69ad228 both bounds were reasoned, not measured: rows (the bytes from the last rolled axis on) under
+2 KiB, or cycle tables over 2^17 segments, took a pass an axis, two to four launches (the result's
+"default"; since then rows from 3 KiB keep row-cycles whatever the segments). The cases are the random
 benchmark's multi-axis draws (seeds 1-3 and 2425486292, 256 MiB-8 GiB) that either bound sends to a
 pass an axis: rows of 56 B-4.2 KiB, 0.4-21 million of them. Each is planned as by default and with
 both bounds off (``min_cycle_row`` 16, ``max_segments`` 2^24: row-cycles wherever it can), alternated

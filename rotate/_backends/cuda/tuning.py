@@ -191,9 +191,13 @@ class CudaTuning(Policy):
     #: for the kernels' static shared memory.
     max_lane_smem: int = 226 * 1024
     max_block_smem: int = 226 * 1024
-    #: Cycle-kernel tables above this many segments, or rows shorter than ``min_cycle_row``: one pass per axis.
+    #: Rows shorter than ``min_cycle_row``, or cycle tables above ``max_segments`` segments with rows shorter
+    #: than ``many_segments_min_row``: one pass per axis. Many segments are many short cycles (an fftshift's
+    #: swaps), a block each with a row in flight: rows of 3.8-4.3 KiB ran them faster than a pass an axis,
+    #: rows of 2 KiB slower (docs/results/row-cycles-rows-ab-h100.json).
     max_segments: int = 1 << 17
     min_cycle_row: int = 2048
+    many_segments_min_row: int = 3 * 1024
     #: ... but up to this many rows row-cycles takes rows of any length: its cost grows with the rows (a
     #: step a row), and up to here one launch costs less than a launch an axis (docs/tuning.md).
     short_row_cycles_max_rows: int = 2048

@@ -170,7 +170,8 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     scratch). None when rows are shorter than the tuning's min_cycle_row and
     more than its short_row_cycles_max_rows (any number without
     ``short_rows``), the leading axes do not fold into MAX_LEAD radices, the
-    table is too large or the pre-reads exceed ``cap``.
+    table has more than ``max_segments`` segments of rows shorter than
+    ``many_segments_min_row``, or the pre-reads exceed ``cap``.
     """
     T = D.policy()  # the policy, resolved once for the whole search
     from ..kernels import cycles, panels
@@ -230,9 +231,9 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
         cut = int(np.count_nonzero(table[2::3] != np.arange(nseg)))
         pre_reads = cut if first_rows_in_smem else nseg  # first rows copied to scratch
         pre_bytes = nseg * slot if pre_reads else 0  # slots are indexed by segment
-        if nseg <= T.max_segments and pre_bytes <= cap:
+        if (nseg <= T.max_segments or seg >= T.many_segments_min_row) and pre_bytes <= cap:
             break
-        if piece >= rows:
+        if piece >= rows or cut == 0:  # whole cycles only: longer pieces give the same table
             return None
         piece *= 2
         grown = True
