@@ -411,3 +411,20 @@ def test_multi_axis_roll_with_short_inner_rows(shape, dtype, shift, axes, order)
         assert len(plan.steps) >= 2
         rotate.roll(a, shift, axes)
     assert a.tobytes(order="A") == want.tobytes(order="A")
+
+
+@pytest.mark.parametrize("row_bytes, rows, lanes", [(3, 5, 4), (5, 9, 8), (7, 10, 8), (6, 5, 4)])
+def test_register_rows_with_more_lanes_than_their_rows_fill(row_bytes, rows, lanes):
+    """``small-rows-registers`` gives each lane ``ceil(rows / lanes)`` rows, so the last lanes can start past
+    the last row. The byte-shuffle path took such a lane's empty range for -1 periods and rotated rows from
+    a negative index: rows rotated twice and bytes before the array overwritten (heap corruption). Only a
+    ``min_lane_bytes`` override makes lanes this short; guard bytes either side must stay as they were."""
+    buf = (np.arange(64 + rows * row_bytes + 64) % 251).astype(np.uint8)
+    a = buf[64:64 + rows * row_bytes].reshape(rows, row_bytes)
+    guard = buf.copy()
+    expected = np.roll(a, 1, axis=1)
+    with cpu_tuning.override(lanes=lanes, min_lane_bytes=1, adapt_to_load=False):
+        assert "small-rows-registers" in str(rotate.plan(a, 1, axis=1))
+        rotate.roll(a, 1, axis=1)
+    assert a.tobytes() == expected.tobytes()
+    assert buf[:64].tobytes() == guard[:64].tobytes() and buf[64 + a.size:].tobytes() == guard[64 + a.size:].tobytes()

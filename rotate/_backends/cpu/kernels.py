@@ -407,7 +407,7 @@ def _shuffled_rows_run(buf, r0, r1, row_bytes, b):
     (three ``pshufb``: a row of 3-7 bytes a few instructions, where the 8-byte window took a dozen). Returns
     the first row not done (the rows after the last whole period)."""
     periods = (r1 - r0) // _period_rows(row_bytes)
-    if periods == 0:
+    if periods <= 0:  # a lane past the last row has r0 > r1: floor division would make -1 periods
         return r0
     masks, vectors, rows = _period_masks(row_bytes, b)
     aside = np.zeros(16 * (vectors + 2), np.uint8)  # a zero vector either side: never picked
