@@ -1,8 +1,9 @@
 """GPU A/B runs of tuning settings: one roll planned and timed under each setting, alternated in one process.
 
-Why here: every probe that backs a GPU tuning value did the same loop (plan under an override, check the
+Why here: the probes that back GPU tuning values each wrote this loop (plan under an override, check the
 result against torch byte for byte once, time the whole call and device time as % of a memcpy of the same
-bytes in the same run); one copy keeps their numbers taken alike.
+bytes in the same run); new probes share this copy, so their numbers are taken alike (the older ones keep
+theirs: their committed results were written by them).
 """
 
 from __future__ import annotations

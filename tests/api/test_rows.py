@@ -575,7 +575,8 @@ def test_short_lanes_of_more_than_256_bytes_keep_their_shifts(n):
     words hold shifts up to 255. A ``small_lane_bytes`` override made odd lanes of 257 bytes and more short
     (the byte windows being too big for the budget), and their shifts from 256 on wrapped: wrong rows, no
     error. Those lanes now take a kernel that keeps the whole shift."""
-    a = (np.arange(n * n) % 251).astype(np.uint8).reshape(n, n)
+    base = (np.arange(n * (n + 1)) % 251).astype(np.uint8).reshape(n, n + 1)
+    a = base[:, :n]  # an odd pitch: the lanes move as 1-byte words, n of them
     shifts = np.arange(n)  # every shift of the lane, 256 and on included
     expected = np.array([np.roll(r, s) for r, s in zip(a, shifts)])
     budget = 2 * n + 8  # two copies of a lane and a shift; too small for two doubled lanes (byte windows)

@@ -1405,18 +1405,24 @@ def test_gpu_many_short_cycles_take_row_cycles_only_with_long_rows(gpu_planner, 
     """More than ``max_segments`` segments (many short cycles, as an fftshift's swaps) take one row-cycles pass
     only with rows of at least ``many_segments_min_row`` (3 KiB): 3,788 B rows in 149,472 segments ran at 63%
     of memcpy on the H100 in one pass against 24% a pass an axis; 2 KiB rows in 807,072 segments at 25%
-    against 38% (docs/results/row-cycles-rows-ab-h100.json)."""
+    against 38% (docs/results/row-cycles-rows-ab-h100.json). A caller's ``max_scratch_bytes`` bounds the
+    step's table and flags too."""
     from rotate._backends.cuda.kernels import memops
 
     if memops.SIMULATED:
         pytest.skip("the simulator's arrays take the full path")
     monkeypatch.setattr(_arrays, "_device_usable", True)
 
-    def algorithms(shape, dtype, shifts, axes):
-        return [s.algorithm for s in rotate.plan(_FakeDeviceNd(shape, dtype, 1 << 33), shifts, axes).steps]
+    def algorithms(shape, dtype, shifts, axes, bound=None):
+        plan = rotate.plan(_FakeDeviceNd(shape, dtype, 1 << 33), shifts, axes, max_scratch_bytes=bound)
+        assert bound is None or plan.scratch_bytes <= bound, str(plan)
+        return [s.algorithm for s in plan.steps]
 
     assert algorithms((16, 3, 18684, 947), "float32", (8, 1, 9342, 473), (0, 1, 2, 3)) == ["row-cycles"]
     assert algorithms((1442254, 2165), "int16", (721127, 1082), (0, 1)) == ["row-cycles"]
+    # Its table and flags (20 MB for 721,127 segments) are scratch a caller's bound must cover.
+    assert "row-cycles" not in algorithms((1442254, 2165), "int16", (721127, 1082), (0, 1), bound=1 << 20)
+    assert algorithms((1442254, 2165), "int16", (721127, 1082), (0, 1), bound=1 << 26) == ["row-cycles"]
     assert "row-cycles" not in algorithms((2, 807072, 1025, 2), "uint8", (1, 512), (0, 2))
     with cuda_tuning.override(many_segments_min_row=4096):
         assert algorithms((16, 3, 18684, 947), "float32", (8, 1, 9342, 473), (0, 1, 2, 3)) != ["row-cycles"]

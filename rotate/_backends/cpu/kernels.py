@@ -500,7 +500,7 @@ def _rotate_register_rows(buf, rows, row_bytes, b, lanes, l_lo, l_hi):
     """Rows of 3-64 bytes (not 4 or 8) rotated in registers (``_register_rows_run``); rows over lanes."""
     per = (rows + lanes - 1) // lanes
     for lane in range(l_lo, l_hi):
-        _register_rows_run(buf, lane * per, min(rows, (lane + 1) * per), row_bytes, b)
+        _register_rows_run(buf, min(rows, lane * per), min(rows, (lane + 1) * per), row_bytes, b)
 
 
 @njit(cache=True, nogil=True)

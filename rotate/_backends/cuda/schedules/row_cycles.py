@@ -171,7 +171,10 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
     more than its short_row_cycles_max_rows (any number without
     ``short_rows``), the leading axes do not fold into MAX_LEAD radices, the
     table has more than ``max_segments`` segments of rows shorter than
-    ``many_segments_min_row``, or the pre-reads exceed ``cap``.
+    ``many_segments_min_row``, the pre-reads exceed ``cap``, merging segments
+    to fit left fewer walks than ``cycle_min_walk_share`` of the SMs, or the
+    step's scratch (pre-reads, flags and table) exceeds a ``cap`` the caller
+    gave.
     """
     T = D.policy()  # the policy, resolved once for the whole search
     from ..kernels import cycles, panels
@@ -222,6 +225,7 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
         chunk, ring, smem, threads, blocks = stream
     grid = T.grid or sms * blocks
     slot = S.align_up(seg + 32)
+    bound = None if cap is None or isinstance(cap, D.DefaultBound) else int(cap)  # the caller's own
     cap = D.default_cap(rows, seg) if cap is None else cap
     piece = max(4, S.ceil_div(rows, 2 * grid))
     grown = False  # segments merged to fit the table or the scratch bound (not for want of rows)
@@ -239,6 +243,8 @@ def plan_row_cycles(shape: tuple, itemsize: int, c_shifts: dict, pointer: int,
         grown = True
     if variant is None and grown and nseg < T.cycle_min_walk_share * sms:
         return None  # the bound left too few walks to load the GPU: one pass per axis moves the bytes faster
+    if bound is not None and pre_bytes + 4 * nseg + table.nbytes + 64 > bound:
+        return None  # the table and flags are scratch too: a caller's max_scratch_bytes bounds them all
     if stream is not None and nseg < sms * blocks:  # fewer walks than blocks: deeper rings, fewer blocks
         stream = _cycle_stream_config(seg, limit, first_rows_in_smem, S.ceil_div(nseg, sms))
         chunk, ring, smem, threads, blocks = stream
